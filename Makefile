@@ -1,0 +1,46 @@
+# Quick start: `make demo` and `make test` each set themselves up on a fresh machine.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test unit integration lint format typecheck check bench clean
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "baton needs Python 3.11 or newer" >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/baton demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: $(STAMP)
+	$(BIN)/python -m pytest -q tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck
+
+bench: $(STAMP)
+	$(BIN)/baton bench
+
+clean:
+	rm -rf $(VENV) .baton .pytest_cache .mypy_cache .ruff_cache

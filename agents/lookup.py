@@ -1,0 +1,154 @@
+"""The look-up agent: the customer's real order, found in the store, never invented."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from agents import prompts
+from agents.asking import Check, Failure, Outcome, ask
+from agents.llm import LLM
+from agents.matching import product_score, time_score
+from agents.offline import choose_rules
+from agents.orders import OrderStore, StoreUnavailable
+from agents.prompts import EarlierSession
+from schemas.baton import Baton
+from schemas.records import Order, Ticket
+from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Understanding
+
+PRODUCT_MIN = 0.35
+CLEAR_MARGIN = 0.2
+MODEL_CANDIDATES = 5
+
+_STATUS_FIT = {
+    "information": {"paid": 1.0, "shipped": 1.0, "pending": 0.9, "delivered": 0.6},
+    "cancel": {"paid": 1.0, "pending": 1.0, "shipped": 0.7, "delivered": 0.3},
+}
+_DELIVERED_FIRST = {"delivered": 1.0, "shipped": 0.6, "paid": 0.4, "returned": 0.3}
+
+
+def status_fit(demand: str, status: str) -> float:
+    """How plausible an order in ``status`` is for a ``demand`` (0..1)."""
+    table = _STATUS_FIT.get(demand, _DELIVERED_FIRST)
+    return table.get(str(status), 0.1)
+
+
+def rank(u: Understanding, orders: list[Order], now: datetime) -> list[OrderCandidate]:
+    """Score each real order for the understanding, best first."""
+    ranked = []
+    for order in orders:
+        product = product_score(u.product, order.product_name) if u.product else 0.0
+        score = 0.65 * product + 0.2 * time_score(u.time_hint, order.ordered_at, now)
+        score += 0.15 * status_fit(u.demand, str(order.status))
+        ranked.append(
+            OrderCandidate(
+                order_id=order.order_id,
+                product_name=order.product_name,
+                status=str(order.status),
+                ordered_at=order.ordered_at,
+                score=round(min(score, 1.0), 4),
+            )
+        )
+    ranked.sort(key=lambda c: (c.score, c.ordered_at), reverse=True)
+    return ranked
+
+
+def _match(
+    order: Order | None, method: str, confidence: float, reason: str, ranked: list[OrderCandidate]
+) -> OrderMatch:
+    return OrderMatch(
+        order_id=order.order_id if order else None,
+        order=order,
+        method=method,  # type: ignore[arg-type]
+        confidence=confidence,
+        reason=reason,
+        candidates=ranked[:MODEL_CANDIDATES],
+    )
+
+
+def _check_choice(candidates: list[Order]) -> Check[OrderChoice]:
+    allowed = {o.order_id for o in candidates}
+
+    def check(choice: OrderChoice) -> list[str]:
+        if choice.order_id is not None and choice.order_id not in allowed:
+            return [f"order_id {choice.order_id!r} is not one of the candidates {sorted(allowed)}"]
+        return []
+
+    return check
+
+
+async def look_up(
+    ticket: Ticket,
+    understanding: Understanding,
+    baton: Baton,
+    store: OrderStore,
+    llm: LLM,
+    *,
+    earlier: list[EarlierSession] | None = None,
+    reask_limit: int = 1,
+    tokens_left: int | None = None,
+    now: datetime | None = None,
+) -> Outcome[OrderMatch]:
+    """Find the order the ticket is about among the customer's real orders, or none."""
+    if not ticket.customer_id:
+        return Outcome(_match(None, "none", 1.0, "the ticket names no customer", []))
+    try:
+        orders = await store.for_customer(ticket.customer_id)
+    except StoreUnavailable as exc:
+        failure = Failure(reason="order_store_unavailable", error=str(exc))
+        match = _match(None, "unavailable", 0.0, "the order store could not be reached", [])
+        return Outcome(match, failure=failure, degraded=True)
+    if not orders:
+        return Outcome(_match(None, "none", 1.0, "the customer has no orders", []))
+    by_id = {o.order_id: o for o in orders}
+    ranked = rank(understanding, orders, now or datetime.now(UTC))
+    earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
+
+    if understanding.refers_to_earlier and not understanding.product and earlier_ids:
+        order = by_id[earlier_ids[0]]  # type: ignore[index]
+        reason = "the customer refers to the order of their most recent earlier session"
+        return Outcome(_match(order, "history", 0.8, reason, ranked))
+    if not understanding.product and baton.order_id in by_id:
+        reason = "no new product named: the session's current order carries over"
+        return Outcome(_match(by_id[baton.order_id], "baton", 0.9, reason, ranked))  # type: ignore[index]
+    if len(orders) == 1 and not understanding.product:
+        return Outcome(_match(orders[0], "deterministic", 0.7, "the customer's only order", ranked))
+
+    mentioned = [
+        c
+        for c in ranked
+        if understanding.product
+        and product_score(understanding.product, c.product_name) >= PRODUCT_MIN
+    ]
+    if understanding.product and not mentioned:
+        reason = f"no order of this customer matches {understanding.product!r}"
+        return Outcome(_match(None, "none", 0.8, reason, ranked))
+    pool = mentioned or ranked
+    if len(pool) == 1 or pool[0].score - pool[1].score >= CLEAR_MARGIN:
+        reason = f"best match for {understanding.product or 'the message'} (score {pool[0].score})"
+        return Outcome(_match(by_id[pool[0].order_id], "deterministic", 0.9, reason, ranked))
+
+    candidates = [by_id[c.order_id] for c in pool[:MODEL_CANDIDATES]]
+    prompt = prompts.build(
+        "lookup",
+        OrderChoice,
+        ticket=ticket,
+        baton=baton,
+        orders=candidates,
+        earlier=earlier,
+        understanding=understanding,
+        max_tokens=400,
+    )
+    asked = await ask(
+        llm,
+        prompt,
+        check=_check_choice(candidates),
+        reask_limit=reask_limit,
+        tokens_left=tokens_left,
+    )
+    choice = Outcome.of(asked, lambda: choose_rules(prompt.facts))  # type: ignore[arg-type]
+    chosen = by_id.get(choice.value.order_id) if choice.value.order_id else None
+    method = "model" if not choice.degraded else "deterministic"
+    match = _match(
+        chosen, method if chosen else "none", 0.75 if chosen else 0.5, choice.value.reason, ranked
+    )
+    return Outcome(match, calls=choice.calls, failure=choice.failure, degraded=choice.degraded)

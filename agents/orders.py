@@ -1,0 +1,330 @@
+"""The order store: customers' real orders in SQLite or PostgreSQL, behind one small interface."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from schemas.records import Order
+
+R = TypeVar("R")
+
+_COLUMNS = (
+    "order_id",
+    "customer_id",
+    "product_name",
+    "status",
+    "amount",
+    "currency",
+    "ordered_at",
+    "delivered_at",
+    "carrier",
+    "tracking_no",
+)
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM orders"
+_UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
+
+
+class StoreUnavailable(Exception):
+    """The order database cannot be reached, opened or queried."""
+
+
+class OrderStore(Protocol):
+    """Where the customers' orders live."""
+
+    async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
+        """The customer's orders, most recent first."""
+        ...
+
+    async def get(self, order_id: str) -> Order | None:
+        """One order by id, or None."""
+        ...
+
+    async def upsert(self, orders: Iterable[Order]) -> int:
+        """Insert or update orders by ``order_id``; return how many were written."""
+        ...
+
+    async def count(self) -> int:
+        """How many orders the store holds."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connection; later calls raise ``StoreUnavailable``."""
+        ...
+
+
+def _utc(moment: datetime) -> datetime:
+    # Naive datetimes are taken as UTC so that stored times sort and compare consistently.
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _row(order: Order, as_text: bool) -> tuple[Any, ...]:
+    ordered = _utc(order.ordered_at)
+    delivered = _utc(order.delivered_at) if order.delivered_at else None
+    return (
+        order.order_id,
+        order.customer_id,
+        order.product_name,
+        str(order.status),
+        order.amount,
+        order.currency,
+        ordered.isoformat(timespec="microseconds") if as_text else ordered,
+        (delivered.isoformat(timespec="microseconds") if delivered else None)
+        if as_text
+        else delivered,
+        order.carrier,
+        order.tracking_no,
+    )
+
+
+def _order(row: Iterable[Any]) -> Order:
+    return Order.model_validate(dict(zip(_COLUMNS, row, strict=True)))
+
+
+def _limit(limit: int) -> int:
+    return max(0, int(limit))
+
+
+_SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS orders (
+    order_id TEXT PRIMARY KEY,
+    customer_id TEXT NOT NULL,
+    product_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    amount REAL NOT NULL,
+    currency TEXT NOT NULL,
+    ordered_at TEXT NOT NULL,
+    delivered_at TEXT,
+    carrier TEXT,
+    tracking_no TEXT
+);
+CREATE INDEX IF NOT EXISTS orders_customer_idx ON orders (customer_id, ordered_at);
+"""
+
+
+class SQLiteOrderStore:
+    """Orders in one SQLite file (WAL mode); queries run on a worker thread, one at a time."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SQLITE_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _call(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable(f"order store {self.path} is closed")
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                with self._conn:
+                    return work(self._conn)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.IntegrityError):
+                    raise
+                raise StoreUnavailable(f"order store {self.path}: {exc}") from exc
+
+    async def _run(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        return await asyncio.to_thread(self._call, work)
+
+    async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
+        """The customer's orders, most recent first."""
+        sql = f"{_SELECT} WHERE customer_id = ? ORDER BY ordered_at DESC, order_id DESC LIMIT ?"
+        rows = await self._run(lambda c: c.execute(sql, (customer_id, _limit(limit))).fetchall())
+        return [_order(r) for r in rows]
+
+    async def get(self, order_id: str) -> Order | None:
+        """One order by id, or None."""
+        sql = f"{_SELECT} WHERE order_id = ?"
+        row = await self._run(lambda c: c.execute(sql, (order_id,)).fetchone())
+        return _order(row) if row else None
+
+    async def upsert(self, orders: Iterable[Order]) -> int:
+        """Insert or update orders by ``order_id``; return how many were written."""
+        rows = [_row(o, as_text=True) for o in orders]
+        marks = ", ".join("?" for _ in _COLUMNS)
+        sql = (
+            f"INSERT INTO orders ({', '.join(_COLUMNS)}) VALUES ({marks}) "
+            f"ON CONFLICT (order_id) DO UPDATE SET {_UPDATE}"
+        )
+        await self._run(lambda c: c.executemany(sql, rows))
+        return len(rows)
+
+    async def count(self) -> int:
+        """How many orders the store holds."""
+        row = await self._run(lambda c: c.execute("SELECT COUNT(*) FROM orders").fetchone())
+        return int(row[0])
+
+    async def close(self) -> None:
+        """Close the connection; later calls raise ``StoreUnavailable``."""
+
+        def shut() -> None:
+            with self._lock:
+                self._closed = True
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await asyncio.to_thread(shut)
+
+
+_POSTGRES_SCHEMA = (
+    """
+    CREATE TABLE IF NOT EXISTS orders (
+        order_id TEXT PRIMARY KEY,
+        customer_id TEXT NOT NULL,
+        product_name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        amount DOUBLE PRECISION NOT NULL,
+        currency TEXT NOT NULL,
+        ordered_at TIMESTAMPTZ NOT NULL,
+        delivered_at TIMESTAMPTZ,
+        carrier TEXT,
+        tracking_no TEXT
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS orders_customer_idx ON orders (customer_id, ordered_at)",
+)
+
+
+class PostgresOrderStore:
+    """Orders in PostgreSQL through one psycopg 3 async connection, reopened after failures."""
+
+    def __init__(self, dsn: str, connect_timeout: float = 10.0) -> None:
+        self.dsn = dsn
+        self.connect_timeout = connect_timeout
+        self._conn: Any = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def _connect(self) -> Any:
+        import psycopg
+
+        conn = await psycopg.AsyncConnection.connect(
+            self.dsn, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+        )
+        try:
+            async with conn.transaction():
+                for statement in _POSTGRES_SCHEMA:
+                    await conn.execute(statement)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    async def _run(self, work: Callable[[Any], Any]) -> Any:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreUnavailable(
+                "PostgreSQL needs psycopg: pip install 'psycopg[binary]'"
+            ) from exc
+        async with self._lock:
+            if self._closed:
+                raise StoreUnavailable("order store is closed")
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = await self._connect()
+                return await work(self._conn)
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                await self._drop()
+                raise StoreUnavailable(f"order store: {exc}") from exc
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            # The connection may already be broken: closing it is best effort.
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
+        """The customer's orders, most recent first."""
+        sql = f"{_SELECT} WHERE customer_id = %s ORDER BY ordered_at DESC, order_id DESC LIMIT %s"
+
+        async def work(conn: Any) -> list[Order]:
+            cur = await conn.execute(sql, (customer_id, _limit(limit)))
+            return [_order(r) for r in await cur.fetchall()]
+
+        result: list[Order] = await self._run(work)
+        return result
+
+    async def get(self, order_id: str) -> Order | None:
+        """One order by id, or None."""
+
+        async def work(conn: Any) -> Order | None:
+            cur = await conn.execute(f"{_SELECT} WHERE order_id = %s", (order_id,))
+            row = await cur.fetchone()
+            return _order(row) if row else None
+
+        result: Order | None = await self._run(work)
+        return result
+
+    async def upsert(self, orders: Iterable[Order]) -> int:
+        """Insert or update orders by ``order_id``; return how many were written."""
+        rows = [_row(o, as_text=False) for o in orders]
+        marks = ", ".join("%s" for _ in _COLUMNS)
+        sql = (
+            f"INSERT INTO orders ({', '.join(_COLUMNS)}) VALUES ({marks}) "
+            f"ON CONFLICT (order_id) DO UPDATE SET {_UPDATE}"
+        )
+
+        async def work(conn: Any) -> None:
+            if rows:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(sql, rows)
+
+        await self._run(work)
+        return len(rows)
+
+    async def count(self) -> int:
+        """How many orders the store holds."""
+
+        async def work(conn: Any) -> int:
+            cur = await conn.execute("SELECT COUNT(*) FROM orders")
+            row = await cur.fetchone()
+            return int(row[0])
+
+        result: int = await self._run(work)
+        return result
+
+    async def close(self) -> None:
+        """Close the connection; later calls raise ``StoreUnavailable``."""
+        async with self._lock:
+            self._closed = True
+            await self._drop()
+
+
+def open_store(url: str) -> OrderStore:
+    """The store for ``url``: sqlite:///abs/path or a plain path, or postgresql://..."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresOrderStore(url)
+    if url.startswith("sqlite:///"):
+        path = Path("/" + url.removeprefix("sqlite:///").lstrip("/"))
+    elif "://" in url or not url.strip():
+        raise ValueError(
+            f"unsupported order store URL {url!r}: use sqlite:///path or postgresql://"
+        )
+    else:
+        path = Path(url)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot create the directory of {path}: {exc}") from exc
+    return SQLiteOrderStore(path)

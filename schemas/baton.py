@@ -1,0 +1,62 @@
+"""The baton: one session's shared, explicit context, read and written by every stage."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from schemas.records import SCHEMA_VERSION, StageName, UsageTotals, utcnow
+from schemas.stages import Demand
+
+
+class TicketMemory(BaseModel):
+    """What one ticket of the session was about; kept for the session's whole life."""
+
+    ticket_id: str
+    core_problem: str
+    product: str | None = None
+    demand: Demand | None = None
+    order_id: str | None = None
+    status: str | None = Field(default=None, description="The reply's status once answered.")
+    at: datetime = Field(default_factory=utcnow)
+
+
+class ChainEntry(BaseModel):
+    """One stage's decision on one ticket."""
+
+    ticket_id: str
+    stage: StageName
+    decision: str
+    reason: str = ""
+    at: datetime = Field(default_factory=utcnow)
+
+
+class Baton(BaseModel):
+    """A session's context. ``version`` grows by one on every write."""
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    customer_id: str | None = None
+    version: int = 0
+    tickets: list[TicketMemory] = Field(
+        default_factory=list, description="Core problem of every ticket, oldest first."
+    )
+    product: str | None = Field(default=None, description="The product currently discussed.")
+    problem: str | None = Field(default=None, description="The problem currently discussed.")
+    demand: Demand | None = None
+    order_id: str | None = Field(default=None, description="The order currently discussed.")
+    order_history: list[str] = Field(
+        default_factory=list, description="Orders discussed earlier, most recent first."
+    )
+    products_mentioned: list[str] = Field(default_factory=list)
+    chain: list[ChainEntry] = Field(default_factory=list, description="Recent decisions.")
+    chain_summary: str = Field(default="", description="Summary of older, folded decisions.")
+    flags: list[str] = Field(default_factory=list, description="Attention flags for later stages.")
+    answered: list[str] = Field(default_factory=list, description="Recently answered ticket ids.")
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def core_problems(self) -> list[str]:
+        return [t.core_problem for t in self.tickets]

@@ -1,0 +1,198 @@
+"""Records on baton's public topics: what users publish and what they consume."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+SCHEMA_VERSION = 1
+MAX_TEXT_CHARS = 20_000
+
+ReplyStatus = Literal["answered", "degraded", "handoff"]
+OrderStatus = Literal[
+    "pending", "paid", "shipped", "delivered", "cancelled", "refunded", "returned", "lost"
+]
+DeadLetterReason = Literal[
+    "invalid_input",
+    "validation_failed",
+    "model_error",
+    "model_refused",
+    "max_tokens",
+    "timeout",
+    "budget_exceeded",
+    "spend_limit",
+    "context_broken",
+    "order_store_unavailable",
+    "stage_error",
+    "drift",
+]
+StageName = Literal["intake", "understand", "lookup", "strategy"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def utcnow() -> datetime:
+    """Return the current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def _clean_text(value: str) -> str:
+    cleaned = _CONTROL.sub("", value)
+    if not cleaned.strip():
+        raise ValueError("text is blank")
+    return cleaned
+
+
+def _printable_id(value: str) -> str:
+    if _CONTROL.search(value) or not value.strip():
+        raise ValueError("must be a non-blank string without control characters")
+    return value
+
+
+Identifier = Annotated[
+    str, StringConstraints(min_length=1, max_length=200), AfterValidator(_printable_id)
+]
+
+
+class Ticket(BaseModel):
+    """A customer message, as published to ``support.tickets``."""
+
+    model_config = ConfigDict(extra="ignore", strict=False, frozen=True)
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Record layout version.")
+    ticket_id: Identifier = Field(description="Unique id of this message.")
+    session_id: Identifier = Field(description="Conversation the message belongs to.")
+    customer_id: Identifier | None = Field(default=None, description="Customer, if known.")
+    text: Annotated[
+        str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_clean_text)
+    ] = Field(description="What the customer wrote; control characters are removed.")
+    created_at: datetime | None = Field(default=None, description="RFC 3339 time of writing.")
+
+
+class Order(BaseModel):
+    """One order in the order store (also the line format of ``baton orders import``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    order_id: Identifier
+    customer_id: Identifier
+    product_name: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    status: OrderStatus | str = Field(description="paid, shipped, delivered, cancelled, ...")
+    amount: float = Field(ge=0)
+    currency: Annotated[str, StringConstraints(min_length=1, max_length=8)] = "CNY"
+    ordered_at: datetime
+    delivered_at: datetime | None = None
+    carrier: str | None = None
+    tracking_no: str | None = None
+
+
+class CallUsage(BaseModel):
+    """Tokens and cost of one model call."""
+
+    stage: StageName
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class UsageTotals(BaseModel):
+    """Summed model usage (of a ticket or a session)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    by_stage: dict[str, int] = Field(default_factory=dict, description="Model calls per stage.")
+
+    def add(self, call: CallUsage) -> UsageTotals:
+        """Return a new total including ``call``."""
+        by_stage = dict(self.by_stage)
+        by_stage[call.stage] = by_stage.get(call.stage, 0) + 1
+        return UsageTotals(
+            calls=self.calls + 1,
+            input_tokens=self.input_tokens + call.input_tokens,
+            output_tokens=self.output_tokens + call.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + call.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + call.cache_write_tokens,
+            cost_usd=round(self.cost_usd + call.cost_usd, 8),
+            by_stage=by_stage,
+        )
+
+    def merge(self, other: UsageTotals) -> UsageTotals:
+        """Return the sum of two totals."""
+        by_stage = dict(self.by_stage)
+        for stage, n in other.by_stage.items():
+            by_stage[stage] = by_stage.get(stage, 0) + n
+        return UsageTotals(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 8),
+            by_stage=by_stage,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+class Reply(BaseModel):
+    """The answer to one ticket, as published to ``support.replies`` (key: session_id)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    ticket_id: str
+    session_id: str
+    customer_id: str | None
+    status: ReplyStatus = Field(description="answered, degraded (fallback path) or handoff.")
+    reply: str = Field(description="Customer-facing text.")
+    solution: str = Field(description="What will be done.")
+    internal_note: str = Field(description="For the support team, never shown to the customer.")
+    confidence: float = Field(ge=0, le=1)
+    order_id: str | None = Field(description="The order the lookup found, or null.")
+    product: str | None = None
+    language: str = "en"
+    baton_version: int = 0
+    llm: str = Field(default="", description="Model implementation that produced the reply.")
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    replied_at: datetime = Field(default_factory=utcnow)
+
+
+class DeadLetter(BaseModel):
+    """Something that could not be processed normally, with what is needed to re-drive it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(description="Unique id of this dead letter.")
+    ticket_id: str | None
+    session_id: str | None
+    stage: StageName
+    reason: DeadLetterReason | str
+    error: str = Field(description="Readable explanation.")
+    payload: str = Field(description="The original record, or the raw model output.")
+    attempts: int = 1
+    failed_at: datetime = Field(default_factory=utcnow)
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset: int | None = None
+    model: str | None = None
+    prompt_version: str | None = None
+    ticket: Ticket | None = Field(default=None, description="The ticket, when it was valid.")

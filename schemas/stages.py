@@ -1,0 +1,116 @@
+"""What each agent decides, and the envelope that carries a ticket from stage to stage."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from schemas.records import SCHEMA_VERSION, Order, Ticket, UsageTotals, utcnow
+
+Demand = Literal[
+    "refund", "exchange", "repair", "compensation", "cancel", "information", "complaint", "other"
+]
+Language = Literal["zh", "en"]
+LookupMethod = Literal["deterministic", "model", "baton", "history", "none", "unavailable"]
+NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class Understanding(BaseModel):
+    """What the customer means: the understand agent's validated output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    product: str | None = Field(
+        description="The product the customer means, in the words of their order if known; "
+        "null when neither the message nor the session names one."
+    )
+    problem: NonBlank = Field(description="The problem, in a few words.")
+    demand: Demand = Field(description="What the customer wants.")
+    time_hint: str | None = Field(description="Any time reference, e.g. 'last month', '上周'.")
+    keywords: list[str] = Field(description="Up to 8 salient keywords.", max_length=8)
+    language: Language = Field(description="Language of the customer's message.")
+    core_problem: NonBlank = Field(description="One sentence: the customer's core problem.")
+    refers_to_earlier: bool = Field(
+        description="True when the message refers to an order or conversation from before "
+        "without naming the product."
+    )
+
+    @field_validator("core_problem")
+    @classmethod
+    def _one_sentence(cls, value: str) -> str:
+        if len(value) > 400:
+            raise ValueError("core_problem must be one sentence of at most 400 characters")
+        return value
+
+
+class OrderCandidate(BaseModel):
+    """A real order the lookup considered, with its score."""
+
+    order_id: str
+    product_name: str
+    status: str
+    ordered_at: datetime
+    score: float
+
+
+class OrderChoice(BaseModel):
+    """The model's choice among real candidate orders (null when none fits)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    order_id: str | None = Field(description="One of the candidate order ids, or null.")
+    reason: NonBlank = Field(description="Why this order (or none).")
+
+
+class OrderMatch(BaseModel):
+    """The look-up agent's result: an order from the store, or none."""
+
+    order_id: str | None
+    order: Order | None = None
+    method: LookupMethod
+    confidence: float = Field(ge=0, le=1)
+    reason: str
+    candidates: list[OrderCandidate] = Field(default_factory=list)
+
+
+class StrategyDraft(BaseModel):
+    """The strategy agent's validated output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    solution: NonBlank = Field(description="What will be done for the customer.")
+    reply: NonBlank = Field(description="The message to the customer, in their language.")
+    internal_note: str = Field(description="Note for the support team.")
+    confidence: float = Field(ge=0, le=1, description="0..1")
+    needs_human: bool = Field(description="True when a person must take over.")
+
+
+class Snapshot(BaseModel):
+    """The part of the baton a record carries, so a stage can rebuild lost context."""
+
+    core_problems: list[str] = Field(default_factory=list)
+    product: str | None = None
+    problem: str | None = None
+    order_id: str | None = None
+
+
+class StageRecord(BaseModel):
+    """The envelope between stages: the ticket, the decisions so far, the baton version."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    ticket: Ticket
+    understanding: Understanding | None = None
+    match: OrderMatch | None = None
+    baton_version: int = 0
+    snapshot: Snapshot = Field(default_factory=Snapshot)
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    degraded: list[str] = Field(default_factory=list, description="Dead-letter ids so far.")
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset: int | None = None
+    received_at: datetime = Field(default_factory=utcnow)

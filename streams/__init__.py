@@ -1,0 +1,1 @@
+"""Everything Kafka: the Faust app, topics, tables, stage runners, dead letters, CLI."""

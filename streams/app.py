@@ -1,0 +1,171 @@
+"""The Faust app: topics, changelog-backed tables and one agent per stage; nothing at import time."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import faust
+
+from agents.llm import LLM
+from agents.orders import OrderStore
+from streams.dead_letters import Source
+from streams.pipeline import Pipeline
+from streams.runner import SessionGate, SessionScheduler
+from streams.settings import Settings
+from streams.topics import TopicNames
+
+log = logging.getLogger("baton.app")
+
+TABLES = ("batons", "journal")
+
+
+def faust_settings(settings: Settings) -> dict[str, Any]:
+    """Faust configuration; the embedded broker gets fast timeouts and one record per batch."""
+    conf: dict[str, Any] = {
+        "broker": settings.broker,
+        "store": "memory://",
+        "processing_guarantee": "at_least_once",
+        "topic_partitions": settings.partitions,
+        "topic_replication_factor": settings.replication_factor,
+        "consumer_auto_offset_reset": "earliest",
+        "key_serializer": "raw",
+        "value_serializer": "raw",
+        "web_enabled": True,
+        "web_port": settings.web_port,
+        "web_bind": settings.web_bind,
+        "web_host": settings.web_bind,
+        "datadir": str(settings.data_dir / "faust" / settings.app_id),
+        "autodiscover": False,
+        "producer_acks": -1 if settings.producer_acks == "all" else int(settings.producer_acks),
+        "stream_wait_empty": True,
+    }
+    if settings.embedded_broker:
+        # Tansu reports end offsets per batch, so multi-record batches hide a table's last
+        # updates from changelog recovery; see README "Embedded broker".
+        conf.update(
+            broker_session_timeout=3,
+            broker_heartbeat_interval=0.5,
+            broker_rebalance_timeout=6,
+            producer_max_batch_size=1,
+        )
+    else:
+        conf.update(producer_linger=0.005)
+    return conf
+
+
+class FaustSink:
+    """Sends through the app's producer and waits for the broker's acknowledgement."""
+
+    def __init__(self, app: faust.App, names: TopicNames, partitions: int) -> None:
+        self.topics = {
+            name: app.topic(
+                name,
+                partitions=partitions,
+                key_type=bytes,
+                value_type=bytes,
+                key_serializer="raw",
+                value_serializer="raw",
+            )
+            for name in names.all()
+        }
+
+    async def send(
+        self, topic: str, key: str | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> None:
+        fut = await self.topics[topic].send(
+            key=key.encode() if key is not None else None, value=value, headers=headers
+        )
+        await fut
+
+
+class FaustState:
+    """The session tables, stored as raw JSON bytes keyed by string."""
+
+    def __init__(self, app: faust.App, partitions: int) -> None:
+        self.tables = {
+            name: app.Table(
+                name,
+                default=None,
+                partitions=partitions,
+                key_type=str,
+                value_type=bytes,
+            )
+            for name in TABLES
+        }
+
+    def get(self, table: str, key: str) -> bytes | None:
+        value = self.tables[table].get(key)
+        return bytes(value) if value is not None else None
+
+    def put(self, table: str, key: str, value: bytes) -> None:
+        self.tables[table][key] = value
+
+
+@dataclass
+class Worker:
+    """A configured app and the pipeline its agents run."""
+
+    app: faust.App
+    pipeline: Pipeline
+    sink: FaustSink
+    schedulers: dict[str, SessionScheduler]
+
+
+def _source(event: Any) -> Source:
+    msg = event.message
+    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
+
+
+def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
+    """Build the Faust app with its topics, tables and agents for ``settings``."""
+    app = faust.App(settings.app_id, **faust_settings(settings))
+    names = TopicNames.of(settings)
+    sink = FaustSink(app, names, settings.partitions)
+    state = FaustState(app, settings.partitions)
+    pipeline = Pipeline(
+        settings=settings,
+        llm=llm,
+        store=store,
+        sink=sink,
+        state=state,
+        gate=SessionGate(settings.turn_timeout_s),
+    )
+    schedulers = {
+        stage: SessionScheduler(
+            stage, max_running=settings.max_in_flight, max_buffered=settings.max_buffered
+        )
+        for stage in ("understand", "lookup", "strategy")
+    }
+
+    @app.agent(sink.topics[names.tickets], name="intake")
+    async def intake(stream: Any) -> None:
+        async for event in stream.events():
+            await pipeline.intake(event.value, _source(event))
+
+    def stage_agent(stage: str, topic: str) -> None:
+        scheduler = schedulers[stage]
+
+        async def handle(event: Any) -> None:
+            await pipeline.run_stage(stage, event.value, _source(event))  # type: ignore[arg-type]
+
+        async def agent(stream: Any) -> None:
+            await scheduler.run(stream.noack(), handle)
+
+        app.agent(sink.topics[topic], name=stage)(agent)
+
+    stage_agent("understand", names.sessions)
+    stage_agent("lookup", names.understood)
+    stage_agent("strategy", names.matched)
+
+    @app.task
+    async def declare_topics() -> None:
+        for topic in sink.topics.values():
+            await topic.maybe_declare()
+
+    @app.on_partitions_assigned.connect
+    async def on_assigned(app: Any, assigned: Any, **kwargs: Any) -> None:
+        log.info("partitions assigned: %d", len(assigned))
+
+    return Worker(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)

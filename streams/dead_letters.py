@@ -1,0 +1,106 @@
+"""Dead letters: what could not be processed normally, with Kafka Connect style error headers."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from agents.asking import Failure
+from schemas.records import DeadLetter, StageName, Ticket
+
+HEADER_PREFIX = "__connect.errors."
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a record was read from."""
+
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+
+def new_id() -> str:
+    """A fresh dead-letter id."""
+    return uuid.uuid4().hex[:16]
+
+
+def readable(exc: BaseException) -> str:
+    """A one-paragraph explanation of why a record was rejected."""
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors(include_url=False):
+            where = ".".join(str(p) for p in err["loc"]) or "record"
+            parts.append(f"{where}: {err['msg']}")
+        return "; ".join(parts)
+    return str(exc) or type(exc).__name__
+
+
+def letter(
+    *,
+    stage: StageName,
+    reason: str,
+    error: str,
+    payload: bytes | str,
+    source: Source,
+    ticket: Ticket | None = None,
+    ticket_id: str | None = None,
+    session_id: str | None = None,
+    attempts: int = 1,
+    model: str | None = None,
+    prompt_version: str | None = None,
+) -> DeadLetter:
+    """Build a dead letter; ``payload`` bytes are kept as text (invalid UTF-8 escaped)."""
+    text = payload.decode("utf-8", "backslashreplace") if isinstance(payload, bytes) else payload
+    return DeadLetter(
+        id=new_id(),
+        ticket_id=ticket.ticket_id if ticket else ticket_id,
+        session_id=ticket.session_id if ticket else session_id,
+        stage=stage,
+        reason=reason,
+        error=error,
+        payload=text,
+        attempts=attempts,
+        source_topic=source.topic,
+        source_partition=source.partition,
+        source_offset=source.offset,
+        model=model,
+        prompt_version=prompt_version,
+        ticket=ticket,
+    )
+
+
+def from_failure(
+    failure: Failure, *, stage: StageName, ticket: Ticket, source: Source
+) -> DeadLetter:
+    """The dead letter of a stage that fell back after a model or store failure."""
+    return letter(
+        stage=stage,
+        reason=failure.reason,
+        error=failure.error,
+        payload=failure.payload,
+        source=source,
+        ticket=ticket,
+        attempts=failure.attempts,
+        model=failure.model,
+        prompt_version=failure.prompt_version,
+    )
+
+
+def headers(dl: DeadLetter) -> list[tuple[str, bytes]]:
+    """Kafka Connect's ``__connect.errors.*`` headers, plus baton's own reason and stage."""
+    pairs = {
+        "topic": dl.source_topic,
+        "partition": None if dl.source_partition is None else str(dl.source_partition),
+        "offset": None if dl.source_offset is None else str(dl.source_offset),
+        "stage": dl.stage,
+        "connector.name": "baton",
+        "exception.class.name": dl.reason,
+        "exception.message": dl.error[:1000],
+    }
+    out = [(HEADER_PREFIX + k, v.encode()) for k, v in pairs.items() if v is not None]
+    out.append(("baton.reason", dl.reason.encode()))
+    out.append(("baton.dead_letter_id", dl.id.encode()))
+    return out

@@ -1,0 +1,162 @@
+"""``baton demo``: embedded broker, sample orders, one worker, sample tickets, printed replies."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+from schemas.codec import dumps, parse
+from schemas.records import Order, Reply, Ticket
+from streams.broker import EmbeddedBroker, free_port
+from streams.settings import Settings
+from streams.topics import REPLIES, TICKETS
+
+
+def demo_file(name: str) -> Path:
+    """Path of a sample file shipped with the package."""
+    return Path(str(resources.files("streams").joinpath("demo_data", name)))
+
+
+def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list:  # type: ignore[type-arg]
+    return [parse(model, line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def worker_env(settings: Settings, broker: str, web_port: int) -> dict[str, str]:
+    """Environment of a worker subprocess that shares this process's settings."""
+    env = dict(os.environ)
+    env.update(
+        BATON_BROKER=broker,
+        BATON_DATA_DIR=str(settings.data_dir),
+        BATON_WEB_PORT=str(web_port),
+        BATON_EMBEDDED_BROKER="1",
+        BATON_LLM=settings.llm,
+        BATON_NAMESPACE=settings.namespace,
+        BATON_PARTITIONS=str(settings.partitions),
+        BATON_LOG_LEVEL=settings.log_level,
+    )
+    return env
+
+
+def start_worker(settings: Settings, broker: str, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``baton worker`` as a child process logging to ``log_path``."""
+    env = worker_env(settings, broker, free_port())
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "streams.cli", "worker"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_worker(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    """Stop a worker gracefully, then forcefully."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+async def collect_replies(
+    settings: Settings, ticket_ids: set[str], timeout: float, proc: subprocess.Popen[bytes] | None
+) -> dict[str, Reply]:
+    """Read ``support.replies`` from the beginning until every ticket has its reply."""
+    from aiokafka import AIOKafkaConsumer
+
+    from streams.worker import bootstrap_servers
+
+    replies: dict[str, Reply] = {}
+    consumer = AIOKafkaConsumer(
+        settings.topic(REPLIES),
+        bootstrap_servers=bootstrap_servers(settings),
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        metadata_max_age_ms=1000,
+    )
+    await consumer.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not ticket_ids <= replies.keys():
+            if time.monotonic() > deadline:
+                missing = sorted(ticket_ids - replies.keys())
+                raise TimeoutError(f"no reply after {timeout:.0f}s for {', '.join(missing)}")
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"the worker exited with code {proc.returncode}")
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for r in records:
+                    reply = Reply.model_validate_json(r.value)
+                    replies.setdefault(reply.ticket_id, reply)
+    finally:
+        await consumer.stop()
+    return replies
+
+
+def run_demo(settings: Settings, timeout: float = 180.0) -> int:
+    """Run the demo; human lines go to stderr, the replies to stdout as JSON Lines."""
+    from streams.client import publish
+    from streams.worker import build_store
+
+    say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
+        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True)
+        orders = read_jsonl(demo_file("orders.jsonl"), Order)
+        tickets = read_jsonl(demo_file("tickets.jsonl"), Ticket)
+        if settings.llm == "offline":
+            say("model: OFFLINE rule-based stand-in (set ANTHROPIC_API_KEY to use Claude)")
+        else:
+            say(f"model: Claude ({settings.model}) through the Anthropic API")
+
+        async def import_orders() -> None:
+            store = build_store(settings)
+            try:
+                await store.upsert(orders)
+            finally:
+                await store.close()
+
+        asyncio.run(import_orders())
+        say(f"imported {len(orders)} sample orders")
+        with EmbeddedBroker(log=Path(tmp) / "broker.log") as broker:
+            settings = settings.with_(broker=broker.url)
+            say(f"embedded broker on {broker.url}")
+            proc = start_worker(settings, broker.url, Path(tmp) / "worker.log")
+            try:
+                started = time.monotonic()
+                asyncio.run(
+                    publish(
+                        settings,
+                        settings.topic(TICKETS),
+                        ((t.session_id, dumps(t)) for t in tickets),
+                    )
+                )
+                say(f"published {len(tickets)} tickets; waiting for replies")
+                try:
+                    replies = asyncio.run(
+                        collect_replies(settings, {t.ticket_id for t in tickets}, timeout, proc)
+                    )
+                except (TimeoutError, RuntimeError) as exc:
+                    log = (Path(tmp) / "worker.log").read_text(errors="replace")[-3000:]
+                    print(log, file=sys.stderr)
+                    say(f"failed: {exc}")
+                    return 1
+                say(f"{len(replies)} replies in {time.monotonic() - started:.1f}s")
+                for t in tickets:
+                    r = replies[t.ticket_id]
+                    say(f"[{t.session_id}] {t.text[:60]!r} -> {r.status}, order {r.order_id}")
+                for t in tickets:
+                    sys.stdout.write(dumps(replies[t.ticket_id]).decode() + "\n")
+                sys.stdout.flush()
+            finally:
+                stop_worker(proc)
+    return 0

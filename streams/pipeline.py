@@ -1,0 +1,333 @@
+"""The Faust-side wrappers of the stages: decode, check context, call the stage, route, record."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents import memory
+from agents.asking import Failure, Outcome
+from agents.llm import LLM
+from agents.lookup import look_up
+from agents.orders import OrderStore, StoreUnavailable
+from agents.strategy import decide
+from agents.understand import understand
+from schemas.baton import Baton
+from schemas.codec import InvalidRecord, dumps, parse
+from schemas.records import DeadLetter, Order, Reply, StageName, Ticket
+from schemas.stages import StageRecord
+from streams import dead_letters
+from streams.dead_letters import Source
+from streams.runner import SessionGate
+from streams.settings import Settings
+
+log = logging.getLogger("baton.pipeline")
+
+STAGE_ATTEMPTS = 3
+Level = str
+
+
+class Sink(Protocol):
+    """Where records go: ``send`` returns once the broker acknowledged the record."""
+
+    async def send(
+        self, topic: str, key: str | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+    ) -> None: ...
+
+
+class State(Protocol):
+    """The session tables: batons and the stage journal (in Faust: changelog-backed)."""
+
+    def get(self, table: str, key: str) -> bytes | None: ...
+
+    def put(self, table: str, key: str, value: bytes) -> None: ...
+
+
+@dataclass
+class Pipeline:
+    """Runs each stage for one record, with the baton, the journal and the dead-letter path."""
+
+    settings: Settings
+    llm: LLM
+    store: OrderStore
+    sink: Sink
+    state: State
+    gate: SessionGate = field(default_factory=SessionGate)
+    stats: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def topics(self) -> Any:
+        from streams.topics import TopicNames
+
+        return TopicNames.of(self.settings)
+
+    def baton(self, session_id: str) -> Baton | None:
+        raw = self.state.get("batons", session_id)
+        return Baton.model_validate_json(raw) if raw else None
+
+    def _save(self, baton: Baton) -> None:
+        self.state.put("batons", baton.session_id, dumps(baton))
+
+    def _journal(self, ticket_id: str, stage: StageName) -> bytes | None:
+        return self.state.get("journal", f"{ticket_id}/{stage}")
+
+    def _record(self, ticket_id: str, stage: StageName, value: bytes) -> None:
+        self.state.put("journal", f"{ticket_id}/{stage}", value)
+
+    async def dead_letter(self, dl: DeadLetter) -> None:
+        """Write a dead letter and wait for the broker's acknowledgement."""
+        self.stats[f"dead_letter.{dl.stage}.{dl.reason}"] += 1
+        key = dl.session_id or dl.ticket_id
+        await self.sink.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
+
+    async def intake(self, value: bytes | None, source: Source) -> None:
+        """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
+        try:
+            ticket = parse(Ticket, value)
+        except InvalidRecord as exc:
+            self.stats["intake.invalid"] += 1
+            dl = dead_letters.letter(
+                stage="intake", reason="invalid_input", error=str(exc), payload=value or b"", source=source
+            )
+            await self.dead_letter(dl)
+            return
+        self.stats["intake.ok"] += 1
+        record = StageRecord(
+            ticket=ticket,
+            source_topic=source.topic,
+            source_partition=source.partition,
+            source_offset=source.offset,
+        )
+        await self.sink.send(self.topics.sessions, ticket.session_id, dumps(record))
+
+    async def run_stage(self, stage: StageName, value: bytes | None, source: Source) -> None:
+        """Run ``stage`` on one envelope; every way out ends in a record, a reply or a dead letter."""
+        try:
+            record = parse(StageRecord, value)
+        except InvalidRecord as exc:
+            dl = dead_letters.letter(
+                stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
+            )
+            await self.dead_letter(dl)
+            return
+        ticket = record.ticket
+        step = {"understand": self._understand, "lookup": self._lookup, "strategy": self._strategy}[stage]
+        if stage == "understand":
+            await self.gate.enter(ticket.session_id, ticket.ticket_id, lambda: self._pending(ticket))
+        for attempt in range(1, STAGE_ATTEMPTS + 1):
+            try:
+                await step(record, source)
+                return
+            except Exception as exc:
+                if attempt < STAGE_ATTEMPTS:
+                    log.warning("%s failed on %s (attempt %d): %r", stage, ticket.ticket_id, attempt, exc)
+                    await asyncio.sleep(0.2 * 2**attempt)
+                    continue
+                log.exception("%s gave up on %s", stage, ticket.ticket_id)
+                error = f"{type(exc).__name__}: {exc}"
+                failure = Failure(reason="stage_error", error=error, payload=value.decode("utf-8", "replace") if value else "", attempts=attempt)
+                await self._fail_ticket(record, stage, failure, source)
+
+    def _pending(self, ticket: Ticket) -> str | None:
+        baton = self.baton(ticket.session_id)
+        if baton is None:
+            return None
+        open_ = [t.ticket_id for t in baton.tickets if t.status is None and t.ticket_id != ticket.ticket_id]
+        return open_[-1] if open_ else None
+
+    def _context(self, stage: StageName, record: StageRecord) -> tuple[Level, Baton]:
+        """The context health check: full, partial (from the snapshot) or minimal."""
+        ticket = record.ticket
+        baton = self.baton(ticket.session_id)
+        previous: StageName = "understand" if stage == "lookup" else "lookup"
+        if (
+            baton is not None
+            and baton.version >= record.baton_version
+            and any(e.ticket_id == ticket.ticket_id and e.stage == previous for e in baton.chain)
+            and any(t.ticket_id == ticket.ticket_id for t in baton.tickets)
+        ):
+            level, result = "full", baton
+        elif record.snapshot.core_problems:
+            level = "partial"
+            result = memory.from_snapshot(ticket, record.snapshot, record.baton_version)
+        else:
+            level = "minimal"
+            result = memory.new_baton(ticket)
+        if level != "full" and record.understanding is not None:
+            result = memory.apply_understanding(result, ticket, record.understanding)
+        self.stats[f"context.{level}"] += 1
+        return level, result
+
+    def _tokens_left(self, baton: Baton, record: StageRecord) -> int:
+        return self.settings.session_token_budget - baton.usage.total_tokens - record.usage.total_tokens
+
+    async def _forward(
+        self, stage: StageName, record: StageRecord, baton: Baton, outcome: Outcome[Any], source: Source, topic: str, started: float, **update: Any
+    ) -> None:
+        usage = record.usage
+        for call in outcome.calls:
+            usage = usage.add(call)
+        degraded = list(record.degraded)
+        if outcome.failure is not None:
+            dl = dead_letters.from_failure(outcome.failure, stage=stage, ticket=record.ticket, source=source)
+            await self.dead_letter(dl)
+            degraded.append(dl.id)
+        self._save(baton)
+        out = record.model_copy(
+            update={
+                **update,
+                "baton_version": baton.version,
+                "snapshot": memory.snapshot(baton),
+                "usage": usage,
+                "degraded": degraded,
+                "timings_ms": {**record.timings_ms, stage: round((time.monotonic() - started) * 1000, 1)},
+            }
+        )
+        data = dumps(out)
+        self._record(record.ticket.ticket_id, stage, data)
+        await self.sink.send(topic, record.ticket.session_id, data)
+
+    async def _understand(self, record: StageRecord, source: Source) -> None:
+        ticket = record.ticket
+        done = self._journal(ticket.ticket_id, "understand")
+        if done is not None:
+            self.stats["journal.reused.understand"] += 1
+            await self.sink.send(self.topics.understood, ticket.session_id, done)
+            return
+        started = time.monotonic()
+        baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
+        self.stats["context.full"] += 1
+        orders: list[Order] = []
+        if ticket.customer_id:
+            try:
+                orders = await self.store.for_customer(ticket.customer_id)
+            except StoreUnavailable:
+                orders = []
+        outcome = await understand(
+            ticket, baton, self.llm, orders=orders, reask_limit=self.settings.reask_limit,
+            tokens_left=self._tokens_left(baton, record),
+        )
+        baton = memory.apply_understanding(baton, ticket, outcome.value)
+        await self._forward("understand", record, baton, outcome, source, self.topics.understood, started, understanding=outcome.value)
+
+    async def _lookup(self, record: StageRecord, source: Source) -> None:
+        ticket = record.ticket
+        done = self._journal(ticket.ticket_id, "lookup")
+        if done is not None:
+            self.stats["journal.reused.lookup"] += 1
+            await self.sink.send(self.topics.matched, ticket.session_id, done)
+            return
+        if record.understanding is None:
+            await self._broken(record, "lookup", "the record reached lookup without an understanding", source)
+            return
+        started = time.monotonic()
+        _, baton = self._context("lookup", record)
+        outcome = await look_up(
+            ticket, record.understanding, baton, self.store, self.llm,
+            reask_limit=self.settings.reask_limit, tokens_left=self._tokens_left(baton, record),
+        )
+        baton = memory.apply_match(baton, ticket, outcome.value)
+        await self._forward("lookup", record, baton, outcome, source, self.topics.matched, started, match=outcome.value)
+
+    async def _strategy(self, record: StageRecord, source: Source) -> None:
+        ticket = record.ticket
+        if self._journal(ticket.ticket_id, "strategy") is not None:
+            self.stats["journal.reused.strategy"] += 1
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+            return
+        if record.understanding is None or record.match is None:
+            await self._broken(record, "strategy", "the record reached strategy without its understanding and order match", source)
+            return
+        started = time.monotonic()
+        _, baton = self._context("strategy", record)
+        u, match = record.understanding, record.match
+        outcome = await decide(
+            ticket, baton, u, match, self.llm,
+            reask_limit=self.settings.reask_limit, tokens_left=self._tokens_left(baton, record),
+        )
+        draft = outcome.value
+        degraded = list(record.degraded)
+        handoff = draft.needs_human
+        if outcome.failure is not None:
+            dl = dead_letters.from_failure(outcome.failure, stage="strategy", ticket=ticket, source=source)
+            await self.dead_letter(dl)
+            degraded.append(dl.id)
+            handoff = handoff or outcome.failure.handoff
+        usage = record.usage
+        for call in outcome.calls:
+            usage = usage.add(call)
+        status = "handoff" if handoff else "degraded" if degraded else "answered"
+        timings = {**record.timings_ms, "strategy": round((time.monotonic() - started) * 1000, 1)}
+        reply = Reply(
+            ticket_id=ticket.ticket_id,
+            session_id=ticket.session_id,
+            customer_id=ticket.customer_id,
+            status=status,
+            reply=draft.reply,
+            solution=draft.solution,
+            internal_note=draft.internal_note,
+            confidence=draft.confidence,
+            order_id=match.order_id,
+            product=match.order.product_name if match.order else u.product,
+            language=u.language,
+            baton_version=baton.version + 1,
+            llm=self.llm.name,
+            usage=usage,
+            timings_ms=timings,
+        )
+        await self._reply(reply, baton)
+
+    async def _reply(self, reply: Reply, baton: Baton) -> None:
+        """Publish the reply once; the journal remembers it so a redelivery cannot repeat it."""
+        data = dumps(reply)
+        await self.sink.send(self.topics.replies, reply.session_id, data)
+        self._save(memory.apply_reply(baton, reply))
+        self._record(reply.ticket_id, "strategy", data)
+        self.stats[f"reply.{reply.status}"] += 1
+        self.gate.leave(reply.session_id, reply.ticket_id)
+
+    async def _broken(self, record: StageRecord, stage: StageName, error: str, source: Source) -> None:
+        self.stats["context.broken"] += 1
+        await self._fail_ticket(record, stage, Failure(reason="context_broken", error=error), source)
+
+    async def _fail_ticket(self, record: StageRecord, stage: StageName, failure: Failure, source: Source) -> None:
+        """Dead-letter the ticket and still answer it once, as degraded."""
+        ticket = record.ticket
+        dl = dead_letters.from_failure(failure, stage=stage, ticket=ticket, source=source)
+        if not dl.payload:
+            dl = dl.model_copy(update={"payload": dumps(record).decode()})
+        await self.dead_letter(dl)
+        if self._journal(ticket.ticket_id, "strategy") is not None:
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+            return
+        baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
+        zh = any("\u4e00" <= ch <= "\u9fff" for ch in ticket.text)
+        text = (
+            "您好，我们暂时无法自动处理您的消息，已转交人工客服，会尽快回复您。"
+            if zh
+            else "We could not process your message automatically; a colleague will get back to you shortly."
+        )
+        reply = Reply(
+            ticket_id=ticket.ticket_id,
+            session_id=ticket.session_id,
+            customer_id=ticket.customer_id,
+            status="degraded",
+            reply=text,
+            solution="Manual follow-up.",
+            internal_note=f"{stage} failed ({failure.reason}): {failure.error}; dead letter {dl.id}",
+            confidence=0.0,
+            order_id=record.match.order_id if record.match else None,
+            language="zh" if zh else "en",
+            baton_version=baton.version + 1,
+            llm=self.llm.name,
+            usage=record.usage,
+        )
+        await self._reply(reply, baton)
+
+
+Step = Callable[[StageRecord, Source], Awaitable[None]]

@@ -1,0 +1,116 @@
+"""Concurrency without losing order: sessions run side by side, each one strictly in sequence."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("baton.runner")
+
+Handler = Callable[[Any], Awaitable[None]]
+
+
+class SessionScheduler:
+    """Feeds a stream's events to ``handle``: concurrent across keys, sequential within a key.
+
+    An event is acked only when its handler finished, and Faust commits only below the
+    oldest unacked offset of a partition, so a crash replays every unfinished record.
+    """
+
+    def __init__(self, name: str, *, max_running: int, max_buffered: int) -> None:
+        self.name = name
+        self._running = asyncio.Semaphore(max_running)
+        self._buffered = asyncio.Semaphore(max_buffered)
+        self._tails: dict[bytes, asyncio.Task[None]] = {}
+        self.in_flight = 0
+
+    async def run(self, stream: Any, handle: Handler) -> None:
+        """Consume ``stream`` (a Faust stream with acks disabled) until it ends."""
+        async for event in stream.events():
+            await self._buffered.acquire()
+            key = bytes(event.key or b"")
+            previous = self._tails.get(key)
+            # The task copies this context, so Faust's current event stays this record's:
+            # table writes go to the record's changelog partition.
+            task = asyncio.create_task(self._one(previous, event, handle, stream))
+            self._tails[key] = task
+            task.add_done_callback(lambda t, k=key: self._forget(k, t))
+
+    def _forget(self, key: bytes, task: asyncio.Task[None]) -> None:
+        if self._tails.get(key) is task:
+            del self._tails[key]
+
+    async def _one(
+        self, previous: asyncio.Task[None] | None, event: Any, handle: Handler, stream: Any
+    ) -> None:
+        acked = False
+        try:
+            if previous is not None:
+                await asyncio.wait([previous])
+            async with self._running:
+                self.in_flight += 1
+                try:
+                    await handle(event)
+                    acked = True
+                finally:
+                    self.in_flight -= 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The handler dead-letters what it can; reaching here means even that failed,
+            # so the record stays unacked and is redelivered after a restart or rebalance.
+            log.exception("%s: record at offset %s left unacked", self.name, event.message.offset)
+        finally:
+            if acked:
+                await stream.ack(event)
+            self._buffered.release()
+
+
+class SessionGate:
+    """One ticket per session in the pipeline: ticket k+1 starts after ticket k's reply."""
+
+    def __init__(self, timeout_s: float = 300.0) -> None:
+        self.timeout_s = timeout_s
+        self._open: dict[str, tuple[str, asyncio.Event]] = {}
+
+    async def enter(self, session_id: str, ticket_id: str, pending: Callable[[], str | None]) -> None:
+        """Wait until no other ticket of the session is in flight, then hold the session.
+
+        ``pending`` reports an unfinished ticket recorded in the baton, which covers tickets
+        that started in a worker that crashed or lost the partition.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        while True:
+            held = self._open.get(session_id)
+            if held is not None and held[0] != ticket_id:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    log.warning("session %s: gave up waiting for %s", session_id, held[0])
+                    break
+                try:
+                    await asyncio.wait_for(held[1].wait(), remaining)
+                except TimeoutError:
+                    continue
+                continue
+            other = pending()
+            if held is None and other is not None and other != ticket_id:
+                if loop.time() >= deadline:
+                    log.warning("session %s: ticket %s never finished", session_id, other)
+                    break
+                await asyncio.sleep(0.2)
+                continue
+            break
+        self._open[session_id] = (ticket_id, asyncio.Event())
+
+    def leave(self, session_id: str, ticket_id: str) -> None:
+        """Release the session after ``ticket_id``'s reply (or final failure)."""
+        held = self._open.get(session_id)
+        if held is not None and held[0] == ticket_id:
+            del self._open[session_id]
+            held[1].set()
+
+    def __len__(self) -> int:
+        return len(self._open)

@@ -1,0 +1,154 @@
+"""One frozen settings object, read from ``BATON_*`` variables when a command starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Literal
+
+LLMKind = Literal["anthropic", "offline"]
+
+
+DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haiku-4-5"}
+
+
+class SettingsError(ValueError):
+    """A ``BATON_*`` variable has a value baton cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Runtime configuration; build it with :func:`load`."""
+
+    broker: str = "kafka://127.0.0.1:9092"
+    data_dir: Path = Path(".baton")
+    web_port: int = 6066
+    web_bind: str = "127.0.0.1"
+    web_token: str | None = None
+    llm: LLMKind = "offline"
+    model: str = "claude-sonnet-4-6"
+    stage_models: Mapping[str, str] = field(default_factory=dict)
+    orders_dsn: str = ""
+    namespace: str = ""
+    partitions: int = 8
+    embedded_broker: bool = False
+    replication_factor: int = 1
+    producer_acks: str = "all"
+    max_in_flight: int = 512
+    max_buffered: int = 5_000
+    turn_timeout_s: float = 300.0
+    model_timeout_s: float = 60.0
+    model_max_retries: int = 4
+    model_concurrency: int = 32
+    reask_limit: int = 1
+    session_token_budget: int = 200_000
+    log_level: str = "info"
+    log_format: Literal["json", "text"] = "json"
+
+    def topic(self, name: str) -> str:
+        """Full name of topic ``name`` in this namespace."""
+        return f"{self.namespace}.{name}" if self.namespace else name
+
+    @property
+    def app_id(self) -> str:
+        return f"baton-{self.namespace}" if self.namespace else "baton"
+
+    @property
+    def orders_url(self) -> str:
+        return self.orders_dsn or f"sqlite:///{(self.data_dir / 'orders.sqlite3').resolve()}"
+
+    def model_for(self, stage: str) -> str:
+        return self.stage_models.get(stage, self.model)
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise SettingsError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _acks(raw: str) -> str:
+    if raw not in ("all", "-1", "0", "1"):
+        raise SettingsError(f"BATON_PRODUCER_ACKS must be all, 0 or 1, got {raw!r}")
+    return "all" if raw == "-1" else raw
+
+
+def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Build settings from ``env`` (default: ``os.environ``); raises ``SettingsError``."""
+    env = os.environ if env is None else env
+    llm = env.get("BATON_LLM") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "offline")
+    if llm not in ("anthropic", "offline"):
+        raise SettingsError(f"BATON_LLM must be 'anthropic' or 'offline', got {llm!r}")
+    log_format = env.get("BATON_LOG_FORMAT", "json")
+    if log_format not in ("json", "text"):
+        raise SettingsError(f"BATON_LOG_FORMAT must be 'json' or 'text', got {log_format!r}")
+    broker = env.get("BATON_BROKER", Settings.broker)
+    if not broker.startswith("kafka://"):
+        raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
+    # Understanding and choosing among orders are extraction tasks: a small fast model does
+    # them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them.
+    stage_models = {} if env.get("BATON_MODEL") else dict(DEFAULT_STAGE_MODELS)
+    stage_models |= {
+        stage: env[f"BATON_MODEL_{stage.upper()}"]
+        for stage in ("understand", "lookup", "strategy")
+        if env.get(f"BATON_MODEL_{stage.upper()}")
+    }
+    defaults = Settings()
+    settings = Settings(
+        broker=broker,
+        data_dir=Path(env.get("BATON_DATA_DIR", ".baton")),
+        web_port=_int(env, "BATON_WEB_PORT", defaults.web_port, 1),
+        web_bind=env.get("BATON_WEB_BIND", defaults.web_bind),
+        web_token=env.get("BATON_WEB_TOKEN") or None,
+        llm=llm,  # type: ignore[arg-type]
+        model=env.get("BATON_MODEL") or defaults.model,
+        stage_models=stage_models,
+        orders_dsn=env.get("BATON_ORDERS_DSN", ""),
+        namespace=env.get("BATON_NAMESPACE", ""),
+        partitions=_int(env, "BATON_PARTITIONS", defaults.partitions, 1),
+        embedded_broker=env.get("BATON_EMBEDDED_BROKER", "") in ("1", "true", "yes"),
+        replication_factor=_int(env, "BATON_REPLICATION_FACTOR", defaults.replication_factor, 1),
+        producer_acks=_acks(env.get("BATON_PRODUCER_ACKS", defaults.producer_acks)),
+        max_in_flight=_int(env, "BATON_MAX_IN_FLIGHT", defaults.max_in_flight, 1),
+        max_buffered=_int(env, "BATON_MAX_BUFFERED", defaults.max_buffered, 1),
+        turn_timeout_s=_float(env, "BATON_TURN_TIMEOUT", defaults.turn_timeout_s),
+        model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
+        model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),
+        model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),
+        reask_limit=_int(env, "BATON_REASK_LIMIT", defaults.reask_limit),
+        session_token_budget=_int(
+            env, "BATON_SESSION_TOKEN_BUDGET", defaults.session_token_budget, 1
+        ),
+        log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
+        log_format=log_format,  # type: ignore[arg-type]
+    )
+    known = {f.name for f in fields(Settings)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
+    return replace(settings, **overrides)  # type: ignore[arg-type]

@@ -1,0 +1,44 @@
+"""Integration fixtures: a deployment per test on the shared broker, the model stand-in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.standin import StandIn, run_in_thread
+from streams.broker import EmbeddedBroker
+from tests.integration.harness import Deployment
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def standin() -> Iterator[StandIn]:
+    """The Messages-API stand-in, in a background thread, shared by the run."""
+    with run_in_thread() as s:
+        yield s
+
+
+@pytest.fixture
+def deployment(
+    broker: EmbeddedBroker, namespace: str, standin: StandIn, tmp_path: Path
+) -> Iterator[Deployment]:
+    """This test's namespace, with workers that call the stand-in through the real SDK."""
+    d = Deployment(
+        broker=broker,
+        namespace=namespace,
+        data_dir=tmp_path,
+        env_extra={
+            "BATON_LLM": "anthropic",
+            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+            "ANTHROPIC_BASE_URL": standin.base_url,
+            "BATON_MODEL_MAX_RETRIES": "2",
+            "BATON_MODEL_TIMEOUT": "5",
+        },
+    )
+    try:
+        yield d
+    finally:
+        d.stop()

@@ -1,0 +1,180 @@
+"""End to end on the embedded broker: support.tickets -> three agents -> support.replies."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+import pytest
+
+from schemas.records import Reply
+from tests.integration.harness import Deployment
+
+pytestmark = pytest.mark.integration
+
+ORDERS = [
+    {
+        "order_id": "O-1001",
+        "customer_id": "c-ana",
+        "product_name": "Midea Electric Kettle 1.7L",
+        "status": "delivered",
+        "amount": 39.9,
+        "currency": "USD",
+        "ordered_at": "2026-10-02T10:00:00Z",
+        "delivered_at": "2026-10-05T10:00:00Z",
+        "carrier": "UPS",
+        "tracking_no": "1Z999",
+    },
+    {
+        "order_id": "O-1002",
+        "customer_id": "c-ana",
+        "product_name": "Sony WH-1000XM5 Headphones",
+        "status": "delivered",
+        "amount": 349.0,
+        "currency": "USD",
+        "ordered_at": "2026-09-12T10:00:00Z",
+        "delivered_at": "2026-09-15T10:00:00Z",
+        "carrier": "UPS",
+        "tracking_no": "1Z998",
+    },
+    {
+        "order_id": "O-2001",
+        "customer_id": "c-li",
+        "product_name": "美的电热水壶 1.7L",
+        "status": "delivered",
+        "amount": 199.0,
+        "currency": "CNY",
+        "ordered_at": "2026-10-20T10:00:00Z",
+        "delivered_at": "2026-10-23T10:00:00Z",
+        "carrier": "顺丰",
+        "tracking_no": "SF100",
+    },
+]
+
+
+def ticket(tid: str, session: str, customer: str | None, text: str) -> dict[str, object]:
+    return {"ticket_id": tid, "session_id": session, "customer_id": customer, "text": text}
+
+
+def by_session(replies: list[Reply]) -> dict[str, list[Reply]]:
+    out: dict[str, list[Reply]] = defaultdict(list)
+    for r in replies:
+        out[r.session_id].append(r)
+    return out
+
+
+async def test_three_turn_session_keeps_product_problem_and_order(deployment: Deployment) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [
+            ticket("t1", "s-ana", "c-ana", "My kettle is leaking, I want a refund."),
+            ticket("t2", "s-ana", "c-ana", "Actually, can I send it back for repair instead?"),
+            ticket("t3", "s-ana", "c-ana", "How long will that take?"),
+            ticket("z1", "s-li", "c-li", "我的水壶漏水了，想退款"),
+            ticket("z2", "s-li", "c-li", "那这个能修吗？"),
+        ]
+    )
+    replies = await deployment.replies(5)
+    assert Counter(r.ticket_id for r in replies) == dict.fromkeys(["t1", "t2", "t3", "z1", "z2"], 1)
+    sessions = by_session(replies)
+    assert [r.ticket_id for r in sessions["s-ana"]] == ["t1", "t2", "t3"]
+    versions = [r.baton_version for r in sessions["s-ana"]]
+    assert versions == sorted(versions) and len(set(versions)) == 3
+    last = sessions["s-ana"][-1]
+    assert last.status == "answered", last
+    assert last.order_id == "O-1001"
+    assert "O-1001" in last.reply
+    assert "kettle" in last.reply.lower()
+    assert "leak" in (last.reply + last.internal_note).lower()
+    assert last.product == "Midea Electric Kettle 1.7L"
+    zh_last = sessions["s-li"][-1]
+    assert zh_last.order_id == "O-2001" and "O-2001" in zh_last.reply
+    assert zh_last.language == "zh" and "水壶" in zh_last.reply
+    assert all(r.llm == "anthropic" for r in replies)
+    assert all(r.usage.calls >= 2 for r in replies)
+
+
+async def test_no_matching_order_is_null_and_nothing_invented(deployment: Deployment) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [
+            ticket("n1", "s-new", "c-nobody", "Where is my parcel? It has not arrived."),
+            ticket("n2", "s-ana2", "c-ana", "My blender stopped working, I want a refund."),
+            ticket("n3", "s-anon", None, "Hello, my order is late."),
+        ]
+    )
+    replies = await deployment.replies(3)
+    assert len(replies) == 3
+    known = {o["order_id"] for o in ORDERS}
+    for r in replies:
+        assert r.order_id is None, r
+        mentioned = set(re.findall(r"O-\d+", r.reply + r.solution + r.internal_note))
+        assert not mentioned, f"{r.ticket_id} invents or leaks {mentioned}"
+        assert not known & set(r.reply.split())
+
+
+async def test_invalid_records_are_dead_lettered_while_valid_tickets_flow(
+    deployment: Deployment,
+) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    bad = [b"not json", b"", b"[1, 2]", b'{"ticket_id": "x1", "text": "hi"}', b"\xff\xfe\x00"]
+    await deployment.publish([(None, v) for v in bad[:2]])
+    await deployment.publish_tickets([ticket("v1", "s-v", "c-ana", "My kettle is leaking.")])
+    await deployment.publish([(None, v) for v in bad[2:]])
+    await deployment.publish_tickets([ticket("v2", "s-v2", "c-li", "水壶漏水")])
+    replies = await deployment.replies(2)
+    assert sorted(r.ticket_id for r in replies) == ["v1", "v2"]
+    letters = await deployment.dead_letters(len(bad))
+    assert len(letters) == len(bad)
+    assert {dl.reason for dl, _ in letters} == {"invalid_input"}
+    assert {dl.stage for dl, _ in letters} == {"intake"}
+    errors = " | ".join(dl.error for dl, _ in letters)
+    for expected in ("not valid JSON", "empty value", "got an array", "session_id: Field required", "UTF-8"):
+        assert expected in errors
+    for dl, headers in letters:
+        assert headers["__connect.errors.topic"] == deployment.topic("support.tickets").encode()
+        assert int(headers["__connect.errors.offset"]) == dl.source_offset
+        assert headers["baton.reason"] == b"invalid_input"
+    payloads = {dl.payload for dl, _ in letters}
+    assert "not json" in payloads and '{"ticket_id": "x1", "text": "hi"}' in payloads
+
+
+async def test_invalid_model_output_gives_degraded_reply_and_dead_letter(
+    deployment: Deployment,
+) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [
+            ticket("m1", "s-m1", "c-ana", "My kettle is leaking. [[fault:invalid_json:understand:9]]"),
+            ticket("m2", "s-m2", "c-ana", "My kettle is leaking. [[fault:schema:strategy:9]]"),
+            ticket("m3", "s-m3", "c-ana", "My kettle is leaking, refund please."),
+        ]
+    )
+    replies = {r.ticket_id: r for r in await deployment.replies(3)}
+    letters = await deployment.dead_letters(2)
+    by_ticket = {dl.ticket_id: dl for dl, _ in letters}
+    assert replies["m1"].status == "degraded"
+    assert replies["m1"].order_id == "O-1001"
+    assert by_ticket["m1"].stage == "understand"
+    assert by_ticket["m1"].reason == "validation_failed"
+    assert by_ticket["m1"].attempts == 2
+    assert replies["m2"].status == "handoff"
+    assert by_ticket["m2"].stage == "strategy"
+    assert by_ticket["m2"].reason == "validation_failed"
+    assert by_ticket["m2"].payload, "the raw model output is kept"
+    assert replies["m3"].status == "answered"
+    assert "m3" not in by_ticket
+
+
+async def test_two_tickets_with_one_ticket_id_get_one_reply(deployment: Deployment) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    same = ticket("d1", "s-d", "c-ana", "My kettle is leaking.")
+    await deployment.publish_tickets([same, same])
+    await deployment.publish_tickets([ticket("d2", "s-d", "c-ana", "Can it be repaired?")])
+    replies = await deployment.replies(2)
+    assert Counter(r.ticket_id for r in replies) == {"d1": 1, "d2": 1}

@@ -1,0 +1,404 @@
+"""docker-compose.yml, Dockerfile and .dockerignore, checked by parsing (no Docker needed)."""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Mapping
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+
+KAFKA_SERVICES = ("kafka-1", "kafka-2", "kafka-3")
+_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return compose["services"]
+
+
+def env_of(service: Mapping[str, Any]) -> dict[str, str]:
+    """A service's environment as a dict, whether written as a mapping or a list."""
+    raw = service.get("environment") or {}
+    if isinstance(raw, list):
+        return dict(item.split("=", 1) for item in raw)
+    return dict(raw)
+
+
+def interpolate(value: str, env: Mapping[str, str]) -> str:
+    """Resolve ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?error}`` as Compose does."""
+
+    def sub(match: re.Match[str]) -> str:
+        name, op, arg = match["name"], match["op"], match["arg"]
+        current = env.get(name)
+        if op in (":-", "-"):
+            unset = not current if op == ":-" else current is None
+            return arg if unset else str(current)
+        if op in (":?", "?"):
+            if not current:
+                raise LookupError(f"{name}: {arg}")
+            return current
+        return current or ""
+
+    return _VAR.sub(sub, value)
+
+
+def named_volume_mounts(service: Mapping[str, Any]) -> dict[str, str]:
+    """Container path -> named volume, for every named-volume mount of ``service``."""
+    mounts: dict[str, str] = {}
+    for volume in service.get("volumes", []):
+        if isinstance(volume, str):
+            source, _, rest = volume.partition(":")
+            target = rest.split(":", 1)[0]
+            if not rest or source.startswith((".", "/", "~", "$")):
+                continue
+        else:
+            if volume.get("type", "volume") != "volume" or not volume.get("source"):
+                continue
+            source, target = volume["source"], volume["target"]
+        mounts[target] = source
+    return mounts
+
+
+def listeners(value: str) -> dict[str, tuple[str, int]]:
+    """``NAME://host:port,...`` -> {NAME: (host, port)}."""
+    out: dict[str, tuple[str, int]] = {}
+    for item in value.split(","):
+        name, _, address = item.strip().partition("://")
+        host, _, port = address.rpartition(":")
+        out[name] = (host, int(port))
+    return out
+
+
+def healthcheck_cmd(service: Mapping[str, Any]) -> str:
+    test = service["healthcheck"]["test"]
+    if isinstance(test, str):
+        return test
+    assert test[0] in ("CMD", "CMD-SHELL"), test
+    return " ".join(test[1:])
+
+
+def settings_load() -> Any:
+    """``streams.settings.load``, importable whether or not baton is installed."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("streams.settings").load
+
+
+def resolved_worker_env(services: Mapping[str, Any], **host_env: str) -> dict[str, str]:
+    host = {"BATON_WEB_TOKEN": "t0ken", **host_env}
+    return {k: interpolate(v, host) for k, v in env_of(services["worker"]).items()}
+
+
+# --- kafka ---------------------------------------------------------------------------------
+
+
+def test_exactly_three_kafka_brokers_on_the_official_image(services: dict[str, Any]) -> None:
+    kafka = sorted(name for name in services if name.startswith("kafka"))
+    assert kafka == list(KAFKA_SERVICES)
+    for name in KAFKA_SERVICES:
+        assert services[name]["image"].startswith("apache/kafka:"), name
+
+
+def test_kafka_runs_kraft_with_a_consistent_quorum(services: dict[str, Any]) -> None:
+    envs = {name: env_of(services[name]) for name in KAFKA_SERVICES}
+    node_ids = {name: int(env["KAFKA_NODE_ID"]) for name, env in envs.items()}
+    assert sorted(node_ids.values()) == [1, 2, 3]
+
+    voters = {env["KAFKA_CONTROLLER_QUORUM_VOTERS"] for env in envs.values()}
+    assert len(voters) == 1, "all nodes must list the same quorum voters"
+    (voter_list,) = voters
+    controller_ports = {listeners(env["KAFKA_LISTENERS"])["CONTROLLER"][1] for env in envs.values()}
+    assert len(controller_ports) == 1
+    (controller_port,) = controller_ports
+    expected = {f"{node_ids[name]}@{name}:{controller_port}" for name in KAFKA_SERVICES}
+    assert set(voter_list.split(",")) == expected
+
+    cluster_ids = {env["CLUSTER_ID"] for env in envs.values()}
+    assert len(cluster_ids) == 1, "CLUSTER_ID must be identical on every node"
+    (cluster_id,) = cluster_ids
+    assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16, "not a Kafka base64 UUID"
+
+    for name, env in envs.items():
+        assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}, name
+        assert env["KAFKA_CONTROLLER_LISTENER_NAMES"] == "CONTROLLER", name
+        assert not any(key.startswith("KAFKA_ZOOKEEPER") for key in env), name
+
+
+def test_kafka_listeners_are_consistent(services: dict[str, Any]) -> None:
+    for name in KAFKA_SERVICES:
+        env = env_of(services[name])
+        bound = listeners(env["KAFKA_LISTENERS"])
+        advertised = listeners(env["KAFKA_ADVERTISED_LISTENERS"])
+        assert {"PLAINTEXT", "CONTROLLER"} <= set(bound), name
+        assert "CONTROLLER" not in advertised, name
+        assert advertised["PLAINTEXT"] == (name, bound["PLAINTEXT"][1]), name
+        assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "PLAINTEXT", name
+        protocol_map = dict(
+            item.split(":") for item in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")
+        )
+        assert set(bound) <= set(protocol_map), f"{name}: a listener lacks a security protocol"
+
+
+def test_kafka_replication_and_topic_defaults(services: dict[str, Any]) -> None:
+    for name in KAFKA_SERVICES:
+        env = env_of(services[name])
+        rf = int(env["KAFKA_DEFAULT_REPLICATION_FACTOR"])
+        min_isr = int(env["KAFKA_MIN_INSYNC_REPLICAS"])
+        assert rf == 3, name
+        assert min_isr == 2, name
+        # One broker may fail without blocking acks=all producers or losing acked writes.
+        assert 1 < min_isr < rf <= len(KAFKA_SERVICES), name
+        assert int(env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"]) == 3, name
+        assert int(env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"]) == 3, name
+        assert int(env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"]) == 2, name
+        assert int(env["KAFKA_NUM_PARTITIONS"]) == 12, name
+        assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false", name
+
+
+def test_kafka_data_lives_on_a_volume_of_its_own(services: dict[str, Any]) -> None:
+    sources = []
+    for name in KAFKA_SERVICES:
+        service = services[name]
+        log_dir = env_of(service)["KAFKA_LOG_DIRS"]
+        mounts = named_volume_mounts(service)
+        assert log_dir in mounts, f"{name}: {log_dir} is not on a named volume"
+        sources.append(mounts[log_dir])
+    assert len(set(sources)) == len(KAFKA_SERVICES), "brokers must not share a data volume"
+
+
+def test_kafka_host_ports_are_loopback_only(services: dict[str, Any]) -> None:
+    for name in KAFKA_SERVICES:
+        for port in services[name].get("ports", []):
+            assert isinstance(port, str) and port.startswith("127.0.0.1:"), (name, port)
+
+
+def test_environment_values_are_strings(services: dict[str, Any]) -> None:
+    for name, service in services.items():
+        for key, value in env_of(service).items():
+            assert isinstance(value, str), f"{name}.{key} = {value!r} should be quoted"
+
+
+# --- healthchecks --------------------------------------------------------------------------
+
+
+def test_brokers_and_postgres_have_healthchecks(services: dict[str, Any]) -> None:
+    for name in KAFKA_SERVICES:
+        cmd = healthcheck_cmd(services[name])
+        assert "/opt/kafka/bin/kafka-broker-api-versions.sh" in cmd, name
+        port = listeners(env_of(services[name])["KAFKA_LISTENERS"])["PLAINTEXT"][1]
+        assert f"--bootstrap-server localhost:{port}" in cmd, name
+    assert "pg_isready" in healthcheck_cmd(services["postgres"])
+
+
+# --- postgres ------------------------------------------------------------------------------
+
+
+def test_postgres_service(services: dict[str, Any]) -> None:
+    postgres = services["postgres"]
+    assert postgres["image"].startswith("postgres:16")
+    env = env_of(postgres)
+    assert env["POSTGRES_DB"] == "baton"
+    assert env["POSTGRES_USER"] == "baton"
+    assert env["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:-baton}"
+    assert "/var/lib/postgresql/data" in named_volume_mounts(postgres)
+    assert "ports" not in postgres, "the order store need not be reachable from the host"
+
+
+# --- worker --------------------------------------------------------------------------------
+
+
+def test_worker_can_scale(services: dict[str, Any]) -> None:
+    worker = services["worker"]
+    assert "container_name" not in worker
+    assert "ports" not in worker, "a fixed host port collides as soon as worker=2"
+    assert [str(p) for p in worker["expose"]] == ["6066"]
+    assert env_of(worker).get("BATON_WEB_PORT", "6066") == "6066"
+    assert worker["restart"] == "unless-stopped"
+
+
+def test_worker_is_built_from_the_repo(services: dict[str, Any]) -> None:
+    worker = services["worker"]
+    build = worker["build"]
+    context = build if isinstance(build, str) else build["context"]
+    dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+    assert (ROOT / context).resolve() == ROOT
+    assert (ROOT / context / dockerfile).resolve() == DOCKERFILE
+    assert worker.get("command", ["worker"]) in (["worker"], "worker")
+
+
+def test_worker_broker_url_names_every_broker(services: dict[str, Any]) -> None:
+    url = env_of(services["worker"])["BATON_BROKER"]
+    assert url.startswith("kafka://")
+    hosts = url.removeprefix("kafka://").split(";")
+    internal = set()
+    for name in KAFKA_SERVICES:
+        host, port = listeners(env_of(services[name])["KAFKA_ADVERTISED_LISTENERS"])["PLAINTEXT"]
+        internal.add(f"{host}:{port}")
+    assert sorted(hosts) == sorted(internal) == ["kafka-1:9092", "kafka-2:9092", "kafka-3:9092"]
+
+
+def test_worker_settings_match_the_cluster(services: dict[str, Any]) -> None:
+    env = env_of(services["worker"])
+    kafka = env_of(services["kafka-1"])
+    assert env["BATON_PRODUCER_ACKS"] == "all"
+    assert env["BATON_REPLICATION_FACTOR"] == kafka["KAFKA_DEFAULT_REPLICATION_FACTOR"] == "3"
+    assert env["BATON_PARTITIONS"] == kafka["KAFKA_NUM_PARTITIONS"] == "12"
+    assert env["BATON_LOG_FORMAT"] == "json"
+    assert env["BATON_WEB_BIND"] == "0.0.0.0"
+    assert env["BATON_DATA_DIR"] == "/data"
+    assert env["ANTHROPIC_API_KEY"] == "${ANTHROPIC_API_KEY:-}"
+
+
+def test_worker_orders_dsn_points_at_postgres(services: dict[str, Any]) -> None:
+    dsn = env_of(services["worker"])["BATON_ORDERS_DSN"]
+    assert interpolate(dsn, {}) == "postgresql://baton:baton@postgres:5432/baton"
+    assert interpolate(dsn, {"POSTGRES_PASSWORD": "s3cret"}) == (
+        "postgresql://baton:s3cret@postgres:5432/baton"
+    )
+    # The same password expression as the postgres service, so they cannot drift apart.
+    assert env_of(services["postgres"])["POSTGRES_PASSWORD"] in dsn
+
+
+def test_worker_web_token_is_required(services: dict[str, Any]) -> None:
+    token = env_of(services["worker"])["BATON_WEB_TOKEN"]
+    with pytest.raises(LookupError):
+        interpolate(token, {})
+    assert interpolate(token, {"BATON_WEB_TOKEN": "abc"}) == "abc"
+
+
+def test_worker_environment_is_accepted_by_baton_settings(services: dict[str, Any]) -> None:
+    load = settings_load()
+    settings = load(resolved_worker_env(services))
+    assert settings.broker == "kafka://kafka-1:9092;kafka-2:9092;kafka-3:9092"
+    assert settings.orders_dsn == "postgresql://baton:baton@postgres:5432/baton"
+    assert settings.partitions == 12
+    assert settings.web_bind == "0.0.0.0"
+    assert settings.web_port == 6066
+    assert settings.web_token == "t0ken"
+    assert settings.llm == "offline"
+    assert str(settings.data_dir) == "/data"
+    assert load(resolved_worker_env(services, ANTHROPIC_API_KEY="sk-x")).llm == "anthropic"
+
+
+def test_worker_waits_for_healthy_brokers_and_postgres(services: dict[str, Any]) -> None:
+    depends_on = services["worker"]["depends_on"]
+    assert isinstance(depends_on, dict), "the list form cannot express service_healthy"
+    for name in (*KAFKA_SERVICES, "postgres"):
+        assert depends_on[name]["condition"] == "service_healthy", name
+        assert "healthcheck" in services[name], name
+
+
+def test_worker_data_volume(services: dict[str, Any]) -> None:
+    assert named_volume_mounts(services["worker"]) == {"/data": "baton-data"}
+
+
+# --- orders-import -------------------------------------------------------------------------
+
+
+def test_orders_import_is_a_one_shot_tool(services: dict[str, Any]) -> None:
+    tool = services["orders-import"]
+    worker = services["worker"]
+    assert "tools" in tool["profiles"]
+    assert tool["image"] == worker["image"]
+    # `docker compose run --rm orders-import FILE` replaces `command`, so the
+    # subcommand must be in the entrypoint for FILE to land after `orders import`.
+    assert tool["entrypoint"] == ["baton", "orders", "import"]
+    assert tool.get("restart", "no") == "no"
+    assert tool["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert env_of(tool)["BATON_ORDERS_DSN"] == env_of(worker)["BATON_ORDERS_DSN"]
+    assert named_volume_mounts(tool) == {"/data": "baton-data"}
+
+
+def test_only_tools_are_behind_profiles(services: dict[str, Any]) -> None:
+    profiled = {name for name, service in services.items() if service.get("profiles")}
+    assert profiled == {"orders-import"}
+
+
+# --- volumes -------------------------------------------------------------------------------
+
+
+def test_every_named_volume_is_declared_and_used(
+    compose: dict[str, Any], services: dict[str, Any]
+) -> None:
+    declared = set(compose.get("volumes") or {})
+    used = {
+        source for service in services.values() for source in named_volume_mounts(service).values()
+    }
+    assert used, "no named volumes at all"
+    assert used <= declared, f"undeclared: {used - declared}"
+    assert declared <= used, f"declared but unused: {declared - used}"
+    assert {"baton-data", "postgres-data"} <= declared
+
+
+# --- Dockerfile ----------------------------------------------------------------------------
+
+
+def _instructions() -> list[tuple[str, str]]:
+    text = DOCKERFILE.read_text(encoding="utf-8").replace("\\\n", " ")
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            out.append((keyword.upper(), rest.strip()))
+    return out
+
+
+def test_dockerfile_installs_the_project() -> None:
+    instructions = _instructions()
+    assert instructions[0] == ("FROM", "python:3.11-slim")
+    runs = [rest for keyword, rest in instructions if keyword == "RUN"]
+    assert any(re.search(r"pip install [^&]*[\"']?\.\[postgres\][\"']?", run) for run in runs)
+    copies = [rest for keyword, rest in instructions if keyword == "COPY"]
+    assert copies, "the source must be copied into the image"
+    entrypoint = [json.loads(rest) for keyword, rest in instructions if keyword == "ENTRYPOINT"]
+    cmd = [json.loads(rest) for keyword, rest in instructions if keyword == "CMD"]
+    assert entrypoint[-1] == ["baton"]
+    assert cmd[-1] == ["worker"]
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "baton" in project["scripts"], "the entrypoint must be an installed script"
+    assert "postgres" in project["optional-dependencies"]
+
+
+def test_dockerignore_keeps_what_the_build_needs() -> None:
+    patterns = [
+        line.strip()
+        for line in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for required in (".git", ".venv", ".baton", "tests"):
+        assert required in patterns, required
+    assert any("__pycache__" in pattern for pattern in patterns)
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    needed = ["pyproject.toml", pyproject["project"]["readme"]]
+    packages = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    needed += [package.rstrip("*") for package in packages]
+    for path in needed:
+        excluded = [p for p in patterns if not p.startswith("!") and fnmatch(path, p)]
+        assert not excluded, f"{path} is needed by `pip install .` but excluded by {excluded}"

@@ -1,0 +1,302 @@
+"""The Messages API stand-in: wire format, faults, control API, tokens, latency, and hosting."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anthropic
+import pytest
+from pydantic import BaseModel
+
+from agents.prompts import build
+from agents.standin import Request, StandIn, directives, estimate_tokens, run_in_thread
+from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
+from schemas.records import StageName
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDER = Order(
+    order_id="ORD-1001",
+    customer_id="c-1",
+    product_name="Aurora Kettle",
+    status="delivered",
+    amount=59.0,
+    ordered_at=datetime(2025, 5, 1, tzinfo=UTC),
+)
+OUTPUTS: dict[str, type[BaseModel]] = {
+    "understand": Understanding,
+    "lookup": OrderChoice,
+    "strategy": StrategyDraft,
+}
+
+
+def choose(request: Request) -> BaseModel:
+    if request.stage != "lookup":
+        raise ValueError(f"this responder only handles lookup, not {request.stage}")
+    return OrderChoice(order_id="ORD-1001", reason="the kettle matches")
+
+
+def body(text: str, stage: StageName = "lookup", ticket_id: str = "t-1") -> dict[str, Any]:
+    ticket = Ticket(ticket_id=ticket_id, session_id="s-1", customer_id="c-1", text=text)
+    baton = Baton(session_id="s-1")
+    prompt = build(stage, OUTPUTS[stage], ticket=ticket, baton=baton, orders=[ORDER])
+    return {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 256,
+        "system": [{"type": "text", "text": prompt.system, "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": prompt.context}]}],
+        "output_config": {
+            "format": {"type": "json_schema", "schema": anthropic.transform_schema(OUTPUTS[stage])}
+        },
+    }
+
+
+@pytest.fixture
+async def standin():
+    async with StandIn(responder=choose, retry_after=0.01) as server:
+        yield server
+
+
+@pytest.fixture
+async def http():
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def post(http: aiohttp.ClientSession, url: str, data: Any) -> tuple[int, Any, Any]:
+    async with http.post(url, json=data) as response:
+        return response.status, await response.json(), response.headers
+
+
+async def test_answers_with_a_message_the_sdk_reads(standin: StandIn) -> None:
+    async with anthropic.AsyncAnthropic(api_key="test", base_url=standin.base_url) as client:
+        message = await client.messages.create(**body("My kettle leaks"))
+    assert message.type == "message" and message.role == "assistant"
+    assert message.stop_reason == "end_turn" and message.stop_sequence is None
+    assert message.model == "claude-haiku-4-5"
+    block = message.content[0]
+    assert block.type == "text"
+    assert OrderChoice.model_validate_json(block.text).order_id == "ORD-1001"
+    assert message.usage.cache_creation_input_tokens and message.usage.input_tokens > 0
+    assert standin.stats()["requests"][0]["ticket_id"] == "t-1"
+
+
+@pytest.mark.parametrize(
+    ("data", "complaint"),
+    [
+        ({"max_tokens": 10, "messages": [{"role": "user", "content": "x"}]}, "model"),
+        ({"model": "m", "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
+        ({"model": "m", "max_tokens": 10, "messages": []}, "messages"),
+        ({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": 3}]}, "content"),
+        ([1, 2], "body"),
+    ],
+)
+async def test_malformed_requests_get_invalid_request_errors(
+    standin: StandIn, http: aiohttp.ClientSession, data: Any, complaint: str
+) -> None:
+    status, error, headers = await post(http, f"{standin.base_url}/v1/messages", data)
+    assert status == 400
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    assert complaint in error["error"]["message"]
+    assert headers["request-id"].startswith("req_")
+
+
+async def test_non_json_body_is_an_invalid_request(standin: StandIn, http: aiohttp.ClientSession):
+    async with http.post(f"{standin.base_url}/v1/messages", data=b"{nope") as response:
+        assert response.status == 400
+        assert (await response.json())["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "kind"),
+    [
+        ("429", 429, "rate_limit_error"),
+        ("529", 529, "overloaded_error"),
+        ("500", 500, "api_error"),
+        ("spend_limit", 429, "rate_limit_error"),
+    ],
+)
+async def test_error_faults_look_like_the_api(
+    standin: StandIn, http: aiohttp.ClientSession, fault: str, status: int, kind: str
+) -> None:
+    got, error, headers = await post(
+        http, f"{standin.base_url}/v1/messages", body(f"hi [[fault:{fault}]]")
+    )
+    assert (got, error["type"], error["error"]["type"]) == (status, "error", kind)
+    assert headers["request-id"]
+    if fault == "spend_limit":
+        assert "usage limit" in error["error"]["message"]
+        assert error["error"]["details"] == {"error_code": "enforced_spend_limit_reached"}
+        assert "retry-after" not in headers
+    else:
+        assert (headers["retry-after"], headers["retry-after-ms"]) == ("1", "10")
+
+
+def test_directives_parse_fault_stage_and_count() -> None:
+    text = "a [[fault:429:understand:2]] b [[fault:refusal]] [[fault:500:3]] [[fault:bogus]]"
+    assert directives(text) == [("429", "understand", 2), ("refusal", None, 1), ("500", None, 3)]
+
+
+async def test_directive_counts_are_per_ticket_and_stage(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    url = f"{standin.base_url}/v1/messages"
+    text = "Kettle [[fault:529:lookup:2]]"
+    statuses = [(await post(http, url, body(text)))[0] for _ in range(3)]
+    assert statuses == [529, 529, 200]
+    assert (await post(http, url, body(text, ticket_id="t-2")))[0] == 529
+    stats = standin.stats()
+    assert stats["calls"] == 4 and stats["by_fault"] == {"529": 3}
+    assert [r["ticket_id"] for r in stats["requests"]] == ["t-1"] * 3 + ["t-2"]
+
+
+async def test_control_api_queues_faults_in_order_and_resets(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    base = standin.base_url
+    rules = [
+        {"match": "kettle", "stage": "lookup", "fault": "500", "times": 1},
+        {"match": None, "stage": None, "fault": "429", "times": 2},
+    ]
+    assert (await post(http, f"{base}/_control/faults", rules))[1] == {"queued": 2}
+    statuses = [(await post(http, f"{base}/v1/messages", body("my kettle")))[0] for _ in range(4)]
+    assert statuses == [500, 429, 429, 200]
+    async with http.get(f"{base}/_control/stats") as response:
+        stats = await response.json()
+    assert stats["by_fault"] == {"500": 1, "429": 2} and stats["by_stage"] == {"lookup": 4}
+    bad = await post(http, f"{base}/_control/faults", [{"fault": "nope"}])
+    assert bad[0] == 400
+    assert (await post(http, f"{base}/_control/reset", {}))[1] == {"reset": True}
+    assert standin.stats()["calls"] == 0
+
+
+@pytest.mark.parametrize("fault", ["invalid_json", "schema", "rule", "max_tokens", "refusal"])
+async def test_output_faults(standin: StandIn, http: aiohttp.ClientSession, fault: str) -> None:
+    status, message, _ = await post(
+        http, f"{standin.base_url}/v1/messages", body(f"kettle [[fault:{fault}]]")
+    )
+    assert status == 200
+    text = message["content"][0]["text"] if message["content"] else ""
+    if fault == "refusal":
+        assert message["stop_reason"] == "refusal" and text == ""
+    elif fault == "max_tokens":
+        assert message["stop_reason"] == "max_tokens"
+        assert message["usage"]["output_tokens"] == 256
+        with pytest.raises(ValueError):
+            json.loads(text)
+    elif fault == "invalid_json":
+        with pytest.raises(ValueError):
+            json.loads(text)
+    elif fault == "schema":
+        assert "order_id" not in json.loads(text)
+    else:
+        assert json.loads(text)["order_id"] == "ORD-INVENTED-0000"
+
+
+def test_token_estimate_counts_cjk_characters_one_each() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcdefgh") == 2
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("水壶漏水了") == 5
+    assert estimate_tokens("kettle 水壶") == 2 + 2
+
+
+async def test_cached_system_is_written_once_then_read(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    url = f"{standin.base_url}/v1/messages"
+    first = (await post(http, url, body("kettle")))[1]["usage"]
+    second = (await post(http, url, body("kettle", ticket_id="t-9")))[1]["usage"]
+    assert first["cache_creation_input_tokens"] > 0 and first["cache_read_input_tokens"] == 0
+    assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"]
+    assert second["cache_creation_input_tokens"] == 0
+    assert second["input_tokens"] == first["input_tokens"]
+    plain = body("kettle")
+    plain["system"] = plain["system"][0]["text"]
+    uncached = (await post(http, url, plain))[1]["usage"]
+    assert uncached["cache_read_input_tokens"] == uncached["cache_creation_input_tokens"] == 0
+    assert uncached["input_tokens"] == first["input_tokens"] + first["cache_creation_input_tokens"]
+
+
+async def test_short_prompts_are_not_cached_below_the_minimum(http: aiohttp.ClientSession):
+    async with StandIn(responder=choose, min_cache_tokens=100_000) as server:
+        usage = (await post(http, f"{server.base_url}/v1/messages", body("kettle")))[1]["usage"]
+    assert usage["cache_creation_input_tokens"] == usage["cache_read_input_tokens"] == 0
+
+
+async def test_latency_sleeps_without_blocking_the_loop(http: aiohttp.ClientSession) -> None:
+    async with StandIn(responder=choose, latency=0.3, jitter=0.05) as server:
+        started = time.monotonic()
+        calls = [post(http, f"{server.base_url}/v1/messages", body("kettle")) for _ in range(4)]
+        assert [r[0] for r in await asyncio.gather(*calls)] == [200] * 4
+        elapsed = time.monotonic() - started
+        assert 0.25 <= elapsed < 0.9
+        assert server.stats()["max_in_flight"] == 4
+
+
+async def test_a_hang_ends_when_its_client_gives_up(standin: StandIn) -> None:
+    timeout = aiohttp.ClientTimeout(total=0.3)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        with pytest.raises(asyncio.TimeoutError):
+            await post(session, f"{standin.base_url}/v1/messages", body("x [[fault:hang]]"))
+    for _ in range(50):
+        if standin.stats()["in_flight"] == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert standin.stats()["in_flight"] == 0
+
+
+async def test_stopping_cancels_a_hang_in_flight(http: aiohttp.ClientSession) -> None:
+    server = StandIn(responder=choose)
+    await server.start()
+    hang = post(http, f"{server.base_url}/v1/messages", body("[[fault:hang]]"))
+    call = asyncio.ensure_future(hang)
+    await asyncio.sleep(0.1)
+    started = time.monotonic()
+    await server.stop()
+    assert time.monotonic() - started < 3
+    with pytest.raises(aiohttp.ClientError):
+        await call
+
+
+async def test_a_failing_responder_is_a_non_retryable_server_error(standin: StandIn) -> None:
+    async with anthropic.AsyncAnthropic(api_key="t", base_url=standin.base_url) as client:
+        with pytest.raises(anthropic.InternalServerError, match="responder failed"):
+            await client.messages.create(**body("kettle", stage="strategy"))
+    assert standin.stats()["calls"] == 1
+
+
+def test_run_in_thread_serves_sync_code() -> None:
+    with run_in_thread(responder=choose) as server:
+        with anthropic.Anthropic(api_key="test", base_url=server.base_url) as client:
+            message = client.messages.create(**body("kettle"))
+        assert message.stop_reason == "end_turn"
+        with urllib.request.urlopen(f"{server.base_url}/_control/stats") as response:
+            assert json.load(response)["calls"] == 1
+        server.add_faults([{"fault": "refusal"}])
+        with anthropic.Anthropic(api_key="test", base_url=server.base_url) as client:
+            assert client.messages.create(**body("kettle")).stop_reason == "refusal"
+
+
+def test_module_runs_standalone_and_prints_its_url() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "agents.standin", "--port", "0", "--latency", "0.01"]
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            with urllib.request.urlopen(f"{url}/_control/stats", timeout=5) as response:
+                assert json.load(response)["calls"] == 0
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=10) == 0
