@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,7 +20,7 @@ class Prompt(Generic[T]):
     system: str
     context: str
     output_type: type[T]
-    facts: BaseModel
+    facts: Any  # agents.prompts.Facts; typed loosely to keep this module free of prompts
     max_tokens: int = 1024
     version: str = ""
 

@@ -58,7 +58,7 @@ def _match(
     return OrderMatch(
         order_id=order.order_id if order else None,
         order=order,
-        method=method,  # type: ignore[arg-type]
+        method=method,
         confidence=confidence,
         reason=reason,
         candidates=ranked[:MODEL_CANDIDATES],
@@ -104,12 +104,12 @@ async def look_up(
     earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
 
     if understanding.refers_to_earlier and not understanding.product and earlier_ids:
-        order = by_id[earlier_ids[0]]  # type: ignore[index]
+        order = by_id[earlier_ids[0]]
         reason = "the customer refers to the order of their most recent earlier session"
         return Outcome(_match(order, "history", 0.8, reason, ranked))
     if not understanding.product and baton.order_id in by_id:
         reason = "no new product named: the session's current order carries over"
-        return Outcome(_match(by_id[baton.order_id], "baton", 0.9, reason, ranked))  # type: ignore[index]
+        return Outcome(_match(by_id[baton.order_id], "baton", 0.9, reason, ranked))
     if len(orders) == 1 and not understanding.product:
         return Outcome(_match(orders[0], "deterministic", 0.7, "the customer's only order", ranked))
 
@@ -145,7 +145,7 @@ async def look_up(
         reask_limit=reask_limit,
         tokens_left=tokens_left,
     )
-    choice = Outcome.of(asked, lambda: choose_rules(prompt.facts))  # type: ignore[arg-type]
+    choice = Outcome.of(asked, lambda: choose_rules(prompt.facts))
     chosen = by_id.get(choice.value.order_id) if choice.value.order_id else None
     method = "model" if not choice.degraded else "deterministic"
     match = _match(

@@ -14,6 +14,7 @@ _CJK_RE = re.compile(f"[{_CJK}]")
 _WORD = r"[a-z0-9\u00df-\u024f]+"
 _WORD_RE = re.compile(_WORD)
 _UNITS_RE = re.compile(f"[{_CJK}]+|{_WORD}")
+_MODEL_RE = re.compile(r"(?=.*[a-z])(?=.*[0-9])[a-z0-9]{3,}")
 _APOSTROPHES = dict.fromkeys(map(ord, "'’‘`´"), None)
 
 _STOPWORD_TEXT = """
@@ -60,7 +61,7 @@ _KINDS: tuple[tuple[str, ...], ...] = (
     ("air purifier", "空气净化器"),
     ("humidifier", "加湿器"),
     ("fan", "电风扇", "风扇"),
-    ("console", "playstation", "ps5", "xbox", "游戏机"),
+    ("console", "game console", "游戏机"),
 )
 
 
@@ -172,6 +173,8 @@ def product_score(mention: str, product_name: str) -> float:
     lexical = max(
         _coverage(mention_units, product_units), 0.9 * _coverage(product_units, mention_units)
     )
+    if any(_MODEL_RE.fullmatch(unit) for unit in mention_units & product_units):
+        lexical = max(lexical, 0.5)  # a shared model name ("ps5", "rtx4090") is telling
     mention_kinds, product_kinds = _kinds(mention), _kinds(product_name)
     if mention_kinds & product_kinds:
         return round(min(1.0, 0.75 + 0.25 * lexical), 4)

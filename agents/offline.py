@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import cast
 
@@ -315,17 +316,20 @@ class OfflineLLM:
     async def ask(
         self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
     ) -> Answer[T]:
-        """Answer from the prompt's facts; raise ``OutputInvalid`` for an unknown output type."""
-        facts = prompt.facts if isinstance(prompt.facts, Facts) else parse_context(prompt.context)
-        value: BaseModel
-        if prompt.output_type is Understanding:
-            value = understand_rules(facts)
-        elif prompt.output_type is OrderChoice:
-            value = choose_rules(facts)
-        elif prompt.output_type is StrategyDraft:
-            value = strategy_rules(facts)
-        else:
+        """Answer from the prompt's facts; raise ``OutputInvalid`` when the rules cannot."""
+        rules: dict[type[BaseModel], Callable[[Facts], BaseModel]] = {
+            Understanding: understand_rules,
+            OrderChoice: choose_rules,
+            StrategyDraft: strategy_rules,
+        }
+        rule = rules.get(prompt.output_type)
+        if rule is None:
             raise OutputInvalid(f"offline model cannot produce {prompt.output_type.__name__}")
+        try:
+            facts = prompt.facts
+            value = rule(facts if isinstance(facts, Facts) else parse_context(prompt.context))
+        except ValueError as exc:  # also pydantic's ValidationError
+            raise OutputInvalid(f"offline rules failed: {exc}") from exc
         usage = CallUsage(stage=prompt.stage, model=MODEL)
         return Answer(value=cast(T, value), usage=usage, raw=value.model_dump_json())
 

@@ -6,14 +6,12 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from schemas.records import Order
-
-R = TypeVar("R")
 
 _COLUMNS = (
     "order_id",
@@ -127,7 +125,7 @@ class SQLiteOrderStore:
             raise
         return conn
 
-    def _call(self, work: Callable[[sqlite3.Connection], R]) -> R:
+    def _call(self, sql: str, params: Sequence[Any], many: bool) -> list[Any]:
         with self._lock:
             if self._closed:
                 raise StoreUnavailable(f"order store {self.path} is closed")
@@ -135,26 +133,32 @@ class SQLiteOrderStore:
                 if self._conn is None:
                     self._conn = self._connect()
                 with self._conn:
-                    return work(self._conn)
+                    # The cursor must not outlive the lock: freeing it races other threads.
+                    cursor = self._conn.cursor()
+                    try:
+                        if many:
+                            cursor.executemany(sql, params)
+                            return []
+                        return cursor.execute(sql, params).fetchall()
+                    finally:
+                        cursor.close()
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.IntegrityError):
                     raise
                 raise StoreUnavailable(f"order store {self.path}: {exc}") from exc
 
-    async def _run(self, work: Callable[[sqlite3.Connection], R]) -> R:
-        return await asyncio.to_thread(self._call, work)
+    async def _run(self, sql: str, params: Sequence[Any] = (), many: bool = False) -> list[Any]:
+        return await asyncio.to_thread(self._call, sql, params, many)
 
     async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
         """The customer's orders, most recent first."""
         sql = f"{_SELECT} WHERE customer_id = ? ORDER BY ordered_at DESC, order_id DESC LIMIT ?"
-        rows = await self._run(lambda c: c.execute(sql, (customer_id, _limit(limit))).fetchall())
-        return [_order(r) for r in rows]
+        return [_order(r) for r in await self._run(sql, (customer_id, _limit(limit)))]
 
     async def get(self, order_id: str) -> Order | None:
         """One order by id, or None."""
-        sql = f"{_SELECT} WHERE order_id = ?"
-        row = await self._run(lambda c: c.execute(sql, (order_id,)).fetchone())
-        return _order(row) if row else None
+        rows = await self._run(f"{_SELECT} WHERE order_id = ?", (order_id,))
+        return _order(rows[0]) if rows else None
 
     async def upsert(self, orders: Iterable[Order]) -> int:
         """Insert or update orders by ``order_id``; return how many were written."""
@@ -164,13 +168,13 @@ class SQLiteOrderStore:
             f"INSERT INTO orders ({', '.join(_COLUMNS)}) VALUES ({marks}) "
             f"ON CONFLICT (order_id) DO UPDATE SET {_UPDATE}"
         )
-        await self._run(lambda c: c.executemany(sql, rows))
+        await self._run(sql, rows, many=True)
         return len(rows)
 
     async def count(self) -> int:
         """How many orders the store holds."""
-        row = await self._run(lambda c: c.execute("SELECT COUNT(*) FROM orders").fetchone())
-        return int(row[0])
+        rows = await self._run("SELECT COUNT(*) FROM orders")
+        return int(rows[0][0])
 
     async def close(self) -> None:
         """Close the connection; later calls raise ``StoreUnavailable``."""
@@ -242,8 +246,13 @@ class PostgresOrderStore:
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = await self._connect()
+            except psycopg.Error as exc:
+                raise StoreUnavailable(f"order store: {exc}") from exc
+            try:
                 return await work(self._conn)
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            except (psycopg.IntegrityError, psycopg.DataError):
+                raise
+            except psycopg.Error as exc:
                 await self._drop()
                 raise StoreUnavailable(f"order store: {exc}") from exc
 

@@ -1,4 +1,4 @@
-"""The strategy agent: solution and reply from the baton, the ticket, the understanding, the order."""
+"""The strategy agent: solution and reply from baton, ticket, understanding and order."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ async def decide(
     if failure.reason == "validation_failed" and all(e.startswith(DRIFT) for e in errors):
         failure = replace(failure, reason="drift")
     if failure.reason in ("drift", "model_error", "timeout"):
-        draft = strategy_rules(prompt.facts)  # type: ignore[arg-type]
+        draft = strategy_rules(prompt.facts)
         return Outcome(draft, calls=asked.calls, failure=failure, degraded=True)
     failure = replace(failure, handoff=True)
     return Outcome(holding_reply(understanding, match), asked.calls, failure, degraded=True)

@@ -27,4 +27,4 @@ async def understand(
         "understand", Understanding, ticket=ticket, baton=baton, orders=orders, earlier=earlier
     )
     asked = await ask(llm, prompt, reask_limit=reask_limit, tokens_left=tokens_left)
-    return Outcome.of(asked, lambda: understand_rules(prompt.facts))  # type: ignore[arg-type]
+    return Outcome.of(asked, lambda: understand_rules(prompt.facts))

@@ -1,4 +1,4 @@
-"""The Faust app: topics, changelog-backed tables and one agent per stage; nothing at import time."""
+"""The Faust app: topics, changelog-backed tables, one agent per stage; nothing at import."""
 
 from __future__ import annotations
 
@@ -72,7 +72,11 @@ class FaustSink:
         }
 
     async def send(
-        self, topic: str, key: str | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         fut = await self.topics[topic].send(
             key=key.encode() if key is not None else None, value=value, headers=headers
@@ -158,14 +162,5 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
     stage_agent("understand", names.sessions)
     stage_agent("lookup", names.understood)
     stage_agent("strategy", names.matched)
-
-    @app.task
-    async def declare_topics() -> None:
-        for topic in sink.topics.values():
-            await topic.maybe_declare()
-
-    @app.on_partitions_assigned.connect
-    async def on_assigned(app: Any, assigned: Any, **kwargs: Any) -> None:
-        log.info("partitions assigned: %d", len(assigned))
 
     return Worker(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)

@@ -88,12 +88,18 @@ class EmbeddedBroker:
         if self.log:
             with open(self.log, "ab") as out:
                 self.process = subprocess.Popen(
-                    self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
+                    self.command(),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
                     start_new_session=True,
                 )
         else:
             self.process = subprocess.Popen(
-                self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env,
+                self.command(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                env=env,
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout

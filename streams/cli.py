@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from schemas.codec import dumps
 from schemas.records import Order, Ticket
@@ -90,10 +91,12 @@ def _report_invalid(errors: list[tuple[int, str]], source: str, skip: bool) -> N
     if len(errors) > 20:
         print(f"baton: … and {len(errors) - 20} more invalid lines", file=sys.stderr)
     if errors and not skip:
-        raise Fail(f"{len(errors)} invalid line(s); nothing was sent (use --skip-invalid to send the rest)")
+        raise Fail(
+            f"{len(errors)} invalid line(s); nothing was sent (use --skip-invalid to send the rest)"
+        )
 
 
-def _load(model: type[Ticket] | type[Order], source: str, skip: bool) -> list:  # type: ignore[type-arg]
+def _load(model: type[Ticket] | type[Order], source: str, skip: bool) -> list[Any]:
     try:
         loaded = jsonl.load(model, source)
     except FileNotFoundError as exc:
@@ -176,10 +179,8 @@ def cmd_tail(args: argparse.Namespace, settings: Settings) -> int:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -212,6 +213,7 @@ def dispatch(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``baton`` command."""
     from streams.broker import BrokerError
+    from streams.topics import TopicMismatch
     from streams.worker import BrokerUnreachable
 
     try:
@@ -219,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    except (Fail, BrokerUnreachable, BrokerError) as exc:
+    except (Fail, BrokerUnreachable, BrokerError, TopicMismatch) as exc:
         print(f"baton: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from schemas.codec import dumps, parse
 from schemas.records import Order, Reply, Ticket
@@ -23,7 +24,7 @@ def demo_file(name: str) -> Path:
     return Path(str(resources.files("streams").joinpath("demo_data", name)))
 
 
-def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list:  # type: ignore[type-arg]
+def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
     return [parse(model, line) for line in path.read_bytes().splitlines() if line.strip()]
 
 

@@ -36,7 +36,11 @@ class Sink(Protocol):
     """Where records go: ``send`` returns once the broker acknowledged the record."""
 
     async def send(
-        self, topic: str, key: str | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None: ...
 
 
@@ -92,7 +96,11 @@ class Pipeline:
         except InvalidRecord as exc:
             self.stats["intake.invalid"] += 1
             dl = dead_letters.letter(
-                stage="intake", reason="invalid_input", error=str(exc), payload=value or b"", source=source
+                stage="intake",
+                reason="invalid_input",
+                error=str(exc),
+                payload=value or b"",
+                source=source,
             )
             await self.dead_letter(dl)
             return
@@ -106,38 +114,57 @@ class Pipeline:
         await self.sink.send(self.topics.sessions, ticket.session_id, dumps(record))
 
     async def run_stage(self, stage: StageName, value: bytes | None, source: Source) -> None:
-        """Run ``stage`` on one envelope; every way out ends in a record, a reply or a dead letter."""
+        """Run ``stage`` on one envelope; every way out is a record, a reply or a dead letter."""
         try:
             record = parse(StageRecord, value)
         except InvalidRecord as exc:
             dl = dead_letters.letter(
-                stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
+                stage=stage,
+                reason="invalid_input",
+                error=str(exc),
+                payload=value or b"",
+                source=source,
             )
             await self.dead_letter(dl)
             return
         ticket = record.ticket
-        step = {"understand": self._understand, "lookup": self._lookup, "strategy": self._strategy}[stage]
+        step = {"understand": self._understand, "lookup": self._lookup, "strategy": self._strategy}[
+            stage
+        ]
         if stage == "understand":
-            await self.gate.enter(ticket.session_id, ticket.ticket_id, lambda: self._pending(ticket))
+            await self.gate.enter(
+                ticket.session_id, ticket.ticket_id, lambda: self._pending(ticket)
+            )
         for attempt in range(1, STAGE_ATTEMPTS + 1):
             try:
                 await step(record, source)
                 return
             except Exception as exc:
                 if attempt < STAGE_ATTEMPTS:
-                    log.warning("%s failed on %s (attempt %d): %r", stage, ticket.ticket_id, attempt, exc)
+                    log.warning(
+                        "%s failed on %s (attempt %d): %r", stage, ticket.ticket_id, attempt, exc
+                    )
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
                 log.exception("%s gave up on %s", stage, ticket.ticket_id)
                 error = f"{type(exc).__name__}: {exc}"
-                failure = Failure(reason="stage_error", error=error, payload=value.decode("utf-8", "replace") if value else "", attempts=attempt)
+                failure = Failure(
+                    reason="stage_error",
+                    error=error,
+                    payload=value.decode("utf-8", "replace") if value else "",
+                    attempts=attempt,
+                )
                 await self._fail_ticket(record, stage, failure, source)
 
     def _pending(self, ticket: Ticket) -> str | None:
         baton = self.baton(ticket.session_id)
         if baton is None:
             return None
-        open_ = [t.ticket_id for t in baton.tickets if t.status is None and t.ticket_id != ticket.ticket_id]
+        open_ = [
+            t.ticket_id
+            for t in baton.tickets
+            if t.status is None and t.ticket_id != ticket.ticket_id
+        ]
         return open_[-1] if open_ else None
 
     def _context(self, stage: StageName, record: StageRecord) -> tuple[Level, Baton]:
@@ -164,17 +191,31 @@ class Pipeline:
         return level, result
 
     def _tokens_left(self, baton: Baton, record: StageRecord) -> int:
-        return self.settings.session_token_budget - baton.usage.total_tokens - record.usage.total_tokens
+        return (
+            self.settings.session_token_budget
+            - baton.usage.total_tokens
+            - record.usage.total_tokens
+        )
 
     async def _forward(
-        self, stage: StageName, record: StageRecord, baton: Baton, outcome: Outcome[Any], source: Source, topic: str, started: float, **update: Any
+        self,
+        stage: StageName,
+        record: StageRecord,
+        baton: Baton,
+        outcome: Outcome[Any],
+        source: Source,
+        topic: str,
+        started: float,
+        **update: Any,
     ) -> None:
         usage = record.usage
         for call in outcome.calls:
             usage = usage.add(call)
         degraded = list(record.degraded)
         if outcome.failure is not None:
-            dl = dead_letters.from_failure(outcome.failure, stage=stage, ticket=record.ticket, source=source)
+            dl = dead_letters.from_failure(
+                outcome.failure, stage=stage, ticket=record.ticket, source=source
+            )
             await self.dead_letter(dl)
             degraded.append(dl.id)
         self._save(baton)
@@ -185,7 +226,10 @@ class Pipeline:
                 "snapshot": memory.snapshot(baton),
                 "usage": usage,
                 "degraded": degraded,
-                "timings_ms": {**record.timings_ms, stage: round((time.monotonic() - started) * 1000, 1)},
+                "timings_ms": {
+                    **record.timings_ms,
+                    stage: round((time.monotonic() - started) * 1000, 1),
+                },
             }
         )
         data = dumps(out)
@@ -209,11 +253,24 @@ class Pipeline:
             except StoreUnavailable:
                 orders = []
         outcome = await understand(
-            ticket, baton, self.llm, orders=orders, reask_limit=self.settings.reask_limit,
+            ticket,
+            baton,
+            self.llm,
+            orders=orders,
+            reask_limit=self.settings.reask_limit,
             tokens_left=self._tokens_left(baton, record),
         )
         baton = memory.apply_understanding(baton, ticket, outcome.value)
-        await self._forward("understand", record, baton, outcome, source, self.topics.understood, started, understanding=outcome.value)
+        await self._forward(
+            "understand",
+            record,
+            baton,
+            outcome,
+            source,
+            self.topics.understood,
+            started,
+            understanding=outcome.value,
+        )
 
     async def _lookup(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
@@ -223,16 +280,32 @@ class Pipeline:
             await self.sink.send(self.topics.matched, ticket.session_id, done)
             return
         if record.understanding is None:
-            await self._broken(record, "lookup", "the record reached lookup without an understanding", source)
+            await self._broken(
+                record, "lookup", "the record reached lookup without an understanding", source
+            )
             return
         started = time.monotonic()
         _, baton = self._context("lookup", record)
         outcome = await look_up(
-            ticket, record.understanding, baton, self.store, self.llm,
-            reask_limit=self.settings.reask_limit, tokens_left=self._tokens_left(baton, record),
+            ticket,
+            record.understanding,
+            baton,
+            self.store,
+            self.llm,
+            reask_limit=self.settings.reask_limit,
+            tokens_left=self._tokens_left(baton, record),
         )
         baton = memory.apply_match(baton, ticket, outcome.value)
-        await self._forward("lookup", record, baton, outcome, source, self.topics.matched, started, match=outcome.value)
+        await self._forward(
+            "lookup",
+            record,
+            baton,
+            outcome,
+            source,
+            self.topics.matched,
+            started,
+            match=outcome.value,
+        )
 
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
@@ -241,20 +314,32 @@ class Pipeline:
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
         if record.understanding is None or record.match is None:
-            await self._broken(record, "strategy", "the record reached strategy without its understanding and order match", source)
+            await self._broken(
+                record,
+                "strategy",
+                "the record reached strategy without its understanding and order match",
+                source,
+            )
             return
         started = time.monotonic()
         _, baton = self._context("strategy", record)
         u, match = record.understanding, record.match
         outcome = await decide(
-            ticket, baton, u, match, self.llm,
-            reask_limit=self.settings.reask_limit, tokens_left=self._tokens_left(baton, record),
+            ticket,
+            baton,
+            u,
+            match,
+            self.llm,
+            reask_limit=self.settings.reask_limit,
+            tokens_left=self._tokens_left(baton, record),
         )
         draft = outcome.value
         degraded = list(record.degraded)
         handoff = draft.needs_human
         if outcome.failure is not None:
-            dl = dead_letters.from_failure(outcome.failure, stage="strategy", ticket=ticket, source=source)
+            dl = dead_letters.from_failure(
+                outcome.failure, stage="strategy", ticket=ticket, source=source
+            )
             await self.dead_letter(dl)
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
@@ -291,11 +376,17 @@ class Pipeline:
         self.stats[f"reply.{reply.status}"] += 1
         self.gate.leave(reply.session_id, reply.ticket_id)
 
-    async def _broken(self, record: StageRecord, stage: StageName, error: str, source: Source) -> None:
+    async def _broken(
+        self, record: StageRecord, stage: StageName, error: str, source: Source
+    ) -> None:
         self.stats["context.broken"] += 1
-        await self._fail_ticket(record, stage, Failure(reason="context_broken", error=error), source)
+        await self._fail_ticket(
+            record, stage, Failure(reason="context_broken", error=error), source
+        )
 
-    async def _fail_ticket(self, record: StageRecord, stage: StageName, failure: Failure, source: Source) -> None:
+    async def _fail_ticket(
+        self, record: StageRecord, stage: StageName, failure: Failure, source: Source
+    ) -> None:
         """Dead-letter the ticket and still answer it once, as degraded."""
         ticket = record.ticket
         dl = dead_letters.from_failure(failure, stage=stage, ticket=ticket, source=source)
@@ -310,7 +401,8 @@ class Pipeline:
         text = (
             "您好，我们暂时无法自动处理您的消息，已转交人工客服，会尽快回复您。"
             if zh
-            else "We could not process your message automatically; a colleague will get back to you shortly."
+            else "We could not process your message automatically; a colleague will get back "
+            "to you shortly."
         )
         reply = Reply(
             ticket_id=ticket.ticket_id,
@@ -319,7 +411,8 @@ class Pipeline:
             status="degraded",
             reply=text,
             solution="Manual follow-up.",
-            internal_note=f"{stage} failed ({failure.reason}): {failure.error}; dead letter {dl.id}",
+            internal_note=f"{stage} failed ({failure.reason}): {failure.error}; "
+            f"dead letter {dl.id}",
             confidence=0.0,
             order_id=record.match.order_id if record.match else None,
             language="zh" if zh else "en",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -36,7 +37,7 @@ class SessionScheduler:
             # table writes go to the record's changelog partition.
             task = asyncio.create_task(self._one(previous, event, handle, stream))
             self._tails[key] = task
-            task.add_done_callback(lambda t, k=key: self._forget(k, t))
+            task.add_done_callback(functools.partial(self._forget, key))
 
     def _forget(self, key: bytes, task: asyncio.Task[None]) -> None:
         if self._tails.get(key) is task:
@@ -75,7 +76,9 @@ class SessionGate:
         self.timeout_s = timeout_s
         self._open: dict[str, tuple[str, asyncio.Event]] = {}
 
-    async def enter(self, session_id: str, ticket_id: str, pending: Callable[[], str | None]) -> None:
+    async def enter(
+        self, session_id: str, ticket_id: str, pending: Callable[[], str | None]
+    ) -> None:
         """Wait until no other ticket of the session is in flight, then hold the session.
 
         ``pending`` reports an unfinished ticket recorded in the baton, which covers tickets

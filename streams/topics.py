@@ -47,3 +47,38 @@ class TopicNames:
             self.replies,
             self.dead_letters,
         )
+
+
+class TopicMismatch(RuntimeError):
+    """An existing internal topic has a partition count the tables cannot work with."""
+
+
+async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
+    """Create baton's topics if missing; return each topic's partition count.
+
+    Created before Faust starts: a broker that auto-creates topics on first use would give
+    them its default partition count, and tables need every session-keyed topic alike.
+    """
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    names = TopicNames.of(settings)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics(
+            [
+                NewTopic(name, settings.partitions, settings.replication_factor)
+                for name in names.all()
+            ]
+        )
+        described = await admin.describe_topics(list(names.all()))
+    finally:
+        await admin.close()
+    counts = {t["topic"]: len(t["partitions"]) for t in described}
+    for name in (names.sessions, names.understood, names.matched):
+        if counts.get(name) != settings.partitions:
+            raise TopicMismatch(
+                f"topic {name} has {counts.get(name)} partitions but BATON_PARTITIONS is "
+                f"{settings.partitions}; use the same value as when it was created"
+            )
+    return counts

@@ -27,7 +27,8 @@ async def probe_broker(settings: Settings, timeout: float = 10.0) -> str | None:
     from aiokafka.errors import KafkaError
 
     servers = ",".join(
-        f"{h}:{p}" for h, p in (parse_broker_url("kafka://" + part) for part in _hosts(settings.broker))
+        f"{h}:{p}"
+        for h, p in (parse_broker_url("kafka://" + part) for part in _hosts(settings.broker))
     )
     admin = AIOKafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=int(timeout * 1000))
     try:
@@ -82,7 +83,10 @@ def run(settings: Settings) -> None:
 
     from streams.app import create_app
 
+    from streams.topics import ensure_topics
+
     cluster = asyncio.run(probe_broker(settings))
+    asyncio.run(ensure_topics(settings, bootstrap_servers(settings)))
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:
         settings = settings.with_(embedded_broker=True)
     llm = build_llm(settings)

@@ -74,7 +74,9 @@ class Deployment:
         env.update(extra)
         return env
 
-    def baton(self, *args: str, input: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    def baton(
+        self, *args: str, input: bytes | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[bytes]:
         """Run the ``baton`` CLI in this namespace."""
         return subprocess.run(
             [sys.executable, "-m", "streams.cli", *args],
@@ -111,13 +113,17 @@ class Deployment:
         for w in self.workers:
             w.stop()
 
-    async def publish(self, values: Iterable[tuple[str | None, bytes]], topic: str = "support.tickets") -> None:
+    async def publish(
+        self, values: Iterable[tuple[str | None, bytes]], topic: str = "support.tickets"
+    ) -> None:
         """Send raw ``(key, value)`` records to a topic of this namespace, in order."""
         producer = AIOKafkaProducer(bootstrap_servers=self.broker.bootstrap, acks="all")
         await producer.start()
         try:
             for key, value in values:
-                await producer.send_and_wait(self.topic(topic), value, key=key.encode() if key else None)
+                await producer.send_and_wait(
+                    self.topic(topic), value, key=key.encode() if key else None
+                )
         finally:
             await producer.stop()
 
@@ -131,7 +137,7 @@ class Deployment:
         timeout: float = 90.0,
         workers_alive: bool = True,
     ) -> list[tuple[bytes, list[tuple[str, bytes]]]]:
-        """Read a topic from the beginning until ``until(values)`` holds; returns values + headers."""
+        """Read a topic from the start until ``until(values)`` holds; values + headers."""
         consumer = AIOKafkaConsumer(
             self.topic(topic),
             bootstrap_servers=self.broker.bootstrap,
@@ -147,7 +153,9 @@ class Deployment:
             while not until([r[0] for r in records]):
                 if time.monotonic() > deadline:
                     logs = "\n".join(w.tail_log() for w in self.workers)
-                    raise AssertionError(f"timed out reading {topic}: {len(records)} records\n{logs}")
+                    raise AssertionError(
+                        f"timed out reading {topic}: {len(records)} records\n{logs}"
+                    )
                 if workers_alive:
                     for w in self.workers:
                         assert w.proc.poll() is None, f"worker exited:\n{w.tail_log()}"
@@ -165,7 +173,9 @@ class Deployment:
         records = await self.read("support.replies", lambda vs: len(vs) >= n, timeout)
         return [Reply.model_validate_json(v) for v, _ in records]
 
-    async def dead_letters(self, n: int, timeout: float = 90.0) -> list[tuple[DeadLetter, dict[str, bytes]]]:
+    async def dead_letters(
+        self, n: int, timeout: float = 90.0
+    ) -> list[tuple[DeadLetter, dict[str, bytes]]]:
         records = await self.read("support.dead-letters", lambda vs: len(vs) >= n, timeout)
         return [(DeadLetter.model_validate_json(v), dict(h)) for v, h in records]
 

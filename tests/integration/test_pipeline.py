@@ -132,7 +132,13 @@ async def test_invalid_records_are_dead_lettered_while_valid_tickets_flow(
     assert {dl.reason for dl, _ in letters} == {"invalid_input"}
     assert {dl.stage for dl, _ in letters} == {"intake"}
     errors = " | ".join(dl.error for dl, _ in letters)
-    for expected in ("not valid JSON", "empty value", "got an array", "session_id: Field required", "UTF-8"):
+    for expected in (
+        "not valid JSON",
+        "empty value",
+        "got an array",
+        "session_id: Field required",
+        "UTF-8",
+    ):
         assert expected in errors
     for dl, headers in letters:
         assert headers["__connect.errors.topic"] == deployment.topic("support.tickets").encode()
@@ -149,7 +155,9 @@ async def test_invalid_model_output_gives_degraded_reply_and_dead_letter(
     deployment.start_worker()
     await deployment.publish_tickets(
         [
-            ticket("m1", "s-m1", "c-ana", "My kettle is leaking. [[fault:invalid_json:understand:9]]"),
+            ticket(
+                "m1", "s-m1", "c-ana", "My kettle is leaking. [[fault:invalid_json:understand:9]]"
+            ),
             ticket("m2", "s-m2", "c-ana", "My kettle is leaking. [[fault:schema:strategy:9]]"),
             ticket("m3", "s-m3", "c-ana", "My kettle is leaking, refund please."),
         ]

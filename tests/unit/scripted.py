@@ -41,7 +41,12 @@ class ScriptedLLM:
         value = prompt.output_type.model_validate(
             item.model_dump() if isinstance(item, BaseModel) else item
         )
-        usage = CallUsage(stage=prompt.stage, model=self.model_for(prompt.stage), input_tokens=100, output_tokens=20)
+        usage = CallUsage(
+            stage=prompt.stage,
+            model=self.model_for(prompt.stage),
+            input_tokens=100,
+            output_tokens=20,
+        )
         return Answer(value=value, usage=usage, raw=value.model_dump_json())
 
     async def aclose(self) -> None:

@@ -77,6 +77,12 @@ def test_brand_words_break_ties_between_similar_products() -> None:
     assert find_product("my Bosch kettle leaks", [xiaomi, bosch]) == bosch
 
 
+def test_the_head_word_decides_between_related_products() -> None:
+    names = ["Sony PS5 Console", "DualSense Wireless Controller"]
+    assert find_product("my PS5 controller drifts", names) == names[1]
+    assert find_product("my PS5 won't start", names) == names[0]
+
+
 def test_plural_words_match_singular_names() -> None:
     assert product_score("headphones", "Sony Headphone") >= 0.9
     assert product_score("batteries", "AA Battery Pack") > 0.4
