@@ -82,7 +82,6 @@ def run(settings: Settings) -> None:
     import faust
 
     from streams.app import create_app
-
     from streams.topics import ensure_topics
 
     cluster = asyncio.run(probe_broker(settings))
