@@ -99,7 +99,7 @@ def understand_rules(facts: Facts) -> Understanding:
     else:
         problem, key = GENERAL[zh], "general"
     demands = [d for d, rx in DEMANDS.items() if hits(rx, norm)]
-    previous = session.demand if session.demand in CLAUSE_EN else None
+    previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if "information" in demands and previous in demands:
         # "How long will the repair take?" asks about the process already agreed on.
         demands = ["information"]
@@ -259,7 +259,9 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
     what = product or ("商品" if zh else "item")
     handoff = "safety" if safety else "legal" if legal else None
     if oid:
-        case = handoff or _case(u.demand, facts.session.demand, key, order.status if order else "")
+        case = handoff or _case(
+            u.demand, facts.session.previous_demand, key, order.status if order else ""
+        )
     else:
         case = "no_order"
     actions = [_action(c, zh, oid, order, what) for c in dict.fromkeys((handoff or case, case))]

@@ -63,14 +63,24 @@ class SessionFacts(BaseModel):
     product: str | None = None
     problem: str | None = None
     demand: str | None = None
+    previous_demand: str | None = Field(
+        default=None, description="What the customer wanted in their previous ticket."
+    )
     order_id: str | None = None
     order_history: list[str] = Field(default_factory=list)
     flags: list[str] = Field(default_factory=list)
     summary: str = ""
 
     @classmethod
-    def of(cls, baton: Baton) -> SessionFacts:
+    def of(cls, baton: Baton, ticket_id: str = "") -> SessionFacts:
+        previous = baton.demand
+        if any(t.ticket_id == ticket_id for t in baton.tickets):
+            # After understand ran, the baton's demand is this ticket's own.
+            previous = next(
+                (t.demand for t in reversed(baton.tickets) if t.ticket_id != ticket_id), None
+            )
         return cls(
+            previous_demand=previous,
             core_problems=baton.core_problems,
             product=baton.product,
             problem=baton.problem,
@@ -221,7 +231,7 @@ def build(
         ticket_id=ticket.ticket_id,
         customer_id=ticket.customer_id,
         message=ticket.text,
-        session=SessionFacts.of(baton),
+        session=SessionFacts.of(baton, ticket.ticket_id),
         orders=[OrderFact.of(o) for o in orders],
         earlier=earlier or [],
         understanding=understanding,
