@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -26,6 +27,12 @@ class Fail(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+
+# Commands that live in their own modules. Each module defines
+# ``add_parser(sub) -> None`` (calling ``set_defaults(run=...)`` with a
+# ``run(args, settings) -> int``) and imports its heavy dependencies inside ``run``.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="run the pipeline end to end on an embedded broker")
     d.add_argument("--timeout", type=float, default=180.0)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).add_parser(sub)
     return p
 
 
@@ -199,6 +208,8 @@ def dispatch(argv: Sequence[str]) -> int:
         settings = load()
     except SettingsError as exc:
         raise UsageError(f"baton: {exc}") from None
+    if hasattr(args, "run"):
+        return int(args.run(args, settings))
     if args.command == "worker":
         from streams.worker import run
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,12 +18,14 @@ from agents.strategy import decide
 from agents.understand import understand
 from schemas.baton import Baton
 from schemas.codec import InvalidRecord, dumps, parse
-from schemas.records import DeadLetter, Order, Reply, StageName, Ticket
+from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams import dead_letters
 from streams.dead_letters import Source
+from streams.observe import CountingObserver, Observer
 from streams.runner import SessionGate
 from streams.settings import Settings
+from streams.topics import TopicNames
 
 log = logging.getLogger("baton.pipeline")
 
@@ -62,13 +63,10 @@ class Pipeline:
     sink: Sink
     state: State
     gate: SessionGate = field(default_factory=SessionGate)
-    stats: Counter[str] = field(default_factory=Counter)
+    observer: Observer = field(default_factory=CountingObserver)
 
-    @property
-    def topics(self) -> Any:
-        from streams.topics import TopicNames
-
-        return TopicNames.of(self.settings)
+    def __post_init__(self) -> None:
+        self.topics = TopicNames.of(self.settings)
 
     def baton(self, session_id: str) -> Baton | None:
         raw = self.state.get("batons", session_id)
@@ -85,16 +83,17 @@ class Pipeline:
 
     async def dead_letter(self, dl: DeadLetter) -> None:
         """Write a dead letter and wait for the broker's acknowledgement."""
-        self.stats[f"dead_letter.{dl.stage}.{dl.reason}"] += 1
+        self.observer.dead_letter(dl.stage, dl.reason)
         key = dl.session_id or dl.ticket_id
         await self.sink.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
     async def intake(self, value: bytes | None, source: Source) -> None:
         """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
+        self.observer.record_in("intake")
         try:
             ticket = parse(Ticket, value)
         except InvalidRecord as exc:
-            self.stats["intake.invalid"] += 1
+            self.observer.stage_done("intake", "invalid", 0.0)
             dl = dead_letters.letter(
                 stage="intake",
                 reason="invalid_input",
@@ -104,7 +103,7 @@ class Pipeline:
             )
             await self.dead_letter(dl)
             return
-        self.stats["intake.ok"] += 1
+        self.observer.stage_done("intake", "ok", 0.0)
         record = StageRecord(
             ticket=ticket,
             source_topic=source.topic,
@@ -115,6 +114,7 @@ class Pipeline:
 
     async def run_stage(self, stage: StageName, value: bytes | None, source: Source) -> None:
         """Run ``stage`` on one envelope; every way out is a record, a reply or a dead letter."""
+        self.observer.record_in(stage)
         try:
             record = parse(StageRecord, value)
         except InvalidRecord as exc:
@@ -126,6 +126,7 @@ class Pipeline:
                 source=source,
             )
             await self.dead_letter(dl)
+            self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
         step = {"understand": self._understand, "lookup": self._lookup, "strategy": self._strategy}[
@@ -155,6 +156,19 @@ class Pipeline:
                     attempts=attempt,
                 )
                 await self._fail_ticket(record, stage, failure, source)
+                self.observer.stage_done(stage, "failed", 0.0)
+
+    @staticmethod
+    def _age(reply: Reply) -> float | None:
+        """Seconds from the ticket's intake to its reply."""
+        total = reply.timings_ms.get("end_to_end")
+        return total / 1000 if total is not None else None
+
+    @staticmethod
+    def _timings(record: StageRecord, stage: StageName, started: float) -> dict[str, float]:
+        timings = {**record.timings_ms, stage: round((time.monotonic() - started) * 1000, 1)}
+        timings["end_to_end"] = round((utcnow() - record.received_at).total_seconds() * 1000, 1)
+        return timings
 
     def _pending(self, ticket: Ticket) -> str | None:
         baton = self.baton(ticket.session_id)
@@ -187,7 +201,7 @@ class Pipeline:
             result = memory.new_baton(ticket)
         if level != "full" and record.understanding is not None:
             result = memory.apply_understanding(result, ticket, record.understanding)
-        self.stats[f"context.{level}"] += 1
+        self.observer.context(stage, level)
         return level, result
 
     def _tokens_left(self, baton: Baton, record: StageRecord) -> int:
@@ -235,17 +249,20 @@ class Pipeline:
         data = dumps(out)
         self._record(record.ticket.ticket_id, stage, data)
         await self.sink.send(topic, record.ticket.session_id, data)
+        self.observer.model_calls(outcome.calls)
+        outcome_name = "degraded" if outcome.degraded else "ok"
+        self.observer.stage_done(stage, outcome_name, time.monotonic() - started)
 
     async def _understand(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
         done = self._journal(ticket.ticket_id, "understand")
         if done is not None:
-            self.stats["journal.reused.understand"] += 1
+            self.observer.stage_done("understand", "reused", 0.0)
             await self.sink.send(self.topics.understood, ticket.session_id, done)
             return
         started = time.monotonic()
         baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
-        self.stats["context.full"] += 1
+        self.observer.context("understand", "full")
         orders: list[Order] = []
         if ticket.customer_id:
             try:
@@ -276,7 +293,7 @@ class Pipeline:
         ticket = record.ticket
         done = self._journal(ticket.ticket_id, "lookup")
         if done is not None:
-            self.stats["journal.reused.lookup"] += 1
+            self.observer.stage_done("lookup", "reused", 0.0)
             await self.sink.send(self.topics.matched, ticket.session_id, done)
             return
         if record.understanding is None:
@@ -310,7 +327,7 @@ class Pipeline:
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
         if self._journal(ticket.ticket_id, "strategy") is not None:
-            self.stats["journal.reused.strategy"] += 1
+            self.observer.stage_done("strategy", "reused", 0.0)
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
         if record.understanding is None or record.match is None:
@@ -347,7 +364,7 @@ class Pipeline:
         for call in outcome.calls:
             usage = usage.add(call)
         status = "handoff" if handoff else "degraded" if degraded else "answered"
-        timings = {**record.timings_ms, "strategy": round((time.monotonic() - started) * 1000, 1)}
+        timings = self._timings(record, "strategy", started)
         reply = Reply(
             ticket_id=ticket.ticket_id,
             session_id=ticket.session_id,
@@ -366,6 +383,9 @@ class Pipeline:
             timings_ms=timings,
         )
         await self._reply(reply, baton)
+        self.observer.model_calls(outcome.calls)
+        outcome_name = "degraded" if outcome.degraded else "ok"
+        self.observer.stage_done("strategy", outcome_name, time.monotonic() - started)
 
     async def _reply(self, reply: Reply, baton: Baton) -> None:
         """Publish the reply once; the journal remembers it so a redelivery cannot repeat it."""
@@ -373,13 +393,13 @@ class Pipeline:
         await self.sink.send(self.topics.replies, reply.session_id, data)
         self._save(memory.apply_reply(baton, reply))
         self._record(reply.ticket_id, "strategy", data)
-        self.stats[f"reply.{reply.status}"] += 1
+        self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
 
     async def _broken(
         self, record: StageRecord, stage: StageName, error: str, source: Source
     ) -> None:
-        self.stats["context.broken"] += 1
+        self.observer.context(stage, "broken")
         await self._fail_ticket(
             record, stage, Failure(reason="context_broken", error=error), source
         )
@@ -419,6 +439,7 @@ class Pipeline:
             baton_version=baton.version + 1,
             llm=self.llm.name,
             usage=record.usage,
+            timings_ms=self._timings(record, stage, time.monotonic()),
         )
         await self._reply(reply, baton)
 

@@ -1,0 +1,85 @@
+"""What the pipeline reports as it works: an observer interface metrics and logs implement."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Protocol
+
+from schemas.records import CallUsage, Reply
+
+
+class Observer(Protocol):
+    """Receives one call per pipeline event; must be cheap and never raise."""
+
+    def record_in(self, stage: str) -> None: ...
+
+    def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
+        """``outcome``: ok, degraded, reused (journal hit), invalid or failed."""
+        ...
+
+    def dead_letter(self, stage: str, reason: str) -> None: ...
+
+    def model_calls(self, calls: list[CallUsage]) -> None: ...
+
+    def context(self, stage: str, level: str) -> None:
+        """``level``: full, partial, minimal or broken."""
+        ...
+
+    def reply(self, reply: Reply, end_to_end_s: float | None) -> None: ...
+
+
+class CountingObserver:
+    """Counts events by name; the default, and what tests read."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def record_in(self, stage: str) -> None:
+        self.counts[f"in.{stage}"] += 1
+
+    def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
+        self.counts[f"done.{stage}.{outcome}"] += 1
+
+    def dead_letter(self, stage: str, reason: str) -> None:
+        self.counts[f"dead_letter.{stage}.{reason}"] += 1
+
+    def model_calls(self, calls: list[CallUsage]) -> None:
+        for call in calls:
+            self.counts[f"model_calls.{call.stage}"] += 1
+
+    def context(self, stage: str, level: str) -> None:
+        self.counts[f"context.{level}"] += 1
+
+    def reply(self, reply: Reply, end_to_end_s: float | None) -> None:
+        self.counts[f"reply.{reply.status}"] += 1
+
+
+class Fanout:
+    """Sends every event to several observers."""
+
+    def __init__(self, *observers: Observer) -> None:
+        self.observers = observers
+
+    def record_in(self, stage: str) -> None:
+        for o in self.observers:
+            o.record_in(stage)
+
+    def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
+        for o in self.observers:
+            o.stage_done(stage, outcome, seconds)
+
+    def dead_letter(self, stage: str, reason: str) -> None:
+        for o in self.observers:
+            o.dead_letter(stage, reason)
+
+    def model_calls(self, calls: list[CallUsage]) -> None:
+        for o in self.observers:
+            o.model_calls(calls)
+
+    def context(self, stage: str, level: str) -> None:
+        for o in self.observers:
+            o.context(stage, level)
+
+    def reply(self, reply: Reply, end_to_end_s: float | None) -> None:
+        for o in self.observers:
+            o.reply(reply, end_to_end_s)
