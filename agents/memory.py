@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.baton import Baton, ChainEntry, TicketMemory
+from schemas.baton import Baton, ChainEntry, MemoryIndex, SessionSummary, TicketMemory
 from schemas.records import Reply, StageName, Ticket, utcnow
 from schemas.stages import OrderMatch, Snapshot, Understanding
 
@@ -174,3 +174,38 @@ def from_snapshot(ticket: Ticket, snap: Snapshot, version: int) -> Baton:
         order_id=snap.order_id,
         flags=["context rebuilt from the record's snapshot"],
     )
+
+
+INDEX_KEEP = 20
+
+
+def summarize(baton: Baton, ticket_id: str | None = None, expired: bool = False) -> SessionSummary:
+    """The session's summary for the indexes: its latest ticket's core problem and order."""
+    latest = next((t for t in reversed(baton.tickets) if t.ticket_id == ticket_id), None)
+    latest = latest or (baton.tickets[-1] if baton.tickets else None)
+    return SessionSummary(
+        session_id=baton.session_id,
+        ticket_id=latest.ticket_id if latest else None,
+        order_id=(latest.order_id if latest else None) or baton.order_id,
+        product=(latest.product if latest else None) or baton.product,
+        core_problem=latest.core_problem if latest else "",
+        at=baton.updated_at,
+        expired=expired,
+    )
+
+
+def index_with(index: MemoryIndex | None, key: str, summary: SessionSummary) -> MemoryIndex:
+    """Put ``summary`` first in the index, replacing the session's previous entry."""
+    previous = index.sessions if index else []
+    others = [s for s in previous if s.session_id != summary.session_id]
+    merged = sorted([summary, *others], key=lambda s: s.at, reverse=True)
+    return MemoryIndex(key=key, sessions=merged[:INDEX_KEEP])
+
+
+def earlier_sessions(
+    index: MemoryIndex | None, session_id: str, limit: int = 3
+) -> list[SessionSummary]:
+    """The customer's other sessions, most recent first."""
+    if index is None:
+        return []
+    return [s for s in index.sessions if s.session_id != session_id][:limit]

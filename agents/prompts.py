@@ -9,7 +9,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from agents.llm import Prompt
-from schemas.baton import Baton
+from schemas.baton import Baton, SessionSummary
 from schemas.records import Order, StageName, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 
@@ -54,6 +54,16 @@ class EarlierSession(BaseModel):
     product: str | None = None
     core_problem: str = ""
     at: str = ""
+
+    @classmethod
+    def of(cls, summary: SessionSummary) -> EarlierSession:
+        return cls(
+            session_id=summary.session_id,
+            order_id=summary.order_id,
+            product=summary.product,
+            core_problem=summary.core_problem,
+            at=summary.at.date().isoformat(),
+        )
 
 
 class SessionFacts(BaseModel):

@@ -1,6 +1,13 @@
 """baton's record contract: import this alone to read or write baton's topics."""
 
-from schemas.baton import Baton, ChainEntry, TicketMemory
+from schemas.baton import (
+    Baton,
+    ChainEntry,
+    IndexUpdate,
+    MemoryIndex,
+    SessionSummary,
+    TicketMemory,
+)
 from schemas.codec import decode, dumps, loads
 from schemas.records import (
     MAX_TEXT_CHARS,
@@ -29,11 +36,14 @@ __all__ = [
     "CallUsage",
     "ChainEntry",
     "DeadLetter",
+    "IndexUpdate",
+    "MemoryIndex",
     "Order",
     "OrderCandidate",
     "OrderChoice",
     "OrderMatch",
     "Reply",
+    "SessionSummary",
     "Snapshot",
     "StageRecord",
     "StrategyDraft",

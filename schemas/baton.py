@@ -60,3 +60,30 @@ class Baton(BaseModel):
     @property
     def core_problems(self) -> list[str]:
         return [t.core_problem for t in self.tickets]
+
+
+class SessionSummary(BaseModel):
+    """What one session was about, as kept in the customer and order indexes."""
+
+    session_id: str
+    ticket_id: str | None = None
+    order_id: str | None = None
+    product: str | None = None
+    core_problem: str = ""
+    at: datetime = Field(default_factory=utcnow)
+    expired: bool = Field(default=False, description="The session's baton has expired.")
+
+
+class MemoryIndex(BaseModel):
+    """Sessions that touched a customer or an order, most recent first (bounded)."""
+
+    key: str
+    sessions: list[SessionSummary] = Field(default_factory=list)
+
+
+class IndexUpdate(BaseModel):
+    """A session's latest summary, sent to the index topic keyed by customer_id."""
+
+    schema_version: int = SCHEMA_VERSION
+    customer_id: str
+    summary: SessionSummary

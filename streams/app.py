@@ -18,7 +18,8 @@ from streams.topics import TopicNames
 
 log = logging.getLogger("baton.app")
 
-TABLES = ("batons", "journal")
+SESSION_TABLES = ("batons", "journal")
+INDEX_TABLES = ("customers", "orders")
 
 
 def faust_settings(settings: Settings) -> dict[str, Any]:
@@ -62,7 +63,7 @@ class FaustSink:
         self.topics = {
             name: app.topic(
                 name,
-                partitions=partitions,
+                partitions=1 if name == names.memory_index else partitions,
                 key_type=bytes,
                 value_type=bytes,
                 key_serializer="raw",
@@ -85,19 +86,31 @@ class FaustSink:
 
 
 class FaustState:
-    """The session tables, stored as raw JSON bytes keyed by string."""
+    """Changelog-backed tables of raw JSON bytes keyed by string.
+
+    Session tables are partitioned like the session-keyed topics (local reads); the index
+    tables are global (every worker holds a replica) and written only by the index agent.
+    """
 
     def __init__(self, app: faust.App, partitions: int) -> None:
-        self.tables = {
+        self.partitions = partitions
+        self.tables: dict[str, Any] = {
             name: app.Table(
+                name, default=None, partitions=partitions, key_type=str, value_type=bytes
+            )
+            for name in SESSION_TABLES
+        }
+        for name in INDEX_TABLES:
+            # Faust's documented setting for a GlobalTable shared by several workers.
+            self.tables[name] = app.GlobalTable(
                 name,
                 default=None,
-                partitions=partitions,
+                partitions=1,
+                recovery_buffer_size=1,
+                use_partitioner=True,
                 key_type=str,
                 value_type=bytes,
             )
-            for name in TABLES
-        }
 
     def get(self, table: str, key: str) -> bytes | None:
         value = self.tables[table].get(key)
@@ -105,6 +118,24 @@ class FaustState:
 
     def put(self, table: str, key: str, value: bytes) -> None:
         self.tables[table][key] = value
+
+    def items(self, table: str) -> list[tuple[str, bytes]]:
+        return [(k, bytes(v)) for k, v in list(self.tables[table].data.items()) if v is not None]
+
+    def delete(self, table: str, key: str, session_id: str) -> None:
+        """Remove ``key`` and write its tombstone to the session's changelog partition."""
+        tbl = self.tables[table]
+        tbl.data.pop(key, None)
+        tbl.send_changelog(
+            session_partition(session_id, self.partitions), key, None, value_serializer="raw"
+        )
+
+
+def session_partition(session_id: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a session's records."""
+    from aiokafka.partitioner import murmur2
+
+    return (murmur2(session_id.encode()) & 0x7FFFFFFF) % partitions
 
 
 @dataclass
@@ -142,6 +173,22 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
         )
         for stage in ("understand", "lookup", "strategy")
     }
+
+    @app.agent(sink.topics[names.memory_index], name="index")
+    async def index(stream: Any) -> None:
+        async for event in stream.events():
+            await pipeline.apply_index(event.value)
+
+    @app.timer(interval=settings.expiry_interval_s)
+    async def expire() -> None:
+        owned = {
+            tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.sessions
+        }
+        expired = await pipeline.expire_sessions(
+            lambda sid: session_partition(sid, settings.partitions) in owned
+        )
+        if expired:
+            log.info("expired %d idle sessions", expired)
 
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from agents import memory
@@ -14,9 +15,10 @@ from agents.asking import Failure, Outcome
 from agents.llm import LLM
 from agents.lookup import look_up
 from agents.orders import OrderStore, StoreUnavailable
+from agents.prompts import EarlierSession
 from agents.strategy import decide
 from agents.understand import understand
-from schemas.baton import Baton
+from schemas.baton import Baton, IndexUpdate, MemoryIndex
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
@@ -30,6 +32,7 @@ from streams.topics import TopicNames
 log = logging.getLogger("baton.pipeline")
 
 STAGE_ATTEMPTS = 3
+JOURNAL_STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")
 Level = str
 
 
@@ -52,6 +55,12 @@ class State(Protocol):
 
     def put(self, table: str, key: str, value: bytes) -> None: ...
 
+    def items(self, table: str) -> list[tuple[str, bytes]]: ...
+
+    def delete(self, table: str, key: str, session_id: str) -> None:
+        """Remove ``key``; its tombstone goes to ``session_id``'s partition."""
+        ...
+
 
 @dataclass
 class Pipeline:
@@ -71,6 +80,65 @@ class Pipeline:
     def baton(self, session_id: str) -> Baton | None:
         raw = self.state.get("batons", session_id)
         return Baton.model_validate_json(raw) if raw else None
+
+    def _index(self, table: str, key: str) -> MemoryIndex | None:
+        raw = self.state.get(table, key)
+        return MemoryIndex.model_validate_json(raw) if raw else None
+
+    def _earlier(self, ticket: Ticket) -> list[EarlierSession]:
+        """The customer's other sessions (warm memory), most recent first."""
+        if not ticket.customer_id:
+            return []
+        index = self._index("customers", ticket.customer_id)
+        return [EarlierSession.of(s) for s in memory.earlier_sessions(index, ticket.session_id)]
+
+    async def apply_index(self, value: bytes | None) -> None:
+        """Fold one session summary into the customer and order indexes."""
+        try:
+            update = parse(IndexUpdate, value)
+        except InvalidRecord as exc:
+            log.error("ignoring an invalid index update: %s", exc)
+            return
+        cid, summary = update.customer_id, update.summary
+        merged = memory.index_with(self._index("customers", cid), cid, summary)
+        self.state.put("customers", cid, dumps(merged))
+        if summary.order_id:
+            oid = summary.order_id
+            merged = memory.index_with(self._index("orders", oid), oid, summary)
+            self.state.put("orders", oid, dumps(merged))
+
+    async def _send_index(self, baton: Baton, ticket_id: str | None, expired: bool = False) -> None:
+        if baton.customer_id:
+            update = IndexUpdate(
+                customer_id=baton.customer_id,
+                summary=memory.summarize(baton, ticket_id, expired=expired),
+            )
+            await self.sink.send(self.topics.memory_index, baton.customer_id, dumps(update))
+
+    async def expire_sessions(
+        self, owned: Callable[[str], bool], now: datetime | None = None
+    ) -> int:
+        """Tombstone batons idle longer than the TTL, with their journal entries.
+
+        The customer index keeps each expired session's summary, so "the order I asked about
+        before" still resolves after expiry.
+        """
+        now = now or utcnow()
+        cutoff = now - timedelta(seconds=self.settings.session_ttl_s)
+        expired = 0
+        for session_id, raw in self.state.items("batons"):
+            if not owned(session_id):
+                continue
+            baton = Baton.model_validate_json(raw)
+            if baton.updated_at >= cutoff:
+                continue
+            await self._send_index(baton, None, expired=True)
+            for memory_ in baton.tickets:
+                for stage in JOURNAL_STAGES:
+                    self.state.delete("journal", f"{memory_.ticket_id}/{stage}", session_id)
+            self.state.delete("batons", session_id, session_id)
+            expired += 1
+        return expired
 
     def _save(self, baton: Baton) -> None:
         self.state.put("batons", baton.session_id, dumps(baton))
@@ -274,6 +342,7 @@ class Pipeline:
             baton,
             self.llm,
             orders=orders,
+            earlier=self._earlier(ticket),
             reask_limit=self.settings.reask_limit,
             tokens_left=self._tokens_left(baton, record),
         )
@@ -309,6 +378,7 @@ class Pipeline:
             baton,
             self.store,
             self.llm,
+            earlier=self._earlier(ticket),
             reask_limit=self.settings.reask_limit,
             tokens_left=self._tokens_left(baton, record),
         )
@@ -391,10 +461,12 @@ class Pipeline:
         """Publish the reply once; the journal remembers it so a redelivery cannot repeat it."""
         data = dumps(reply)
         await self.sink.send(self.topics.replies, reply.session_id, data)
-        self._save(memory.apply_reply(baton, reply))
+        baton = memory.apply_reply(baton, reply)
+        self._save(baton)
         self._record(reply.ticket_id, "strategy", data)
         self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
+        await self._send_index(baton, reply.ticket_id)
 
     async def _broken(
         self, record: StageRecord, stage: StageName, error: str, source: Source

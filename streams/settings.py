@@ -39,6 +39,8 @@ class Settings:
     max_in_flight: int = 512
     max_buffered: int = 5_000
     turn_timeout_s: float = 300.0
+    session_ttl_s: float = 7 * 24 * 3600.0
+    expiry_interval_s: float = 60.0
     model_timeout_s: float = 60.0
     model_max_retries: int = 4
     model_concurrency: int = 32
@@ -137,6 +139,8 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         max_in_flight=_int(env, "BATON_MAX_IN_FLIGHT", defaults.max_in_flight, 1),
         max_buffered=_int(env, "BATON_MAX_BUFFERED", defaults.max_buffered, 1),
         turn_timeout_s=_float(env, "BATON_TURN_TIMEOUT", defaults.turn_timeout_s),
+        session_ttl_s=_float(env, "BATON_SESSION_TTL", defaults.session_ttl_s),
+        expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
         model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),
         model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),

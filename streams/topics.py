@@ -12,8 +12,9 @@ UNDERSTOOD = "support.understood"
 MATCHED = "support.order-matched"
 REPLIES = "support.replies"
 DEAD_LETTERS = "support.dead-letters"
+MEMORY_INDEX = "support.memory-index"
 
-ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS)
+ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX)
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class TopicNames:
     matched: str
     replies: str
     dead_letters: str
+    memory_index: str
 
     @classmethod
     def of(cls, settings: Settings) -> TopicNames:
@@ -36,6 +38,7 @@ class TopicNames:
             matched=settings.topic(MATCHED),
             replies=settings.topic(REPLIES),
             dead_letters=settings.topic(DEAD_LETTERS),
+            memory_index=settings.topic(MEMORY_INDEX),
         )
 
     def all(self) -> tuple[str, ...]:
@@ -46,6 +49,7 @@ class TopicNames:
             self.matched,
             self.replies,
             self.dead_letters,
+            self.memory_index,
         )
 
 
@@ -65,9 +69,15 @@ async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
+        # The memory index has one partition: one writer per key keeps the global
+        # index tables consistent on every worker.
         await admin.create_topics(
             [
-                NewTopic(name, settings.partitions, settings.replication_factor)
+                NewTopic(
+                    name,
+                    1 if name == names.memory_index else settings.partitions,
+                    settings.replication_factor,
+                )
                 for name in names.all()
             ]
         )

@@ -1,0 +1,266 @@
+"""The stage wrappers without a broker: baton, journal, indexes, context health, expiry."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from agents.offline import OfflineLLM
+from agents.orders import SQLiteOrderStore
+from schemas import (
+    Baton,
+    DeadLetter,
+    MemoryIndex,
+    Order,
+    Reply,
+    Snapshot,
+    StageRecord,
+    Ticket,
+    dumps,
+)
+from schemas.records import utcnow
+from streams.dead_letters import Source
+from streams.observe import CountingObserver
+from streams.pipeline import Pipeline
+from streams.settings import Settings
+from streams.topics import TopicNames
+
+ORDERS = [
+    Order(
+        order_id="O-1",
+        customer_id="C1",
+        product_name="Midea Electric Kettle 1.7L",
+        status="delivered",
+        amount=39.9,
+        currency="USD",
+        ordered_at=utcnow() - timedelta(days=20),
+        delivered_at=utcnow() - timedelta(days=17),
+    ),
+    Order(
+        order_id="O-2",
+        customer_id="C1",
+        product_name="DualSense Wireless Controller",
+        status="delivered",
+        amount=69.0,
+        currency="USD",
+        ordered_at=utcnow() - timedelta(days=35),
+        delivered_at=utcnow() - timedelta(days=32),
+    ),
+]
+
+
+@dataclass
+class MemorySink:
+    sent: dict[str, list[tuple[str | None, bytes]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+    async def send(self, topic: str, key: str | None, value: bytes, headers: object = None) -> None:
+        self.sent[topic].append((key, value))
+
+
+@dataclass
+class MemoryState:
+    tables: dict[str, dict[str, bytes]] = field(default_factory=lambda: defaultdict(dict))
+    tombstones: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def get(self, table: str, key: str) -> bytes | None:
+        return self.tables[table].get(key)
+
+    def put(self, table: str, key: str, value: bytes) -> None:
+        self.tables[table][key] = value
+
+    def items(self, table: str) -> list[tuple[str, bytes]]:
+        return list(self.tables[table].items())
+
+    def delete(self, table: str, key: str, session_id: str) -> None:
+        self.tables[table].pop(key, None)
+        self.tombstones.append((table, key, session_id))
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
+    s = SQLiteOrderStore(tmp_path / "orders.sqlite3")
+    await s.upsert(ORDERS)
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+def pipeline(store: SQLiteOrderStore) -> Pipeline:
+    return Pipeline(
+        settings=Settings(namespace="u", session_ttl_s=3600),
+        llm=OfflineLLM(),
+        store=store,
+        sink=MemorySink(),
+        state=MemoryState(),
+        observer=CountingObserver(),
+    )
+
+
+def names(p: Pipeline) -> TopicNames:
+    return TopicNames.of(p.settings)
+
+
+def sink(p: Pipeline) -> MemorySink:
+    assert isinstance(p.sink, MemorySink)
+    return p.sink
+
+
+def counts(p: Pipeline) -> dict[str, int]:
+    assert isinstance(p.observer, CountingObserver)
+    return dict(p.observer.counts)
+
+
+async def hop(p: Pipeline, stage: str, topic: str) -> None:
+    """Feed every record waiting on ``topic`` to ``stage``."""
+    pending = sink(p).sent.pop(topic, [])
+    for i, (_, value) in enumerate(pending):
+        await p.run_stage(stage, value, Source(topic, 0, i))  # type: ignore[arg-type]
+
+
+async def run(p: Pipeline, *tickets: Ticket) -> list[Reply]:
+    """Drive tickets through every stage and the index, like the Faust agents do."""
+    n = names(p)
+    for i, t in enumerate(tickets):
+        await p.intake(dumps(t), Source(n.tickets, 0, i))
+        await hop(p, "understand", n.sessions)
+        await hop(p, "lookup", n.understood)
+        await hop(p, "strategy", n.matched)
+        for _, value in sink(p).sent.pop(n.memory_index, []):
+            await p.apply_index(value)
+    return [Reply.model_validate_json(v) for _, v in sink(p).sent[n.replies]]
+
+
+def ticket(tid: str, text: str, session: str = "S1", customer: str | None = "C1") -> Ticket:
+    return Ticket(ticket_id=tid, session_id=session, customer_id=customer, text=text)
+
+
+def baton_of(p: Pipeline, session: str) -> Baton:
+    baton = p.baton(session)
+    assert baton is not None
+    return baton
+
+
+def dead_letters(p: Pipeline) -> list[DeadLetter]:
+    return [DeadLetter.model_validate_json(v) for _, v in sink(p).sent[names(p).dead_letters]]
+
+
+async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) -> None:
+    replies = await run(
+        pipeline,
+        ticket("t1", "My kettle is leaking, I want a refund."),
+        ticket("t2", "Actually, can I send it back for repair instead?"),
+        ticket("t3", "How long will that take?"),
+    )
+    assert [r.order_id for r in replies] == ["O-1", "O-1", "O-1"]
+    last = replies[-1]
+    assert "O-1" in last.reply and "Kettle" in last.reply and "leak" in last.reply
+    baton = baton_of(pipeline, "S1")
+    assert [t.ticket_id for t in baton.tickets] == ["t1", "t2", "t3"]
+    assert all("Kettle" in t.core_problem for t in baton.tickets)
+    assert baton.version == 9 and baton.answered == ["t1", "t2", "t3"]
+
+
+async def test_topic_switch_moves_the_current_order_and_keeps_the_old_one(
+    pipeline: Pipeline,
+) -> None:
+    replies = await run(
+        pipeline,
+        ticket("t1", "My kettle is leaking."),
+        ticket("t2", "Also, the controller I bought last month drifts."),
+    )
+    assert [r.order_id for r in replies] == ["O-1", "O-2"]
+    baton = baton_of(pipeline, "S1")
+    assert baton.order_id == "O-2" and baton.order_history == ["O-1"]
+    assert baton.product == "DualSense Wireless Controller"
+    assert any("topic switch" in f for f in baton.flags)
+    assert "Kettle" in baton.tickets[0].core_problem
+
+
+async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: Pipeline) -> None:
+    await run(pipeline, ticket("a1", "My kettle is leaking, I want a refund.", session="A"))
+    index = MemoryIndex.model_validate_json(pipeline.state.get("customers", "C1") or b"")
+    assert [s.session_id for s in index.sessions] == ["A"] and index.sessions[0].order_id == "O-1"
+    assert pipeline.state.get("orders", "O-1") is not None
+    replies = await run(
+        pipeline, ticket("b1", "What happened with the order I asked about yesterday?", "B")
+    )
+    reply = replies[-1]
+    assert reply.ticket_id == "b1" and reply.order_id == "O-1"
+    assert "O-1" in reply.reply
+
+
+async def test_the_journal_answers_a_republished_ticket_once(pipeline: Pipeline) -> None:
+    first = ticket("t1", "My kettle is leaking.")
+    replies = await run(pipeline, first, first)
+    assert [r.ticket_id for r in replies] == ["t1"]
+    assert counts(pipeline)["done.understand.reused"] == 1
+    assert counts(pipeline)["done.strategy.reused"] == 1
+
+
+async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) -> None:
+    n = names(pipeline)
+    await run(pipeline, ticket("t1", "My kettle is leaking."))
+    assert counts(pipeline)["context.full"] == 3
+
+    # partial: the table lost the baton; the record's snapshot rebuilds it.
+    await pipeline.intake(dumps(ticket("t2", "Can it be repaired?")), Source(n.tickets, 0, 9))
+    await hop(pipeline, "understand", n.sessions)
+    pipeline.state.tables["batons"].clear()  # type: ignore[attr-defined]
+    await hop(pipeline, "lookup", n.understood)
+    await hop(pipeline, "strategy", n.matched)
+    assert counts(pipeline)["context.partial"] == 1
+    reply = Reply.model_validate_json(sink(pipeline).sent[n.replies][-1][1])
+    assert reply.ticket_id == "t2" and reply.order_id == "O-1" and "Kettle" in reply.reply
+
+    # minimal: no baton and a record without snapshot; the core problem comes from the ticket.
+    await pipeline.intake(dumps(ticket("t3", "My kettle leaks.", "S2")), Source(n.tickets, 0, 10))
+    await hop(pipeline, "understand", n.sessions)
+    ((_, value),) = sink(pipeline).sent.pop(n.understood)
+    bare = StageRecord.model_validate_json(value).model_copy(update={"snapshot": Snapshot()})
+    pipeline.state.tables["batons"].pop("S2")  # type: ignore[attr-defined]
+    await pipeline.run_stage("lookup", dumps(bare), Source(n.understood, 0, 0))
+    assert counts(pipeline)["context.minimal"] == 1
+
+    # broken: a record that reached strategy without its understanding.
+    record = StageRecord(ticket=ticket("t4", "Hello?", "S3"))
+    await pipeline.run_stage("strategy", dumps(record), Source(n.matched, 0, 5))
+    assert counts(pipeline)["context.broken"] == 1
+    broken = [d for d in dead_letters(pipeline) if d.reason == "context_broken"]
+    assert [d.ticket_id for d in broken] == ["t4"]
+    reply = Reply.model_validate_json(sink(pipeline).sent[n.replies][-1][1])
+    assert reply.ticket_id == "t4" and reply.status == "degraded"
+
+
+async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pipeline) -> None:
+    await run(pipeline, ticket("t1", "My kettle is leaking.", "OLD"))
+    await run(pipeline, ticket("t2", "My controller drifts.", "NEW"))
+    state = pipeline.state
+    assert isinstance(state, MemoryState)
+    old = baton_of(pipeline, "OLD")
+    state.put(
+        "batons", "OLD", dumps(old.model_copy(update={"updated_at": utcnow() - timedelta(hours=2)}))
+    )
+
+    expired = await pipeline.expire_sessions(lambda sid: True)
+    assert expired == 1
+    assert pipeline.baton("OLD") is None and pipeline.baton("NEW") is not None
+    assert ("batons", "OLD", "OLD") in state.tombstones
+    assert {k for t, k, _ in state.tombstones if t == "journal"} == {
+        "t1/understand",
+        "t1/lookup",
+        "t1/strategy",
+    }
+    for _, value in sink(pipeline).sent.pop(names(pipeline).memory_index, []):
+        await pipeline.apply_index(value)
+    index = MemoryIndex.model_validate_json(state.get("customers", "C1") or b"")
+    old_summary = next(s for s in index.sessions if s.session_id == "OLD")
+    assert old_summary.expired and old_summary.order_id == "O-1"
+
+    assert await pipeline.expire_sessions(lambda sid: False) == 0
