@@ -27,11 +27,13 @@ class Worker:
     proc: subprocess.Popen[bytes]
     log: Path
     web_port: int
+    stopped: bool = False
 
     def tail_log(self, chars: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-chars:]
 
     def stop(self, timeout: float = 20.0) -> None:
+        self.stopped = True
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -41,6 +43,7 @@ class Worker:
                 self.proc.wait(5)
 
     def kill(self) -> None:
+        self.stopped = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
@@ -158,7 +161,7 @@ class Deployment:
                     )
                 if workers_alive:
                     for w in self.workers:
-                        assert w.proc.poll() is None, f"worker exited:\n{w.tail_log()}"
+                        assert w.stopped or w.proc.poll() is None, f"worker exited:\n{w.tail_log()}"
                 batch = await consumer.getmany(timeout_ms=300)
                 for rs in batch.values():
                     records.extend((r.value, list(r.headers)) for r in rs)

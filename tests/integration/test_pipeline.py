@@ -186,3 +186,23 @@ async def test_two_tickets_with_one_ticket_id_get_one_reply(deployment: Deployme
     await deployment.publish_tickets([ticket("d2", "s-d", "c-ana", "Can it be repaired?")])
     replies = await deployment.replies(2)
     assert Counter(r.ticket_id for r in replies) == {"d1": 1, "d2": 1}
+
+
+async def test_a_later_session_resolves_the_earlier_order_after_a_restart(
+    deployment: Deployment,
+) -> None:
+    deployment.import_orders(ORDERS)
+    worker = deployment.start_worker()
+    await deployment.publish_tickets(
+        [ticket("x1", "s-first", "c-ana", "My headphones stopped working, I want a repair.")]
+    )
+    first = await deployment.replies(1)
+    assert first[0].order_id == "O-1002"
+    worker.kill()
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [ticket("x2", "s-second", "c-ana", "Any news on the order I asked about earlier?")]
+    )
+    replies = {r.ticket_id: r for r in await deployment.replies(2)}
+    assert replies["x2"].order_id == "O-1002"
+    assert "O-1002" in replies["x2"].reply
