@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -32,7 +33,12 @@ class _Parser(argparse.ArgumentParser):
 # Commands that live in their own modules. Each module defines
 # ``add_parser(sub) -> None`` (calling ``set_defaults(run=...)`` with a
 # ``run(args, settings) -> int``) and imports its heavy dependencies inside ``run``.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "streams.trace",
+    "streams.replay",
+    "streams.dlq",
+    "streams.bench",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -227,6 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from streams.topics import TopicMismatch
     from streams.worker import BrokerUnreachable
 
+    # Client commands report failures themselves, in one line; the Kafka client's own
+    # connection errors would otherwise print through logging's last-resort handler.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         return dispatch(list(sys.argv[1:] if argv is None else argv))
     except UsageError as exc:

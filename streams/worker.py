@@ -81,6 +81,8 @@ def run(settings: Settings) -> None:
     """Run one worker in the foreground until interrupted."""
     import faust
 
+    logging.getLogger("aiokafka").setLevel(logging.NOTSET)
+
     from streams.app import create_app
     from streams.topics import ensure_topics
 

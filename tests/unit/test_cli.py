@@ -1,0 +1,163 @@
+"""The command line: one-line errors, validation before sending, settings from the environment."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streams.broker import free_port
+from streams.cli import main
+from streams.jsonl import Progress
+from streams.settings import Settings, SettingsError, load
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "streams.cli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin.decode() if stdin else None,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=ROOT,
+        timeout=60,
+    )
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["frobnicate"], "invalid choice"),
+        (["tail"], "the following arguments are required: topic"),
+        (["tail", "x", "--limit", "nope"], "invalid int value"),
+        (["broker", "--port", "70000"], "--port must be between 1 and 65535"),
+        (["tail", "x", "--limit", "0"], "--limit must be positive"),
+    ],
+)
+def test_wrong_arguments_get_one_line_and_exit_2(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    assert expected in one_line(capsys.readouterr().err)
+
+
+def test_a_bad_environment_variable_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BATON_PARTITIONS", "many")
+    assert main(["publish", "-"]) == 2
+    assert "BATON_PARTITIONS must be an integer" in one_line(capsys.readouterr().err)
+
+
+def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
+    tickets = tmp_path / "t.jsonl"
+    tickets.write_text('{"ticket_id":"a","session_id":"s","text":"hi"}\n')
+    port = free_port()
+    done = run_cli("publish", str(tickets), env={"BATON_BROKER": f"kafka://127.0.0.1:{port}"})
+    assert done.returncode == 1
+    assert "cannot reach the Kafka broker" in one_line(done.stderr)
+
+
+def test_invalid_lines_are_reported_and_nothing_is_sent(tmp_path: Path) -> None:
+    tickets = tmp_path / "t.jsonl"
+    tickets.write_text(
+        '{"ticket_id":"a","session_id":"s","text":"hi"}\n'
+        "not json\n"
+        "\n"
+        '{"ticket_id":"b","session_id":"s","text":"   "}\n'
+    )
+    # The broker is unreachable on purpose: validation must fail before any connection.
+    done = run_cli(
+        "publish", str(tickets), env={"BATON_BROKER": f"kafka://127.0.0.1:{free_port()}"}
+    )
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert any(f"{tickets}:2: value is not valid JSON" in line for line in lines)
+    assert any(f"{tickets}:4: text: Value error, text is blank" in line for line in lines)
+    assert "2 invalid line(s); nothing was sent" in lines[-1]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_missing_file_is_one_line() -> None:
+    done = run_cli("orders", "import", "/nonexistent/orders.jsonl")
+    assert done.returncode == 1
+    assert "no such file: /nonexistent/orders.jsonl" in one_line(done.stderr)
+
+
+def test_orders_import_validates_then_upserts_by_id(tmp_path: Path) -> None:
+    line = (
+        '{"order_id":"O-1","customer_id":"C1","product_name":"%s","status":"paid",'
+        '"amount":10,"currency":"USD","ordered_at":"2026-11-01T00:00:00Z"}\n'
+    )
+    env = {"BATON_DATA_DIR": str(tmp_path)}
+    bad = run_cli(
+        "orders", "import", "-", env=env, stdin=(line % "Kettle" + '{"order_id":1}\n').encode()
+    )
+    assert bad.returncode == 1 and ":2: " in bad.stderr
+    assert not (tmp_path / "orders.sqlite3").exists()
+    ok = run_cli(
+        "orders",
+        "import",
+        "-",
+        "--skip-invalid",
+        env=env,
+        stdin=(line % "Kettle" + "[]\n").encode(),
+    )
+    assert ok.returncode == 0, ok.stderr
+    again = run_cli("orders", "import", "-", env=env, stdin=(line % "Kettle v2").encode())
+    assert again.returncode == 0 and "imported 1 order(s)" in again.stdout
+
+    import asyncio
+
+    from agents.orders import SQLiteOrderStore
+
+    async def read() -> list[str]:
+        store = SQLiteOrderStore(tmp_path / "orders.sqlite3")
+        try:
+            return [o.product_name for o in await store.for_customer("C1")]
+        finally:
+            await store.close()
+
+    assert asyncio.run(read()) == ["Kettle v2"]
+
+
+def test_progress_bar_only_for_long_runs() -> None:
+    short, out = Progress(10, "x", io.StringIO()), io.StringIO()
+    for _ in range(10):
+        short.advance()
+    assert short.stream.getvalue() == ""  # type: ignore[attr-defined]
+    long = Progress(400, "publishing", out)
+    long.advance(400)
+    assert "publishing [" in out.getvalue() and "400/400" in out.getvalue()
+
+
+def test_settings_defaults_and_overrides() -> None:
+    s = load({})
+    assert s.broker == "kafka://127.0.0.1:9092" and s.web_port == 6066 and s.llm == "offline"
+    assert s.data_dir == Path(".baton") and s.orders_url.endswith(".baton/orders.sqlite3")
+    keyed = load({"ANTHROPIC_API_KEY": "k", "BATON_MODEL_STRATEGY": "claude-opus-4-6"})
+    assert keyed.llm == "anthropic"
+    assert keyed.model_for("strategy") == "claude-opus-4-6"
+    assert keyed.model_for("understand") == "claude-haiku-4-5"
+    assert load({"BATON_MODEL": "m"}).model_for("understand") == "m"
+    assert load({"BATON_NAMESPACE": "r1"}).topic("support.replies") == "r1.support.replies"
+    with pytest.raises(SettingsError):
+        load({"BATON_LLM": "gpt"})
+    with pytest.raises(SettingsError):
+        load({"BATON_BROKER": "localhost:9092"})
+    with pytest.raises(AttributeError):
+        Settings().broker = "x"  # type: ignore[misc]
