@@ -81,13 +81,14 @@ def run(settings: Settings) -> None:
     """Run one worker in the foreground until interrupted."""
     import faust
 
-    logging.getLogger("aiokafka").setLevel(logging.NOTSET)
 
     from streams.app import create_app
+    from streams.logs import faust_loglevel, logging_config
     from streams.topics import ensure_topics
 
     cluster = asyncio.run(probe_broker(settings))
     asyncio.run(ensure_topics(settings, bootstrap_servers(settings)))
+    logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:
         settings = settings.with_(embedded_broker=True)
     llm = build_llm(settings)
@@ -103,7 +104,8 @@ def run(settings: Settings) -> None:
     worker = create_app(settings, llm, store)
     faust.Worker(
         worker.app,
-        loglevel=settings.log_level,
+        loglevel=faust_loglevel(settings),
+        logging_config=logging_config(settings),
         quiet=True,
         redirect_stdouts=False,
     ).execute_from_commandline()
