@@ -65,6 +65,7 @@ def build_llm(settings: Settings) -> LLM:
             timeout_s=settings.model_timeout_s,
             max_retries=settings.model_max_retries,
             concurrency=settings.model_concurrency,
+            ticket_budget_s=settings.ticket_model_budget_s,
         )
     from agents.offline import OfflineLLM
 
@@ -80,7 +81,6 @@ def build_store(settings: Settings) -> OrderStore:
 def run(settings: Settings) -> None:
     """Run one worker in the foreground until interrupted."""
     import faust
-
 
     from streams.app import create_app
     from streams.logs import faust_loglevel, logging_config
