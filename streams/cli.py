@@ -33,12 +33,7 @@ class _Parser(argparse.ArgumentParser):
 # Commands that live in their own modules. Each module defines
 # ``add_parser(sub) -> None`` (calling ``set_defaults(run=...)`` with a
 # ``run(args, settings) -> int``) and imports its heavy dependencies inside ``run``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "streams.trace",
-    "streams.replay",
-    "streams.dlq",
-    "streams.bench",
-)
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def _parser() -> argparse.ArgumentParser:
