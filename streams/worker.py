@@ -83,7 +83,6 @@ def run(settings: Settings) -> None:
     import faust
 
     from streams.app import create_app
-    from streams.logs import faust_loglevel, logging_config
     from streams.topics import ensure_topics
 
     cluster = asyncio.run(probe_broker(settings))
@@ -104,8 +103,7 @@ def run(settings: Settings) -> None:
     worker = create_app(settings, llm, store)
     faust.Worker(
         worker.app,
-        loglevel=faust_loglevel(settings),
-        logging_config=logging_config(settings),
+        loglevel=settings.log_level,
         quiet=True,
         redirect_stdouts=False,
     ).execute_from_commandline()
