@@ -65,7 +65,6 @@ def build_llm(settings: Settings) -> LLM:
             timeout_s=settings.model_timeout_s,
             max_retries=settings.model_max_retries,
             concurrency=settings.model_concurrency,
-            ticket_budget_s=settings.ticket_model_budget_s,
         )
     from agents.offline import OfflineLLM
 
