@@ -1,13 +1,15 @@
-"""The LLM protocol over the Anthropic Messages API, with structured output, caching and prices.
+"""The LLM protocol over the Anthropic Messages API: structured output, retries, caching, prices.
 
-Transient failures (429, 529, 5xx, connection errors, timeouts) are retried by the SDK itself,
-``max_retries`` times with its backoff and ``retry-after`` handling; only what outlasts them
-reaches the caller, as ``Unavailable`` or ``TimedOut``. A spend-limit 429 is never retried: a
-client middleware recognises it on the first attempt and ends the call with ``SpendLimit``.
+Transient failures (429, 529, 5xx, connection errors, timeouts) are retried here, not by the
+SDK: ``max_retries`` times with jittered exponential backoff that never comes sooner than the
+server's ``retry-after``, and never past the ticket's model time budget (``ticket_budget_s``,
+all calls of one ticket together, waiting for a slot included). Calls in flight are bounded by
+an AIMD limit that halves when the API says it is overloaded (429, 529) and grows back as calls
+succeed, so an overload slows the worker down instead of piling retries onto it. A spend-limit
+429 is never retried and is logged at ERROR at most once a minute.
 
-Prices are USD per million tokens. ``BATON_PRICES`` overrides or extends the built-in table with
-JSON ``{"model": [input, output, cache_write, cache_read]}`` (or ``[input, output]``, deriving the
-cache prices); the constructor's ``prices`` overrides both.
+Calls are costed with ``agents.prices`` (overridable by ``BATON_PRICES``, then by the
+constructor's ``prices``).
 """
 
 from __future__ import annotations
@@ -16,27 +18,30 @@ import asyncio
 import functools
 import logging
 import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import anthropic
-import orjson
-from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext
-from anthropic.types import JSONOutputFormatParam, Message
+import httpx2
+from anthropic.types import JSONOutputFormatParam, Message, TextBlockParam
 from pydantic import BaseModel, ValidationError
 
+from agents.api_errors import attempt_failure, retry_cause
 from agents.llm import (
     Answer,
+    ModelFailure,
     OutputInvalid,
     Prompt,
     Refused,
     SpendLimit,
     TimedOut,
     Truncated,
-    Unavailable,
 )
+from agents.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
+from agents.prices import Price, cost, load_prices, min_cacheable_tokens, price_for
+from agents.prompts import SHARED_PREFIX
 from schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
@@ -44,122 +49,23 @@ T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger(__name__)
 
 FEEDBACK = "\n\nYour previous answer was rejected: {}\nAnswer again, fixing these errors."
-_SPEND_WORDS = re.compile(r"spend limit|spending limit|usage limit|credit balance", re.I)
+SPEND_ALARM_INTERVAL_S = 60.0
 
 
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens of each kind."""
-
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
-
-    @classmethod
-    def of(cls, input: float, output: float) -> Price:
-        """A price with the API's cache multipliers: writes 1.25x input, reads 0.1x input."""
-        return cls(input, output, round(input * 1.25, 6), round(input * 0.1, 6))
+class OutOfTime(TimedOut):
+    """The ticket's model time budget ran out: no further call for it."""
 
 
-PRICES: dict[str, Price] = {
-    "claude-opus-4-5": Price.of(5.0, 25.0),
-    "claude-opus-4-1": Price.of(15.0, 75.0),
-    "claude-opus-4-0": Price.of(15.0, 75.0),
-    "claude-opus-4": Price.of(15.0, 75.0),
-    "claude-sonnet-4-5": Price.of(3.0, 15.0),
-    "claude-sonnet-4-0": Price.of(3.0, 15.0),
-    "claude-sonnet-4": Price.of(3.0, 15.0),
-    "claude-haiku-4-5": Price.of(1.0, 5.0),
-    "claude-3-5-haiku": Price.of(0.8, 4.0),
-}
+def cache_blocks(system: str) -> list[TextBlockParam]:
+    """The system prompt as cache breakpoints: the handbook all stages share, then the stage's.
 
-
-class Tokens(Protocol):
-    """Token counts of one call (``CallUsage`` is one)."""
-
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-
-
-def load_prices(env: Mapping[str, str]) -> dict[str, Price]:
-    """The built-in table updated from ``env["BATON_PRICES"]``; ValueError when malformed."""
-    prices = dict(PRICES)
-    text = env.get("BATON_PRICES", "").strip()
-    if not text:
-        return prices
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"BATON_PRICES is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError('BATON_PRICES must be {"model": [input, output, cache_write, cache_read]}')
-    for model, numbers in data.items():
-        ok = isinstance(numbers, list) and len(numbers) in (2, 4)
-        if not ok or not all(isinstance(n, int | float) and n >= 0 for n in numbers):
-            raise ValueError(f"BATON_PRICES[{model!r}] must be 2 or 4 non-negative numbers")
-        prices[model] = Price.of(*numbers) if len(numbers) == 2 else Price(*numbers)
-    return prices
-
-
-def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of ``model``, also under a dated or ``-latest`` name; None when unknown."""
-    if model in prices:
-        return prices[model]
-    base = re.sub(r"-(\d{8}|latest)$", "", model)
-    return prices.get(base)
-
-
-def cost(tokens: Tokens, price: Price | None) -> float:
-    """USD cost of a call's tokens at ``price`` (0 for an unknown price)."""
-    if price is None:
-        return 0.0
-    total = (
-        tokens.input_tokens * price.input
-        + tokens.output_tokens * price.output
-        + tokens.cache_write_tokens * price.cache_write
-        + tokens.cache_read_tokens * price.cache_read
-    )
-    return round(total / 1_000_000, 8)
-
-
-class _SpendLimitHit(Exception):
-    """Raised inside the SDK's retry loop; being no API error, the SDK does not retry it."""
-
-
-def _spend_limit_message(body: Any) -> str | None:
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        return None
-    message = str(error.get("message") or "")
-    details = error.get("details")
-    code = str(details.get("error_code", "")) if isinstance(details, dict) else ""
-    if "spend_limit" in code or _SPEND_WORDS.search(message):
-        return message or code
-    return None
-
-
-async def _stop_at_spend_limit(
-    request: APIRequest, call_next: AsyncCallNext
-) -> AsyncAPIResponse[Any]:
-    response = await call_next(request)
-    if response.status_code in (400, 402, 429):
-        try:
-            body = await response.json()
-        except ValueError:
-            return response
-        message = _spend_limit_message(body)
-        if message:
-            raise _SpendLimitHit(message)
-    return response
-
-
-@functools.cache
-def _output_format(output_type: type[BaseModel]) -> JSONOutputFormatParam:
-    # What messages.parse(output_format=...) would send; parse has no raw-response variant.
-    return {"type": "json_schema", "schema": anthropic.transform_schema(output_type)}
+    Stages on the same model then share the handbook's cache entry, so a rarely called stage
+    reads what a busy one wrote.
+    """
+    parts = [system]
+    if system.startswith(SHARED_PREFIX) and len(system) > len(SHARED_PREFIX):
+        parts = [SHARED_PREFIX, system[len(SHARED_PREFIX) :]]
+    return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
 
 
 def _readable(exc: ValidationError) -> str:
@@ -168,6 +74,12 @@ def _readable(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "output"
         errors.append(f"{where}: {error['msg']}")
     return "; ".join(errors)
+
+
+@functools.cache
+def _output_format(output_type: type[BaseModel]) -> JSONOutputFormatParam:
+    # What messages.parse(output_format=...) would send; parse has no raw-response variant.
+    return {"type": "json_schema", "schema": anthropic.transform_schema(output_type)}
 
 
 class AnthropicLLM:
@@ -185,20 +97,38 @@ class AnthropicLLM:
         timeout_s: float = 60.0,
         max_retries: int = 2,
         concurrency: int = 8,
+        ticket_budget_s: float = 180.0,
         prices: Mapping[str, Price] | None = None,
+        clock: Clock = time.monotonic,
+        rng: random.Random | None = None,
     ) -> None:
         self.model = model
         self.stage_models = dict(stage_models or {})
         self.prices = {**load_prices(os.environ), **(prices or {})}
         self.unpriced: set[str] = set()
-        self._slots = asyncio.Semaphore(max(1, concurrency))
-        # None lets the SDK read ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself.
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, max_retries)
+        self.limit = AdaptiveLimit(concurrency, clock=clock)
+        self.tickets = TicketClock(ticket_budget_s)
+        self.spend_alarm = Throttle(SPEND_ALARM_INTERVAL_S, clock=clock)
+        self._uncached: set[tuple[str, str]] = set()
+        self._clock = clock
+        self._rng = rng or random.Random()
+        # Optional: called as on_retry(model, cause) before each backoff (the worker's metrics).
+        self.on_retry: Callable[[str, str], None] | None = None
+        # None lets the SDK read ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself; retrying is
+        # ours, so the limit and the ticket's time budget see every attempt.
+        # The SDK keeps only 100 idle connections: past that, every call would open (and on
+        # the real API, handshake) a new one. Keep one per call slot, and never cap below it.
+        limits = httpx2.Limits(
+            max_connections=max(1000, concurrency), max_keepalive_connections=max(1, concurrency)
+        )
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout_s,
-            max_retries=max_retries,
-            middleware=[_stop_at_spend_limit],
+            max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(limits=limits),
         )
 
     def model_for(self, stage: StageName) -> str:
@@ -208,47 +138,100 @@ class AnthropicLLM:
     async def ask(
         self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
     ) -> Answer[T]:
-        """Ask once (the SDK retries transient errors); raise a ``ModelFailure`` otherwise."""
+        """Ask, retrying transient errors within the ticket's budget; raise a ``ModelFailure``."""
         model = self.model_for(prompt.stage)
-        context = prompt.context + (FEEDBACK.format(feedback) if feedback else "")
-        # A call keeps its slot through the SDK's retries, so retries cannot exceed the bound.
-        async with self._slots:
+        ticket = getattr(prompt.facts, "ticket_id", None)
+        request: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens or prompt.max_tokens,
+            "system": cache_blocks(prompt.system),
+            "messages": [
+                {
+                    "role": "user",
+                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
+                }
+            ],
+            "output_config": {"format": _output_format(prompt.output_type)},
+        }
+        started = self._clock()
+        try:
+            message = await self._send(model, request, started + self.tickets.left(ticket))
+        except SpendLimit:
+            self._sound_spend_alarm(model)
+            raise
+        except OutOfTime:
+            # What is left is too little for a retry, so too little for the next stage's call.
+            self.tickets.exhaust(ticket)
+            raise
+        finally:
+            self.tickets.spend(ticket, self._clock() - started)
+        return self._answer(prompt, model, message)
+
+    async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
+        last: ModelFailure | None = None
+        attempts = 0
+        while True:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise self._out_of_time(model, last, attempts)
+            try:
+                # Waiting for a slot is model time too: an overloaded worker must not let
+                # tickets queue past their budget.
+                async with asyncio.timeout(left):
+                    await self.limit.acquire()
+            except TimeoutError:
+                raise self._out_of_time(model, last, attempts) from None
+            attempts += 1
+            timeout_s = min(self.timeout_s, max(0.001, deadline - self._clock()))
             try:
                 raw = await self._client.messages.with_raw_response.create(
-                    model=model,
-                    max_tokens=max_tokens or prompt.max_tokens,
-                    system=[
-                        {
-                            "type": "text",
-                            "text": prompt.system,
-                            "cache_control": {"type": "ephemeral"},
-                        }
-                    ],
-                    messages=[{"role": "user", "content": context}],
-                    output_config={"format": _output_format(prompt.output_type)},
+                    **request, timeout=timeout_s
                 )
                 message = await raw.parse()
-            except _SpendLimitHit as exc:
-                raise SpendLimit(f"spend limit reached ({model}): {exc}") from None
-            except anthropic.APITimeoutError:
-                raise TimedOut(f"{model} timed out after retries") from None
-            except anthropic.APIConnectionError as exc:
-                raise Unavailable(f"{model} unreachable after retries: {exc}") from None
-            except anthropic.APIStatusError as exc:
-                if _spend_limit_message(exc.body):
-                    raise SpendLimit(f"spend limit reached ({model}): {exc.message}") from None
-                detail = f"{exc.status_code} {exc.type or 'error'}: {exc.api_message or exc}"
-                raise Unavailable(f"{model} failed: {detail}") from None
             except anthropic.AnthropicError as exc:
-                raise Unavailable(f"{model} failed: {type(exc).__name__}: {exc}") from None
-        return self._answer(prompt, model, message, raw.retries_taken)
+                attempt = attempt_failure(model, exc, timeout_s)
+            else:
+                self.limit.succeeded()
+                return message
+            finally:
+                self.limit.release()
+            if attempt.overloaded and self.limit.overloaded():
+                log.warning("%s is overloaded: %d calls in flight at most", model, self.limit.slots)
+            if not attempt.retryable:
+                raise attempt.failure
+            last = attempt.failure
+            if attempts > self.max_retries:
+                last.message = f"{last.message} (gave up after {attempts} attempts)"
+                raise last
+            delay = retry_delay_s(attempts - 1, attempt.retry_after_s, rng=self._rng)
+            if self._clock() + delay >= deadline:
+                raise self._out_of_time(model, last, attempts)
+            log.info("%s: %s; retrying in %.2f s", model, last.message, delay)
+            if self.on_retry is not None:
+                self.on_retry(model, retry_cause(attempt))
+            await asyncio.sleep(delay)
 
-    def _answer(self, prompt: Prompt[T], model: str, message: Message, retries: int) -> Answer[T]:
+    def _out_of_time(self, model: str, last: ModelFailure | None, attempts: int) -> OutOfTime:
+        budget = f"the ticket's model time budget of {self.tickets.budget_s:g} s is spent"
+        if last is None:
+            return OutOfTime(f"{model}: {budget}")
+        return OutOfTime(f"{model}: {budget} after {attempts} attempts; last: {last.message}")
+
+    def _sound_spend_alarm(self, model: str) -> None:
+        swallowed = self.spend_alarm.ready()
+        if swallowed is not None:
+            log.error(
+                "MODEL SPEND LIMIT REACHED (%s): every model call fails until the limit is "
+                "raised; tickets are handed to people (%d more hits not logged since the last "
+                "alarm)",
+                model,
+                swallowed,
+            )
+
+    def _answer(self, prompt: Prompt[T], model: str, message: Message) -> Answer[T]:
         usage = self._usage(prompt.stage, model, message)
         text = "".join(block.text for block in message.content if block.type == "text")
         stop = message.stop_reason or "end_turn"
-        if retries:
-            log.info("%s answered after %d SDK retries", model, retries)
         if stop == "refusal":
             explanation = message.stop_details.explanation if message.stop_details else None
             raise Refused(f"{model} refused: {explanation or 'no explanation'}", text, [usage])
@@ -270,11 +253,27 @@ class AnthropicLLM:
             cache_read_tokens=reported.cache_read_input_tokens or 0,
             cache_write_tokens=reported.cache_creation_input_tokens or 0,
         )
+        if not (usage.cache_read_tokens or usage.cache_write_tokens):
+            self._warn_uncached(stage, model, usage.input_tokens)
         price = price_for(model, self.prices)
         if price is None and model not in self.unpriced:
             self.unpriced.add(model)
             log.warning("no price for model %s: its calls are costed at 0", model)
         return usage.model_copy(update={"cost_usd": cost(usage, price)})
+
+    def _warn_uncached(self, stage: StageName, model: str, input_tokens: int) -> None:
+        if (stage, model) in self._uncached:
+            return
+        self._uncached.add((stage, model))
+        log.warning(
+            "%s on %s: nothing was cached (%d input tokens); %s caches prefixes of %d tokens "
+            "or more, so the static prompt may be too short for it",
+            stage,
+            model,
+            input_tokens,
+            model,
+            min_cacheable_tokens(model),
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,11 +20,56 @@ from agents.llm import (
     Truncated,
     Unavailable,
 )
+from agents.matching import normalize, product_score
+from agents.prompts import Facts
 from schemas.records import CallUsage
+from schemas.stages import Understanding
 
 T = TypeVar("T", bound=BaseModel)
 
 Check = Callable[[T], list[str]]
+GROUNDED = 0.35
+
+
+class Tokens(Protocol):
+    """Token counts of a call or a total (``CallUsage`` and ``UsageTotals`` are both)."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+def budget_tokens(usage: Tokens) -> int:
+    """Tokens counted against a session's budget: all but cache reads.
+
+    Cache reads are the static instructions every ticket shares, billed at a tenth of the
+    input price; counting them would spend a session's budget on the prompt's length.
+    """
+    return usage.input_tokens + usage.output_tokens + usage.cache_write_tokens
+
+
+def grounding_problems(value: BaseModel, facts: Any) -> list[str]:
+    """Business rules on what an output may name: an understood product must come from the
+    message, the session or the customer's orders (the wire schema cannot say so)."""
+    if not isinstance(value, Understanding) or not isinstance(facts, Facts) or not value.product:
+        return []
+    product = value.product
+    sources = [
+        facts.message,
+        facts.session.product or "",
+        *facts.session.core_problems,
+        *(o.product_name for o in facts.orders),
+        *(e.product or "" for e in facts.earlier),
+    ]
+    if normalize(product) in normalize(facts.message) or any(
+        product_score(product, source) >= GROUNDED for source in sources if source
+    ):
+        return []
+    return [
+        f"product: {product!r} is named neither in the message, the session nor the customer's "
+        "orders; use the customer's words, an order's product_name, or null"
+    ]
 
 
 @dataclass(frozen=True)
@@ -96,7 +141,7 @@ async def ask(
         return asked
 
     while True:
-        spent = sum(c.input_tokens + c.output_tokens for c in asked.calls)
+        spent = sum(budget_tokens(c) for c in asked.calls)
         if tokens_left is not None and spent >= tokens_left:
             return fail("budget_exceeded", "the session's token budget is spent", handoff=True)
         asked.attempts += 1
@@ -119,7 +164,8 @@ async def ask(
             reason, handoff = classify(exc)
             return fail(reason, exc.message, exc.raw, handoff)
         asked.calls.append(answer.usage)
-        problems = check(answer.value) if check else []
+        problems = grounding_problems(answer.value, prompt.facts)
+        problems += check(answer.value) if check else []
         if not problems:
             asked.value = answer.value
             return asked
@@ -139,7 +185,14 @@ class Outcome(Generic[T]):
 
     @classmethod
     def of(cls, asked: Asked[T], fallback: Callable[[], T]) -> Outcome[T]:
-        """The model's value, or ``fallback()`` with the failure kept."""
+        """The model's value, or ``fallback()`` with the failure kept.
+
+        A spent session budget is not this stage's failure to report: the strategy stage always
+        asks, finds the budget spent too, and hands the ticket off with one dead letter.
+        """
         if asked.value is not None:
             return cls(value=asked.value, calls=asked.calls)
-        return cls(value=fallback(), calls=asked.calls, failure=asked.failure, degraded=True)
+        failure = asked.failure
+        if failure is not None and failure.reason == "budget_exceeded":
+            failure = None
+        return cls(value=fallback(), calls=asked.calls, failure=failure, degraded=True)

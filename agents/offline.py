@@ -215,6 +215,15 @@ def _case(demand: str, previous: str | None, key: str | None, status: str) -> st
     return "other"
 
 
+# The order store could not be read: the reply says so instead of claiming no order exists.
+STORE_UNAVAILABLE = (
+    "I could not check your order right now because our order system is temporarily "
+    "unavailable. A colleague will check it and get back to you; if you have the order number "
+    "at hand, please send it.",
+    "我们的订单系统暂时无法访问，目前无法核实您的订单。同事会尽快核实后回复您；如方便，请提供订单号。",
+)
+
+
 def _action(case: str, zh: bool, oid: str | None, order: OrderFact | None, what: str) -> str:
     money = (
         f"{order.amount:.2f} {order.currency}"
@@ -234,7 +243,8 @@ def _action(case: str, zh: bool, oid: str | None, order: OrderFact | None, what:
             if zh
             else f" with {order.carrier}{tracking}"
         )
-    return ACTIONS[case][zh].format(
+    template = STORE_UNAVAILABLE if case == "store_unavailable" else ACTIONS[case]
+    return template[zh].format(
         oid=oid,
         what=what,
         money=money,
@@ -262,6 +272,8 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
         case = handoff or _case(
             u.demand, facts.session.previous_demand, key, order.status if order else ""
         )
+    elif facts.match is not None and facts.match.method == "unavailable":
+        case = "store_unavailable"
     else:
         case = "no_order"
     actions = [_action(c, zh, oid, order, what) for c in dict.fromkeys((handoff or case, case))]

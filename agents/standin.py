@@ -6,9 +6,14 @@ and 1): the first ``count`` calls of each matching stage for that ticket fail, l
 Tests may instead queue rules through ``StandIn.add_faults`` or ``POST /_control/faults``.
 
 Faults: ``invalid_json`` (not JSON), ``schema`` (a required field missing), ``rule`` (JSON the
-wire schema accepts but the business rules do not, see ``RULE_BREAKS``), ``max_tokens`` (cut-off
-JSON), ``refusal``, ``hang`` (no answer for ``hang_s``), ``429`` / ``529`` / ``500`` (API errors
+wire schema accepts but the business rules do not, see ``RULE_BREAKS``), ``drift`` (strategy
+only: a reply that names neither the order nor the product), ``max_tokens`` (cut-off JSON),
+``refusal``, ``hang`` (no answer for ``hang_s``), ``429`` / ``529`` / ``500`` (API errors
 advertising ``retry_after``) and ``spend_limit`` (a 429 that retrying cannot fix).
+
+Prompt caching follows the API: every system block with ``cache_control`` is a breakpoint; a
+call reads the longest cached prefix and writes up to its last breakpoint, for prefixes of at
+least ``min_cache_tokens`` (``None``: each model's documented minimum).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import random
 import re
 import signal
 import threading
+import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -56,7 +62,13 @@ _ERRORS = {
     "500": (500, "api_error", "Internal server error"),
     "spend_limit": (429, "rate_limit_error", "You have reached your specified API usage limits."),
 }
-FAULTS = frozenset({*_ERRORS, "invalid_json", "schema", "rule", "hang", "max_tokens", "refusal"})
+DRIFTED = {
+    "solution": "Look into the customer's message.",
+    "reply": "Thank you for contacting us. We have received your message and will get back to you.",
+}
+FAULTS = frozenset(
+    {*_ERRORS, "invalid_json", "schema", "rule", "drift", "hang", "max_tokens", "refusal"}
+)
 
 
 @dataclass(frozen=True)
@@ -67,11 +79,16 @@ class Request:
     model: str
     max_tokens: int
     system: str
-    cache_system: bool
+    cache_breaks: tuple[int, ...]
     text: str
     schema: dict[str, Any]
     facts: Facts | None
     facts_error: str = ""
+
+    @property
+    def cache_system(self) -> bool:
+        """Whether any system block asked to be cached."""
+        return bool(self.cache_breaks)
 
 
 Responder = Callable[[Request], BaseModel | Mapping[str, Any] | str]
@@ -134,6 +151,19 @@ def echo_responder(request: Request) -> BaseModel:
     return rules[request.stage](request.facts)
 
 
+def _cache_breaks(system: Any) -> tuple[int, ...]:
+    """Where, in the joined system text, each block marked ``cache_control`` ends."""
+    if not isinstance(system, list):
+        return ()
+    ends, at = [], 0
+    for block in system:
+        if isinstance(block, dict) and block.get("type") == "text":
+            at += len(str(block.get("text", "")))
+            if block.get("cache_control"):
+                ends.append(at)
+    return tuple(ends)
+
+
 def _text(content: Any, what: str) -> str:
     if isinstance(content, str):
         return content
@@ -175,7 +205,7 @@ def read_request(body: Any) -> Request:
         model=model,
         max_tokens=max_tokens,
         system=_text(system, "system"),
-        cache_system=isinstance(system, list) and any(b.get("cache_control") for b in system),
+        cache_breaks=_cache_breaks(system),
         text=text,
         schema=schema,
         facts=facts,
@@ -209,7 +239,7 @@ class StandIn:
         responder: Responder | None = None,
         retry_after: float = 1.0,
         hang_s: float = 3600.0,
-        min_cache_tokens: int = 0,
+        min_cache_tokens: int | None = 0,
         host: str = "127.0.0.1",
         port: int = 0,
         seed: int = 0,
@@ -218,6 +248,7 @@ class StandIn:
         self.retry_after = retry_after
         # The real API caches nothing below a model-specific minimum (1024 to 4096 tokens).
         self.min_cache_tokens = min_cache_tokens
+        self._started = time.monotonic()
         self.responder: Responder = responder or echo_responder
         self.host, self.port, self.base_url = host, port, ""
         self._random = random.Random(seed)
@@ -304,25 +335,38 @@ class StandIn:
                     rule.times -= 1
                     return rule.fault
             for fault, stage, times in directives(message):
+                if fault == "drift" and request.stage != "strategy":
+                    continue
                 fired = (key, request.stage, fault)
                 if stage in (None, request.stage) and self._fired[fired] < times:
                     self._fired[fired] += 1
                     return fault
         return None
 
+    def _min_cache(self, model: str) -> int:
+        if self.min_cache_tokens is None:
+            from agents.prices import min_cacheable_tokens
+
+            return min_cacheable_tokens(model)
+        return max(self.min_cache_tokens, 1)
+
     def _usage(self, request: Request, output: str, output_tokens: int | None) -> dict[str, int]:
         system, rest = estimate_tokens(request.system), estimate_tokens(request.text)
+        minimum = self._min_cache(request.model)
+        prefixes = []
+        for end in request.cache_breaks:
+            tokens = estimate_tokens(request.system[:end])
+            if tokens >= minimum:
+                key = hashlib.sha256(f"{request.model}\0{request.system[:end]}".encode())
+                prefixes.append((key.hexdigest(), tokens))
         read = write = 0
-        if request.cache_system and system >= max(self.min_cache_tokens, 1):
-            prefix = hashlib.sha256(f"{request.model}\0{request.system}".encode()).hexdigest()
+        if prefixes:
             with self._lock:
-                hit = prefix in self._cached
-                self._cached.add(prefix)
-            read, write = (system, 0) if hit else (0, system)
-        else:
-            rest += system
+                read = max((n for key, n in prefixes if key in self._cached), default=0)
+                self._cached.update(key for key, _ in prefixes)
+            write = prefixes[-1][1] - read
         return {
-            "input_tokens": rest,
+            "input_tokens": max(0, system - read - write) + rest,
             "output_tokens": output_tokens or max(1, estimate_tokens(output)),
             "cache_creation_input_tokens": write,
             "cache_read_input_tokens": read,
@@ -340,9 +384,11 @@ class StandIn:
             text = answer if isinstance(answer, str) else orjson.dumps(dict(answer)).decode()
         if fault == "max_tokens":
             return text[: max(1, len(text) // 2)]
-        if fault in ("schema", "rule"):
+        if fault in ("schema", "rule", "drift"):
             data = orjson.loads(text)
-            if fault == "rule":
+            if fault == "drift":
+                data.update(DRIFTED if request.stage == "strategy" else {})
+            elif fault == "rule":
                 data.update(RULE_BREAKS.get(request.stage, {}))
             else:
                 for name in list(request.schema.get("required") or data)[:1]:
@@ -371,10 +417,13 @@ class StandIn:
             "stage": request.stage,
             "ticket_id": request.facts.ticket_id if request.facts else None,
             "model": request.model,
+            "max_tokens": request.max_tokens,
             "fault": fault,
             "status": 200,
+            "at": round(time.monotonic() - self._started, 4),
         }
         with self._lock:
+            summary["in_flight"] = self._in_flight
             self._by_stage[request.stage] += 1
             if fault:
                 self._by_fault[fault] += 1

@@ -40,8 +40,13 @@ def policy_problems(draft: StrategyDraft, match: OrderMatch) -> list[str]:
     text = f"{draft.reply}\n{draft.solution}".lower()
     if not any(word in text for word in _MONEY_WORDS):
         return []
-    amounts = [float(m.group(0).replace(",", "").replace("，", "")) for m in _AMOUNT.finditer(text)]
     order = match.order
+    if order is not None:
+        # Model numbers in the product's name ("WH-1000XM5") are not amounts of money.
+        for token in order.product_name.lower().split():
+            if any(ch.isdigit() for ch in token):
+                text = text.replace(token, " ")
+    amounts = [float(m.group(0).replace(",", "").replace("，", "")) for m in _AMOUNT.finditer(text)]
     ids = set(re.findall(r"\d+", match.order_id or ""))
     amounts = [a for a in amounts if str(int(a)) not in ids and not 1900 <= a <= 2100]
     if order is None:

@@ -10,7 +10,13 @@ import faust
 
 from agents.llm import LLM
 from agents.orders import OrderStore
+from streams import web
+from streams.dashboard import Recent
+from streams.consumer import seeking_consumer
 from streams.dead_letters import Source
+from streams.logs import LoggingObserver
+from streams.metrics import PrometheusObserver
+from streams.observe import CountingObserver, Fanout
 from streams.pipeline import Pipeline
 from streams.runner import SessionGate, SessionScheduler
 from streams.settings import Settings
@@ -157,6 +163,8 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
     """Build the Faust app with its topics, tables and agents for ``settings``."""
     app = faust.App(settings.app_id, **faust_settings(settings))
     names = TopicNames.of(settings)
+    sources = frozenset({names.tickets, names.sessions, names.understood, names.matched})
+    app.transport.Consumer = seeking_consumer(sources | {names.memory_index})
     sink = FaustSink(app, names, settings.partitions)
     state = FaustState(app, settings.partitions)
     pipeline = Pipeline(
@@ -173,6 +181,12 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
         )
         for stage in ("understand", "lookup", "strategy")
     }
+    metrics = PrometheusObserver()
+    metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(pipeline.gate))
+    metrics.watch_llm(llm)
+    recent = Recent()
+    pipeline.observer = Fanout(CountingObserver(), metrics, LoggingObserver(), recent)
+    web.register(app, settings, metrics, recent)
 
     @app.agent(sink.topics[names.memory_index], name="index")
     async def index(stream: Any) -> None:

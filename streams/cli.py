@@ -33,7 +33,13 @@ class _Parser(argparse.ArgumentParser):
 # Commands that live in their own modules. Each module defines
 # ``add_parser(sub) -> None`` (calling ``set_defaults(run=...)`` with a
 # ``run(args, settings) -> int``) and imports its heavy dependencies inside ``run``.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "streams.trace",
+    "streams.replay",
+    "streams.dlq",
+    "streams.bench",
+    "streams.eval",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,7 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--host", default="127.0.0.1")
     b.add_argument("--port", type=int, default=9092)
 
-    sub.add_parser("worker", help="run one worker with all agents")
+    w = sub.add_parser("worker", help="run one worker with all agents")
+    w.add_argument(
+        "--log-format",
+        choices=("json", "text"),
+        default=None,
+        help="JSON lines (default, BATON_LOG_FORMAT) or human-readable text",
+    )
 
     o = sub.add_parser("orders", help="manage the order store")
     osub = o.add_subparsers(dest="orders_command", required=True, parser_class=_Parser)
@@ -212,8 +224,15 @@ def dispatch(argv: Sequence[str]) -> int:
     if hasattr(args, "run"):
         return int(args.run(args, settings))
     if args.command == "worker":
+        from streams.web import UnsafeBind, check_bind
         from streams.worker import run
 
+        if args.log_format:
+            settings = settings.with_(log_format=args.log_format)
+        try:
+            check_bind(settings)
+        except UnsafeBind as exc:
+            raise UsageError(f"baton worker: {exc}") from None
         run(settings)
         return 0
     if args.command == "orders":
@@ -245,4 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Command modules import ``streams.cli``; run that module's ``main`` so its exception
+    # classes are the ones they raise.
+    from streams.cli import main as cli_main
+
+    sys.exit(cli_main())

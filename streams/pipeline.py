@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from agents import memory
-from agents.asking import Failure, Outcome
+from agents.asking import Failure, Outcome, budget_tokens
 from agents.llm import LLM
 from agents.lookup import look_up
 from agents.orders import OrderStore, StoreUnavailable
@@ -242,10 +242,13 @@ class Pipeline:
         baton = self.baton(ticket.session_id)
         if baton is None:
             return None
+        # Only tickets the chain saw start can be unfinished: memories rebuilt from a record's
+        # snapshot stand for earlier tickets, have no status and must not hold the session.
+        started = {e.ticket_id for e in baton.chain if e.stage == "understand"}
         open_ = [
             t.ticket_id
             for t in baton.tickets
-            if t.status is None and t.ticket_id != ticket.ticket_id
+            if t.status is None and t.ticket_id != ticket.ticket_id and t.ticket_id in started
         ]
         return open_[-1] if open_ else None
 
@@ -275,8 +278,8 @@ class Pipeline:
     def _tokens_left(self, baton: Baton, record: StageRecord) -> int:
         return (
             self.settings.session_token_budget
-            - baton.usage.total_tokens
-            - record.usage.total_tokens
+            - budget_tokens(baton.usage)
+            - budget_tokens(record.usage)
         )
 
     async def _forward(
@@ -326,7 +329,7 @@ class Pipeline:
         done = self._journal(ticket.ticket_id, "understand")
         if done is not None:
             self.observer.stage_done("understand", "reused", 0.0)
-            await self.sink.send(self.topics.understood, ticket.session_id, done)
+            await self._pass_on(ticket, self.topics.understood, done)
             return
         started = time.monotonic()
         baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
@@ -363,7 +366,7 @@ class Pipeline:
         done = self._journal(ticket.ticket_id, "lookup")
         if done is not None:
             self.observer.stage_done("lookup", "reused", 0.0)
-            await self.sink.send(self.topics.matched, ticket.session_id, done)
+            await self._pass_on(ticket, self.topics.matched, done)
             return
         if record.understanding is None:
             await self._broken(
@@ -393,6 +396,17 @@ class Pipeline:
             started,
             match=outcome.value,
         )
+
+    async def _pass_on(self, ticket: Ticket, topic: str, done: bytes) -> None:
+        """Forward a journaled result again, unless the ticket is answered already.
+
+        Forwarding an answered ticket's copy would only make every later stage re-read it, so
+        each redelivered record would double at every hop.
+        """
+        if self._journal(ticket.ticket_id, "strategy") is not None:
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+            return
+        await self.sink.send(topic, ticket.session_id, done)
 
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket

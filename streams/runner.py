@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,8 +17,8 @@ Handler = Callable[[Any], Awaitable[None]]
 class SessionScheduler:
     """Feeds a stream's events to ``handle``: concurrent across keys, sequential within a key.
 
-    An event is acked only when its handler finished, and Faust commits only below the
-    oldest unacked offset of a partition, so a crash replays every unfinished record.
+    An event is acked only when its handler and those of every earlier record of its partition
+    finished. Faust commits the acked offsets, so a crash replays every unfinished record.
     """
 
     def __init__(self, name: str, *, max_running: int, max_buffered: int) -> None:
@@ -25,6 +26,11 @@ class SessionScheduler:
         self._running = asyncio.Semaphore(max_running)
         self._buffered = asyncio.Semaphore(max_buffered)
         self._tails: dict[bytes, asyncio.Task[None]] = {}
+        # Per partition, its records in offset order with a "handler finished" mark. Acks go
+        # out strictly in this order: Faust (0.15) commits past a single unacked record at the
+        # head of a partition when the offsets acked after it are consecutive.
+        self._unacked: dict[Any, deque[list[Any]]] = {}
+        self._ack_lock = asyncio.Lock()
         self.in_flight = 0
 
     async def run(self, stream: Any, handle: Handler) -> None:
@@ -33,9 +39,10 @@ class SessionScheduler:
             await self._buffered.acquire()
             key = bytes(event.key or b"")
             previous = self._tails.get(key)
+            entry = self._track(event)
             # The task copies this context, so Faust's current event stays this record's:
             # table writes go to the record's changelog partition.
-            task = asyncio.create_task(self._one(previous, event, handle, stream))
+            task = asyncio.create_task(self._one(previous, event, entry, handle, stream))
             self._tails[key] = task
             task.add_done_callback(functools.partial(self._forget, key))
 
@@ -43,8 +50,32 @@ class SessionScheduler:
         if self._tails.get(key) is task:
             del self._tails[key]
 
+    def _track(self, event: Any) -> list[Any]:
+        queue = self._unacked.setdefault(event.message.tp, deque())
+        if queue and event.message.offset <= queue[-1][0].message.offset:
+            # The partition was read again from its committed offset (rebalance): what was
+            # held before is being redelivered and needs no ack from here.
+            queue.clear()
+        entry = [event, False]
+        queue.append(entry)
+        return entry
+
+    async def _acknowledge(self, entry: list[Any], stream: Any) -> None:
+        """Mark ``entry`` finished and ack every finished record at its partition's head."""
+        entry[1] = True
+        async with self._ack_lock:
+            queue = self._unacked.get(entry[0].message.tp)
+            while queue and queue[0][1]:
+                event, _ = queue.popleft()
+                await stream.ack(event)
+
     async def _one(
-        self, previous: asyncio.Task[None] | None, event: Any, handle: Handler, stream: Any
+        self,
+        previous: asyncio.Task[None] | None,
+        event: Any,
+        entry: list[Any],
+        handle: Handler,
+        stream: Any,
     ) -> None:
         acked = False
         try:
@@ -61,11 +92,12 @@ class SessionScheduler:
             raise
         except Exception:
             # The handler dead-letters what it can; reaching here means even that failed,
-            # so the record stays unacked and is redelivered after a restart or rebalance.
+            # so the record stays unacked (holding back its partition's later acks) and is
+            # redelivered after a restart or rebalance.
             log.exception("%s: record at offset %s left unacked", self.name, event.message.offset)
         finally:
             if acked:
-                await stream.ack(event)
+                await self._acknowledge(entry, stream)
             self._buffered.release()
 
 

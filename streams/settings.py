@@ -44,6 +44,7 @@ class Settings:
     model_timeout_s: float = 60.0
     model_max_retries: int = 4
     model_concurrency: int = 32
+    ticket_model_budget_s: float = 180.0
     reask_limit: int = 1
     session_token_budget: int = 200_000
     log_level: str = "info"
@@ -144,6 +145,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
         model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),
         model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),
+        ticket_model_budget_s=_float(
+            env, "BATON_TICKET_MODEL_BUDGET", defaults.ticket_model_budget_s
+        ),
         reask_limit=_int(env, "BATON_REASK_LIMIT", defaults.reask_limit),
         session_token_budget=_int(
             env, "BATON_SESSION_TOKEN_BUDGET", defaults.session_token_budget, 1

@@ -65,6 +65,7 @@ def build_llm(settings: Settings) -> LLM:
             timeout_s=settings.model_timeout_s,
             max_retries=settings.model_max_retries,
             concurrency=settings.model_concurrency,
+            ticket_budget_s=settings.ticket_model_budget_s,
         )
     from agents.offline import OfflineLLM
 
@@ -82,6 +83,7 @@ def run(settings: Settings) -> None:
     import faust
 
     from streams.app import create_app
+    from streams.logs import faust_loglevel, logging_config
     from streams.topics import ensure_topics
 
     cluster = asyncio.run(probe_broker(settings))
@@ -102,7 +104,8 @@ def run(settings: Settings) -> None:
     worker = create_app(settings, llm, store)
     faust.Worker(
         worker.app,
-        loglevel=settings.log_level,
+        loglevel=faust_loglevel(settings),
+        logging_config=logging_config(settings),
         quiet=True,
         redirect_stdouts=False,
     ).execute_from_commandline()

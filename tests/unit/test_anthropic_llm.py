@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.anthropic_llm import PRICES, AnthropicLLM, Price, cost, load_prices, price_for
+from agents.anthropic_llm import AnthropicLLM
 from agents.llm import OutputInvalid, Prompt, Refused, SpendLimit, TimedOut, Truncated, Unavailable
+from agents.prices import PRICES, Price, cost, load_prices, price_for
 from agents.prompts import build
 from agents.standin import Request, StandIn
 from schemas import (
@@ -207,7 +208,7 @@ async def test_refusal_is_refused(llm: AnthropicLLM) -> None:
     assert len(caught.value.usage) == 1
 
 
-async def test_rate_limit_is_retried_by_the_sdk(llm: AnthropicLLM, standin: StandIn) -> None:
+async def test_rate_limit_is_retried(llm: AnthropicLLM, standin: StandIn) -> None:
     answer = await llm.ask(prompt("understand", "kettle [[fault:429]]"))
     assert isinstance(answer.value, Understanding)
     stats = standin.stats()
@@ -278,14 +279,15 @@ async def test_concurrency_bounds_calls_in_flight(concurrency: int) -> None:
 
 
 def test_prices_cover_current_models_with_cache_multipliers() -> None:
-    for model in ("claude-opus-4-5", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-5-haiku"):
+    for model in PRICES:
         price = PRICES[model]
         assert price.cache_write == pytest.approx(price.input * 1.25)
         assert price.cache_read == pytest.approx(price.input * 0.1)
     assert price_for("claude-sonnet-4-5-20250929", PRICES) == PRICES["claude-sonnet-4-5"]
     assert price_for("claude-sonnet-4-20250514", PRICES) == PRICES["claude-sonnet-4"]
     assert price_for("claude-3-5-haiku-latest", PRICES) == PRICES["claude-3-5-haiku"]
-    assert price_for("claude-opus-4-6", PRICES) is None
+    assert price_for("claude-sonnet-4-6", PRICES) == Price(3.0, 15.0, 3.75, 0.3)
+    assert price_for("claude-opus-9-9", PRICES) is None
 
 
 def test_cost_sums_every_kind_of_token() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -18,19 +17,20 @@ from agents.orders import (
     open_store,
 )
 from schemas.records import Order
+from tests.postgres import postgres_dsn
 
-# Backends every test below runs against. To cover PostgreSQL as well, add "postgres" here and
-# point BATON_TEST_POSTGRES_DSN at a throwaway database (its orders table is emptied per test).
-STORE_KINDS = ["sqlite"]
+__all__ = ["postgres_dsn"]  # the session fixture, shared with this module's tests
+
+# Backends every test below runs against; PostgreSQL is BATON_TEST_POSTGRES_DSN's server or one
+# started for the run (tests/postgres.py).
+STORE_KINDS = ["sqlite", "postgres"]
 
 HOSTILE = "'; DROP TABLE orders; --"
 
 
-async def _postgres_store() -> PostgresOrderStore:
-    dsn = os.environ.get("BATON_TEST_POSTGRES_DSN")
-    if not dsn:
-        pytest.skip("BATON_TEST_POSTGRES_DSN is not set")
-    psycopg = pytest.importorskip("psycopg")
+async def _postgres_store(dsn: str) -> PostgresOrderStore:
+    import psycopg
+
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute("DROP TABLE IF EXISTS orders")
     return PostgresOrderStore(dsn)
@@ -42,7 +42,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     if request.param == "sqlite":
         made = SQLiteOrderStore(tmp_path / "orders.sqlite3")
     else:
-        made = await _postgres_store()
+        made = await _postgres_store(request.getfixturevalue("postgres_dsn"))
     try:
         yield made
     finally:

@@ -300,3 +300,72 @@ def test_module_runs_standalone_and_prints_its_url() -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=10) == 0
+
+
+def draft_answer(request: Request) -> BaseModel:
+    if request.stage == "strategy":
+        return StrategyDraft(
+            solution="Repair order ORD-1001.",
+            reply="Your Aurora Kettle (order ORD-1001) will be repaired.",
+            internal_note="",
+            confidence=0.9,
+            needs_human=False,
+        )
+    return choose(request)
+
+
+async def test_drift_fault_answers_strategy_with_a_reply_that_ignores_the_order(
+    http: aiohttp.ClientSession,
+) -> None:
+    async with StandIn(responder=draft_answer) as server:
+        url = f"{server.base_url}/v1/messages"
+        text = "kettle [[fault:drift]]"
+        lookup = (await post(http, url, body(text)))[1]
+        drifted = (await post(http, url, body(text, stage="strategy")))[1]
+        fixed = (await post(http, url, body(text, stage="strategy")))[1]
+        assert server.stats()["by_fault"] == {"drift": 1}  # never on other stages
+    assert json.loads(lookup["content"][0]["text"])["order_id"] == "ORD-1001"
+    reply = json.loads(drifted["content"][0]["text"])["reply"]
+    assert "ORD-1001" not in reply and "Kettle" not in reply
+    assert "ORD-1001" in json.loads(fixed["content"][0]["text"])["reply"]
+
+
+async def test_each_cache_breakpoint_is_a_prefix_of_its_own(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    url = f"{standin.base_url}/v1/messages"
+    shared, mine, other = "S" * 4000, "M" * 800, "O" * 1200
+
+    def two_blocks(second: str) -> dict[str, Any]:
+        data = body("kettle")
+        cached = {"type": "ephemeral"}
+        data["system"] = [
+            {"type": "text", "text": shared, "cache_control": cached},
+            {"type": "text", "text": second, "cache_control": cached},
+        ]
+        return data
+
+    first = (await post(http, url, two_blocks(mine)))[1]["usage"]
+    sibling = (await post(http, url, two_blocks(other)))[1]["usage"]
+    again = (await post(http, url, two_blocks(mine)))[1]["usage"]
+    assert (first["cache_read_input_tokens"], first["cache_creation_input_tokens"]) == (0, 1200)
+    assert (sibling["cache_read_input_tokens"], sibling["cache_creation_input_tokens"]) == (
+        1000,
+        300,
+    )
+    assert (again["cache_read_input_tokens"], again["cache_creation_input_tokens"]) == (1200, 0)
+    assert first["input_tokens"] == again["input_tokens"] == sibling["input_tokens"]
+
+
+async def test_real_minimums_leave_a_short_first_block_uncached(
+    http: aiohttp.ClientSession,
+) -> None:
+    async with StandIn(responder=choose, min_cache_tokens=None) as server:
+        data = body("kettle")  # haiku-4-5: 4096 tokens at least
+        data["system"] = [
+            {"type": "text", "text": "S" * 8000, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "M" * 9000, "cache_control": {"type": "ephemeral"}},
+        ]
+        usage = (await post(http, f"{server.base_url}/v1/messages", data))[1]["usage"]
+    # 2000 tokens are below the minimum; the whole 4250-token prefix is not.
+    assert usage["cache_creation_input_tokens"] == 4250 and usage["cache_read_input_tokens"] == 0

@@ -1,0 +1,120 @@
+"""What each Claude model costs and caches: USD per million tokens, shortest cacheable prefix.
+
+``BATON_PRICES`` overrides or extends the price table with JSON
+``{"model": [input, output, cache_write, cache_read]}`` (or ``[input, output]``, deriving the
+cache prices). A dated or ``-latest`` model name uses its base name's row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import orjson
+
+_VERSION_SUFFIX = re.compile(r"-(\d{8}|latest)$")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens of each kind."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+    @classmethod
+    def of(cls, input: float, output: float) -> Price:
+        """A price with the API's cache multipliers: writes 1.25x input, reads 0.1x input."""
+        return cls(input, output, round(input * 1.25, 6), round(input * 0.1, 6))
+
+
+PRICES: dict[str, Price] = {
+    "claude-opus-4-6": Price.of(5.0, 25.0),
+    "claude-opus-4-5": Price.of(5.0, 25.0),
+    "claude-opus-4-1": Price.of(15.0, 75.0),
+    "claude-opus-4-0": Price.of(15.0, 75.0),
+    "claude-opus-4": Price.of(15.0, 75.0),
+    "claude-sonnet-4-6": Price.of(3.0, 15.0),
+    "claude-sonnet-4-5": Price.of(3.0, 15.0),
+    "claude-sonnet-4-0": Price.of(3.0, 15.0),
+    "claude-sonnet-4": Price.of(3.0, 15.0),
+    "claude-haiku-4-5": Price.of(1.0, 5.0),
+    "claude-3-5-haiku": Price.of(0.8, 4.0),
+}
+
+# The shortest prefix each model caches; a shorter one is silently billed as plain input.
+# Sonnet 4.6 is documented at 1,024 in places but observed to cache only from 2,048.
+CACHE_MIN_TOKENS: dict[str, int] = {
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4-0": 1024,
+    "claude-opus-4": 1024,
+    "claude-sonnet-4-6": 2048,
+    "claude-sonnet-4-5": 1024,
+    "claude-sonnet-4-0": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-haiku-4-5": 4096,
+    "claude-3-5-haiku": 2048,
+}
+CACHE_MIN_UNKNOWN = 4096
+
+
+class Tokens(Protocol):
+    """Token counts of one call (``CallUsage`` is one)."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+def load_prices(env: Mapping[str, str]) -> dict[str, Price]:
+    """The built-in table updated from ``env["BATON_PRICES"]``; ValueError when malformed."""
+    prices = dict(PRICES)
+    text = env.get("BATON_PRICES", "").strip()
+    if not text:
+        return prices
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"BATON_PRICES is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError('BATON_PRICES must be {"model": [input, output, cache_write, cache_read]}')
+    for model, numbers in data.items():
+        ok = isinstance(numbers, list) and len(numbers) in (2, 4)
+        if not ok or not all(isinstance(n, int | float) and n >= 0 for n in numbers):
+            raise ValueError(f"BATON_PRICES[{model!r}] must be 2 or 4 non-negative numbers")
+        prices[model] = Price.of(*numbers) if len(numbers) == 2 else Price(*numbers)
+    return prices
+
+
+def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
+    """The price of ``model``, also under a dated or ``-latest`` name; None when unknown."""
+    if model in prices:
+        return prices[model]
+    return prices.get(_VERSION_SUFFIX.sub("", model))
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The shortest prompt prefix ``model`` caches (the strictest known value if unknown)."""
+    return CACHE_MIN_TOKENS.get(
+        model, CACHE_MIN_TOKENS.get(_VERSION_SUFFIX.sub("", model), CACHE_MIN_UNKNOWN)
+    )
+
+
+def cost(tokens: Tokens, price: Price | None) -> float:
+    """USD cost of a call's tokens at ``price`` (0 for an unknown price)."""
+    if price is None:
+        return 0.0
+    total = (
+        tokens.input_tokens * price.input
+        + tokens.output_tokens * price.output
+        + tokens.cache_write_tokens * price.cache_write
+        + tokens.cache_read_tokens * price.cache_read
+    )
+    return round(total / 1_000_000, 8)

@@ -1,0 +1,38 @@
+"""A Faust consumer that never skips records of partitions without a committed offset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer
+
+
+def seeking_consumer(source_topics: frozenset[str]) -> type[Consumer]:
+    """A consumer class that rewinds uncommitted source partitions to their beginning.
+
+    After an assignment Faust seeks every partition to its committed offset, and aiokafka
+    leaves a partition without one wherever its fetcher already is. Records fetched while the
+    worker was still recovering its tables are dropped by Faust, so such a partition would
+    silently skip them until the next commit elsewhere. Rewinding makes the
+    ``earliest`` reset policy hold for them too; the stage journal absorbs any re-read.
+    """
+
+    class SeekingThread(AIOKafkaConsumerThread):
+        async def seek_to_committed(self) -> Mapping[Any, int]:
+            consumer = self._ensure_consumer()
+            committed: Mapping[Any, int] = await self.call_thread(consumer.seek_to_committed)
+            fresh = [
+                tp
+                for tp, offset in committed.items()
+                if tp.topic in source_topics and (offset is None or offset <= 0)
+            ]
+            if fresh:
+                await self.call_thread(consumer.seek_to_beginning, *fresh)
+            return committed
+
+    class SeekingConsumer(Consumer):
+        def _new_consumer_thread(self) -> AIOKafkaConsumerThread:
+            return SeekingThread(self, loop=self.loop, beacon=self.beacon)
+
+    return SeekingConsumer

@@ -1,0 +1,265 @@
+"""Worker logs: one JSON line (or readable text) per event, secrets and prompts redacted."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from schemas.records import CallUsage, Reply
+from streams.settings import Settings
+
+FIELDS = ("ticket_id", "session_id", "stage", "outcome", "duration_ms")
+# Payload keys whose values are prompts: the model's instructions or the customer's context.
+PAYLOAD_KEYS = frozenset({"system", "prompt", "messages"})
+REDACTED = "[redacted]"
+_API_KEY = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
+_HEADER_SECRET = re.compile(r"(?i)(x-api-key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+")
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+")
+_PAYLOAD_TEXT = re.compile(
+    r"""(['"]?\b(?:system|prompt|messages)\b['"]?\s*[:=]\s*)(['"])(?:\\.|(?!\2).)*\2""",
+    re.DOTALL,
+)
+_TICKET_ID = re.compile(rb'"ticket_id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
+_SESSION_ID = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
+_SCAN_BYTES = 4096
+
+log = logging.getLogger("baton.events")
+
+
+class Redactor:
+    """Replaces API keys, configured secrets and prompt payloads in text and log arguments."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Short values would blank ordinary words; real keys and tokens are long.
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            value = value.replace(secret, REDACTED)
+        value = _API_KEY.sub("sk-ant-" + REDACTED, value)
+        value = _HEADER_SECRET.sub(r"\1" + REDACTED, value)
+        value = _BEARER.sub(r"\1" + REDACTED, value)
+        return _PAYLOAD_TEXT.sub(r"\1" + REDACTED, value)
+
+    def value(self, value: Any, depth: int = 0) -> Any:
+        """``value`` with prompt payloads removed from mappings, lists and prompt objects."""
+        if depth > 6:
+            return value
+        if isinstance(value, Mapping):
+            return {
+                k: REDACTED if k in PAYLOAD_KEYS else self.value(v, depth + 1)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(v, depth + 1) for v in value)
+        if hasattr(value, "system") and (hasattr(value, "context") or hasattr(value, "prompt")):
+            return _Hidden(f"<{type(value).__name__} {REDACTED}>")
+        return value
+
+
+class _Hidden(str):
+    """A placeholder that reads the same through ``%s`` and ``%r``."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+class RedactFilter(logging.Filter):
+    """A handler filter: formats each record's message once, then redacts it."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.redactor = Redactor(secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        r = self.redactor
+        try:
+            args = record.args
+            if isinstance(args, Mapping):
+                args = r.value(args)
+            elif args:
+                args = tuple(r.value(a) for a in args)
+            msg = r.value(record.msg)
+            text = str(msg) % args if args else str(msg)
+        except Exception:
+            text = f"{record.msg!s} {record.args!r}"
+        record.msg, record.args = r.text(text), None
+        for key in PAYLOAD_KEYS & record.__dict__.keys():
+            setattr(record, key, REDACTED)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = r.text(record.exc_text)
+        return True
+
+
+def _ts(record: logging.LogRecord) -> str:
+    when = datetime.fromtimestamp(record.created, UTC)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str | None:
+    if record.exc_info and not record.exc_text:
+        record.exc_text = formatter.formatException(record.exc_info)
+    return record.exc_text or None
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg and the known event fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": _ts(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for name in FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                line[name] = value
+        exc = _exception(self, record)
+        if exc:
+            line["exc"] = exc
+        return orjson.dumps(line, default=str).decode()
+
+
+class TextFormatter(logging.Formatter):
+    """``ts LEVEL logger: msg key=value …`` for people reading a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [_ts(record), f"{record.levelname:<7}", f"{record.name}:", record.getMessage()]
+        for name in FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                parts.append(f"{name}={value}")
+        text = " ".join(parts)
+        exc = _exception(self, record)
+        return f"{text}\n{exc}" if exc else text
+
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+def level_of(name: str) -> int:
+    """A logging level from ``info``, ``WARN``, ``debug``…; INFO when unknown."""
+    return _LEVELS.get(name.strip().lower(), logging.INFO)
+
+
+def faust_loglevel(settings: Settings) -> str:
+    """The level handed to Faust's worker: never WARN or above.
+
+    At WARN and above Faust installs a terminal spinner and sets the root logger to DEBUG;
+    the configured level is applied by our own configuration instead.
+    """
+    return "debug" if level_of(settings.log_level) <= logging.DEBUG else "info"
+
+
+def logging_config(settings: Settings, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The worker's ``dictConfig``: handed to ``faust.Worker(logging_config=...)``."""
+    env = os.environ if env is None else env
+    secrets = [env.get("ANTHROPIC_API_KEY", ""), settings.web_token or ""]
+    formatter = JsonFormatter if settings.log_format == "json" else TextFormatter
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"baton": {"()": f"{__name__}.{formatter.__name__}"}},
+        "filters": {"redact": {"()": f"{__name__}.RedactFilter", "secrets": secrets}},
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "baton",
+                "filters": ["redact"],
+            }
+        },
+        # One line per HTTP request to the model API is noise at this volume.
+        "loggers": {"httpx": {"level": "WARNING"}},
+        "root": {"level": level_of(settings.log_level), "handlers": ["default"]},
+    }
+
+
+def current_ids() -> dict[str, str]:
+    """ticket_id and session_id of the record this task is processing, when there is one."""
+    try:
+        from faust import current_event
+
+        event = current_event()
+        value = event.message.value if event is not None else None
+    except Exception:
+        return {}
+    if not isinstance(value, bytes | bytearray):
+        return {}
+    head = bytes(value[:_SCAN_BYTES])
+    ids: dict[str, str] = {}
+    for name, pattern in (("ticket_id", _TICKET_ID), ("session_id", _SESSION_ID)):
+        found = pattern.search(head)
+        if found:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                ids[name] = orjson.loads(b'"' + found.group(1) + b'"')
+    return ids
+
+
+class LoggingObserver:
+    """One structured log event per stage outcome, dead letter, context fallback and reply."""
+
+    QUIET_OUTCOMES = frozenset({"ok", "reused"})
+
+    def __init__(self, logger: logging.Logger = log) -> None:
+        self.log = logger
+
+    def record_in(self, stage: str) -> None:
+        pass
+
+    def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
+        level = logging.INFO if outcome in self.QUIET_OUTCOMES else logging.WARNING
+        if not self.log.isEnabledFor(level):
+            return
+        extra: dict[str, Any] = {"stage": stage, "outcome": outcome, **current_ids()}
+        if seconds > 0:
+            extra["duration_ms"] = round(seconds * 1000, 1)
+        self.log.log(level, "%s %s", stage, outcome, extra=extra)
+
+    def dead_letter(self, stage: str, reason: str) -> None:
+        if self.log.isEnabledFor(logging.WARNING):
+            extra = {"stage": stage, "outcome": "dead_letter", **current_ids()}
+            self.log.warning("dead letter from %s: %s", stage, reason, extra=extra)
+
+    def model_calls(self, calls: list[CallUsage]) -> None:
+        pass
+
+    def context(self, stage: str, level: str) -> None:
+        if level == "full":
+            return
+        severity = logging.WARNING if level == "broken" else logging.INFO
+        if self.log.isEnabledFor(severity):
+            extra = {"stage": stage, "outcome": f"context_{level}", **current_ids()}
+            self.log.log(severity, "%s rebuilt its context: %s", stage, level, extra=extra)
+
+    def reply(self, reply: Reply, end_to_end_s: float | None) -> None:
+        level = logging.INFO if reply.status == "answered" else logging.WARNING
+        if not self.log.isEnabledFor(level):
+            return
+        extra: dict[str, Any] = {
+            "ticket_id": reply.ticket_id,
+            "session_id": reply.session_id,
+            "stage": "reply",
+            "outcome": reply.status,
+        }
+        if end_to_end_s is not None:
+            extra["duration_ms"] = round(end_to_end_s * 1000, 1)
+        self.log.log(level, "reply %s", reply.status, extra=extra)

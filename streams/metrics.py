@@ -1,0 +1,279 @@
+"""Prometheus metrics of one worker: an Observer for pipeline events plus live Faust/Kafka state."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from schemas.records import CallUsage, Reply
+
+log = logging.getLogger("baton.metrics")
+
+STAGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
+END_TO_END_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
+# Outcomes that may carry a measured duration; 0 means not measured (intake, journal hits).
+TIMED_OUTCOMES = frozenset({"ok", "degraded"})
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+
+
+class InFlight(Protocol):
+    """What the in-flight gauge reads: a ``SessionScheduler`` has it."""
+
+    in_flight: int
+
+
+class PrometheusObserver:
+    """Counts pipeline events into its own registry; never raises into the pipeline."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.records_in = Counter(
+            "baton_records_in", "Records a stage received.", ["stage"], registry=r
+        )
+        self.outputs = Counter(
+            "baton_stage_outputs",
+            "Stage results by outcome: ok, degraded, reused (journal hit), invalid, failed.",
+            ["stage", "outcome"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "baton_stage_latency_seconds",
+            "Time a stage spent on a record (ok and degraded outcomes).",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "baton_dead_letters", "Dead letters written.", ["stage", "reason"], registry=r
+        )
+        self.replies = Counter("baton_replies", "Replies sent.", ["status"], registry=r)
+        self.end_to_end = Histogram(
+            "baton_end_to_end_latency_seconds",
+            "From a ticket's intake to its reply.",
+            buckets=END_TO_END_BUCKETS,
+            registry=r,
+        )
+        self.model_calls_total = Counter(
+            "baton_model_calls",
+            "Model calls that returned an answer (valid or not).",
+            ["stage", "model"],
+            registry=r,
+        )
+        self.reasks = Counter(
+            "baton_model_reasks",
+            "Calls beyond the first for one stage result: re-asks after invalid or cut-off output.",
+            ["stage"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "baton_model_retries",
+            "Model requests repeated after a transient failure: timeout, overloaded (429/529) "
+            "or unavailable (other 5xx, connection).",
+            ["model", "cause"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "baton_model_tokens", "Model tokens.", ["stage", "model", "kind"], registry=r
+        )
+        self.cost = Counter(
+            "baton_model_cost_usd", "Model cost in USD.", ["stage", "model"], registry=r
+        )
+        self.contexts = Counter(
+            "baton_context_recoveries",
+            "Context health per stage record: full, partial, minimal or broken.",
+            ["stage", "level"],
+            registry=r,
+        )
+
+    def record_in(self, stage: str) -> None:
+        self.records_in.labels(stage).inc()
+
+    def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
+        self.outputs.labels(stage, outcome).inc()
+        if outcome in TIMED_OUTCOMES and seconds > 0:
+            self.latency.labels(stage).observe(seconds)
+
+    def dead_letter(self, stage: str, reason: str) -> None:
+        self.dead_letters.labels(stage, reason).inc()
+
+    def model_calls(self, calls: list[CallUsage]) -> None:
+        for call in calls:
+            self.model_calls_total.labels(call.stage, call.model).inc()
+            counts = (
+                call.input_tokens,
+                call.output_tokens,
+                call.cache_read_tokens,
+                call.cache_write_tokens,
+            )
+            for kind, n in zip(TOKEN_KINDS, counts, strict=True):
+                if n:
+                    self.tokens.labels(call.stage, call.model, kind).inc(n)
+            if call.cost_usd:
+                self.cost.labels(call.stage, call.model).inc(call.cost_usd)
+        if len(calls) > 1:
+            self.reasks.labels(calls[0].stage).inc(len(calls) - 1)
+
+    def model_retry(self, model: str, cause: str) -> None:
+        """A failed request is about to be repeated (the ``AnthropicLLM.on_retry`` hook)."""
+        self.retries.labels(model, cause).inc()
+
+    def context(self, stage: str, level: str) -> None:
+        self.contexts.labels(stage, level).inc()
+
+    def reply(self, reply: Reply, end_to_end_s: float | None) -> None:
+        self.replies.labels(reply.status).inc()
+        if end_to_end_s is not None:
+            self.end_to_end.observe(end_to_end_s)
+
+    def watch_llm(self, llm: object) -> None:
+        """Receive the model's retry reports, if it offers them."""
+        if hasattr(llm, "on_retry"):
+            llm.on_retry = self.model_retry
+
+    def watch(
+        self,
+        app: Any,
+        schedulers: Mapping[str, InFlight],
+        source_topics: Iterable[str],
+        sessions_open: Callable[[], int] | None = None,
+    ) -> None:
+        """Also expose live state read at scrape time: in-flight records, lag, recovery."""
+        self.registry.register(WorkerState(app, schedulers, source_topics, sessions_open))
+
+    def values(self) -> dict[str, dict[tuple[str, ...], float]]:
+        """Every sample of the registry as ``{name: {label values: value}}`` (for the dashboard)."""
+        out: dict[str, dict[tuple[str, ...], float]] = defaultdict(dict)
+        for metric in self.registry.collect():
+            for s in metric.samples:
+                out[s.name][tuple(s.labels.values())] = s.value
+        return out
+
+
+class WorkerState(Collector):
+    """Gauges computed on each scrape from the schedulers and the Faust app."""
+
+    def __init__(
+        self,
+        app: Any,
+        schedulers: Mapping[str, InFlight],
+        source_topics: Iterable[str],
+        sessions_open: Callable[[], int] | None = None,
+    ) -> None:
+        self.app = app
+        self.schedulers = schedulers
+        self.source_topics = frozenset(source_topics)
+        self.sessions_open = sessions_open
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        in_flight = GaugeMetricFamily(
+            "baton_stage_in_flight",
+            "Records a stage is processing right now (mostly waiting for the model).",
+            labels=["stage"],
+        )
+        for stage, scheduler in self.schedulers.items():
+            in_flight.add_metric([stage], scheduler.in_flight)
+        yield in_flight
+        if self.sessions_open is not None:
+            yield GaugeMetricFamily(
+                "baton_sessions_in_pipeline",
+                "Sessions with a ticket between intake and reply on this worker.",
+                value=self.sessions_open(),
+            )
+        try:
+            yield from self._kafka()
+            yield from recovery_metrics(self.app)
+        except Exception:
+            # A scrape during start-up or a rebalance must not fail the whole exposition.
+            log.debug("worker state unavailable", exc_info=True)
+
+    def _kafka(self) -> Iterator[Metric]:
+        recovery = self.app.tables.recovery
+        if not recovery.completed.is_set():
+            return
+        consumer = self.app.consumer
+        lag = GaugeMetricFamily(
+            "baton_consumer_lag",
+            "Records not yet committed: high-water mark from the last fetch minus the "
+            "committed offset.",
+            labels=["topic", "partition"],
+        )
+        assigned = GaugeMetricFamily(
+            "baton_partitions_assigned", "Partitions this worker consumes.", labels=["topic"]
+        )
+        per_topic: dict[str, int] = defaultdict(int)
+        for tp in sorted(consumer.assignment()):
+            if tp.topic not in self.source_topics:
+                continue
+            per_topic[tp.topic] += 1
+            value = partition_lag(consumer, tp)
+            if value is not None:
+                lag.add_metric([tp.topic, str(tp.partition)], value)
+        for topic, n in sorted(per_topic.items()):
+            assigned.add_metric([topic], n)
+        yield lag
+        yield assigned
+
+
+def partition_lag(consumer: Any, tp: Any) -> int | None:
+    """High-water mark seen in fetch responses minus the committed offset; None when unknown.
+
+    ``end_offsets`` (ListOffsets) would cost a request per scrape and is wrong on the embedded
+    broker; the high-water mark inside fetch responses is right on both.
+    """
+    try:
+        highwater = consumer.highwater(tp)
+    except Exception:
+        return None
+    if highwater is None:
+        return None
+    # Faust's own record of what it committed: the next offset to read, as Kafka stores it.
+    committed = getattr(consumer, "_committed_offset", {}).get(tp)
+    if committed is None:
+        read = getattr(consumer, "_read_offset", {}).get(tp)
+        if read is None:
+            return None
+        committed = read + 1
+    return max(0, int(highwater) - int(committed))
+
+
+def recovery_metrics(app: Any) -> Iterator[Metric]:
+    """Table recovery as Faust tracks it: done or not, changelog records left, rebalances."""
+    recovery = app.tables.recovery
+    recovered = recovery.completed.is_set() and not recovery.in_recovery
+    yield GaugeMetricFamily(
+        "baton_tables_recovered",
+        "1 once the tables were restored from their changelogs after the last rebalance.",
+        value=1 if recovered else 0,
+    )
+    remaining = GaugeMetricFamily(
+        "baton_table_recovery_remaining",
+        "Changelog records left to restore, by table and partition role.",
+        labels=["table", "role"],
+    )
+    for role, counts in (
+        ("active", recovery.active_remaining()),
+        ("standby", recovery.standby_remaining()),
+    ):
+        per_table: dict[str, int] = defaultdict(int)
+        for tp, n in counts.items():
+            table = recovery.tp_to_table.get(tp)
+            per_table[table.name if table is not None else tp.topic] += max(0, n)
+        for name, n in sorted(per_table.items()):
+            remaining.add_metric([name, role], n)
+    yield remaining
+    yield GaugeMetricFamily(
+        "baton_rebalancing", "1 while the consumer group rebalances.", value=int(app.rebalancing)
+    )
+    rebalances = CounterMetricFamily("baton_rebalances", "Rebalances this worker went through.")
+    rebalances.add_metric([], app.rebalancing_count)
+    yield rebalances

@@ -1,0 +1,46 @@
+"""Helpers shared by the debugging-tool tests: a deployment kept for a whole module."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from agents.standin import StandIn
+from streams.broker import EmbeddedBroker
+from streams.settings import Settings, load
+from streams.topic_reader import read_topics
+from tests.integration.harness import Deployment
+
+
+@contextmanager
+def module_deployment(broker: EmbeddedBroker, standin: StandIn, tmp: Path) -> Iterator[Deployment]:
+    """A namespace whose workers call the stand-in, like the ``deployment`` fixture."""
+    d = Deployment(
+        broker=broker,
+        namespace=f"t{uuid.uuid4().hex[:10]}",
+        data_dir=tmp,
+        env_extra={
+            "BATON_LLM": "anthropic",
+            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+            "ANTHROPIC_BASE_URL": standin.base_url,
+            "BATON_MODEL_MAX_RETRIES": "2",
+            "BATON_MODEL_TIMEOUT": "5",
+        },
+    )
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def settings_of(d: Deployment, **env: str) -> Settings:
+    """The settings a ``baton`` command run by ``d`` would load."""
+    return load(d.env(**env))
+
+
+async def counts(settings: Settings, topics: Sequence[str]) -> dict[str, int]:
+    """How many records each topic holds now (read to its watermark)."""
+    read = await read_topics(settings, list(topics))
+    return {t: len(v) for t, v in read.items()}

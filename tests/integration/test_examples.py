@@ -1,0 +1,88 @@
+"""Downstream consumers: ``schemas`` alone, and the hand-off forwarder against a real run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from tests.integration.harness import ROOT, Deployment
+from tests.integration.test_pipeline import ORDERS, ticket
+
+pytestmark = pytest.mark.integration
+
+FORWARDER = ROOT / "examples" / "handoff_forwarder.py"
+
+
+def test_schemas_imports_without_faust_or_anthropic() -> None:
+    probe = (
+        "import sys, schemas\n"
+        "from schemas import Reply, DeadLetter, Ticket\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('faust', 'anthropic', 'aiokafka', 'mode', 'streams', 'agents'))\n"
+        "print(','.join(heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, cwd=ROOT, timeout=60, check=True
+    )
+    assert done.stdout.decode().strip() == ""
+
+
+def forwarder(d: Deployment, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [
+            sys.executable,
+            str(FORWARDER),
+            "--bootstrap",
+            d.broker.bootstrap,
+            "--topic",
+            d.topic("support.replies"),
+            "--idle-timeout",
+            "3",
+            *args,
+        ],
+        capture_output=True,
+        timeout=90,
+        cwd=ROOT,
+    )
+
+
+async def test_forwarder_queues_exactly_the_handoff_replies(deployment: Deployment) -> None:
+    ns = deployment.namespace
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [
+            ticket(f"{ns}-ok", "s-ok", "c-ana", "My kettle is leaking, I want a refund."),
+            ticket(f"{ns}-h", "s-h", "c-ana", "Kettle leaks. [[fault:schema:strategy:2]]"),
+            ticket(f"{ns}-zh", "s-zh", "c-li", "我的水壶漏水了"),
+        ]
+    )
+    replies = {r.ticket_id: r for r in await deployment.replies(3)}
+    assert replies[f"{ns}-h"].status == "handoff"
+
+    queue = deployment.data_dir / "handoffs.jsonl"
+    group = f"{ns}-forwarder"
+    done = forwarder(deployment, "--out", str(queue), "--group", group, "--from-beginning")
+    assert done.returncode == 0, done.stderr.decode()
+    entries = [json.loads(line) for line in queue.read_text().splitlines()]
+    assert [e["ticket_id"] for e in entries] == [f"{ns}-h"]
+    assert entries[0]["session_id"] == "s-h"
+    assert entries[0]["draft_reply"] == replies[f"{ns}-h"].reply
+    assert entries[0]["internal_note"] == replies[f"{ns}-h"].internal_note
+
+    # The group committed what it read, so a restart continues after these replies.
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=deployment.broker.bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        topic = deployment.topic("support.replies")
+        partitions = consumer.partitions_for_topic(topic) or set()
+        committed = [await consumer.committed(TopicPartition(topic, p)) for p in partitions]
+    finally:
+        await consumer.stop()
+    assert sum(c or 0 for c in committed) == len(replies)

@@ -1,0 +1,156 @@
+"""The worker's HTTP port on the embedded broker: /metrics after a known run, /health, auth."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import orjson
+import pytest
+
+from agents.standin import StandIn
+from tests.integration.harness import ROOT, Deployment, Worker
+from tests.integration.observability import (
+    ORDERS,
+    Samples,
+    by_label,
+    get,
+    health_until_ready,
+    known_run,
+    scrape,
+    total,
+)
+
+pytestmark = pytest.mark.integration
+
+API_KEY = "sk-test-not-a-real-key"
+TOKEN = "web-token-for-tests-0123456789"
+
+
+async def scrape_settled(worker: Worker, replies: int, token: str | None = None) -> Samples:
+    """/metrics once every reply is counted (the counter moves just after the reply is sent)."""
+    deadline = time.monotonic() + 30
+    while True:
+        samples = await scrape(worker, token)
+        if total(samples, "baton_replies_total") >= replies or time.monotonic() > deadline:
+            return samples
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.timeout(240)
+async def test_metrics_and_health_after_a_known_run(
+    deployment: Deployment, standin: StandIn, namespace: str
+) -> None:
+    deployment.import_orders(ORDERS)
+    worker = deployment.start_worker()
+    seen = await health_until_ready(worker)
+    # The web port answers before the consumer joined its group: not ready, with a reason.
+    first_status, first_body = seen[0]
+    assert first_status == 503, seen[:3]
+    assert orjson.loads(first_body)["status"] == "not_ready"
+    assert orjson.loads(first_body)["reason"]
+    assert orjson.loads(seen[-1][1]) == {"status": "ready"}
+
+    run = await known_run(deployment, standin, namespace)
+    assert len(run.replies) == 5
+    samples = await scrape_settled(worker, len(run.replies))
+
+    assert total(samples, "baton_records_in_total", stage="intake") == 6
+    assert total(samples, "baton_stage_outputs_total", stage="intake", outcome="ok") == 5
+    assert total(samples, "baton_stage_outputs_total", stage="intake", outcome="invalid") == 1
+    for stage in ("understand", "lookup", "strategy"):
+        assert total(samples, "baton_records_in_total", stage=stage) == 5
+
+    statuses = Counter(r.status for r in run.replies)
+    assert by_label(samples, "baton_replies_total", "status") == dict(statuses)
+    assert statuses["degraded"] >= 1
+    assert total(samples, "baton_end_to_end_latency_seconds_count") == 5
+
+    letters = Counter((dl.stage, dl.reason) for dl in run.dead_letters)
+    assert letters[("intake", "invalid_input")] == 1
+    assert letters[("understand", "model_error")] == 1
+    got = Counter(
+        {
+            (labels["stage"], labels["reason"]): int(v)
+            for labels, v in samples["baton_dead_letters_total"]
+        }
+    )
+    assert got == letters
+
+    # Every answered model call, as the stand-in served them and as the replies account them.
+    assert total(samples, "baton_model_calls_total") == run.model_calls
+    assert run.model_calls == sum(r.usage.calls for r in run.replies)
+    assert total(samples, "baton_model_tokens_total", kind="input") == sum(
+        r.usage.input_tokens for r in run.replies
+    )
+    # 500 three times on one understand call (two retries), 429 once on one strategy call.
+    assert by_label(samples, "baton_model_retries_total", "cause") == {
+        "unavailable": 2,
+        "overloaded": 1,
+    }
+    assert total(samples, "baton_tables_recovered") == 1
+    assert total(samples, "baton_partitions_assigned") > 0
+    assert "baton_consumer_lag" in samples
+    assert total(samples, "baton_stage_in_flight") == 0
+
+    status, _, body = await get(worker, "/health")
+    assert (status, orjson.loads(body)) == (200, {"status": "ready"})
+
+    # The worker logged one JSON line per event, with ids, and never the key.
+    log = worker.log.read_text()
+    assert API_KEY not in log
+    events = [
+        orjson.loads(line)
+        for line in log.splitlines()
+        if line.startswith("{") and '"baton.events"' in line
+    ]
+    first = [e for e in events if e.get("ticket_id") == f"{namespace}-1"]
+    assert {(e["stage"], e["outcome"]) for e in first} >= {
+        ("intake", "ok"),
+        ("understand", "ok"),
+        ("lookup", "ok"),
+        ("strategy", "ok"),
+        ("reply", "answered"),
+    }
+    assert all(e["session_id"] == f"{namespace}-s1" for e in first)
+    assert any(e["outcome"] == "dead_letter" and e["stage"] == "understand" for e in events)
+
+
+def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "streams.cli", "worker"],
+        env=deployment.env(BATON_WEB_BIND="0.0.0.0"),
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "0.0.0.0" in lines[0] and "BATON_WEB_TOKEN" in lines[0]
+
+
+@pytest.mark.timeout(180)
+async def test_token_protects_every_view(deployment: Deployment) -> None:
+    worker = deployment.start_worker(BATON_WEB_TOKEN=TOKEN, BATON_LOG_FORMAT="text")
+    await health_until_ready(worker, TOKEN)
+    for path in ("/health", "/metrics", "/dashboard", "/dashboard/data.json", "/router/"):
+        status, _, _ = await get(worker, path)
+        assert status == 401, path
+        status, _, _ = await get(worker, path, token="not-the-token")
+        assert status == 401, path
+    status, content_type, _ = await get(worker, "/metrics", TOKEN)
+    assert status == 200 and content_type.startswith("text/plain")
+    status, content_type, page = await get(worker, f"/dashboard?token={TOKEN}")
+    assert status == 200 and content_type.startswith("text/html")
+    assert b"/dashboard/data.json" in page
+    status, _, data = await get(worker, "/dashboard/data.json", TOKEN)
+    assert status == 200 and orjson.loads(data)["health"]["ready"] is True
+    # Text logs were asked for: readable lines, no JSON objects, and never the token.
+    log = worker.log.read_text()
+    assert TOKEN not in log
+    assert not [line for line in log.splitlines() if line.startswith("{")]
+    assert any(" INFO    faust." in line for line in log.splitlines())

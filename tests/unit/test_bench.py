@@ -1,0 +1,197 @@
+"""The pure parts of ``baton bench``: percentiles, delivery checks, /proc parsing, prompt sizes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from agents.standin import estimate_tokens
+from schemas.baton import Baton, TicketMemory
+from schemas.records import Order, Reply, UsageTotals
+from streams.bench_load import Workload, minimal_context, prompt_sizes
+from streams.bench_stats import (
+    Row,
+    check_delivery,
+    cpu_seconds,
+    cpu_seconds_of,
+    percentile,
+    rss_drift,
+    split_sessions,
+    status_kib,
+    steady_rate,
+    table,
+)
+
+
+def test_percentile_interpolates_between_ranks() -> None:
+    values = [5.0, 1.0, 4.0, 2.0, 3.0]
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 50) == 3.0
+    assert percentile(values, 100) == 5.0
+    assert percentile(values, 25) == 2.0
+    assert percentile([1.0, 2.0], 95) == pytest.approx(1.95)
+    assert percentile([], 50) is None
+    with pytest.raises(ValueError):
+        percentile(values, 101)
+
+
+def test_in_order_replies_have_no_violations() -> None:
+    published = {"a": ["a1", "a2", "a3"], "b": ["b1", "b2"]}
+    replies = [("a", "a1"), ("b", "b1"), ("a", "a2"), ("b", "b2"), ("a", "a3")]
+    d = check_delivery(published, replies)
+    assert (d.answered, d.lost, d.duplicates, d.order_violations) == (5, [], 0, 0)
+
+
+def test_a_reply_after_a_later_ticket_of_its_session_is_a_violation() -> None:
+    published = {"a": ["a1", "a2", "a3"], "b": ["b1", "b2"]}
+    # a1 arrives after a2 and a3: one late reply, in one session; b keeps its order.
+    replies = [("a", "a2"), ("a", "a3"), ("a", "a1"), ("b", "b1"), ("b", "b2")]
+    d = check_delivery(published, replies)
+    assert d.order_violations == 1
+    assert d.sessions_out_of_order == 1
+    swapped = check_delivery({"a": ["a1", "a2", "a3"]}, [("a", "a3"), ("a", "a1"), ("a", "a2")])
+    assert swapped.order_violations == 2
+
+
+def test_lost_duplicates_and_strangers_are_counted_separately() -> None:
+    published = {"a": ["a1", "a2"], "b": ["b1"]}
+    replies = [("a", "a1"), ("a", "a1"), ("x", "x9"), ("b", "b1")]
+    d = check_delivery(published, replies)
+    assert d.lost == ["a2"]
+    assert d.duplicates == 1
+    assert d.unexpected == 1
+    assert d.order_violations == 0
+    assert d.answered == 2
+
+
+def test_a_redelivered_earlier_reply_is_a_duplicate_not_a_violation() -> None:
+    d = check_delivery({"a": ["a1", "a2"]}, [("a", "a1"), ("a", "a2"), ("a", "a1")])
+    assert (d.duplicates, d.order_violations) == (1, 0)
+
+
+def test_sessions_on_several_partitions_are_found() -> None:
+    assert split_sessions([("a", 1), ("a", 1), ("b", 2), ("b", 3), ("c", 0)]) == 1
+
+
+def test_proc_stat_is_read_past_a_command_name_with_spaces() -> None:
+    fields = ["S", *["0"] * 10, "250", "150", *["0"] * 30]
+    stat = "4242 (python -m (x)) " + " ".join(fields)
+    assert cpu_seconds_of(stat, ticks=100) == pytest.approx(4.0)
+
+
+def test_this_process_reports_its_own_cpu_time() -> None:
+    sum(i * i for i in range(200_000))
+    used = cpu_seconds(os.getpid())
+    assert used is not None and used > 0
+    assert cpu_seconds(2**22 + 12345) is None
+
+
+def test_status_values_are_read_in_kib() -> None:
+    status = "Name:\tpython\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n"
+    assert status_kib(status, "VmRSS") == 102400
+    assert status_kib(status, "VmHWM") == 204800
+    assert status_kib(status, "VmSwap") is None
+
+
+def test_rss_drift_compares_the_ends_after_warm_up() -> None:
+    flat = [(float(t), 100.0 + (t % 3)) for t in range(0, 100)]
+    drift = rss_drift(flat, warmup_s=10)
+    assert drift is not None and drift.flat
+    growing = [(float(t), 100.0 + t) for t in range(0, 100)]
+    grown = rss_drift(growing, warmup_s=10)
+    assert grown is not None and not grown.flat
+    assert grown.change > 0.5
+    # A start-up spike before the warm-up ends is not held against the soak.
+    spiky = [(0.0, 500.0), (1.0, 400.0), *flat[10:]]
+    spike = rss_drift(spiky, warmup_s=5)
+    assert spike is not None and spike.flat
+    assert rss_drift([(0.0, 1.0)], warmup_s=0) is None
+
+
+def test_steady_rate_ignores_the_ramp_and_the_tail() -> None:
+    # 100 replies one per 0.1 s, then a long tail of one more after 100 s.
+    done = [i * 0.1 for i in range(100)] + [110.0]
+    rate = steady_rate(done)
+    assert rate is not None and rate == pytest.approx(10.0, rel=0.05)
+    assert steady_rate([1.0, 2.0]) is None
+
+
+def test_table_has_a_column_per_metric_and_dashes_for_unknowns() -> None:
+    rows = [
+        Row("latency", 3000, 20.0, rate=150.0, p50_s=1.234, lost=0, duplicates=0),
+        Row("cpu", 10, 1.0),
+    ]
+    text = table(rows).splitlines()
+    assert text[0].startswith("| workload")
+    assert "150.0" in text[2] and "1.23" in text[2]
+    assert text[3].count("–") >= 10
+    assert len({len(line) for line in text}) == 1
+
+
+def test_workload_tickets_come_in_waves_with_private_customers() -> None:
+    w = Workload("t", sessions=3, per_session=6)
+    tickets = w.tickets()
+    assert len(tickets) == 18
+    assert [t.session_id for t in tickets[:3]] == ["t-s00000", "t-s00001", "t-s00002"]
+    assert len({t.ticket_id for t in tickets}) == 18
+    first = [t for t in tickets if t.session_id == "t-s00000"]
+    assert [t.ticket_id for t in first] == sorted(t.ticket_id for t in first)
+    customers = {o.customer_id for o in w.orders()}
+    assert customers == {t.customer_id for t in tickets if t.customer_id}
+    assert len({o.order_id for o in w.orders()}) == len(w.orders())
+
+
+def _order() -> Order:
+    return Order.model_validate(
+        {
+            "order_id": "O-1",
+            "customer_id": "c1",
+            "product_name": "Midea Electric Kettle 1.7L",
+            "status": "delivered",
+            "amount": 39.9,
+            "currency": "USD",
+            "ordered_at": "2026-10-02T10:00:00Z",
+        }
+    )
+
+
+def test_minimal_context_carries_message_core_problems_and_order_only() -> None:
+    ticket = Workload("m", 1, 1).tickets()[0]
+    text = minimal_context("strategy", ticket, ["Kettle leaks; wants a refund."], _order())
+    assert ticket.text in text
+    assert "Kettle leaks; wants a refund." in text
+    assert "O-1" in text
+    assert "flags" not in text and "understanding" not in text
+
+
+def test_prompt_sizes_compare_sent_tokens_with_minimal_prompts() -> None:
+    ticket = Workload("m", 1, 1).tickets()[0]
+    baton = Baton(
+        session_id=ticket.session_id,
+        tickets=[TicketMemory(ticket_id=ticket.ticket_id, core_problem="Kettle leaks.")],
+    )
+    minimal = estimate_tokens(minimal_context("strategy", ticket, ["Kettle leaks."], _order()))
+    usage = UsageTotals(
+        calls=1, input_tokens=2 * minimal, cache_read_tokens=1000, by_stage={"strategy": 1}
+    )
+    reply = Reply(
+        ticket_id=ticket.ticket_id,
+        session_id=ticket.session_id,
+        customer_id=None,
+        status="answered",
+        reply="r",
+        solution="s",
+        internal_note="n",
+        confidence=0.9,
+        order_id="O-1",
+        usage=usage,
+    )
+    size = prompt_sizes(
+        [ticket], {ticket.ticket_id: reply}, {ticket.session_id: baton}, {"O-1": _order()}
+    )
+    assert size.minimal_context == minimal
+    assert size.context_ratio == pytest.approx(2.0)
+    assert size.sent == 2 * minimal + 1000
+    assert size.cache_share == pytest.approx(1000 / (2 * minimal + 1000))
+    assert size.minimal > size.minimal_context

@@ -1,0 +1,260 @@
+"""Worker logs: JSON shape, text format, redaction of keys and prompts, the logging observer."""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+import weakref
+from collections.abc import Iterator
+from datetime import datetime
+from types import SimpleNamespace
+
+import orjson
+import pytest
+
+from agents.llm import Prompt
+from schemas.codec import dumps
+from schemas.records import Reply, Ticket
+from schemas.stages import StageRecord
+from streams.logs import (
+    JsonFormatter,
+    LoggingObserver,
+    RedactFilter,
+    TextFormatter,
+    current_ids,
+    faust_loglevel,
+    logging_config,
+)
+from streams.settings import Settings
+
+API_KEY = "sk-ant-api03-Zx9_secretSECRETsecret-0123456789abcdef"
+ENV_KEY = "sk-test-a-key-of-another-shape-42"
+SYSTEM_PROMPT = "You are the support agent of ACME. CONFIDENTIAL-INSTRUCTIONS follow"
+
+
+@pytest.fixture
+def capture() -> Iterator[tuple[logging.Logger, io.StringIO, logging.Handler]]:
+    """A logger writing through the worker's filter into a buffer (JSON unless changed)."""
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactFilter([ENV_KEY]))
+    logger = logging.getLogger("baton.test-logs")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    yield logger, buf, handler
+    logger.handlers.clear()
+    logger.propagate = True
+
+
+def lines(buf: io.StringIO) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in buf.getvalue().splitlines() if line.strip()]
+
+
+def test_json_line_shape(capture: tuple[logging.Logger, io.StringIO, logging.Handler]) -> None:
+    logger, buf, _ = capture
+    logger.info(
+        "understand %s",
+        "ok",
+        extra={"ticket_id": "T-1", "session_id": "S-1", "stage": "understand", "duration_ms": 12.5},
+    )
+    logger.warning("plain")
+    first, second = lines(buf)
+    assert list(first)[:4] == ["ts", "level", "logger", "msg"]
+    assert first["level"] == "info"
+    assert first["logger"] == "baton.test-logs"
+    assert first["msg"] == "understand ok"
+    assert first["ticket_id"] == "T-1"
+    assert first["session_id"] == "S-1"
+    assert first["stage"] == "understand"
+    assert first["duration_ms"] == 12.5
+    assert "outcome" not in first
+    assert datetime.fromisoformat(str(first["ts"]).replace("Z", "+00:00")).tzinfo is not None
+    assert set(second) == {"ts", "level", "logger", "msg"}
+    assert second["level"] == "warning"
+
+
+def test_exceptions_are_one_json_line(
+    capture: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    logger, buf, _ = capture
+    try:
+        raise RuntimeError(f"boom with {API_KEY}")
+    except RuntimeError:
+        logger.exception("stage failed")
+    assert len(buf.getvalue().splitlines()) == 1
+    (line,) = lines(buf)
+    assert line["level"] == "error"
+    assert "RuntimeError: boom" in str(line["exc"])
+    assert API_KEY not in buf.getvalue()
+
+
+def test_text_format(capture: tuple[logging.Logger, io.StringIO, logging.Handler]) -> None:
+    logger, buf, handler = capture
+    handler.setFormatter(TextFormatter())
+    logger.info("reply %s", "answered", extra={"ticket_id": "T-9", "outcome": "answered"})
+    text = buf.getvalue().strip()
+    stamp, *rest = text.split()
+    assert datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    assert rest == [
+        "INFO",
+        "baton.test-logs:",
+        "reply",
+        "answered",
+        "ticket_id=T-9",
+        "outcome=answered",
+    ]
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(text)
+
+
+def test_keys_and_prompts_are_redacted(
+    capture: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    logger, buf, _ = capture
+    prompt = Prompt(
+        stage="understand",
+        system=SYSTEM_PROMPT,
+        context="customer: my kettle",
+        output_type=Ticket,
+        facts=None,
+    )
+    logger.info("calling with key %s", API_KEY)
+    logger.info("configured key %s", ENV_KEY)
+    logger.info("headers {'x-api-key': '%s'} Authorization: Bearer abc.def-123", "opaque-value-1")
+    logger.info("request %s", {"model": "m", "system": SYSTEM_PROMPT, "messages": [{"x": 1}]})
+    logger.info("asking %r", prompt)
+    logger.info('raw body {"model": "m", "system": "%s", "max_tokens": 5}', SYSTEM_PROMPT)
+    logger.info("prompt", extra={"prompt": SYSTEM_PROMPT})
+    out = buf.getvalue()
+    for secret in (API_KEY, ENV_KEY, "opaque-value-1", "abc.def-123", "CONFIDENTIAL"):
+        assert secret not in out, secret
+    msgs = [str(line["msg"]) for line in lines(buf)]
+    assert msgs[0] == "calling with key sk-ant-[redacted]"
+    assert msgs[1] == "configured key [redacted]"
+    assert "Bearer [redacted]" in msgs[2]
+    assert "'system': [redacted]" in msgs[3] and "'model': 'm'" in msgs[3]
+    assert msgs[4] == "asking <Prompt [redacted]>"
+    assert '"system": [redacted]' in msgs[5] and '"max_tokens": 5' in msgs[5]
+
+
+def test_worker_configuration_redacts_the_configured_key() -> None:
+    """The dictConfig the worker hands to Faust: JSON on stderr, the env key redacted."""
+    code = (
+        "import logging, logging.config, os\n"
+        "from streams.logs import logging_config\n"
+        "from streams.settings import load\n"
+        "logging.config.dictConfig(logging_config(load()))\n"
+        "logging.getLogger('anthropic').info('key=%s', os.environ['ANTHROPIC_API_KEY'])\n"
+        "logging.getLogger('baton.x').debug('hidden at info')\n"
+        "logging.getLogger('httpx').info('HTTP Request: POST /v1/messages')\n"
+    )
+    env = {"ANTHROPIC_API_KEY": ENV_KEY, "BATON_LOG_LEVEL": "info", "PYTHONPATH": "."}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, timeout=60, check=True
+    )
+    assert done.stdout == b""
+    (line,) = [orjson.loads(x) for x in done.stderr.splitlines()]
+    assert line["logger"] == "anthropic"
+    assert line["msg"] == "key=[redacted]"
+    text_env = {**env, "BATON_LOG_FORMAT": "text"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=text_env, capture_output=True, timeout=60, check=True
+    )
+    assert done.stderr.decode().strip().endswith("INFO    anthropic: key=[redacted]")
+
+
+def test_faust_never_runs_at_warn() -> None:
+    assert faust_loglevel(Settings(log_level="warning")) == "info"
+    assert faust_loglevel(Settings(log_level="error")) == "info"
+    assert faust_loglevel(Settings(log_level="debug")) == "debug"
+    config = logging_config(Settings(log_level="warning"), env={})
+    assert config["root"]["level"] == logging.WARNING
+
+
+def test_observer_logs_one_event_per_outcome(
+    capture: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    logger, buf, _ = capture
+    observer = LoggingObserver(logger)
+    observer.record_in("understand")
+    observer.stage_done("understand", "ok", 0.25)
+    observer.stage_done("lookup", "degraded", 1.0)
+    observer.stage_done("strategy", "reused", 0.0)
+    observer.dead_letter("lookup", "model_error")
+    observer.context("strategy", "full")
+    observer.context("strategy", "partial")
+    observer.reply(
+        Reply(
+            ticket_id="T-7",
+            session_id="S-7",
+            customer_id=None,
+            order_id=None,
+            status="handoff",
+            reply="r",
+            solution="s",
+            internal_note="",
+            confidence=0.2,
+            llm="offline",
+        ),
+        3.5,
+    )
+    got = lines(buf)
+    assert [(g["stage"], g.get("outcome"), g["level"]) for g in got] == [
+        ("understand", "ok", "info"),
+        ("lookup", "degraded", "warning"),
+        ("strategy", "reused", "info"),
+        ("lookup", "dead_letter", "warning"),
+        ("strategy", "context_partial", "info"),
+        ("reply", "handoff", "warning"),
+    ]
+    assert got[0]["duration_ms"] == 250.0
+    assert "duration_ms" not in got[2]
+    assert "model_error" in str(got[3]["msg"])
+    assert (got[5]["ticket_id"], got[5]["session_id"], got[5]["duration_ms"]) == (
+        "T-7",
+        "S-7",
+        3500.0,
+    )
+
+
+class FakeEvent:
+    """What ``faust.current_event()`` returns, as far as the logs read it."""
+
+    def __init__(self, message: SimpleNamespace) -> None:
+        self.message = message
+
+
+def test_ids_come_from_the_record_being_processed() -> None:
+    from faust.streams import _current_event
+
+    ticket = Ticket(ticket_id='T-"42"', session_id="S-42", text="hello " * 500)
+    record = StageRecord(ticket=ticket)
+    event = FakeEvent(SimpleNamespace(value=dumps(record)))
+    token = _current_event.set(weakref.ref(event))  # type: ignore[arg-type]
+    try:
+        assert current_ids() == {"ticket_id": 'T-"42"', "session_id": "S-42"}
+        event.message.value = b"not json at all"
+        assert current_ids() == {}
+        raw = {"text": "x", "session_id": "S-1", "ticket_id": "T-1"}
+        event.message.value = orjson.dumps(raw)
+        assert current_ids() == {"ticket_id": "T-1", "session_id": "S-1"}
+    finally:
+        _current_event.reset(token)
+    assert current_ids() == {}
+
+
+def test_worker_log_format_option_reaches_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streams.worker
+    from streams.cli import main
+
+    started: list[Settings] = []
+    monkeypatch.setattr(streams.worker, "run", started.append)
+    monkeypatch.setenv("BATON_LOG_FORMAT", "json")
+    assert main(["worker", "--log-format", "text"]) == 0
+    assert main(["worker"]) == 0
+    assert [s.log_format for s in started] == ["text", "json"]
+    assert main(["worker", "--log-format", "xml"]) == 2

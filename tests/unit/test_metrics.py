@@ -1,0 +1,330 @@
+"""PrometheusObserver and the dashboard window: pipeline events in, exposition values out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from faust.types import TP
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from schemas.records import CallUsage, Reply
+from streams.dashboard import Recent, percentile, summary
+from streams.metrics import PrometheusObserver, partition_lag
+
+
+def exposition(observer: PrometheusObserver) -> dict[str, dict[frozenset[tuple[str, str]], float]]:
+    """The /metrics text parsed back: sample name -> labels -> value."""
+    text = generate_latest(observer.registry).decode()
+    out: dict[str, dict[frozenset[tuple[str, str]], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out.setdefault(s.name, {})[frozenset(s.labels.items())] = s.value
+    return out
+
+
+def value(samples: dict[str, Any], name: str, **labels: str) -> float | None:
+    return samples.get(name, {}).get(frozenset(labels.items()))
+
+
+def reply(status: str = "answered", ticket: str = "T-1", session: str = "S-1") -> Reply:
+    return Reply(
+        ticket_id=ticket,
+        session_id=session,
+        customer_id=None,
+        order_id=None,
+        status=status,  # type: ignore[arg-type]
+        reply="ok",
+        solution="ok",
+        internal_note="",
+        confidence=0.9,
+        llm="offline",
+    )
+
+
+def test_stage_events_become_counters_and_histograms() -> None:
+    m = PrometheusObserver()
+    for _ in range(3):
+        m.record_in("understand")
+    m.stage_done("understand", "ok", 0.3)
+    m.stage_done("understand", "degraded", 2.0)
+    m.stage_done("understand", "reused", 0.0)
+    m.stage_done("intake", "ok", 0.0)
+    m.dead_letter("understand", "model_error")
+    m.dead_letter("intake", "invalid_input")
+    m.dead_letter("intake", "invalid_input")
+    m.context("lookup", "partial")
+    m.reply(reply("answered"), 1.5)
+    m.reply(reply("degraded"), None)
+
+    s = exposition(m)
+    assert value(s, "baton_records_in_total", stage="understand") == 3
+    assert value(s, "baton_stage_outputs_total", stage="understand", outcome="ok") == 1
+    assert value(s, "baton_stage_outputs_total", stage="understand", outcome="degraded") == 1
+    assert value(s, "baton_stage_outputs_total", stage="understand", outcome="reused") == 1
+    assert value(s, "baton_dead_letters_total", stage="intake", reason="invalid_input") == 2
+    assert value(s, "baton_dead_letters_total", stage="understand", reason="model_error") == 1
+    assert value(s, "baton_context_recoveries_total", stage="lookup", level="partial") == 1
+    assert value(s, "baton_replies_total", status="answered") == 1
+    assert value(s, "baton_replies_total", status="degraded") == 1
+    # Only measured durations enter the latency histogram: ok 0.3 s and degraded 2.0 s.
+    assert value(s, "baton_stage_latency_seconds_count", stage="understand") == 2
+    assert value(s, "baton_stage_latency_seconds_sum", stage="understand") == pytest.approx(2.3)
+    assert value(s, "baton_stage_latency_seconds_bucket", stage="understand", le="0.25") == 0
+    assert value(s, "baton_stage_latency_seconds_bucket", stage="understand", le="0.5") == 1
+    assert value(s, "baton_stage_latency_seconds_bucket", stage="understand", le="2.5") == 2
+    assert value(s, "baton_stage_latency_seconds_count", stage="intake") is None
+    # A reply without a known age is counted but not timed.
+    assert value(s, "baton_end_to_end_latency_seconds_count") == 1
+    assert value(s, "baton_end_to_end_latency_seconds_bucket", le="2.5") == 1
+    assert value(s, "baton_end_to_end_latency_seconds_bucket", le="1.0") == 0
+
+
+def test_model_calls_count_tokens_cost_and_reasks() -> None:
+    m = PrometheusObserver()
+    first = CallUsage(
+        stage="strategy",
+        model="claude-sonnet-4-5",
+        input_tokens=1000,
+        output_tokens=200,
+        cache_read_tokens=800,
+        cache_write_tokens=0,
+        cost_usd=0.006,
+    )
+    reask = first.model_copy(update={"input_tokens": 1100, "cache_read_tokens": 0})
+    m.model_calls([first, reask])
+    m.model_calls([CallUsage(stage="understand", model="claude-haiku-4-5", output_tokens=50)])
+    m.model_calls([])
+
+    s = exposition(m)
+    sonnet = {"stage": "strategy", "model": "claude-sonnet-4-5"}
+    assert value(s, "baton_model_calls_total", **sonnet) == 2
+    assert value(s, "baton_model_tokens_total", **sonnet, kind="input") == 2100
+    assert value(s, "baton_model_tokens_total", **sonnet, kind="output") == 400
+    assert value(s, "baton_model_tokens_total", **sonnet, kind="cache_read") == 800
+    assert value(s, "baton_model_tokens_total", **sonnet, kind="cache_write") is None
+    assert value(s, "baton_model_cost_usd_total", **sonnet) == pytest.approx(0.012)
+    assert value(s, "baton_model_reasks_total", stage="strategy") == 1
+    assert value(s, "baton_model_reasks_total", stage="understand") is None
+    assert value(s, "baton_model_calls_total", stage="understand", model="claude-haiku-4-5") == 1
+
+
+def test_retries_arrive_through_the_llm_hook() -> None:
+    from agents.anthropic_llm import AnthropicLLM
+
+    m = PrometheusObserver()
+    llm = AnthropicLLM(api_key="sk-test-unused", base_url="http://127.0.0.1:9")
+    m.watch_llm(llm)
+    assert llm.on_retry is not None
+    llm.on_retry("claude-haiku-4-5", "overloaded")
+    llm.on_retry("claude-haiku-4-5", "overloaded")
+    llm.on_retry("claude-haiku-4-5", "timeout")
+
+    class NoHook:
+        name = "offline"
+
+    plain = NoHook()
+    m.watch_llm(plain)
+    assert not hasattr(plain, "on_retry")
+    s = exposition(m)
+    haiku = {"model": "claude-haiku-4-5"}
+    assert value(s, "baton_model_retries_total", **haiku, cause="overloaded") == 2
+    assert value(s, "baton_model_retries_total", **haiku, cause="timeout") == 1
+
+
+def test_every_observer_has_its_own_registry() -> None:
+    a, b = PrometheusObserver(), PrometheusObserver()
+    a.record_in("intake")
+    assert value(exposition(a), "baton_records_in_total", stage="intake") == 1
+    assert value(exposition(b), "baton_records_in_total", stage="intake") is None
+
+
+@dataclass
+class FakeScheduler:
+    in_flight: int
+
+
+@dataclass
+class FakeEvent:
+    flag: bool = False
+
+    def is_set(self) -> bool:
+        return self.flag
+
+
+@dataclass
+class FakeTable:
+    name: str
+
+
+@dataclass
+class FakeRecovery:
+    completed: FakeEvent = field(default_factory=FakeEvent)
+    in_recovery: bool = False
+    active: Counter[TP] = field(default_factory=Counter)
+    tp_to_table: dict[TP, FakeTable] = field(default_factory=dict)
+
+    def active_remaining(self) -> Counter[TP]:
+        return self.active
+
+    def standby_remaining(self) -> Counter[TP]:
+        return Counter()
+
+
+@dataclass
+class FakeConsumer:
+    assigned: set[TP]
+    highwaters: dict[TP, int | None]
+    _committed_offset: dict[TP, int | None] = field(default_factory=dict)
+    _read_offset: dict[TP, int | None] = field(default_factory=dict)
+
+    def assignment(self) -> set[TP]:
+        return self.assigned
+
+    def highwater(self, tp: TP) -> int | None:
+        return self.highwaters[tp]
+
+
+@dataclass
+class FakeTables:
+    recovery: FakeRecovery
+
+
+@dataclass
+class FakeApp:
+    tables: FakeTables
+    consumer: FakeConsumer
+    rebalancing: bool = False
+    rebalancing_count: int = 0
+
+
+def fake_app() -> FakeApp:
+    t0, t1 = TP("ns.support.understood", 0), TP("ns.support.understood", 1)
+    changelog = TP("baton-ns-batons-changelog", 0)
+    consumer = FakeConsumer(
+        assigned={t0, t1, changelog},
+        highwaters={t0: 120, t1: 40, changelog: 999},
+        _committed_offset={t0: 100, t1: None},
+        _read_offset={t1: 29},
+    )
+    recovery = FakeRecovery(
+        active=Counter({changelog: 7}), tp_to_table={changelog: FakeTable("batons")}
+    )
+    return FakeApp(FakeTables(recovery), consumer, rebalancing=True, rebalancing_count=2)
+
+
+def test_live_state_is_read_at_scrape_time() -> None:
+    app = fake_app()
+    schedulers = {"understand": FakeScheduler(3), "lookup": FakeScheduler(0)}
+    m = PrometheusObserver()
+    m.watch(app, schedulers, ["ns.support.understood"], sessions_open=lambda: 5)
+
+    s = exposition(m)
+    assert value(s, "baton_stage_in_flight", stage="understand") == 3
+    assert value(s, "baton_sessions_in_pipeline") == 5
+    # Before the first assignment completed there is no lag to report, and nothing recovered.
+    assert "baton_consumer_lag" not in s
+    assert value(s, "baton_tables_recovered") == 0
+    assert value(s, "baton_table_recovery_remaining", table="batons", role="active") == 7
+    assert value(s, "baton_rebalancing") == 1
+    assert value(s, "baton_rebalances_total") == 2
+
+    schedulers["understand"].in_flight = 1
+    app.tables.recovery.completed.flag = True
+    app.tables.recovery.active.clear()
+    app.rebalancing = False
+    s = exposition(m)
+    assert value(s, "baton_stage_in_flight", stage="understand") == 1
+    assert value(s, "baton_tables_recovered") == 1
+    assert value(s, "baton_rebalancing") == 0
+    topic = "ns.support.understood"
+    assert value(s, "baton_consumer_lag", topic=topic, partition="0") == 20
+    # Nothing committed yet on partition 1: the lag counts from the last record read.
+    assert value(s, "baton_consumer_lag", topic=topic, partition="1") == 10
+    assert value(s, "baton_partitions_assigned", topic=topic) == 2
+    lag_topics = {dict(labels)["topic"] for labels in s["baton_consumer_lag"]}
+    assert lag_topics == {topic}
+
+
+def test_partition_lag_is_unknown_without_a_fetch() -> None:
+    tp = TP("t", 0)
+    consumer = FakeConsumer({tp}, {tp: None}, {tp: 5})
+    assert partition_lag(consumer, tp) is None
+    consumer.highwaters[tp] = 4
+    # A committed offset past a stale high-water mark is no negative lag.
+    assert partition_lag(consumer, tp) == 0
+
+
+def test_percentile_is_nearest_rank() -> None:
+    data = [float(i) for i in range(1, 101)]
+    assert percentile(data, 50) == 50.0
+    assert percentile(data, 95) == 95.0
+    assert percentile([7.0], 95) == 7.0
+    assert percentile([], 50) is None
+
+
+def test_recent_window_is_bounded_and_forgets_old_buckets() -> None:
+    now = [1000.0]
+    recent = Recent(window_s=60, bucket_s=5, samples=10, tickets=3, clock=lambda: now[0])
+    for i in range(40):
+        recent.stage_done("strategy", "ok", 0.1 * (i + 1))
+    recent.stage_done("strategy", "degraded", 9.0)
+    recent.stage_done("strategy", "reused", 0.0)
+    w = recent.stage_window("strategy")
+    assert w["done"] == 42
+    assert w["outcomes"] == {"ok": 40, "degraded": 1, "reused": 1}
+    assert w["success_rate"] == pytest.approx(40 / 41)
+    # The reservoir keeps 10 of the 41 timed results, each one of the values observed.
+    bucket = recent.stages["strategy"][-1]
+    assert len(bucket.latencies) == 10
+    assert bucket.timed == 41
+    assert w["p50_ms"] is not None and 100 <= w["p50_ms"] <= 9000
+
+    for _ in range(30):
+        now[0] += 5
+        recent.stage_done("strategy", "ok", 0.2)
+    assert len(recent.stages["strategy"]) <= 12
+    w = recent.stage_window("strategy")
+    assert w["done"] == 12
+    assert w["outcomes"] == {"ok": 12}
+    assert w["p95_ms"] == 200.0
+    assert w["series"] == [1] * 12
+
+    now[0] += 120
+    assert recent.stage_window("strategy")["done"] == 0
+    assert recent.stage_window("strategy")["success_rate"] is None
+
+
+def test_recent_keeps_the_newest_tickets() -> None:
+    recent = Recent(tickets=3)
+    for i in range(5):
+        recent.reply(reply("answered" if i % 2 else "handoff", ticket=f"T-{i}"), 1.0 + i)
+    assert [t["ticket_id"] for t in recent.tickets] == ["T-4", "T-3", "T-2"]
+    assert recent.tickets[0]["status"] == "handoff"
+    assert recent.tickets[0]["end_to_end_ms"] == 5000
+    assert recent.tickets[0]["trace"] == "baton trace S-1"
+
+
+def test_dashboard_totals_are_the_registry_values() -> None:
+    m, recent = PrometheusObserver(), Recent()
+    for _ in range(4):
+        m.record_in("intake")
+    m.dead_letter("intake", "invalid_input")
+    m.dead_letter("strategy", "model_error")
+    m.dead_letter("lookup", "model_error")
+    m.reply(reply("answered"), 1.0)
+    m.model_calls([CallUsage(stage="lookup", model="m", input_tokens=30, cost_usd=0.5)])
+    m.model_retry("m", "overloaded")
+    data = summary(m.values(), recent)
+    totals = data["totals"]
+    assert totals["records_in"] == {"intake": 4}
+    assert totals["dead_letters"] == {"invalid_input": 1, "model_error": 2}
+    assert totals["replies"] == {"answered": 1}
+    assert totals["model_calls"] == 1
+    assert totals["tokens"] == {"input": 30}
+    assert totals["cost_usd"] == 0.5
+    assert totals["retries"] == {"overloaded": 1}
+    assert [s["stage"] for s in data["stages"]] == ["intake", "understand", "lookup", "strategy"]

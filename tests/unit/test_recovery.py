@@ -1,0 +1,104 @@
+"""Recovery paths of the stage wrappers: what a worker does with state a crash left behind."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agents.offline import OfflineLLM
+from agents.orders import SQLiteOrderStore
+from schemas import Reply, Ticket, dumps
+from streams.dead_letters import Source
+from streams.observe import CountingObserver
+from streams.pipeline import Pipeline
+from streams.runner import SessionGate
+from streams.settings import Settings
+from tests.unit.test_pipeline import ORDERS, MemorySink, MemoryState
+
+
+@pytest.fixture
+async def pipeline(tmp_path: Path) -> AsyncIterator[Pipeline]:
+    store = SQLiteOrderStore(tmp_path / "orders.sqlite3")
+    await store.upsert(ORDERS)
+    # A short turn timeout: a session held by mistake shows up as a timeout, not a hang.
+    yield Pipeline(
+        settings=Settings(namespace="u"),
+        llm=OfflineLLM(),
+        store=store,
+        sink=MemorySink(),
+        state=MemoryState(),
+        gate=SessionGate(timeout_s=5),
+        observer=CountingObserver(),
+    )
+    await store.close()
+
+
+def _sent(p: Pipeline) -> MemorySink:
+    assert isinstance(p.sink, MemorySink)
+    return p.sink
+
+
+def _state(p: Pipeline) -> MemoryState:
+    assert isinstance(p.state, MemoryState)
+    return p.state
+
+
+async def _stage(p: Pipeline, stage: str, topic: str) -> None:
+    _, value = _sent(p).sent[topic].pop(0)
+    await p.run_stage(stage, value, Source(topic, 0, 0))  # type: ignore[arg-type]
+
+
+def _ticket(tid: str, text: str) -> Ticket:
+    return Ticket(ticket_id=tid, session_id="S1", customer_id="C1", text=text)
+
+
+def _replies(p: Pipeline) -> list[Reply]:
+    return [Reply.model_validate_json(v) for _, v in _sent(p).sent[p.topics.replies]]
+
+
+async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
+    pipeline: Pipeline,
+) -> None:
+    p, p_topics = pipeline, pipeline.topics
+    first = _ticket("t1", "My kettle is leaking, I want a refund.")
+    second = _ticket("t2", "Can I send it back for repair instead?")
+    await p.intake(dumps(first), Source())
+    for stage, topic in (
+        ("understand", p_topics.sessions),
+        ("lookup", p_topics.understood),
+        ("strategy", p_topics.matched),
+    ):
+        await _stage(p, stage, topic)
+    after_first = _state(p).tables["batons"]["S1"]
+    await p.intake(dumps(second), Source())
+    await _stage(p, "understand", p_topics.sessions)
+    # The crash lost the baton's latest write: look-up rebuilds it from the record's snapshot.
+    _state(p).tables["batons"]["S1"] = after_first
+    await _stage(p, "lookup", p_topics.understood)
+    await _stage(p, "strategy", p_topics.matched)
+    assert [r.ticket_id for r in _replies(p)] == ["t1", "t2"]
+    third = _ticket("t3", "How long will that take?")
+    await p.intake(dumps(third), Source())
+    await asyncio.wait_for(_stage(p, "understand", p_topics.sessions), timeout=3)
+    assert _sent(p).sent[p_topics.understood], "the third ticket went on without waiting"
+
+
+async def test_a_redelivered_copy_goes_on_until_its_ticket_is_answered(pipeline: Pipeline) -> None:
+    p, topics = pipeline, pipeline.topics
+    ticket = _ticket("t1", "My kettle is leaking, I want a refund.")
+    await p.intake(dumps(ticket), Source())
+    await p.intake(dumps(ticket), Source())
+    await _stage(p, "understand", topics.sessions)
+    await _stage(p, "lookup", topics.understood)
+    # The copy arrives while the original waits for its reply: it is forwarded from the journal.
+    await _stage(p, "understand", topics.sessions)
+    assert len(_sent(p).sent[topics.understood]) == 1
+    await _stage(p, "strategy", topics.matched)
+    # Once answered, the copy stops at look-up instead of reaching strategy again.
+    await _stage(p, "lookup", topics.understood)
+    assert not _sent(p).sent[topics.matched]
+    assert [r.ticket_id for r in _replies(p)] == ["t1"]
+    assert len(p.gate) == 0, "the session is free for the next ticket"
