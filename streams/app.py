@@ -11,8 +11,8 @@ import faust
 from agents.llm import LLM
 from agents.orders import OrderStore
 from streams import web
-from streams.dashboard import Recent
 from streams.consumer import seeking_consumer
+from streams.dashboard import Recent
 from streams.dead_letters import Source
 from streams.logs import LoggingObserver
 from streams.metrics import PrometheusObserver
@@ -164,7 +164,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
     app = faust.App(settings.app_id, **faust_settings(settings))
     names = TopicNames.of(settings)
     sources = frozenset({names.tickets, names.sessions, names.understood, names.matched})
-    app.transport.Consumer = seeking_consumer(sources | {names.memory_index})
+    app.transport.Consumer = seeking_consumer(sources | {names.memory_index})  # type: ignore[misc]
     sink = FaustSink(app, names, settings.partitions)
     state = FaustState(app, settings.partitions)
     pipeline = Pipeline(
