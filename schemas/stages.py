@@ -109,6 +109,9 @@ class StageRecord(BaseModel):
     snapshot: Snapshot = Field(default_factory=Snapshot)
     usage: UsageTotals = Field(default_factory=UsageTotals)
     degraded: list[str] = Field(default_factory=list, description="Dead-letter ids so far.")
+    handoff: bool = Field(
+        default=False, description="An earlier stage decided a person must take over."
+    )
     timings_ms: dict[str, float] = Field(default_factory=dict)
     source_topic: str | None = None
     source_partition: int | None = None

@@ -297,12 +297,14 @@ class Pipeline:
         for call in outcome.calls:
             usage = usage.add(call)
         degraded = list(record.degraded)
+        handoff = record.handoff
         if outcome.failure is not None:
             dl = dead_letters.from_failure(
                 outcome.failure, stage=stage, ticket=record.ticket, source=source
             )
             await self.dead_letter(dl)
             degraded.append(dl.id)
+            handoff = handoff or outcome.failure.handoff
         self._save(baton)
         out = record.model_copy(
             update={
@@ -311,6 +313,7 @@ class Pipeline:
                 "snapshot": memory.snapshot(baton),
                 "usage": usage,
                 "degraded": degraded,
+                "handoff": handoff,
                 "timings_ms": {
                     **record.timings_ms,
                     stage: round((time.monotonic() - started) * 1000, 1),
@@ -436,7 +439,7 @@ class Pipeline:
         )
         draft = outcome.value
         degraded = list(record.degraded)
-        handoff = draft.needs_human
+        handoff = draft.needs_human or record.handoff
         if outcome.failure is not None:
             dl = dead_letters.from_failure(
                 outcome.failure, stage="strategy", ticket=ticket, source=source

@@ -265,3 +265,26 @@ async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pip
     assert old_summary.expired and old_summary.order_id == "O-1"
 
     assert await pipeline.expire_sessions(lambda sid: False) == 0
+
+
+async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) -> None:
+    from agents.llm import Refused
+    from tests.unit.scripted import ScriptedLLM
+
+    draft = {
+        "solution": "Repair",
+        "reply": "Order O-1, Midea Electric Kettle 1.7L: we will repair it.",
+        "internal_note": "n",
+        "confidence": 0.8,
+        "needs_human": False,
+    }
+    p = Pipeline(
+        settings=Settings(namespace="u"),
+        llm=ScriptedLLM([Refused("refusal", raw="I can't help with that."), draft]),
+        store=store,
+        sink=MemorySink(),
+        state=MemoryState(),
+    )
+    (reply,) = await run(p, ticket("t1", "My kettle is leaking."))
+    assert reply.status == "handoff" and reply.order_id == "O-1"
+    assert [(d.stage, d.reason) for d in dead_letters(p)] == [("understand", "model_refused")]
