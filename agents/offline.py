@@ -25,6 +25,7 @@ from agents.offline_phrases import (
     CLOSING,
     DEFAULT_DEMAND,
     DELIVERY,
+    DEMAND_ACK,
     DEMANDS,
     EARLIER,
     GENERAL,
@@ -33,6 +34,7 @@ from agents.offline_phrases import (
     NOUN,
     PROBLEM_RX,
     PROBLEMS,
+    RETURN_LOGISTICS,
     SAFETY,
     STATUS,
     hits,
@@ -85,13 +87,18 @@ def understand_rules(facts: Facts) -> Understanding:
         if rivals:  # Several orders fit the words equally: keep the customer's own word.
             product = mentions[0]
     named = product is not None or bool(mentions)
+    refers = not named and bool(EARLIER.search(norm))
+    past = next((e for e in facts.earlier if e.product), None) if refers else None
     if product is None and mentions:
         current = session.product
         product = current if current and product_score(mentions[0], current) >= 0.5 else mentions[0]
     elif product is None:
-        product = session.product
+        product = session.product or (past.product if past else None)
     same_topic = product == session.product
     key = next((k for k, rx in PROBLEM_RX.items() if hits(rx, norm)), None)
+    if key is None and past is not None and not session.problem:
+        # "The order I asked about before" continues that session's problem.
+        key = problem_key(past.core_problem)
     if key:
         problem = PROBLEMS[key][4] if zh else PROBLEMS[key][2]
     elif session.problem and same_topic:
@@ -100,6 +107,15 @@ def understand_rules(facts: Facts) -> Understanding:
         problem, key = GENERAL[zh], "general"
     demands = [d for d, rx in DEMANDS.items() if hits(rx, norm)]
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
+    if not demands and past is not None:
+        demands = [d for d, rx in DEMANDS.items() if hits(rx, normalize(past.core_problem))]
+    if (
+        demands == ["refund"]
+        and previous in ("exchange", "repair")
+        and RETURN_LOGISTICS.search(norm)
+    ):
+        # Shipping an item back is part of the exchange or repair already agreed on.
+        demands = [cast(Demand, previous)]
     if "information" in demands and previous in demands:
         # "How long will the repair take?" asks about the process already agreed on.
         demands = ["information"]
@@ -124,7 +140,7 @@ def understand_rules(facts: Facts) -> Understanding:
         keywords=list(dict.fromkeys(keywords))[:8],
         language="zh" if zh else "en",
         core_problem=_core_problem(zh, product, problem, key, demand, previous)[:400],
-        refers_to_earlier=not named and bool(EARLIER.search(norm)),
+        refers_to_earlier=refers,
     )
 
 
@@ -293,6 +309,17 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
         if oid:
             detail = f"{what}, {_status(order.status, zh)}" if order else what
             parts.append(f"I found your order {oid} ({detail}).")
+    silent = ("no_order", "store_unavailable", "closed", "other")
+    if (handoff or case in silent) and u.demand in DEMAND_ACK:
+        parts.append(DEMAND_ACK[u.demand][zh])
+    if facts.match is not None and facts.match.method == "history":
+        past = next((e for e in facts.earlier if e.order_id == oid), None)
+        if past is not None and past.core_problem:
+            parts.append(
+                f"您之前咨询过这个订单：{past.core_problem}"
+                if zh
+                else f"You asked about this order before: {past.core_problem}"
+            )
     reply = ("" if zh else " ").join([*parts, *actions, CLOSING[zh]])
     history = [*facts.session.core_problems[-5:]]
     if u.core_problem not in history:

@@ -153,6 +153,23 @@ CLAUSE_ZH: dict[str, str] = {
     "compensation": "希望获得赔偿", "cancel": "希望取消订单", "complaint": "要求投诉处理",
     "information": "想了解处理进度", "other": "需要帮助",
 }  # fmt: skip
+RETURN_LOGISTICS = re.compile(
+    r"return (?:shipping|label|postage|parcel)|send it back|寄回|运费|邮费"
+)
+
+# Said when the chosen action does not itself restate what the customer asked for.
+DEMAND_ACK: dict[str, tuple[str, str]] = {
+    "refund": ("I understand you would like a refund.", "了解到您希望退款。"),
+    "exchange": ("I understand you would like an exchange.", "了解到您希望换货。"),
+    "repair": ("I understand you would like it repaired.", "了解到您希望维修。"),
+    "compensation": ("I understand you are asking for compensation.", "了解到您希望获得赔偿。"),
+    "cancel": ("I understand you would like to cancel the order.", "了解到您希望取消订单。"),
+    "complaint": ("I have recorded your complaint.", "已记录您的投诉。"),
+    "information": (
+        "I understand you would like an update on the status.",
+        "了解到您想了解处理进度。",
+    ),
+}
 NOUN = {
     "refund": ("refund", "退款"),
     "exchange": ("exchange", "换货"),

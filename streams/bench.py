@@ -173,12 +173,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chosen workloads and print the table (or JSON) on stdout."""
     import orjson
 
-    from streams.bench_run import BenchError
+    from streams.bench_procs import BenchError
     from streams.bench_stats import table
     from streams.bench_workloads import Context
     from streams.broker import EmbeddedBroker
     from streams.cli import Fail
-    from streams.worker import bootstrap_servers, probe_broker
+    from streams.worker import TANSU_CLUSTER_ID, bootstrap_servers, probe_broker
 
     _validate(args)
     if args.partitions:
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if os.environ.get("BATON_BROKER"):
             cluster = asyncio.run(probe_broker(settings))
-            embedded = settings.embedded_broker or cluster == "tansu_cluster"
+            embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
             say(f"using the broker at {settings.broker} (namespace prefix 'bench')")
         else:
             broker = EmbeddedBroker(log=workdir / "broker.log").start()
@@ -242,7 +242,41 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write(orjson.dumps(result).decode() + "\n")
     else:
         print(table(rows))
-        if "cpu_ratio" in result:
-            ratios = ", ".join(f"{k} {v}" for k, v in result["cpu_ratio"].items())
-            print(f"\nCPU per ticket: {ratios}")
+        for line in notes(result):
+            print(line)
     return 0
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """The figures the table has no column for, one line each."""
+    lines = [""]
+    if "cpu_ratio" in result:
+        ratios = ", ".join(f"{k.replace('_', ' ')} {v}x" for k, v in result["cpu_ratio"].items())
+        lines.append(f"CPU per ticket: {ratios}")
+    for row in result["rows"]:
+        name = row["workload"]
+        if split := row.get("cpu_split_ms_per_ticket"):
+            lines.append(
+                f"{name}: worker CPU ms/ticket = model {split['model']} + stage code "
+                f"{split['stages_without_model']} + transport/tables/scheduling "
+                f"{split['transport_and_tables']}"
+            )
+        if prompt := row.get("prompt"):
+            lines.append(
+                f"{name}: prompt tokens {prompt['ratio']}x the minimal prompts "
+                f"(per-ticket part {prompt['context_ratio']}x); "
+                f"cache reads {100 * prompt['cache_read_share']:.0f}% of input"
+            )
+        if drift := row.get("rss_drift"):
+            lines.append(
+                f"{name}: RSS {drift['start_mib']} -> {drift['end_mib']} MiB after warm-up "
+                f"({100 * drift['change']:+.1f}%, flat within 10%: {drift['flat_within_10pct']})"
+            )
+        if sizes := row.get("baton_bytes"):
+            lines.append(
+                f"{name}: baton {sizes['mean']} bytes mean, {sizes['max']} max, "
+                f"{sizes['tickets_per_session']} tickets per session"
+            )
+        if steady := row.get("steady_rate"):
+            lines.append(f"{name}: {steady:.1f} tickets/s between 10% and 90% answered")
+    return lines

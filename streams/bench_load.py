@@ -83,7 +83,7 @@ class Workload:
 
     def _customer(self, index: int) -> str | None:
         customer = self._scenario(index).customer_id
-        return f"{customer}-{self.prefix}-{index:05d}" if customer else None
+        return f"{customer}-{self.prefix}{index}" if customer else None
 
     def orders(self) -> list[Order]:
         """Every session's customer gets private copies of the scenario's orders."""
@@ -94,7 +94,8 @@ class Workload:
                 out.append(
                     o.model_copy(
                         update={
-                            "order_id": f"{o.order_id}-{self.prefix}-{i:05d}",
+                            # No zero padding: the reply check reads digits as amounts.
+                            "order_id": f"{o.order_id}-{self.prefix}{i}",
                             "customer_id": customer,
                         }
                     )

@@ -6,7 +6,6 @@ import asyncio
 import time
 import urllib.request
 import uuid
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,37 +14,19 @@ from typing import Any
 import orjson
 
 from agents.orders import open_store
-from schemas.baton import Baton
-from schemas.records import DeadLetter, Order, Reply, Ticket
+from schemas.records import Order, Reply, Ticket
 from streams.bench_chains import chain_topics
-from streams.bench_load import Workload, prompt_sizes
-from streams.bench_run import (
-    BenchError,
-    Child,
+from streams.bench_kafka import (
     Collector,
-    Output,
     Publisher,
-    Sampler,
-    child_env,
     create_topics,
-    latest_values,
-    read_topic,
-    read_topics,
     reply_ids,
-    spawn,
     stage_record_ids,
-    start_standin,
-    topics_named,
 )
-from streams.bench_stats import (
-    Row,
-    check_delivery,
-    counts,
-    percentile,
-    rss_drift,
-    split_sessions,
-    steady_rate,
-)
+from streams.bench_load import Workload
+from streams.bench_procs import BenchError, Child, Sampler, child_env, spawn, start_standin
+from streams.bench_report import Measured, delivery_row, describe, phases, split_cpu
+from streams.bench_stats import Row, rss_drift
 from streams.broker import free_port
 from streams.jsonl import Progress
 from streams.settings import Settings
@@ -113,18 +94,6 @@ def _standin_stats(base_url: str) -> dict[str, Any]:
     return data
 
 
-@dataclass
-class Measured:
-    """What one timed phase produced."""
-
-    started: float
-    finished: float
-    complete: bool
-    cpu_s: float
-    other_cpu: dict[str, float]
-    sent_at: dict[str, float]
-
-
 async def _timed(
     ctx: Context,
     collector: Collector,
@@ -179,50 +148,6 @@ async def _warm_up(
         logs = "\n".join(c.tail() for c in children)
         raise BenchError(f"warm-up tickets got no output in time:\n{logs}")
     publisher.sent_at.clear()
-
-
-def _latency_row(
-    name: str, m: Measured, collector: Collector, tickets: list[Ticket], sessions: int
-) -> tuple[Row, dict[str, Output]]:
-    ids = {t.ticket_id for t in tickets}
-    published: dict[str, list[str]] = {}
-    for t in tickets:
-        published.setdefault(t.session_id, []).append(t.ticket_id)
-    outputs = [o for o in collector.outputs if o.ticket_id in ids]
-    delivery = check_delivery(published, ((o.session_id, o.ticket_id) for o in outputs))
-    first: dict[str, Output] = {}
-    for o in outputs:
-        first.setdefault(o.ticket_id, o)
-    latencies = [o.produced_at - m.sent_at[t] for t, o in first.items() if t in m.sent_at]
-    done_at = [o.produced_at for o in first.values()]
-    last = max(done_at, default=m.finished)
-    seconds = last - m.started
-    n = len(first)
-    row = Row(
-        workload=name,
-        tickets=len(tickets),
-        seconds=round(seconds, 2),
-        rate=n / seconds if seconds > 0 else None,
-        steady_rate=steady_rate(done_at),
-        p50_s=percentile(latencies, 50),
-        p95_s=percentile(latencies, 95),
-        p99_s=percentile(latencies, 99),
-        cpu_ms_per_ticket=1000 * m.cpu_s / n if n else None,
-        order_violations=delivery.order_violations,
-        lost=len(delivery.lost),
-        duplicates=delivery.duplicates,
-    )
-    row.extra.update(
-        sessions=sessions,
-        sessions_out_of_order=delivery.sessions_out_of_order,
-        sessions_split_over_partitions=split_sessions((o.session_id, o.partition) for o in outputs),
-        lost_ids=delivery.lost[:20],
-        complete=m.complete,
-        other_cpu_ms_per_ticket={k: round(1000 * v / n, 2) for k, v in m.other_cpu.items()}
-        if n
-        else {},
-    )
-    return row, first
 
 
 async def pipeline(
@@ -282,12 +207,12 @@ async def pipeline(
                 m = await _timed(ctx, collector, publisher, tickets, workers, others, pace=rate)
             await asyncio.sleep(QUIET_S)
         await sampler.stop()
-        row, first = _latency_row(name, m, collector, tickets, sessions)
+        row, first = delivery_row(name, m, collector.outputs, tickets, sessions)
         peaks = [mem[1] for w in workers if (mem := w.memory())]
         row.peak_rss_mib = max(peaks, default=None)
         replies = {t: Reply.model_validate_json(o.value) for t, o in first.items()}
-        row.extra.update(_phases(tickets, first, replies, m.sent_at))
-        await _describe(ctx, s, row, tickets, replies, load.orders())
+        row.extra.update(phases(tickets, first, replies, m.sent_at))
+        await describe(ctx.bootstrap, s, row, tickets, replies, load.orders(), len(warm.tickets()))
         if latency is not None:
             stats = _standin_stats(base_url)
             row.extra["model_calls_seen_by_standin"] = stats["calls"] - warm_stats["calls"]
@@ -312,129 +237,8 @@ async def pipeline(
         for child in [*workers, *others.values()]:
             child.stop()
     if latency is None and row.cpu_ms_per_ticket is not None:
-        await _split_cpu(s, row, tickets)
+        await split_cpu(s, row, tickets)
     return row
-
-
-async def _split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
-    """Add how much of the worker's CPU the stages' code and the model account for."""
-    from streams.bench_inproc import measure
-
-    cost = await measure(s, tickets)
-    n = cost.replies or 1
-    stages_ms = 1000 * (cost.total_s - cost.model_s) / n
-    model_ms = 1000 * cost.model_s / n
-    assert row.cpu_ms_per_ticket is not None
-    row.extra["cpu_split_ms_per_ticket"] = {
-        "model": round(model_ms, 3),
-        "stages_without_model": round(stages_ms, 3),
-        "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
-        "in_process_replies": cost.replies,
-    }
-
-
-def _spread(values: list[float]) -> dict[str, float | None]:
-    return {
-        f"p{q}": round(v, 3) if (v := percentile(values, q)) is not None else None for q in (50, 95)
-    }
-
-
-def _phases(
-    tickets: list[Ticket],
-    first: Mapping[str, Output],
-    replies: Mapping[str, Reply],
-    sent_at: Mapping[str, float],
-) -> dict[str, Any]:
-    """Where the time went: waiting before intake, inside the worker, and per turn.
-
-    A turn runs from the later of the ticket's publication and the previous reply of its
-    session to its own reply: the time the pipeline needed for that ticket alone.
-    """
-    before, inside, turns = [], [], []
-    previous: dict[str, float] = {}
-    for t in tickets:
-        out, reply = first.get(t.ticket_id), replies.get(t.ticket_id)
-        if out is None or reply is None or t.ticket_id not in sent_at:
-            continue
-        total = out.produced_at - sent_at[t.ticket_id]
-        worker = reply.timings_ms.get("end_to_end")
-        if worker is not None:
-            inside.append(worker / 1000)
-            before.append(total - worker / 1000)
-        start = max(sent_at[t.ticket_id], previous.get(t.session_id, 0.0))
-        turns.append(out.produced_at - start)
-        previous[t.session_id] = out.produced_at
-    return {
-        "wait_before_intake_s": _spread(before),
-        "worker_end_to_end_s": _spread(inside),
-        "turn_s": _spread(turns),
-    }
-
-
-async def _describe(
-    ctx: Context,
-    s: Settings,
-    row: Row,
-    tickets: list[Ticket],
-    replies: dict[str, Reply],
-    orders: list[Order],
-) -> None:
-    """Fill in calls, tokens, statuses, dead letters and baton sizes from what was written."""
-    n = len(replies) or 1
-    usage = [r.usage for r in replies.values()]
-    row.calls_per_ticket = sum(u.calls for u in usage) / n
-    prompt = sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in usage)
-    row.tokens_per_ticket = prompt / n
-    row.extra["output_tokens_per_ticket"] = round(sum(u.output_tokens for u in usage) / n, 1)
-    row.extra["statuses"] = counts(r.status for r in replies.values())
-    wanted = {t.ticket_id for t in tickets}
-    letters = [
-        DeadLetter.model_validate_json(v)
-        for _, v in await read_topic(ctx.bootstrap, TopicNames.of(s).dead_letters)
-        if v
-    ]
-    row.extra["dead_letters"] = counts(d.reason for d in letters if d.ticket_id in wanted)
-    topics = await topics_named(ctx.bootstrap, (f"{s.namespace}.", f"{s.app_id}-"))
-    written = Counter(topic for topic, _, _ in await read_topics(ctx.bootstrap, topics))
-    total = len(tickets) + WARM_SESSIONS_PER_PARTITION * s.partitions
-    row.extra["kafka_records_per_ticket"] = {
-        "total": round(sum(written.values()) / total, 2),
-        **{
-            t.removeprefix(f"{s.namespace}.").removeprefix(f"{s.app_id}-"): round(n / total, 2)
-            for t, n in sorted(written.items())
-        },
-    }
-    raw = await latest_values(ctx.bootstrap, f"{s.app_id}-batons-changelog")
-    batons = {}
-    for value in raw.values():
-        baton = Baton.model_validate_json(value)
-        if baton.session_id.startswith(f"{row.workload}-"):
-            batons[baton.session_id] = (baton, len(value))
-    if batons:
-        sizes = [size for _, size in batons.values()]
-        row.extra["baton_bytes"] = {
-            "mean": round(sum(sizes) / len(sizes)),
-            "max": max(sizes),
-            "tickets_per_session": round(
-                sum(len(b.tickets) for b, _ in batons.values()) / len(batons), 1
-            ),
-        }
-    if row.tokens_per_ticket:
-        sizes_ = prompt_sizes(
-            tickets,
-            replies,
-            {k: b for k, (b, _) in batons.items()},
-            {o.order_id: o for o in orders},
-        )
-        row.extra["prompt"] = {
-            "sent_tokens": sizes_.sent,
-            "minimal_tokens": sizes_.minimal,
-            "ratio": round(sizes_.ratio, 3) if sizes_.ratio else None,
-            "context_tokens": sizes_.sent_context,
-            "minimal_context_tokens": sizes_.minimal_context,
-            "context_ratio": round(sizes_.context_ratio, 3) if sizes_.context_ratio else None,
-            "cache_read_share": round(sizes_.cache_share, 3) if sizes_.cache_share else 0.0,
-        }
 
 
 async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> Row:
@@ -443,7 +247,7 @@ async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> 
     load = Workload("cpu", sessions, per_session)
     warm = _warm_tickets(s)
     topics = chain_topics(s, kind)
-    await create_topics(ctx.bootstrap, topics, s.partitions)
+    await create_topics(ctx.bootstrap, topics, s.partitions, s.replication_factor)
     child = spawn(
         f"{kind} chain",
         ["-m", "streams.bench_chains", kind],
@@ -462,7 +266,7 @@ async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> 
             await asyncio.sleep(QUIET_S)
         await sampler.stop()
         label = {"faust": "cpu: bare Faust chain", "aiokafka": "cpu: plain aiokafka chain"}[kind]
-        row, _ = _latency_row(label, m, collector, tickets, sessions)
+        row, _ = delivery_row(label, m, collector.outputs, tickets, sessions)
         mem = child.memory()
         row.peak_rss_mib = mem[1] if mem else None
         return row

@@ -7,11 +7,20 @@ import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("baton.runner")
 
 Handler = Callable[[Any], Awaitable[None]]
+
+
+@dataclass
+class _Held:
+    """A record not acked yet; ``done`` once its handler finished."""
+
+    event: Any
+    done: bool = False
 
 
 class SessionScheduler:
@@ -29,7 +38,7 @@ class SessionScheduler:
         # Per partition, its records in offset order with a "handler finished" mark. Acks go
         # out strictly in this order: Faust (0.15) commits past a single unacked record at the
         # head of a partition when the offsets acked after it are consecutive.
-        self._unacked: dict[Any, deque[list[Any]]] = {}
+        self._unacked: dict[Any, deque[_Held]] = {}
         self._ack_lock = asyncio.Lock()
         self.in_flight = 0
 
@@ -39,10 +48,10 @@ class SessionScheduler:
             await self._buffered.acquire()
             key = bytes(event.key or b"")
             previous = self._tails.get(key)
-            entry = self._track(event)
+            held = self._hold(event)
             # The task copies this context, so Faust's current event stays this record's:
             # table writes go to the record's changelog partition.
-            task = asyncio.create_task(self._one(previous, event, entry, handle, stream))
+            task = asyncio.create_task(self._one(previous, held, handle, stream))
             self._tails[key] = task
             task.add_done_callback(functools.partial(self._forget, key))
 
@@ -50,33 +59,28 @@ class SessionScheduler:
         if self._tails.get(key) is task:
             del self._tails[key]
 
-    def _track(self, event: Any) -> list[Any]:
+    def _hold(self, event: Any) -> _Held:
         queue = self._unacked.setdefault(event.message.tp, deque())
-        if queue and event.message.offset <= queue[-1][0].message.offset:
-            # The partition was read again from its committed offset (rebalance): what was
+        if queue and event.message.offset <= queue[-1].event.message.offset:
+            # The partition is read again from its committed offset (rebalance): what was
             # held before is being redelivered and needs no ack from here.
             queue.clear()
-        entry = [event, False]
-        queue.append(entry)
-        return entry
+        held = _Held(event)
+        queue.append(held)
+        return held
 
-    async def _acknowledge(self, entry: list[Any], stream: Any) -> None:
-        """Mark ``entry`` finished and ack every finished record at its partition's head."""
-        entry[1] = True
+    async def _acknowledge(self, held: _Held, stream: Any) -> None:
+        """Mark ``held`` finished and ack every finished record at its partition's head."""
+        held.done = True
         async with self._ack_lock:
-            queue = self._unacked.get(entry[0].message.tp)
-            while queue and queue[0][1]:
-                event, _ = queue.popleft()
-                await stream.ack(event)
+            queue = self._unacked.get(held.event.message.tp)
+            while queue and queue[0].done:
+                await stream.ack(queue.popleft().event)
 
     async def _one(
-        self,
-        previous: asyncio.Task[None] | None,
-        event: Any,
-        entry: list[Any],
-        handle: Handler,
-        stream: Any,
+        self, previous: asyncio.Task[None] | None, held: _Held, handle: Handler, stream: Any
     ) -> None:
+        event = held.event
         acked = False
         try:
             if previous is not None:
@@ -97,7 +101,7 @@ class SessionScheduler:
             log.exception("%s: record at offset %s left unacked", self.name, event.message.offset)
         finally:
             if acked:
-                await self._acknowledge(entry, stream)
+                await self._acknowledge(held, stream)
             self._buffered.release()
 
 

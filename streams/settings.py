@@ -43,7 +43,7 @@ class Settings:
     expiry_interval_s: float = 60.0
     model_timeout_s: float = 60.0
     model_max_retries: int = 4
-    model_concurrency: int = 32
+    model_concurrency: int = 256
     ticket_model_budget_s: float = 180.0
     reask_limit: int = 1
     session_token_budget: int = 200_000

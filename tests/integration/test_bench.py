@@ -38,7 +38,6 @@ def assert_delivered(row: dict[str, Any], tickets: int) -> None:
     assert row["complete"] is True
     assert (row["lost"], row["duplicates"], row["order_violations"]) == (0, 0, 0)
     assert row["sessions_split_over_partitions"] == 0
-    assert row["cpu_ms_per_ticket"] > 0
 
 
 @pytest.mark.timeout(300)
@@ -60,6 +59,7 @@ def test_latency_smoke_answers_every_ticket_once_in_order(
     (row,) = result["rows"]
     assert row["workload"] == "latency"
     assert_delivered(row, 40)
+    assert row["cpu_ms_per_ticket"] > 0
     assert sum(row["statuses"].values()) == 40
     # Every ticket needs the understand and strategy calls, through the stand-in.
     assert row["calls_per_ticket"] >= 2
@@ -78,6 +78,7 @@ def test_cpu_smoke_runs_the_pipeline_and_both_reference_chains(
     assert set(rows) == {"cpu", "cpu: bare Faust chain", "cpu: plain aiokafka chain"}
     for row in rows.values():
         assert_delivered(row, 20)
+    assert rows["cpu"]["calls_per_ticket"] >= 2
     split = rows["cpu"]["cpu_split_ms_per_ticket"]
     assert split["in_process_replies"] == 20
-    assert result["cpu_ratio"]["pipeline_vs_bare_faust"] > 0
+    assert split["model"] > 0 and split["stages_without_model"] > 0

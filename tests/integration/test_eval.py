@@ -107,3 +107,14 @@ def test_summary_figures_follow_from_the_tickets(report: dict[str, Any]) -> None
         assert figures["carried"] == sum(bool(t[fact]) for t in labelled)
     cross = [t for t in tickets if "cross_session" in t["tags"]]
     assert summary["by_tag"]["cross_session"]["tickets"] == len(cross)
+
+
+def test_the_echo_model_shows_no_amnesia_no_leaks_and_no_invented_orders(
+    report: dict[str, Any],
+) -> None:
+    """The stand-in can only repeat its prompt, so any missing fact was lost by the pipeline."""
+    summary = report["summary"]
+    assert [t["ticket_id"] for t in report["tickets"] if t["amnesia"]] == []
+    assert summary["amnesia_rate"] == 0.0
+    assert summary["order_accuracy"] == 1.0
+    assert summary["invented_orders"] == 0 and summary["leaks"] == 0

@@ -1,9 +1,10 @@
-"""Recovery paths of the stage wrappers: what a worker does with state a crash left behind."""
+"""Recovery paths: what a worker does with the state and the offsets a crash left behind."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from schemas import Reply, Ticket, dumps
 from streams.dead_letters import Source
 from streams.observe import CountingObserver
 from streams.pipeline import Pipeline
-from streams.runner import SessionGate
+from streams.runner import SessionGate, SessionScheduler
 from streams.settings import Settings
 from tests.unit.test_pipeline import ORDERS, MemorySink, MemoryState
 
@@ -102,3 +103,88 @@ async def test_a_redelivered_copy_goes_on_until_its_ticket_is_answered(pipeline:
     assert not _sent(p).sent[topics.matched]
     assert [r.ticket_id for r in _replies(p)] == ["t1"]
     assert len(p.gate) == 0, "the session is free for the next ticket"
+
+
+@dataclass
+class _Message:
+    tp: str
+    offset: int
+
+
+@dataclass
+class _Event:
+    key: bytes
+    message: _Message
+
+
+@dataclass
+class _Stream:
+    """Faust's stream interface as the scheduler uses it, recording each ack."""
+
+    items: list[_Event]
+    acked: list[tuple[str, int]] = field(default_factory=list)
+
+    async def events(self) -> AsyncIterator[_Event]:
+        for item in self.items:
+            await asyncio.sleep(0)
+            yield item
+
+    async def ack(self, event: _Event) -> bool:
+        self.acked.append((event.message.tp, event.message.offset))
+        return True
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+async def test_acks_follow_offset_order_so_a_commit_never_passes_an_unfinished_record() -> None:
+    release = asyncio.Event()
+    items = [
+        _Event(b"slow", _Message("p0", 0)),
+        _Event(b"a", _Message("p0", 1)),
+        _Event(b"b", _Message("p0", 2)),
+        _Event(b"c", _Message("p1", 0)),
+        _Event(b"d", _Message("p1", 1)),
+    ]
+    stream = _Stream(items)
+    finished: list[bytes] = []
+
+    async def handle(event: _Event) -> None:
+        if event.key == b"slow":
+            await release.wait()
+        finished.append(event.key)
+
+    await SessionScheduler("t", max_running=10, max_buffered=10).run(stream, handle)
+    await _until(lambda: len(finished) == 4)
+    # p0's later records are done, but its head is not: none of p0 is acked; p1 is.
+    assert stream.acked == [("p1", 0), ("p1", 1)]
+    release.set()
+    await _until(lambda: len(stream.acked) == 5)
+    assert stream.acked[2:] == [("p0", 0), ("p0", 1), ("p0", 2)]
+
+
+async def test_a_partition_read_again_forgets_what_it_held_before() -> None:
+    items = [
+        _Event(b"x", _Message("p0", 5)),
+        _Event(b"y", _Message("p0", 6)),
+        # A rebalance hands the partition back from its committed offset.
+        _Event(b"x", _Message("p0", 5)),
+        _Event(b"y", _Message("p0", 6)),
+    ]
+    stream = _Stream(items)
+    seen: list[int] = []
+
+    async def handle(event: _Event) -> None:
+        seen.append(event.message.offset)
+        if len(seen) == 1:
+            raise RuntimeError("the first delivery of offset 5 fails")
+
+    await SessionScheduler("t", max_running=10, max_buffered=10).run(stream, handle)
+    await _until(lambda: len(seen) == 4)
+    await _until(lambda: len(stream.acked) == 2)
+    assert stream.acked == [("p0", 5), ("p0", 6)]
