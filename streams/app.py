@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import faust
@@ -21,6 +23,7 @@ from streams.pipeline import Pipeline
 from streams.runner import SessionGate, SessionScheduler
 from streams.settings import Settings
 from streams.topics import TopicNames
+from streams.worker import bootstrap_servers
 
 log = logging.getLogger("baton.app")
 
@@ -65,7 +68,11 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
 class FaustSink:
     """Sends through the app's producer and waits for the broker's acknowledgement."""
 
-    def __init__(self, app: faust.App, names: TopicNames, partitions: int) -> None:
+    def __init__(
+        self, app: faust.App, names: TopicNames, partitions: int, bootstrap: str = ""
+    ) -> None:
+        self.partitions = partitions
+        self.bootstrap = bootstrap
         self.topics = {
             name: app.topic(
                 name,
@@ -89,6 +96,35 @@ class FaustSink:
             key=key.encode() if key is not None else None, value=value, headers=headers
         )
         await fut
+
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        """Scan ``key``'s partition of ``topic`` from ``since`` to its end for a match."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        tp = TopicPartition(topic, session_partition(key, self.partitions))
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False
+        )
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            start = (await consumer.offsets_for_times({tp: int(since.timestamp() * 1000)}))[tp]
+            # The embedded broker answers offset 0 / timestamp -1 for "nothing that late".
+            if start is None or start.timestamp < 0:
+                return False
+            end = (await consumer.end_offsets([tp]))[tp]
+            consumer.seek(tp, start.offset)
+            while await consumer.position(tp) < end:
+                batch = await consumer.getmany(tp, timeout_ms=2000)
+                if not batch:
+                    return False
+                if any(match(r.value) for r in batch.get(tp, []) if r.value is not None):
+                    return True
+            return False
+        finally:
+            await consumer.stop()
 
 
 class FaustState:
@@ -124,6 +160,12 @@ class FaustState:
 
     def put(self, table: str, key: str, value: bytes) -> None:
         self.tables[table][key] = value
+
+    async def put_durably(self, table: str, key: str, value: bytes) -> None:
+        tbl = self.tables[table]
+        fut = tbl.send_changelog(tbl.partition_for_key(key), key, value)
+        tbl.data[key] = value
+        await fut
 
     def items(self, table: str) -> list[tuple[str, bytes]]:
         return [(k, bytes(v)) for k, v in list(self.tables[table].data.items()) if v is not None]
@@ -165,7 +207,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
     names = TopicNames.of(settings)
     sources = frozenset({names.tickets, names.sessions, names.understood, names.matched})
     app.transport.Consumer = seeking_consumer(sources | {names.memory_index})  # type: ignore[misc]
-    sink = FaustSink(app, names, settings.partitions)
+    sink = FaustSink(app, names, settings.partitions, bootstrap_servers(settings))
     state = FaustState(app, settings.partitions)
     pipeline = Pipeline(
         settings=settings,

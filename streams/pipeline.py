@@ -19,7 +19,7 @@ from agents.prompts import EarlierSession
 from agents.strategy import decide
 from agents.understand import understand
 from schemas.baton import Baton, IndexUpdate, MemoryIndex
-from schemas.codec import InvalidRecord, dumps, parse
+from schemas.codec import InvalidRecord, dumps, loads, parse
 from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams import dead_letters
@@ -32,6 +32,7 @@ from streams.topics import TopicNames
 log = logging.getLogger("baton.pipeline")
 
 STAGE_ATTEMPTS = 3
+PENDING_PREFIX = b"pending:"
 JOURNAL_STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")
 Level = str
 
@@ -47,6 +48,12 @@ class Sink(Protocol):
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None: ...
 
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        """Whether ``key``'s partition of ``topic`` holds a matching record from ``since`` on."""
+        ...
+
 
 class State(Protocol):
     """The session tables: batons and the stage journal (in Faust: changelog-backed)."""
@@ -56,6 +63,10 @@ class State(Protocol):
     def put(self, table: str, key: str, value: bytes) -> None: ...
 
     def items(self, table: str) -> list[tuple[str, bytes]]: ...
+
+    async def put_durably(self, table: str, key: str, value: bytes) -> None:
+        """``put``, returning once the changelog record is acknowledged."""
+        ...
 
     def delete(self, table: str, key: str, session_id: str) -> None:
         """Remove ``key``; its tombstone goes to ``session_id``'s partition."""
@@ -413,9 +424,13 @@ class Pipeline:
 
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        if self._journal(ticket.ticket_id, "strategy") is not None:
-            self.observer.stage_done("strategy", "reused", 0.0)
-            self.gate.leave(ticket.session_id, ticket.ticket_id)
+        entry = self._journal(ticket.ticket_id, "strategy")
+        if entry is not None:
+            if entry.startswith(PENDING_PREFIX):
+                await self._resume_reply(entry)
+            else:
+                self.observer.stage_done("strategy", "reused", 0.0)
+                self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
         if record.understanding is None or record.match is None:
             await self._broken(
@@ -475,9 +490,44 @@ class Pipeline:
         self.observer.stage_done("strategy", outcome_name, time.monotonic() - started)
 
     async def _reply(self, reply: Reply, baton: Baton) -> None:
-        """Publish the reply once; the journal remembers it so a redelivery cannot repeat it."""
+        """Publish the reply once; the journal remembers it so a redelivery cannot repeat it.
+
+        The journal first records the reply as pending (acknowledged before the reply is
+        sent), so a crash between sending and recording is resolved from the topic itself.
+        """
         data = dumps(reply)
+        pending = PENDING_PREFIX + dumps(
+            {"since": utcnow(), "reply": reply.model_dump(mode="json")}
+        )
+        await self.state.put_durably("journal", f"{reply.ticket_id}/strategy", pending)
         await self.sink.send(self.topics.replies, reply.session_id, data)
+        await self._replied(reply, baton)
+
+    async def _resume_reply(self, entry: bytes) -> None:
+        """Finish a reply a crashed worker left pending: send it unless the topic has it."""
+        pending = loads(entry[len(PENDING_PREFIX) :])
+        reply = Reply.model_validate(pending["reply"])
+        since = datetime.fromisoformat(pending["since"]) - timedelta(seconds=5)
+        marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
+
+        def is_it(value: bytes) -> bool:
+            return marker in value and Reply.model_validate_json(value).ticket_id == reply.ticket_id
+
+        if await self.sink.contains(self.topics.replies, reply.session_id, since, is_it):
+            self.observer.stage_done("strategy", "reused", 0.0)
+        else:
+            await self.sink.send(self.topics.replies, reply.session_id, dumps(reply))
+        baton = self.baton(reply.session_id) or Baton(
+            session_id=reply.session_id, customer_id=reply.customer_id
+        )
+        if reply.ticket_id in baton.answered:
+            self._record(reply.ticket_id, "strategy", dumps(reply))
+            self.gate.leave(reply.session_id, reply.ticket_id)
+            return
+        await self._replied(reply, baton)
+
+    async def _replied(self, reply: Reply, baton: Baton) -> None:
+        data = dumps(reply)
         baton = memory.apply_reply(baton, reply)
         self._save(baton)
         self._record(reply.ticket_id, "strategy", data)

@@ -63,6 +63,9 @@ class MemorySink:
     async def send(self, topic: str, key: str | None, value: bytes, headers: object = None) -> None:
         self.sent[topic].append((key, value))
 
+    async def contains(self, topic: str, key: str, since: object, match: object) -> bool:
+        return any(k == key and match(v) for k, v in self.sent[topic])  # type: ignore[operator]
+
 
 @dataclass
 class MemoryState:
@@ -77,6 +80,9 @@ class MemoryState:
 
     def items(self, table: str) -> list[tuple[str, bytes]]:
         return list(self.tables[table].items())
+
+    async def put_durably(self, table: str, key: str, value: bytes) -> None:
+        self.put(table, key, value)
 
     def delete(self, table: str, key: str, session_id: str) -> None:
         self.tables[table].pop(key, None)
@@ -288,3 +294,34 @@ async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) 
     (reply,) = await run(p, ticket("t1", "My kettle is leaking."))
     assert reply.status == "handoff" and reply.order_id == "O-1"
     assert [(d.stage, d.reason) for d in dead_letters(p)] == [("understand", "model_refused")]
+
+
+@pytest.mark.parametrize("reply_reached_the_topic", [True, False])
+async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
+    pipeline: Pipeline, reply_reached_the_topic: bool
+) -> None:
+    from streams.pipeline import PENDING_PREFIX
+
+    n = names(pipeline)
+    await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source(n.tickets, 0, 0))
+    await hop(pipeline, "understand", n.sessions)
+    await hop(pipeline, "lookup", n.understood)
+    (matched,) = sink(pipeline).sent[n.matched]
+    await hop(pipeline, "strategy", n.matched)
+    (sent,) = sink(pipeline).sent[n.replies]
+    # The crash: the journal still says "pending", as if the worker died right after sending.
+    entry = pipeline.state.get("journal", "t1/strategy")
+    reply = Reply.model_validate_json(sent[1])
+    since = reply.replied_at.isoformat()
+    pending = PENDING_PREFIX + dumps({"since": since, "reply": reply.model_dump(mode="json")})
+    pipeline.state.put("journal", "t1/strategy", pending)
+    if not reply_reached_the_topic:
+        sink(pipeline).sent[n.replies].clear()
+
+    await pipeline.run_stage("strategy", matched[1], Source(n.matched, 0, 0))
+
+    replies = [Reply.model_validate_json(v) for _, v in sink(pipeline).sent[n.replies]]
+    assert [r.ticket_id for r in replies] == ["t1"]
+    assert replies[0].reply == reply.reply
+    assert pipeline.state.get("journal", "t1/strategy") == entry
+    assert baton_of(pipeline, "S1").answered == ["t1"]
