@@ -325,7 +325,10 @@ def time_score(time_hint: str | None, ordered_at: datetime, now: datetime) -> fl
     parsed = _parse_hint(time_hint) if time_hint else None
     if parsed is None:
         return 0.5
-    first, last, fade = _window(*parsed, _as_utc_date(now))
+    try:
+        first, last, fade = _window(*parsed, _as_utc_date(now))
+    except (ValueError, OverflowError):
+        return 0.5  # "5000 years ago" names no date a calendar holds: no usable hint
     ordered = _as_utc_date(ordered_at)
     if first <= ordered <= last:
         return 1.0

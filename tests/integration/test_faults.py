@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -326,20 +327,25 @@ async def test_a_poison_record_is_dead_lettered_after_bounded_attempts_and_the_p
     deployment: Deployment,
 ) -> None:
     p = deployment.namespace
-    deployment.import_orders(orders_of(f"{p}c"))
+    deployment.import_orders([*orders_of(f"{p}c"), *orders_of(f"{p}bad")])
+    # Another system wrote a row the order model cannot read: loading this customer's orders
+    # raises a validation error inside the look-up, an exception no stage expects.
+    with sqlite3.connect(deployment.data_dir / "orders.sqlite3") as db:
+        db.execute(
+            "UPDATE orders SET ordered_at = ? WHERE customer_id = ?", ("not a date", f"{p}bad")
+        )
     deployment.start_worker()
-    # A time hint no calendar holds: ranking the orders by date raises inside the look-up.
     poison = Ticket(
         ticket_id=f"{p}poison",
         session_id=f"{p}s-poison",
-        customer_id=f"{p}c",
+        customer_id=f"{p}bad",
         text="My kettle is leaking, I want a refund.",
     )
     understanding = Understanding(
         product=KETTLE,
         problem="leaking",
         demand="refund",
-        time_hint="5000 years ago",
+        time_hint="last month",
         keywords=["kettle", "leaking"],
         language="en",
         core_problem="Customer's kettle is leaking and they want a refund.",
@@ -355,16 +361,20 @@ async def test_a_poison_record_is_dead_lettered_after_bounded_attempts_and_the_p
     ]
     await deployment.publish_tickets(after)
     replies = {r.ticket_id: r for r in await delivery.replies(deployment, 1 + len(after))}
-    letters = [dl for dl, _ in await deployment.dead_letters(2)]
+    letters = [dl for dl, _ in await deployment.dead_letters(1)]
     assert sorted(replies) == sorted([poison.ticket_id, *(t["ticket_id"] for t in after)])
-    by_ticket = {dl.ticket_id: dl for dl in letters}
-    for tid in (poison.ticket_id, f"{p}from-text"):
-        dl = by_ticket[tid]
-        assert (dl.stage, dl.reason, dl.attempts) == ("lookup", "stage_error", 3), dl
-        assert "ValueError" in dl.error and dl.payload, dl
-        assert replies[tid].status == "degraded"
-    assert StageRecord.model_validate_json(by_ticket[poison.ticket_id].payload).ticket == poison
-    for tid in (f"{p}next", *(f"{p}t-{s}" for s in neighbours)):
+    (dl,) = letters
+    assert (dl.ticket_id, dl.stage, dl.reason, dl.attempts) == (
+        poison.ticket_id,
+        "lookup",
+        "stage_error",
+        3,
+    ), dl
+    assert "ValidationError" in dl.error and dl.payload, dl
+    assert replies[poison.ticket_id].status == "degraded"
+    assert StageRecord.model_validate_json(dl.payload).ticket == poison
+    # An impossible time hint in a customer's own words is no poison: it is just no hint.
+    for tid in (f"{p}from-text", f"{p}next", *(f"{p}t-{s}" for s in neighbours)):
         assert replies[tid].status == "answered", replies[tid]
     assert replies[f"{p}next"].baton_version > replies[poison.ticket_id].baton_version
 

@@ -204,3 +204,12 @@ def test_time_score_accepts_naive_and_offset_datetimes() -> None:
     shanghai = datetime(2026, 11, 28, 20, 0, tzinfo=timezone(timedelta(hours=8)))
     assert time_score("yesterday", naive, NOW) == 1.0
     assert time_score("yesterday", shanghai, NOW) == 1.0
+
+
+def test_an_impossible_time_hint_is_no_hint() -> None:
+    from datetime import UTC, datetime
+
+    from agents.matching import time_score
+
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    assert time_score("5000 years ago", datetime(2026, 1, 1, tzinfo=UTC), now) == 0.5
