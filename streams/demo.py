@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,20 @@ def demo_file(name: str) -> Path:
 
 def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
     return [parse(model, line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
+    """Upsert ``orders`` into the settings' order store."""
+    from streams.worker import build_store
+
+    async def run() -> None:
+        store = build_store(settings)
+        try:
+            await store.upsert(orders)
+        finally:
+            await store.close()
+
+    asyncio.run(run())
 
 
 def worker_env(settings: Settings, broker: str, web_port: int) -> dict[str, str]:
@@ -107,7 +122,6 @@ async def collect_replies(
 def run_demo(settings: Settings, timeout: float = 180.0) -> int:
     """Run the demo; human lines go to stderr, the replies to stdout as JSON Lines."""
     from streams.client import publish
-    from streams.worker import build_store
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
@@ -119,14 +133,7 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
         else:
             say(f"model: Claude ({settings.model}) through the Anthropic API")
 
-        async def import_orders() -> None:
-            store = build_store(settings)
-            try:
-                await store.upsert(orders)
-            finally:
-                await store.close()
-
-        asyncio.run(import_orders())
+        import_orders(settings, orders)
         say(f"imported {len(orders)} sample orders")
         with EmbeddedBroker(log=Path(tmp) / "broker.log") as broker:
             settings = settings.with_(broker=broker.url)

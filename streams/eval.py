@@ -210,9 +210,8 @@ def run_pipeline(
     from agents.standin import run_in_thread
     from streams.broker import EmbeddedBroker
     from streams.client import publish
-    from streams.demo import collect_replies, stop_worker
+    from streams.demo import collect_replies, import_orders, stop_worker
     from streams.topics import TICKETS
-    from streams.worker import build_store
 
     replies: dict[str, Reply] = {}
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
@@ -226,14 +225,7 @@ def run_pipeline(
         else:
             say(f"model: {'offline rules' if mode == 'offline' else settings.model}")
 
-        async def import_orders() -> None:
-            store = build_store(settings)
-            try:
-                await store.upsert(orders)
-            finally:
-                await store.close()
-
-        asyncio.run(import_orders())
+        import_orders(settings, orders)
         broker = stack.enter_context(EmbeddedBroker(log=Path(tmp) / "broker.log"))
         settings = settings.with_(broker=broker.url)
         log = Path(tmp) / "worker.log"
