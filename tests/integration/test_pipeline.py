@@ -206,3 +206,42 @@ async def test_a_later_session_resolves_the_earlier_order_after_a_restart(
     replies = {r.ticket_id: r for r in await deployment.replies(2)}
     assert replies["x2"].order_id == "O-1002"
     assert "O-1002" in replies["x2"].reply
+
+
+async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
+    deployment: Deployment,
+) -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    deployment.import_orders(ORDERS)
+    deployment.start_worker(BATON_SESSION_TTL="2", BATON_EXPIRY_INTERVAL="1")
+    await deployment.publish_tickets(
+        [ticket("e1", "s-old", "c-ana", "My headphones stopped working, I want a repair.")]
+    )
+    assert (await deployment.replies(1))[0].order_id == "O-1002"
+
+    changelog = f"baton-{deployment.namespace}-batons-changelog"
+    consumer = AIOKafkaConsumer(
+        changelog,
+        bootstrap_servers=deployment.broker.bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=500,
+    )
+    await consumer.start()
+    tombstones: list[bytes] = []
+    try:
+        for _ in range(60):
+            batch = await consumer.getmany(timeout_ms=500)
+            tombstones += [r.key for rs in batch.values() for r in rs if r.value is None]
+            if tombstones:
+                break
+    finally:
+        await consumer.stop()
+    assert tombstones and b"s-old" in tombstones[0]
+
+    await deployment.publish_tickets(
+        [ticket("e2", "s-new", "c-ana", "Any news on the order I asked about earlier?")]
+    )
+    replies = {r.ticket_id: r for r in await deployment.replies(2)}
+    assert replies["e2"].order_id == "O-1002" and "O-1002" in replies["e2"].reply
