@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -88,12 +89,18 @@ def _positive(value: int | None, name: str) -> None:
         raise UsageError(f"baton: {name} must be positive")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     from streams.broker import EmbeddedBroker
 
     if not 0 < args.port < 65536:
         raise UsageError("baton broker: --port must be between 1 and 65535")
     broker = EmbeddedBroker(args.host, args.port)
+    # The broker runs in its own process group: stop it on SIGTERM too, not only on Ctrl-C.
+    signal.signal(signal.SIGTERM, _interrupt)
     broker.start()
     print(f"baton: embedded broker listening on {broker.url} (memory only; Ctrl-C stops it)")
     print(f"baton: export BATON_BROKER={broker.url}", flush=True)
