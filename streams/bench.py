@@ -59,7 +59,24 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": _cpu_model(),
         "load_before": [round(x, 2) for x in os.getloadavg()],
+        "commit": _commit(),
     }
+
+
+def _commit() -> str | None:
+    """The git commit of the source tree, when it is a checkout (local changes not shown)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.decode().strip() or None
 
 
 def _cpu_model() -> str | None:
@@ -172,6 +189,7 @@ def say(message: str) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chosen workloads and print the table (or JSON) on stdout."""
     import orjson
+    from aiokafka.errors import KafkaError
 
     from streams.bench_procs import BenchError
     from streams.bench_stats import table
@@ -217,6 +235,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             if details:
                 print(details, file=sys.stderr)
             raise Fail(f"bench failed: {first} (logs kept in {workdir})") from None
+        except (KafkaError, OSError) as exc:
+            raise Fail(f"bench failed: {type(exc).__name__}: {exc} (logs in {workdir})") from None
         ok = True
     finally:
         if broker is not None:
@@ -239,7 +259,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         **result,
     }
     if args.json:
-        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:
         print(table(rows))
         for line in notes(result):
@@ -277,6 +297,9 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f"{name}: baton {sizes['mean']} bytes mean, {sizes['max']} max, "
                 f"{sizes['tickets_per_session']} tickets per session"
             )
+        if growth := row.get("baton_bytes_by_session_length"):
+            sizes_ = ", ".join(f"{n} tickets {b}" for n, b in growth.items())
+            lines.append(f"{name}: bytes of one session's baton by session length: {sizes_}")
         if steady := row.get("steady_rate"):
             lines.append(f"{name}: {steady:.1f} tickets/s between 10% and 90% answered")
     return lines

@@ -7,9 +7,12 @@ by difference with the worker, what the transport costs (Faust, aiokafka, change
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from agents.llm import LLM, Answer, Prompt, T
@@ -34,6 +37,9 @@ class MemoryState:
     def put(self, table: str, key: str, value: bytes) -> None:
         self.tables.setdefault(table, {})[key] = value
 
+    async def put_durably(self, table: str, key: str, value: bytes) -> None:
+        self.put(table, key, value)
+
     def items(self, table: str) -> list[tuple[str, bytes]]:
         return list(self.tables.get(table, {}).items())
 
@@ -43,9 +49,10 @@ class MemoryState:
 
 @dataclass
 class MemorySink:
-    """Topics as queues of ``(key, value)``."""
+    """Topics as queues of ``(key, value)`` still to be taken, plus everything ever sent."""
 
     topics: dict[str, deque[tuple[str | None, bytes]]] = field(default_factory=dict)
+    sent: dict[str, list[tuple[str | None, bytes]]] = field(default_factory=dict)
 
     async def send(
         self,
@@ -55,6 +62,12 @@ class MemorySink:
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         self.topics.setdefault(topic, deque()).append((key, value))
+        self.sent.setdefault(topic, []).append((key, value))
+
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        return any(k == key and match(v) for k, v in self.sent.get(topic, []))
 
     def take(self, topic: str) -> list[tuple[str | None, bytes]]:
         queue = self.topics.get(topic)
@@ -99,12 +112,17 @@ class InProcessCost:
     model_s: float
 
 
-async def measure(settings: Settings, tickets: list[Ticket]) -> InProcessCost:
+async def measure(
+    settings: Settings,
+    tickets: list[Ticket],
+    on_reply: Callable[[Ticket, MemoryState], None] | None = None,
+) -> InProcessCost:
     """Run every ticket through the real pipeline code, stage after stage, in this process."""
     store = open_store(settings.orders_url)
     sink = MemorySink()
     llm = TimedLLM(OfflineLLM())
-    pipeline = Pipeline(settings=settings, llm=llm, store=store, sink=sink, state=MemoryState())
+    state = MemoryState()
+    pipeline = Pipeline(settings=settings, llm=llm, store=store, sink=sink, state=state)
     t = pipeline.topics
     hops: list[tuple[str, Any]] = [
         (t.sessions, lambda v, s: pipeline.run_stage("understand", v, s)),
@@ -128,7 +146,25 @@ async def measure(settings: Settings, tickets: list[Ticket]) -> InProcessCost:
                     await apply_index(value)
             replies += len(sink.take(t.replies))
             sink.take(t.dead_letters)
+            if on_reply is not None:
+                on_reply(ticket, state)
     finally:
         total = time.process_time() - started
         await store.close()
     return InProcessCost(len(tickets), replies, total, llm.cpu_s)
+
+
+async def baton_growth(
+    settings: Settings, tickets: list[Ticket], marks: set[int]
+) -> dict[int, int]:
+    """Bytes of the session's baton after each of ``marks`` tickets of one long session."""
+    sizes: dict[int, int] = {}
+    answered = itertools.count(1)
+
+    def note(ticket: Ticket, state: MemoryState) -> None:
+        count = next(answered)
+        if count in marks:
+            sizes[count] = len(state.get("batons", ticket.session_id) or b"")
+
+    await measure(settings, tickets, note)
+    return sizes

@@ -35,6 +35,8 @@ from streams.topics import TopicNames, ensure_topics
 WARM_SESSIONS_PER_PARTITION = 3
 STALL_S = 120.0
 QUIET_S = 3.0
+# Session lengths at which the soak reports the size of one long session's baton.
+BATON_MARKS = {1, 5, 20, 50, 100, 200, 300}
 
 
 @dataclass
@@ -236,9 +238,27 @@ async def pipeline(
         await collector.stop()
         for child in [*workers, *others.values()]:
             child.stop()
-    if latency is None and row.cpu_ms_per_ticket is not None:
-        await split_cpu(s, row, tickets)
+    try:
+        await _in_process(s, row, load, tickets, offline=latency is None, soak=soak_s is not None)
+    except Exception as exc:
+        # These figures come from running the pipeline's code in this process: a failure
+        # there must not throw away what the worker run measured.
+        row.extra["in_process_error"] = f"{type(exc).__name__}: {exc}"
     return row
+
+
+async def _in_process(
+    s: Settings, row: Row, load: Workload, tickets: list[Ticket], *, offline: bool, soak: bool
+) -> None:
+    """The CPU split of an offline run; a long session's baton sizes after a soak."""
+    from streams.bench_inproc import baton_growth
+
+    if offline and row.cpu_ms_per_ticket is not None:
+        await split_cpu(s, row, tickets)
+    if soak:
+        turns = max(BATON_MARKS)
+        growth = await baton_growth(s, [load.ticket(0, i) for i in range(turns)], BATON_MARKS)
+        row.extra["baton_bytes_by_session_length"] = {str(k): v for k, v in sorted(growth.items())}
 
 
 async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> Row:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
+from agents.orders import open_store
 from agents.standin import estimate_tokens
 from schemas.baton import Baton, TicketMemory
 from schemas.records import Order, Reply, UsageTotals
+from streams.bench_inproc import baton_growth, measure
 from streams.bench_load import Workload, minimal_context, prompt_sizes
 from streams.bench_stats import (
     Row,
@@ -22,6 +25,7 @@ from streams.bench_stats import (
     steady_rate,
     table,
 )
+from streams.settings import Settings, load
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -195,3 +199,30 @@ def test_prompt_sizes_compare_sent_tokens_with_minimal_prompts() -> None:
     assert size.sent == 2 * minimal + 1000
     assert size.cache_share == pytest.approx(1000 / (2 * minimal + 1000))
     assert size.minimal > size.minimal_context
+
+
+async def _store_with(tmp_path: Path, workload: Workload) -> Settings:
+    settings = load({}).with_(data_dir=tmp_path)
+    store = open_store(settings.orders_url)
+    try:
+        await store.upsert(workload.orders())
+    finally:
+        await store.close()
+    return settings
+
+
+async def test_in_process_run_answers_every_ticket_and_times_the_model(tmp_path: Path) -> None:
+    workload = Workload("u", sessions=2, per_session=3)
+    settings = await _store_with(tmp_path, workload)
+    cost = await measure(settings, workload.tickets())
+    assert (cost.tickets, cost.replies) == (6, 6)
+    assert 0 < cost.model_s < cost.total_s
+
+
+async def test_a_long_session_grows_its_baton(tmp_path: Path) -> None:
+    workload = Workload("g", sessions=1, per_session=1)
+    settings = await _store_with(tmp_path, workload)
+    tickets = [workload.ticket(0, turn) for turn in range(6)]
+    sizes = await baton_growth(settings, tickets, {1, 6})
+    assert set(sizes) == {1, 6}
+    assert 0 < sizes[1] < sizes[6]
