@@ -9,7 +9,7 @@ import pytest
 
 from agents.standin import StandIn, run_in_thread
 from streams.broker import EmbeddedBroker
-from tests.integration.harness import Deployment
+from tests.integration.harness import Deployment, standin_env
 
 pytestmark = pytest.mark.integration
 
@@ -30,13 +30,7 @@ def deployment(
         broker=broker,
         namespace=namespace,
         data_dir=tmp_path,
-        env_extra={
-            "BATON_LLM": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "BATON_MODEL_MAX_RETRIES": "2",
-            "BATON_MODEL_TIMEOUT": "5",
-        },
+        env_extra=standin_env(standin.base_url),
     )
     try:
         yield d

@@ -11,7 +11,7 @@ from agents.standin import StandIn
 from streams.broker import EmbeddedBroker
 from streams.settings import Settings, load
 from streams.topic_reader import read_topics
-from tests.integration.harness import Deployment
+from tests.integration.harness import Deployment, standin_env
 
 
 @contextmanager
@@ -21,13 +21,7 @@ def module_deployment(broker: EmbeddedBroker, standin: StandIn, tmp: Path) -> It
         broker=broker,
         namespace=f"t{uuid.uuid4().hex[:10]}",
         data_dir=tmp,
-        env_extra={
-            "BATON_LLM": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "BATON_MODEL_MAX_RETRIES": "2",
-            "BATON_MODEL_TIMEOUT": "5",
-        },
+        env_extra=standin_env(standin.base_url),
     )
     try:
         yield d

@@ -19,6 +19,30 @@ from streams.broker import EmbeddedBroker, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
+KETTLE_ORDER: dict[str, object] = {
+    "order_id": "O-1001",
+    "customer_id": "c-ana",
+    "product_name": "Midea Electric Kettle 1.7L",
+    "status": "delivered",
+    "amount": 39.9,
+    "currency": "USD",
+    "ordered_at": "2026-10-02T10:00:00Z",
+    "delivered_at": "2026-10-05T10:00:00Z",
+    "carrier": "UPS",
+    "tracking_no": "1Z999",
+}
+
+
+def standin_env(base_url: str) -> dict[str, str]:
+    """Worker settings that send every model call through the Messages-API stand-in."""
+    return {
+        "BATON_LLM": "anthropic",
+        "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+        "ANTHROPIC_BASE_URL": base_url,
+        "BATON_MODEL_MAX_RETRIES": "2",
+        "BATON_MODEL_TIMEOUT": "5",
+    }
+
 
 @dataclass
 class Worker:

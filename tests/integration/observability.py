@@ -13,23 +13,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agents.standin import StandIn
 from schemas.records import DeadLetter, Reply
-from tests.integration.harness import Deployment, Worker
+from tests.integration.harness import KETTLE_ORDER, Deployment, Worker
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 ORDERS = [
-    {
-        "order_id": "O-1001",
-        "customer_id": "c-ana",
-        "product_name": "Midea Electric Kettle 1.7L",
-        "status": "delivered",
-        "amount": 39.9,
-        "currency": "USD",
-        "ordered_at": "2026-10-02T10:00:00Z",
-        "delivered_at": "2026-10-05T10:00:00Z",
-        "carrier": "UPS",
-        "tracking_no": "1Z999",
-    },
+    KETTLE_ORDER,
     {
         "order_id": "O-1002",
         "customer_id": "c-ana",

@@ -22,7 +22,7 @@ from agents.standin import StandIn
 from schemas.records import MAX_TEXT_CHARS, DeadLetter, Order, Reply
 from streams.broker import EmbeddedBroker
 from tests.integration import delivery
-from tests.integration.harness import Deployment
+from tests.integration.harness import KETTLE_ORDER, Deployment
 
 pytestmark = pytest.mark.integration
 
@@ -38,18 +38,6 @@ SQL_ORDER = {
     "delivered_at": "2026-10-05T10:00:00Z",
     "carrier": f"UPS{SQL}",
     "tracking_no": f"1Z{SQL}",
-}
-KETTLE_ORDER = {
-    "order_id": "O-1001",
-    "customer_id": "c-ana",
-    "product_name": "Midea Electric Kettle 1.7L",
-    "status": "delivered",
-    "amount": 39.9,
-    "currency": "USD",
-    "ordered_at": "2026-10-02T10:00:00Z",
-    "delivered_at": "2026-10-05T10:00:00Z",
-    "carrier": "UPS",
-    "tracking_no": "1Z999",
 }
 HEADPHONES_ORDER = {
     **KETTLE_ORDER,
