@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, TypeVar
 
@@ -130,6 +131,7 @@ def _schema_text(model: type[BaseModel]) -> str:
     return orjson.dumps(model.model_json_schema()).decode()
 
 
+@functools.cache
 def system_prompt(stage: StageName) -> str:
     """The static, cacheable part of ``stage``'s prompt: the shared handbook, then the stage's."""
     return (
