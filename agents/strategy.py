@@ -43,9 +43,10 @@ def policy_problems(draft: StrategyDraft, match: OrderMatch) -> list[str]:
     order = match.order
     if order is not None:
         # Model numbers in the product's name ("WH-1000XM5") are not amounts of money.
+        # Whole tokens only: the "2" of "AirPods Pro 2" must not eat the "2" of "O-6002".
         for token in order.product_name.lower().split():
             if any(ch.isdigit() for ch in token):
-                text = text.replace(token, " ")
+                text = re.sub(rf"(?<![0-9a-z]){re.escape(token)}(?![0-9a-z])", " ", text)
     amounts = [float(m.group(0).replace(",", "").replace("，", "")) for m in _AMOUNT.finditer(text)]
     ids = set(re.findall(r"\d+", match.order_id or ""))
     amounts = [a for a in amounts if str(int(a)) not in ids and not 1900 <= a <= 2100]

@@ -11,9 +11,9 @@ import pytest
 from agents.llm import OutputInvalid, Refused, Truncated
 from agents.lookup import look_up
 from agents.orders import SQLiteOrderStore
-from agents.strategy import decide
+from agents.strategy import decide, policy_problems
 from agents.understand import understand
-from schemas import Baton, Order, OrderMatch, Ticket, Understanding
+from schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
 from schemas.records import utcnow
 from tests.unit.scripted import ScriptedLLM
 
@@ -196,3 +196,17 @@ async def test_strategy_refusal_is_a_handoff() -> None:
     )
     assert out.failure is not None and out.failure.reason == "model_refused" and out.failure.handoff
     assert out.value.needs_human
+
+
+def test_model_numbers_in_the_product_name_are_not_amounts() -> None:
+    airpods = order("O-6002", "Apple AirPods Pro 2", 10)
+    ok = StrategyDraft(
+        solution="Refund the AirPods Pro 2 in full.",
+        reply="We will refund order O-6002 (Apple AirPods Pro 2) in full: 50 USD.",
+        internal_note="",
+        confidence=0.9,
+        needs_human=False,
+    )
+    assert policy_problems(ok, matched(airpods)) == []
+    greedy = ok.model_copy(update={"reply": "Order O-6002, AirPods Pro 2: we refund 200 USD."})
+    assert policy_problems(greedy, matched(airpods)) == ["amount 200 exceeds the order amount 50"]
