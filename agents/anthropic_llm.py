@@ -120,6 +120,9 @@ class AnthropicLLM:
         # ours, so the limit and the ticket's time budget see every attempt.
         # The SDK keeps only 100 idle connections: past that, every call would open (and on
         # the real API, handshake) a new one. Keep one per call slot, and never cap below it.
+        # The aiohttp transport costs half the CPU per call of httpx's own pool, which scans
+        # every pooled connection on each request: with hundreds of calls in flight the HTTP
+        # stack was the worker's largest cost.
         limits = httpx2.Limits(
             max_connections=max(1000, concurrency), max_keepalive_connections=max(1, concurrency)
         )
@@ -128,7 +131,7 @@ class AnthropicLLM:
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(limits=limits),
+            http_client=anthropic.DefaultAioHttpClient(limits=limits),
         )
 
     def model_for(self, stage: StageName) -> str:
