@@ -28,6 +28,8 @@ from streams.worker import bootstrap_servers
 log = logging.getLogger("baton.app")
 
 SESSION_TABLES = ("batons", "journal")
+# The embedded broker answers a fetch only when its wait is up, even if records arrived.
+EMBEDDED_FETCH_WAIT_MS = 100
 INDEX_TABLES = ("customers", "orders")
 
 
@@ -206,7 +208,10 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
     app = faust.App(settings.app_id, **faust_settings(settings))
     names = TopicNames.of(settings)
     sources = frozenset({names.tickets, names.sessions, names.understood, names.matched})
-    app.transport.Consumer = seeking_consumer(sources | {names.memory_index})  # type: ignore[misc]
+    app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
+        sources | {names.memory_index},
+        fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
+    )
     sink = FaustSink(app, names, settings.partitions, bootstrap_servers(settings))
     state = FaustState(app, settings.partitions)
     pipeline = Pipeline(

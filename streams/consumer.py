@@ -8,7 +8,9 @@ from typing import Any
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer
 
 
-def seeking_consumer(source_topics: frozenset[str]) -> type[Consumer]:
+def seeking_consumer(
+    source_topics: frozenset[str], *, fetch_wait_ms: int | None = None
+) -> type[Consumer]:
     """A consumer class that rewinds uncommitted source partitions to their beginning.
 
     After an assignment Faust seeks every partition to its committed offset, and aiokafka
@@ -19,6 +21,14 @@ def seeking_consumer(source_topics: frozenset[str]) -> type[Consumer]:
     """
 
     class SeekingThread(AIOKafkaConsumerThread):
+        def _create_worker_consumer(self, transport: Any) -> Any:
+            consumer = super()._create_worker_consumer(transport)
+            if fetch_wait_ms is not None:
+                # Faust fixes the fetch wait at 1.5 s; a broker that holds every fetch for its
+                # whole wait (the embedded one does) then adds that to each idle hop.
+                consumer._fetch_max_wait_ms = fetch_wait_ms
+            return consumer
+
         async def seek_to_committed(self) -> Mapping[Any, int]:
             consumer = self._ensure_consumer()
             committed: Mapping[Any, int] = await self.call_thread(consumer.seek_to_committed)

@@ -24,6 +24,7 @@ from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams import dead_letters
 from streams.dead_letters import Source
+from streams.journal import ANSWERED, PENDING_PREFIX, Entry, Journal
 from streams.observe import CountingObserver, Observer
 from streams.runner import SessionGate
 from streams.settings import Settings
@@ -32,8 +33,6 @@ from streams.topics import TopicNames
 log = logging.getLogger("baton.pipeline")
 
 STAGE_ATTEMPTS = 3
-PENDING_PREFIX = b"pending:"
-JOURNAL_STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")
 Level = str
 
 
@@ -87,6 +86,7 @@ class Pipeline:
 
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
+        self.journal = Journal(self.state)
 
     def baton(self, session_id: str) -> Baton | None:
         raw = self.state.get("batons", session_id)
@@ -129,7 +129,7 @@ class Pipeline:
     async def expire_sessions(
         self, owned: Callable[[str], bool], now: datetime | None = None
     ) -> int:
-        """Tombstone batons idle longer than the TTL, with their journal entries.
+        """Tombstone batons idle longer than the TTL, with their journal entry.
 
         The customer index keeps each expired session's summary, so "the order I asked about
         before" still resolves after expiry.
@@ -144,9 +144,7 @@ class Pipeline:
             if baton.updated_at >= cutoff:
                 continue
             await self._send_index(baton, None, expired=True)
-            for memory_ in baton.tickets:
-                for stage in JOURNAL_STAGES:
-                    self.state.delete("journal", f"{memory_.ticket_id}/{stage}", session_id)
+            self.journal.forget(session_id)
             self.state.delete("batons", session_id, session_id)
             expired += 1
         return expired
@@ -154,11 +152,33 @@ class Pipeline:
     def _save(self, baton: Baton) -> None:
         self.state.put("batons", baton.session_id, dumps(baton))
 
-    def _journal(self, ticket_id: str, stage: StageName) -> bytes | None:
-        return self.state.get("journal", f"{ticket_id}/{stage}")
+    def _record(self, ticket: Ticket, stage: StageName, data: bytes) -> None:
+        self.journal.record(ticket.session_id, Entry(ticket.ticket_id, stage, data))
 
-    def _record(self, ticket_id: str, stage: StageName, value: bytes) -> None:
-        self.state.put("journal", f"{ticket_id}/{stage}", value)
+    def _finished(self, ticket: Ticket, entry: Entry | None) -> bool:
+        """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
+        if entry is not None and entry.finished:
+            return True
+        baton = self.baton(ticket.session_id)
+        return baton is not None and ticket.ticket_id in baton.answered
+
+    async def _redelivered(self, stage: StageName, ticket: Ticket, topic: str) -> bool:
+        """Settle a copy of a ticket the stage has seen before; False if it must run.
+
+        A finished ticket's copy stops here and frees the session. A ticket past this stage
+        has its output on the next topic already, so the copy stops without freeing the
+        session (the original is still on its way). A ticket whose entry is this stage's
+        sends the recorded output again: the crash may have come before it was acknowledged.
+        """
+        entry = self.journal.get(ticket.session_id, ticket.ticket_id)
+        if self._finished(ticket, entry):
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+        elif entry is None or not (entry.stage == stage or entry.past(stage)):
+            return False
+        elif entry.stage == stage:
+            await self.sink.send(topic, ticket.session_id, entry.data)
+        self.observer.stage_done(stage, "reused", 0.0)
+        return True
 
     async def dead_letter(self, dl: DeadLetter) -> None:
         """Write a dead letter and wait for the broker's acknowledgement."""
@@ -332,7 +352,7 @@ class Pipeline:
             }
         )
         data = dumps(out)
-        self._record(record.ticket.ticket_id, stage, data)
+        self._record(record.ticket, stage, data)
         await self.sink.send(topic, record.ticket.session_id, data)
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
@@ -340,10 +360,7 @@ class Pipeline:
 
     async def _understand(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        done = self._journal(ticket.ticket_id, "understand")
-        if done is not None:
-            self.observer.stage_done("understand", "reused", 0.0)
-            await self._pass_on(ticket, self.topics.understood, done)
+        if await self._redelivered("understand", ticket, self.topics.understood):
             return
         started = time.monotonic()
         baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
@@ -377,10 +394,7 @@ class Pipeline:
 
     async def _lookup(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        done = self._journal(ticket.ticket_id, "lookup")
-        if done is not None:
-            self.observer.stage_done("lookup", "reused", 0.0)
-            await self._pass_on(ticket, self.topics.matched, done)
+        if await self._redelivered("lookup", ticket, self.topics.matched):
             return
         if record.understanding is None:
             await self._broken(
@@ -411,26 +425,13 @@ class Pipeline:
             match=outcome.value,
         )
 
-    async def _pass_on(self, ticket: Ticket, topic: str, done: bytes) -> None:
-        """Forward a journaled result again, unless the ticket is answered already.
-
-        Forwarding an answered ticket's copy would only make every later stage re-read it, so
-        each redelivered record would double at every hop.
-        """
-        if self._journal(ticket.ticket_id, "strategy") is not None:
-            self.gate.leave(ticket.session_id, ticket.ticket_id)
-            return
-        await self.sink.send(topic, ticket.session_id, done)
-
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        entry = self._journal(ticket.ticket_id, "strategy")
-        if entry is not None:
-            if entry.startswith(PENDING_PREFIX):
-                await self._resume_reply(entry)
-            else:
-                self.observer.stage_done("strategy", "reused", 0.0)
-                self.gate.leave(ticket.session_id, ticket.ticket_id)
+        entry = self.journal.get(ticket.session_id, ticket.ticket_id)
+        if entry is not None and entry.pending:
+            await self._resume_reply(entry.data)
+            return
+        if await self._redelivered("strategy", ticket, self.topics.replies):
             return
         if record.understanding is None or record.match is None:
             await self._broken(
@@ -499,7 +500,9 @@ class Pipeline:
         pending = PENDING_PREFIX + dumps(
             {"since": utcnow(), "reply": reply.model_dump(mode="json")}
         )
-        await self.state.put_durably("journal", f"{reply.ticket_id}/strategy", pending)
+        await self.journal.record_durably(
+            reply.session_id, Entry(reply.ticket_id, "strategy", pending)
+        )
         await self.sink.send(self.topics.replies, reply.session_id, data)
         await self._replied(reply, baton)
 
@@ -521,16 +524,17 @@ class Pipeline:
             session_id=reply.session_id, customer_id=reply.customer_id
         )
         if reply.ticket_id in baton.answered:
-            self._record(reply.ticket_id, "strategy", dumps(reply))
+            self.journal.record(reply.session_id, Entry(reply.ticket_id, "strategy", ANSWERED))
             self.gate.leave(reply.session_id, reply.ticket_id)
             return
         await self._replied(reply, baton)
 
     async def _replied(self, reply: Reply, baton: Baton) -> None:
-        data = dumps(reply)
         baton = memory.apply_reply(baton, reply)
         self._save(baton)
-        self._record(reply.ticket_id, "strategy", data)
+        # The baton's answered list says it too, but the two tables' changelog records may
+        # not survive a crash together: whichever does keeps a copy from being answered again.
+        self.journal.record(reply.session_id, Entry(reply.ticket_id, "strategy", ANSWERED))
         self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
         await self._send_index(baton, reply.ticket_id)
@@ -552,7 +556,7 @@ class Pipeline:
         if not dl.payload:
             dl = dl.model_copy(update={"payload": dumps(record).decode()})
         await self.dead_letter(dl)
-        if self._journal(ticket.ticket_id, "strategy") is not None:
+        if self._finished(ticket, self.journal.get(ticket.session_id, ticket.ticket_id)):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
         baton = self.baton(ticket.session_id) or memory.new_baton(ticket)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas.records import Reply
+from streams import journal
 from tests.conftest import ARTIFACTS
 from tests.integration.harness import Deployment, Worker
 
@@ -275,6 +275,6 @@ async def journaled(deployment: Deployment) -> set[tuple[str, str]]:
     out = set()
     for r in records:
         if r.key is not None and r.value is not None:
-            ticket_id, _, stage = str(orjson.loads(r.key)).rpartition("/")
-            out.add((ticket_id, stage))
+            entry = journal.decode(r.value)
+            out.add((entry.ticket_id, entry.stage))
     return out

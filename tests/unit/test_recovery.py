@@ -12,6 +12,7 @@ import pytest
 from agents.offline import OfflineLLM
 from agents.orders import SQLiteOrderStore
 from schemas import Reply, Ticket, dumps
+from streams.app import create_app
 from streams.dead_letters import Source
 from streams.observe import CountingObserver
 from streams.pipeline import Pipeline
@@ -87,22 +88,51 @@ async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
     assert _sent(p).sent[p_topics.understood], "the third ticket went on without waiting"
 
 
-async def test_a_redelivered_copy_goes_on_until_its_ticket_is_answered(pipeline: Pipeline) -> None:
+async def test_a_redelivered_copy_is_settled_from_the_journal(pipeline: Pipeline) -> None:
     p, topics = pipeline, pipeline.topics
     ticket = _ticket("t1", "My kettle is leaking, I want a refund.")
-    await p.intake(dumps(ticket), Source())
-    await p.intake(dumps(ticket), Source())
+    for _ in range(3):
+        await p.intake(dumps(ticket), Source())
     await _stage(p, "understand", topics.sessions)
+    # A copy while understand is the newest stage: its output is sent again (the crash may
+    # have come before the first send was acknowledged), without a second model call.
+    await _stage(p, "understand", topics.sessions)
+    first, again = _sent(p).sent[topics.understood]
+    assert first == again
+    _sent(p).sent[topics.understood].pop()
     await _stage(p, "lookup", topics.understood)
-    # The copy arrives while the original waits for its reply: it is forwarded from the journal.
+    # A copy of a ticket already past understand stops there: its output is on its way.
     await _stage(p, "understand", topics.sessions)
-    assert len(_sent(p).sent[topics.understood]) == 1
+    assert not _sent(p).sent[topics.understood]
+    assert len(p.gate) == 1, "the original still holds the session"
+    (matched,) = _sent(p).sent[topics.matched]
     await _stage(p, "strategy", topics.matched)
-    # Once answered, the copy stops at look-up instead of reaching strategy again.
-    await _stage(p, "lookup", topics.understood)
+    # Once answered, a copy at any stage stops and leaves the session free.
+    await p.run_stage("strategy", matched[1], Source(topics.matched, 0, 0))
+    await p.run_stage("lookup", first[1], Source(topics.understood, 0, 0))
     assert not _sent(p).sent[topics.matched]
     assert [r.ticket_id for r in _replies(p)] == ["t1"]
+    assert p.observer.counts["done.understand.reused"] == 2  # type: ignore[attr-defined]
+    assert p.observer.counts["done.strategy.reused"] == 1  # type: ignore[attr-defined]
     assert len(p.gate) == 0, "the session is free for the next ticket"
+
+
+async def test_the_journal_holds_one_entry_per_session(pipeline: Pipeline) -> None:
+    p, topics = pipeline, pipeline.topics
+    for i in range(5):
+        await p.intake(dumps(_ticket(f"t{i}", f"My kettle is leaking ({i}).")), Source())
+        for stage, topic in (
+            ("understand", topics.sessions),
+            ("lookup", topics.understood),
+            ("strategy", topics.matched),
+        ):
+            await _stage(p, stage, topic)
+    assert [r.ticket_id for r in _replies(p)] == [f"t{i}" for i in range(5)]
+    assert [k for k, _ in _state(p).items("journal")] == ["S1"]
+    # An early ticket's copy is known as answered from the baton.
+    await p.intake(dumps(_ticket("t1", "My kettle is leaking (1).")), Source())
+    await _stage(p, "understand", topics.sessions)
+    assert not _sent(p).sent[topics.understood] and len(_replies(p)) == 5
 
 
 @dataclass
@@ -188,3 +218,20 @@ async def test_a_partition_read_again_forgets_what_it_held_before() -> None:
     await _until(lambda: len(seen) == 4)
     await _until(lambda: len(stream.acked) == 2)
     assert stream.acked == [("p0", 5), ("p0", 6)]
+
+
+@pytest.mark.parametrize(("embedded", "wait_ms"), [(True, 100), (False, 1500)])
+async def test_fetch_wait_is_short_only_on_the_embedded_broker(
+    tmp_path: Path, embedded: bool, wait_ms: int
+) -> None:
+    settings = Settings(namespace="u", embedded_broker=embedded, data_dir=tmp_path)
+    store = SQLiteOrderStore(tmp_path / "o.sqlite3")
+    worker = create_app(settings, OfflineLLM(), store)
+    thread = worker.app.consumer._thread
+    consumer = thread._create_worker_consumer(worker.app.transport)
+    try:
+        assert consumer._fetch_max_wait_ms == wait_ms
+    finally:
+        await consumer.stop()
+        await store.close()
+        thread.thread_loop.close()  # the never-started consumer thread's own loop
