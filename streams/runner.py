@@ -142,7 +142,10 @@ class SessionGate:
                 await asyncio.sleep(0.2)
                 continue
             break
-        self._open[session_id] = (ticket_id, asyncio.Event())
+        held = self._open.get(session_id)
+        # A copy of the holding ticket keeps its event: the tickets waiting on it must wake.
+        if held is None or held[0] != ticket_id:
+            self._open[session_id] = (ticket_id, asyncio.Event())
 
     def leave(self, session_id: str, ticket_id: str) -> None:
         """Release the session after ``ticket_id``'s reply (or final failure)."""

@@ -134,6 +134,16 @@ async def test_gate_holds_the_next_ticket_until_the_previous_reply() -> None:
     assert len(gate) == 2
 
 
+async def test_a_copy_of_the_holding_ticket_does_not_strand_the_waiting_ones() -> None:
+    gate = SessionGate(timeout_s=5)
+    await gate.enter("s", "t1", lambda: None)
+    waiting = asyncio.create_task(gate.enter("s", "t2", lambda: None))
+    await asyncio.sleep(0.05)
+    await gate.enter("s", "t1", lambda: None)  # a redelivered copy of t1
+    gate.leave("s", "t1")
+    await asyncio.wait_for(waiting, 1)
+
+
 async def test_gate_waits_for_a_ticket_the_baton_reports_unfinished() -> None:
     gate = SessionGate(timeout_s=5)
     pending: list[str | None] = ["t1"]
