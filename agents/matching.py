@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -88,7 +89,8 @@ def _words(norm: str) -> list[str]:
     return [_stem(w) for w in _WORD_RE.findall(norm)]
 
 
-def _units(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _units(text: str) -> frozenset[str]:
     """Content units: stemmed English words without stopwords, and Chinese character bigrams."""
     units: set[str] = set()
     for run in _UNITS_RE.findall(normalize(text)):
@@ -96,7 +98,7 @@ def _units(text: str) -> set[str]:
             units.update({run} if len(run) == 1 else {run[i : i + 2] for i in range(len(run) - 1)})
         elif run not in _STOPWORDS:
             units.add(_stem(run))
-    return units
+    return frozenset(units)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,10 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
     norm = normalize(text)
     spans = [(m.start(), _stem(m.group())) for m in _WORD_RE.finditer(norm)]
     stems = tuple(stem for _, stem in spans)
+    # Where each stem starts a word, so a term is tried only where its first word is.
+    starts: dict[str, list[int]] = {}
+    for i, stem in enumerate(stems):
+        starts.setdefault(stem, []).append(i)
     found: list[tuple[int, _Term]] = []
     for term in _TERMS:
         at = -1
@@ -132,7 +138,7 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
             at = norm.find(term.surface)
         else:
             n = len(term.words)
-            for i in range(len(stems) - n + 1):
+            for i in starts.get(term.words[0], ()):
                 if stems[i : i + n] == term.words:
                     at = spans[i][0]
                     break
@@ -141,8 +147,9 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
     return found
 
 
-def _kinds(text: str) -> set[str]:
-    return {term.kind for _, term in _found_terms(text)}
+@functools.lru_cache(maxsize=4096)
+def _kinds(text: str) -> frozenset[str]:
+    return frozenset(term.kind for _, term in _found_terms(text))
 
 
 def mentioned_products(text: str) -> list[str]:
@@ -159,7 +166,7 @@ def content_words(text: str) -> list[str]:
     return [w for w in dict.fromkeys(words) if len(w) > 3 and w not in _STOPWORDS]
 
 
-def _coverage(part: set[str], whole: set[str]) -> float:
+def _coverage(part: frozenset[str], whole: frozenset[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
 
 

@@ -188,7 +188,7 @@ def logging_config(settings: Settings, env: Mapping[str, str] | None = None) -> 
             }
         },
         # One line per HTTP request to the model API is noise at this volume.
-        "loggers": {"httpx": {"level": "WARNING"}},
+        "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2")},
         "root": {"level": level_of(settings.log_level), "handlers": ["default"]},
     }
 

@@ -151,6 +151,7 @@ def test_worker_configuration_redacts_the_configured_key() -> None:
         "logging.getLogger('anthropic').info('key=%s', os.environ['ANTHROPIC_API_KEY'])\n"
         "logging.getLogger('baton.x').debug('hidden at info')\n"
         "logging.getLogger('httpx').info('HTTP Request: POST /v1/messages')\n"
+        "logging.getLogger('httpx2').info('HTTP Request: POST /v1/messages')\n"
     )
     env = {"ANTHROPIC_API_KEY": ENV_KEY, "BATON_LOG_LEVEL": "info", "PYTHONPATH": "."}
     done = subprocess.run(
