@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +34,8 @@ from streams.topics import TopicNames
 log = logging.getLogger("baton.pipeline")
 
 STAGE_ATTEMPTS = 3
+# Batons kept parsed: a ticket's stages read its session's baton several times each.
+PARSED_BATONS = 2_048
 Level = str
 
 
@@ -87,10 +90,23 @@ class Pipeline:
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
         self.journal = Journal(self.state)
+        self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
 
     def baton(self, session_id: str) -> Baton | None:
+        """The session's baton from the table (parsed once per version; never mutate it)."""
         raw = self.state.get("batons", session_id)
-        return Baton.model_validate_json(raw) if raw else None
+        if not raw:
+            return None
+        cached = self._parsed.get(session_id)
+        if cached is not None and (cached[0] is raw or cached[0] == raw):
+            self._parsed.move_to_end(session_id)
+            return cached[1]
+        baton = Baton.model_validate_json(raw)
+        self._parsed[session_id] = (raw, baton)
+        self._parsed.move_to_end(session_id)
+        if len(self._parsed) > PARSED_BATONS:
+            self._parsed.popitem(last=False)
+        return baton
 
     def _index(self, table: str, key: str) -> MemoryIndex | None:
         raw = self.state.get(table, key)
@@ -531,9 +547,9 @@ class Pipeline:
 
     async def _replied(self, reply: Reply, baton: Baton) -> None:
         baton = memory.apply_reply(baton, reply)
-        self._save(baton)
-        # The baton's answered list says it too, but the two tables' changelog records may
-        # not survive a crash together: whichever does keeps a copy from being answered again.
+        # Durable before the session moves on: the next ticket overwrites the journal entry,
+        # and from then on only the baton's answered list keeps a copy from a second reply.
+        await self.state.put_durably("batons", baton.session_id, dumps(baton))
         self.journal.record(reply.session_id, Entry(reply.ticket_id, "strategy", ANSWERED))
         self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)

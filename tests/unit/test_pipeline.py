@@ -322,3 +322,15 @@ async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
     assert replies[0].reply == reply.reply
     assert pipeline.state.get("journal", "S1") == entry
     assert baton_of(pipeline, "S1").answered == ["t1"]
+
+
+async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
+    await run(pipeline, ticket("t1", "My kettle is leaking."))
+    first = baton_of(pipeline, "S1")
+    assert baton_of(pipeline, "S1") is first
+    await run(pipeline, ticket("t2", "Can it be repaired?"))
+    second = baton_of(pipeline, "S1")
+    assert second is not first and second.answered == ["t1", "t2"]
+    # A table value equal to the cached one (a copy recovered from the changelog) is a hit.
+    pipeline.state.put("batons", "S1", bytes(bytearray(pipeline.state.get("batons", "S1") or b"")))
+    assert baton_of(pipeline, "S1") is second

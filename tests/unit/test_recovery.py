@@ -235,3 +235,43 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(
         await consumer.stop()
         await store.close()
         thread.thread_loop.close()  # the never-started consumer thread's own loop
+
+
+@dataclass
+class _LossyState(MemoryState):
+    """A crash keeps only the writes whose changelog record was waited for (the worst case)."""
+
+    durable: dict[str, dict[str, bytes]] = field(default_factory=dict)
+
+    async def put_durably(self, table: str, key: str, value: bytes) -> None:
+        self.put(table, key, value)
+        self.durable.setdefault(table, {})[key] = value
+
+    def crash(self) -> None:
+        for table in ("batons", "journal"):
+            self.tables[table] = dict(self.durable.get(table, {}))
+
+
+async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_write(
+    pipeline: Pipeline,
+) -> None:
+    p, topics = pipeline, pipeline.topics
+    state = _LossyState()
+    p.state = state
+    p.journal.state = state
+
+    async def answer(t: Ticket) -> None:
+        await p.intake(dumps(t), Source())
+        await _stage(p, "understand", topics.sessions)
+        await _stage(p, "lookup", topics.understood)
+        await _stage(p, "strategy", topics.matched)
+
+    first = _ticket("t1", "My kettle is leaking, I want a refund.")
+    await answer(first)
+    state.crash()
+    # The session goes on after the restart; the next ticket takes over the journal entry.
+    await answer(_ticket("t2", "Can it be repaired instead?"))
+    await p.intake(dumps(first), Source())
+    await _stage(p, "understand", topics.sessions)
+    assert [r.ticket_id for r in _replies(p)] == ["t1", "t2"]
+    assert not _sent(p).sent[topics.understood]
