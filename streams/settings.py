@@ -49,6 +49,7 @@ class Settings:
     session_token_budget: int = 200_000
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
+    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
 
     def topic(self, name: str) -> str:
         """Full name of topic ``name`` in this namespace."""
@@ -110,6 +111,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     log_format = env.get("BATON_LOG_FORMAT", "json")
     if log_format not in ("json", "text"):
         raise SettingsError(f"BATON_LOG_FORMAT must be 'json' or 'text', got {log_format!r}")
+    event_loop = env.get("BATON_EVENT_LOOP", "uvloop")
+    if event_loop not in ("uvloop", "asyncio"):
+        raise SettingsError(f"BATON_EVENT_LOOP must be 'uvloop' or 'asyncio', got {event_loop!r}")
     broker = env.get("BATON_BROKER", Settings.broker)
     if not broker.startswith("kafka://"):
         raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
@@ -154,6 +158,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         ),
         log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
         log_format=log_format,  # type: ignore[arg-type]
+        event_loop=event_loop,  # type: ignore[arg-type]
     )
     known = {f.name for f in fields(Settings)}
     unknown = set(overrides) - known

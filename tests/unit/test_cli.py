@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 import sys
@@ -159,5 +160,25 @@ def test_settings_defaults_and_overrides() -> None:
         load({"BATON_LLM": "gpt"})
     with pytest.raises(SettingsError):
         load({"BATON_BROKER": "localhost:9092"})
+    with pytest.raises(SettingsError, match="BATON_EVENT_LOOP"):
+        load({"BATON_EVENT_LOOP": "trio"})
+    assert load({}).event_loop == "uvloop" and load({"BATON_EVENT_LOOP": "asyncio"}).event_loop
+
+
+def test_the_worker_runs_on_uvloop_unless_told_otherwise() -> None:
+    import uvloop
+
+    from streams.worker import use_event_loop
+
+    policy = asyncio.get_event_loop_policy()
+    try:
+        assert use_event_loop(Settings(event_loop="asyncio")) == "asyncio"
+        assert not isinstance(asyncio.get_event_loop_policy(), uvloop.EventLoopPolicy)
+        assert use_event_loop(Settings()) == "uvloop"
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        assert isinstance(loop, uvloop.Loop)
+        loop.close()
+    finally:
+        asyncio.set_event_loop_policy(policy)
     with pytest.raises(AttributeError):
         Settings().broker = "x"  # type: ignore[misc]
