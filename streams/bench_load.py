@@ -103,12 +103,16 @@ class Workload:
         return out
 
     def ticket(self, session: int, turn: int) -> Ticket:
-        """Ticket ``turn`` (0-based) of session ``session``."""
+        """Ticket ``turn`` (0-based) of session ``session``.
+
+        Sessions past ``sessions`` belong to the same customers again, in the same order.
+        """
+        customer = session % self.sessions
         return Ticket(
             ticket_id=f"{self.prefix}-{session:05d}-{turn:04d}",
             session_id=self.session_id(session),
-            customer_id=self._customer(session),
-            text=self._scenario(session).text(turn),
+            customer_id=self._customer(customer),
+            text=self._scenario(customer).text(turn),
         )
 
     def tickets(self) -> list[Ticket]:
@@ -117,13 +121,19 @@ class Workload:
             self.ticket(s, turn) for turn in range(self.per_session) for s in range(self.sessions)
         ]
 
-    def endless(self) -> Iterator[Ticket]:
-        """Waves of tickets over the same sessions without end (for a soak)."""
-        turn = 0
+    def rolling(self) -> Iterator[Ticket]:
+        """Sessions without end (for a soak): ``sessions`` conversations at a time.
+
+        Each block of ``sessions`` new sessions, one per customer, runs its ``per_session``
+        tickets in waves; then the next block starts, so old sessions go idle and expire
+        while the customers come back.
+        """
+        block = 0
         while True:
-            for s in range(self.sessions):
-                yield self.ticket(s, turn)
-            turn += 1
+            for turn in range(self.per_session):
+                for c in range(self.sessions):
+                    yield self.ticket(block * self.sessions + c, turn)
+            block += 1
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,12 @@ async def _warm_up(
     publisher.sent_at.clear()
 
 
+def soak_expiry(sessions: int, rate: float) -> tuple[float, float]:
+    """Session TTL and expiry sweep interval of a soak: three waves of its sessions idle."""
+    wave_s = sessions / rate
+    return max(60.0, round(3 * wave_s)), 10.0
+
+
 async def pipeline(
     ctx: Context,
     name: str,
@@ -173,10 +179,16 @@ async def pipeline(
     extra: dict[str, str] = {"BATON_LLM": "offline"}
     base_url = ""
     warm_stats: dict[str, Any] = {"calls": 0}
+    if soak_s is not None:
+        assert rate is not None
+        # Idle sessions must expire within the soak, as they would within days in production
+        # (BATON_SESSION_TTL): the live sessions then stay as many as the traffic keeps busy.
+        ttl_s, sweep_s = soak_expiry(sessions, rate)
+        extra |= {"BATON_SESSION_TTL": f"{ttl_s:g}", "BATON_EXPIRY_INTERVAL": f"{sweep_s:g}"}
     if latency is not None:
         standin, base_url = start_standin(latency, ctx.child_env(s), s.data_dir / "standin.log")
         others["stand-in"] = standin
-        extra = {
+        extra |= {
             "BATON_LLM": "anthropic",
             "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key",
             "ANTHROPIC_BASE_URL": base_url,
@@ -204,7 +216,7 @@ async def pipeline(
                 m = await _timed(ctx, collector, publisher, tickets, workers, others)
             else:
                 assert rate is not None
-                endless = load.endless()
+                endless = load.rolling()
                 tickets = [next(endless) for _ in range(int(soak_s * rate))]
                 m = await _timed(ctx, collector, publisher, tickets, workers, others, pace=rate)
             await asyncio.sleep(QUIET_S)
@@ -221,9 +233,15 @@ async def pipeline(
             row.extra["model_calls_in_flight_max"] = stats["max_in_flight"]
             row.extra["model_latency_s"] = latency
         if soak_s is not None:
-            drift = rss_drift(sampler.samples, warmup_s=min(60.0, soak_s / 5))
+            ttl_s, sweep_s = soak_expiry(sessions, rate or 1.0)
+            # Warm-up: the first block of sessions, then their expiry.
+            settle_s = sessions * per_session / (rate or 1.0) + ttl_s + 2 * sweep_s
+            drift = rss_drift(sampler.samples, warmup_s=min(settle_s, soak_s / 3))
             row.extra["rss_samples_mib"] = [(round(t), round(v, 1)) for t, v in sampler.samples]
             row.extra["target_rate"] = rate
+            row.extra["session_ttl_s"] = ttl_s
+            row.extra["customers"] = sessions
+            row.extra["sessions"] = len({t.session_id for t in tickets})
             if drift is not None:
                 row.extra["rss_drift"] = {
                     "start_mib": round(drift.start_mib, 1),

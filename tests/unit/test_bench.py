@@ -25,6 +25,7 @@ from streams.bench_stats import (
     steady_rate,
     table,
 )
+from streams.bench_workloads import soak_expiry
 from streams.settings import Settings, load
 
 
@@ -144,6 +145,23 @@ def test_workload_tickets_come_in_waves_with_private_customers() -> None:
     customers = {o.customer_id for o in w.orders()}
     assert customers == {t.customer_id for t in tickets if t.customer_id}
     assert len({o.order_id for o in w.orders()}) == len(w.orders())
+
+
+def test_a_soak_rolls_new_sessions_over_the_same_customers() -> None:
+    w = Workload("t", sessions=3, per_session=2)
+    stream = w.rolling()
+    tickets = [next(stream) for _ in range(12)]
+    sessions = [t.session_id for t in tickets]
+    assert sessions[:6] == ["t-s00000", "t-s00001", "t-s00002"] * 2
+    assert sessions[6:] == ["t-s00003", "t-s00004", "t-s00005"] * 2
+    assert [t.customer_id for t in tickets[6:9]] == [t.customer_id for t in tickets[:3]]
+    assert {t.customer_id for t in tickets} == {o.customer_id for o in w.orders()}
+    assert len({t.ticket_id for t in tickets}) == 12
+
+
+def test_a_soaks_sessions_expire_only_after_three_idle_waves() -> None:
+    assert soak_expiry(600, 30.0) == (60.0, 10.0)
+    assert soak_expiry(600, 5.0) == (360.0, 10.0)
 
 
 def _order() -> Order:
