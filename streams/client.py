@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
@@ -25,6 +26,19 @@ class Message:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
+
+    @classmethod
+    def of(cls, r: Any) -> Message:
+        """The message of an aiokafka ``ConsumerRecord``."""
+        return cls(
+            topic=r.topic,
+            partition=r.partition,
+            offset=r.offset,
+            timestamp=r.timestamp,
+            key=r.key,
+            value=r.value,
+            headers=tuple((k, bytes(v)) for k, v in r.headers),
+        )
 
 
 async def publish(
@@ -101,15 +115,7 @@ async def read(
                 continue
             for tp_records in batch.values():
                 for r in tp_records:
-                    yield Message(
-                        topic=r.topic,
-                        partition=r.partition,
-                        offset=r.offset,
-                        timestamp=r.timestamp,
-                        key=r.key,
-                        value=r.value,
-                        headers=tuple((k, bytes(v)) for k, v in r.headers),
-                    )
+                    yield Message.of(r)
                     count += 1
                     if limit is not None and count >= limit:
                         return

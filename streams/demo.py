@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,6 +15,7 @@ from typing import Any
 from schemas.codec import dumps, parse
 from schemas.records import Order, Reply, Ticket
 from streams.broker import EmbeddedBroker, free_port
+from streams.local_worker import Worker, read_replies, spawn_worker, stop_worker
 from streams.settings import Settings
 from streams.topics import REPLIES, TICKETS
 
@@ -59,63 +59,24 @@ def worker_env(settings: Settings, broker: str, web_port: int) -> dict[str, str]
     return env
 
 
-def start_worker(settings: Settings, broker: str, log_path: Path) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, broker: str, log_path: Path) -> Worker:
     """Start ``baton worker`` as a child process logging to ``log_path``."""
-    env = worker_env(settings, broker, free_port())
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "worker"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def stop_worker(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    """Stop a worker gracefully, then forcefully."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    return spawn_worker(worker_env(settings, broker, free_port()), log_path)
 
 
 async def collect_replies(
-    settings: Settings, ticket_ids: set[str], timeout: float, proc: subprocess.Popen[bytes] | None
+    settings: Settings, ticket_ids: set[str], timeout: float, proc: Worker | None
 ) -> dict[str, Reply]:
-    """Read ``support.replies`` from the beginning until every ticket has its reply."""
-    from aiokafka import AIOKafkaConsumer
+    """Read ``support.replies`` from the beginning until every ticket has its reply.
 
-    from streams.worker import bootstrap_servers
-
-    replies: dict[str, Reply] = {}
-    consumer = AIOKafkaConsumer(
-        settings.topic(REPLIES),
-        bootstrap_servers=bootstrap_servers(settings),
-        group_id=None,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        metadata_max_age_ms=1000,
-    )
-    await consumer.start()
-    deadline = time.monotonic() + timeout
-    try:
-        while not ticket_ids <= replies.keys():
-            if time.monotonic() > deadline:
-                missing = sorted(ticket_ids - replies.keys())
-                raise TimeoutError(f"no reply after {timeout:.0f}s for {', '.join(missing)}")
-            if proc is not None and proc.poll() is not None:
-                raise RuntimeError(f"the worker exited with code {proc.returncode}")
-            batch = await consumer.getmany(timeout_ms=500)
-            for records in batch.values():
-                for r in records:
-                    reply = Reply.model_validate_json(r.value)
-                    replies.setdefault(reply.ticket_id, reply)
-    finally:
-        await consumer.stop()
+    Raises ``RuntimeError`` if the worker exits first, ``TimeoutError`` after ``timeout``.
+    """
+    replies = await read_replies(settings, settings.topic(REPLIES), ticket_ids, timeout, proc)
+    missing = sorted(ticket_ids - replies.keys())
+    if missing and proc is not None and proc.poll() is not None:
+        raise RuntimeError(f"the worker exited with code {proc.returncode}")
+    if missing:
+        raise TimeoutError(f"no reply after {timeout:.0f}s for {', '.join(missing)}")
     return replies
 
 

@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from typing import Any
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import Order, Reply
 from streams.eval_score import FACTS, Case, TicketScore, World, parse_case, score, summarize
+from streams.local_worker import Worker, spawn_worker, stop_worker
 from streams.settings import Settings
 
 MODES = ("offline", "anthropic", "echo")
@@ -169,19 +169,11 @@ def shifted(
     return moved_cases, moved_orders
 
 
-def _start_worker(settings: Settings, log: Path, extra: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start_worker(settings: Settings, log: Path, extra: dict[str, str]) -> Worker:
     from streams.broker import free_port
     from streams.demo import worker_env
 
-    env = {**worker_env(settings, settings.broker, free_port()), **extra}
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "worker"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    return spawn_worker({**worker_env(settings, settings.broker, free_port()), **extra}, log)
 
 
 def _last_line(path: Path) -> str:
@@ -210,7 +202,7 @@ def run_pipeline(
     from agents.standin import run_in_thread
     from streams.broker import EmbeddedBroker
     from streams.client import publish
-    from streams.demo import collect_replies, import_orders, stop_worker
+    from streams.demo import collect_replies, import_orders
     from streams.topics import TICKETS
 
     replies: dict[str, Reply] = {}

@@ -6,9 +6,7 @@ import argparse
 import asyncio
 import os
 import re
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -18,6 +16,7 @@ import orjson
 from schemas.codec import dumps
 from schemas.records import Reply, Ticket
 from streams.debug_errors import usage_error
+from streams.local_worker import Worker, read_replies, spawn_worker, stop_worker
 from streams.replay_plan import (
     Selection,
     diff,
@@ -105,75 +104,26 @@ async def _selection(args: argparse.Namespace, settings: Settings) -> Selection:
     )
 
 
-def start_worker(
-    settings: Settings, namespace: str
-) -> tuple[subprocess.Popen[bytes] | None, Path | None]:
+def start_worker(settings: Settings, namespace: str) -> tuple[Worker | None, Path | None]:
     """``python -m streams.cli worker`` for ``namespace`` with its own web port."""
     from streams.broker import free_port
 
     log = settings.data_dir / "replay" / f"{namespace}-worker.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "BATON_NAMESPACE": namespace, "BATON_WEB_PORT": str(free_port())}
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "worker"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return proc, log
+    return spawn_worker(env, log), log
 
 
 async def wait_for_replies(
-    target: Settings,
-    wanted: set[str],
-    timeout: float,
-    proc: subprocess.Popen[bytes] | None,
-    bar: Bar,
+    target: Settings, wanted: set[str], timeout: float, proc: Worker | None, bar: Bar
 ) -> dict[str, Reply]:
     """Read the namespace's replies until every wanted ticket has one, the timeout passes or
     the worker exits; returns what arrived."""
-    from aiokafka import AIOKafkaConsumer
-
-    from streams.worker import bootstrap_servers
-
-    replies: dict[str, Reply] = {}
-    consumer = AIOKafkaConsumer(
-        TopicNames.of(target).replies,
-        bootstrap_servers=bootstrap_servers(target),
-        group_id=None,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        metadata_max_age_ms=1000,
-    )
-    await consumer.start()
-    deadline = time.monotonic() + timeout
+    bar.show(0)
     try:
-        bar.show(0)
-        while not wanted <= replies.keys() and time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                break
-            batch = await consumer.getmany(timeout_ms=500)
-            for records in batch.values():
-                for r in records:
-                    reply = Reply.model_validate_json(r.value)
-                    replies.setdefault(reply.ticket_id, reply)
-            bar.show(len(wanted & replies.keys()))
+        replies = TopicNames.of(target).replies
+        return await read_replies(target, replies, wanted, timeout, proc, bar.show)
     finally:
         bar.close()
-        await consumer.stop()
-    return replies
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def _say(message: str) -> None:
@@ -249,7 +199,7 @@ def _replay(
             _say(f"the worker exited with code {proc.returncode}; its log: {log}")
     finally:
         if proc is not None:
-            _stop(proc)
+            stop_worker(proc, 30.0)
     return replies, len(todo)
 
 

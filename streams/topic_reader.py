@@ -37,18 +37,6 @@ async def _partitions(consumer: AIOKafkaConsumer, topics: Sequence[str]) -> list
     return tps
 
 
-def _message(r: Any) -> Message:
-    return Message(
-        topic=r.topic,
-        partition=r.partition,
-        offset=r.offset,
-        timestamp=r.timestamp,
-        key=r.key,
-        value=r.value,
-        headers=tuple((k, bytes(v)) for k, v in r.headers),
-    )
-
-
 async def read_topics(
     settings: Settings,
     topics: Sequence[str],
@@ -82,7 +70,7 @@ async def read_topics(
             batch = await consumer.getmany(timeout_ms=200, max_records=5000)
             for records in batch.values():
                 for r in records:
-                    out[r.topic].append(_message(r))
+                    out[r.topic].append(Message.of(r))
             if batch:
                 last_record = time.monotonic()
             if await _caught_up(consumer, tps, targets):
