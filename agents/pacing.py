@@ -125,7 +125,7 @@ class TicketClock:
     within seconds or minutes, so an old entry is never needed again.
     """
 
-    def __init__(self, budget_s: float, *, keep: int = 20_000) -> None:
+    def __init__(self, budget_s: float, *, keep: int = 5_000) -> None:
         self.budget_s = budget_s
         self.keep = keep
         self._spent: OrderedDict[str, float] = OrderedDict()

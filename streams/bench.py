@@ -159,7 +159,7 @@ async def _run(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
             await w.pipeline(ctx, "tokens", sessions=sessions, per_session=per, latency=0.001)
         )
     if "soak" in chosen:
-        sessions, _ = _shape(args, "soak")
+        sessions, per = _shape(args, "soak")
         rate = args.rate or (latency_rate / 2 if latency_rate else DEFAULT_SOAK_RATE)
         say(f"soak: {args.soak_minutes:g} min at {rate:.0f} tickets/s over {sessions} sessions")
         rows.append(
@@ -167,7 +167,7 @@ async def _run(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
                 ctx,
                 "soak",
                 sessions=sessions,
-                per_session=1,
+                per_session=per,
                 latency=args.latency,
                 soak_s=args.soak_minutes * 60,
                 rate=rate,

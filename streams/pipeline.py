@@ -34,8 +34,9 @@ from streams.topics import TopicNames
 log = logging.getLogger("baton.pipeline")
 
 STAGE_ATTEMPTS = 3
-# Batons kept parsed: a ticket's stages read its session's baton several times each.
-PARSED_BATONS = 2_048
+# Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
+# much): a stage reads its session's baton several times in a row.
+PARSED_BATON_BYTES = 1 << 20
 Level = str
 
 
@@ -91,6 +92,7 @@ class Pipeline:
         self.topics = TopicNames.of(self.settings)
         self.journal = Journal(self.state)
         self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
+        self._parsed_bytes = 0
 
     def baton(self, session_id: str) -> Baton | None:
         """The session's baton from the table (parsed once per version; never mutate it)."""
@@ -102,10 +104,14 @@ class Pipeline:
             self._parsed.move_to_end(session_id)
             return cached[1]
         baton = Baton.model_validate_json(raw)
+        if cached is not None:
+            self._parsed_bytes -= len(cached[0])
         self._parsed[session_id] = (raw, baton)
         self._parsed.move_to_end(session_id)
-        if len(self._parsed) > PARSED_BATONS:
-            self._parsed.popitem(last=False)
+        self._parsed_bytes += len(raw)
+        while self._parsed_bytes > PARSED_BATON_BYTES and len(self._parsed) > 1:
+            _, (old, _) = self._parsed.popitem(last=False)
+            self._parsed_bytes -= len(old)
         return baton
 
     def _index(self, table: str, key: str) -> MemoryIndex | None:

@@ -334,3 +334,19 @@ async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
     # A table value equal to the cached one (a copy recovered from the changelog) is a hit.
     pipeline.state.put("batons", "S1", bytes(bytearray(pipeline.state.get("batons", "S1") or b"")))
     assert baton_of(pipeline, "S1") is second
+
+
+async def test_parsed_batons_are_bounded_by_their_size(pipeline: Pipeline) -> None:
+    from streams import pipeline as module
+
+    for i in range(3):
+        await run(pipeline, ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))
+    sizes = [len(pipeline.state.get("batons", f"S{i}") or b"") for i in range(3)]
+    module.PARSED_BATON_BYTES, saved = sizes[1] + sizes[2], module.PARSED_BATON_BYTES
+    try:
+        for i in range(3):
+            baton_of(pipeline, f"S{i}")
+        assert list(pipeline._parsed) == ["S1", "S2"]
+        assert pipeline._parsed_bytes == sizes[1] + sizes[2]
+    finally:
+        module.PARSED_BATON_BYTES = saved
