@@ -89,9 +89,12 @@ def _words(norm: str) -> list[str]:
     return [_stem(w) for w in _WORD_RE.findall(norm)]
 
 
-@functools.lru_cache(maxsize=4096)
 def _units(text: str) -> frozenset[str]:
     """Content units: stemmed English words without stopwords, and Chinese character bigrams."""
+    return _short_units(text) if len(text) <= CACHED_CHARS else _text_units(text)
+
+
+def _text_units(text: str) -> frozenset[str]:
     units: set[str] = set()
     for run in _UNITS_RE.findall(normalize(text)):
         if _CJK_RE.match(run):
@@ -147,9 +150,19 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
     return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _kinds(text: str) -> frozenset[str]:
+def _text_kinds(text: str) -> frozenset[str]:
     return frozenset(term.kind for _, term in _found_terms(text))
+
+
+# Product names and mentions recur, so their units and kinds are kept; a reply's text is new
+# every time and would only fill the cache.
+CACHED_CHARS = 200
+_short_units = functools.lru_cache(maxsize=4096)(_text_units)
+_short_kinds = functools.lru_cache(maxsize=4096)(_text_kinds)
+
+
+def _kinds(text: str) -> frozenset[str]:
+    return _short_kinds(text) if len(text) <= CACHED_CHARS else _text_kinds(text)
 
 
 def mentioned_products(text: str) -> list[str]:

@@ -213,3 +213,13 @@ def test_an_impossible_time_hint_is_no_hint() -> None:
 
     now = datetime(2026, 11, 29, tzinfo=UTC)
     assert time_score("5000 years ago", datetime(2026, 1, 1, tzinfo=UTC), now) == 0.5
+
+
+def test_only_short_texts_are_remembered() -> None:
+    from agents import matching
+
+    before = matching._short_units.cache_info().currsize
+    reply = "We are sorry your Quokka Travel Kettle QK-7 leaks. " * 10
+    assert product_score("Quokka Travel Kettle QK-7", reply) > 0.9
+    assert product_score("Quokka Travel Kettle QK-7", reply + "!") > 0.9
+    assert matching._short_units.cache_info().currsize == before + 1  # the product name only
