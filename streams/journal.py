@@ -35,9 +35,9 @@ class Entry:
         """The ticket has its reply, sent or pending."""
         return self.stage == "strategy"
 
-    def past(self, stage: StageName) -> bool:
-        """The ticket went beyond ``stage``: that stage's output is on its topic already."""
-        return _ORDER[self.stage] > _ORDER[stage]
+    def reached(self, stage: StageName) -> bool:
+        """The ticket got to ``stage`` or beyond: the stage has run for it."""
+        return _ORDER[self.stage] >= _ORDER[stage]
 
 
 def encode(entry: Entry) -> bytes:
@@ -72,13 +72,19 @@ class Journal:
         entry = decode(raw)
         return entry if entry.ticket_id == ticket_id else None
 
-    def record(self, session_id: str, entry: Entry) -> None:
-        """Write the entry; its changelog record follows asynchronously."""
-        self.state.put(TABLE, session_id, encode(entry))
+    def record(self, session_id: str, ticket_id: str, stage: StageName, data: bytes) -> None:
+        """Write the session's entry; its changelog record follows asynchronously."""
+        self.state.put(TABLE, session_id, encode(Entry(ticket_id, stage, data)))
 
-    async def record_durably(self, session_id: str, entry: Entry) -> None:
-        """Write the entry and wait until its changelog record is acknowledged."""
-        await self.state.put_durably(TABLE, session_id, encode(entry))
+    async def record_durably(
+        self, session_id: str, ticket_id: str, stage: StageName, data: bytes
+    ) -> None:
+        """Write the session's entry and wait until its changelog record is acknowledged."""
+        await self.state.put_durably(TABLE, session_id, encode(Entry(ticket_id, stage, data)))
+
+    def answered(self, session_id: str, ticket_id: str) -> None:
+        """Record that the ticket's reply is on the replies topic."""
+        self.record(session_id, ticket_id, "strategy", ANSWERED)
 
     def forget(self, session_id: str) -> None:
         """Remove the session's entry (the session expired)."""

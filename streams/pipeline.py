@@ -25,7 +25,7 @@ from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams import dead_letters
 from streams.dead_letters import Source
-from streams.journal import ANSWERED, PENDING_PREFIX, Entry, Journal
+from streams.journal import PENDING_PREFIX, Entry, Journal
 from streams.observe import CountingObserver, Observer
 from streams.runner import SessionGate
 from streams.settings import Settings
@@ -100,7 +100,7 @@ class Pipeline:
         if not raw:
             return None
         cached = self._parsed.get(session_id)
-        if cached is not None and (cached[0] is raw or cached[0] == raw):
+        if cached is not None and cached[0] == raw:
             self._parsed.move_to_end(session_id)
             return cached[1]
         baton = Baton.model_validate_json(raw)
@@ -174,8 +174,8 @@ class Pipeline:
     def _save(self, baton: Baton) -> None:
         self.state.put("batons", baton.session_id, dumps(baton))
 
-    def _record(self, ticket: Ticket, stage: StageName, data: bytes) -> None:
-        self.journal.record(ticket.session_id, Entry(ticket.ticket_id, stage, data))
+    def _entry(self, ticket: Ticket) -> Entry | None:
+        return self.journal.get(ticket.session_id, ticket.ticket_id)
 
     def _finished(self, ticket: Ticket, entry: Entry | None) -> bool:
         """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
@@ -184,18 +184,19 @@ class Pipeline:
         baton = self.baton(ticket.session_id)
         return baton is not None and ticket.ticket_id in baton.answered
 
-    async def _redelivered(self, stage: StageName, ticket: Ticket, topic: str) -> bool:
-        """Settle a copy of a ticket the stage has seen before; False if it must run.
+    async def _redelivered(
+        self, stage: StageName, ticket: Ticket, entry: Entry | None, topic: str
+    ) -> bool:
+        """Settle a copy of a ticket the stage has seen before (``entry``); False if it must run.
 
         A finished ticket's copy stops here and frees the session. A ticket past this stage
         has its output on the next topic already, so the copy stops without freeing the
         session (the original is still on its way). A ticket whose entry is this stage's
         sends the recorded output again: the crash may have come before it was acknowledged.
         """
-        entry = self.journal.get(ticket.session_id, ticket.ticket_id)
         if self._finished(ticket, entry):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
-        elif entry is None or not (entry.stage == stage or entry.past(stage)):
+        elif entry is None or not entry.reached(stage):
             return False
         elif entry.stage == stage:
             await self.sink.send(topic, ticket.session_id, entry.data)
@@ -374,7 +375,7 @@ class Pipeline:
             }
         )
         data = dumps(out)
-        self._record(record.ticket, stage, data)
+        self.journal.record(record.ticket.session_id, record.ticket.ticket_id, stage, data)
         await self.sink.send(topic, record.ticket.session_id, data)
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
@@ -382,7 +383,9 @@ class Pipeline:
 
     async def _understand(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        if await self._redelivered("understand", ticket, self.topics.understood):
+        if await self._redelivered(
+            "understand", ticket, self._entry(ticket), self.topics.understood
+        ):
             return
         started = time.monotonic()
         baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
@@ -416,7 +419,7 @@ class Pipeline:
 
     async def _lookup(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        if await self._redelivered("lookup", ticket, self.topics.matched):
+        if await self._redelivered("lookup", ticket, self._entry(ticket), self.topics.matched):
             return
         if record.understanding is None:
             await self._broken(
@@ -449,11 +452,11 @@ class Pipeline:
 
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        entry = self.journal.get(ticket.session_id, ticket.ticket_id)
+        entry = self._entry(ticket)
         if entry is not None and entry.pending:
             await self._resume_reply(entry.data)
             return
-        if await self._redelivered("strategy", ticket, self.topics.replies):
+        if await self._redelivered("strategy", ticket, entry, self.topics.replies):
             return
         if record.understanding is None or record.match is None:
             await self._broken(
@@ -522,9 +525,7 @@ class Pipeline:
         pending = PENDING_PREFIX + dumps(
             {"since": utcnow(), "reply": reply.model_dump(mode="json")}
         )
-        await self.journal.record_durably(
-            reply.session_id, Entry(reply.ticket_id, "strategy", pending)
-        )
+        await self.journal.record_durably(reply.session_id, reply.ticket_id, "strategy", pending)
         await self.sink.send(self.topics.replies, reply.session_id, data)
         await self._replied(reply, baton)
 
@@ -546,7 +547,7 @@ class Pipeline:
             session_id=reply.session_id, customer_id=reply.customer_id
         )
         if reply.ticket_id in baton.answered:
-            self.journal.record(reply.session_id, Entry(reply.ticket_id, "strategy", ANSWERED))
+            self.journal.answered(reply.session_id, reply.ticket_id)
             self.gate.leave(reply.session_id, reply.ticket_id)
             return
         await self._replied(reply, baton)
@@ -556,7 +557,7 @@ class Pipeline:
         # Durable before the session moves on: the next ticket overwrites the journal entry,
         # and from then on only the baton's answered list keeps a copy from a second reply.
         await self.state.put_durably("batons", baton.session_id, dumps(baton))
-        self.journal.record(reply.session_id, Entry(reply.ticket_id, "strategy", ANSWERED))
+        self.journal.answered(reply.session_id, reply.ticket_id)
         self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
         await self._send_index(baton, reply.ticket_id)
@@ -578,7 +579,7 @@ class Pipeline:
         if not dl.payload:
             dl = dl.model_copy(update={"payload": dumps(record).decode()})
         await self.dead_letter(dl)
-        if self._finished(ticket, self.journal.get(ticket.session_id, ticket.ticket_id)):
+        if self._finished(ticket, self._entry(ticket)):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
         baton = self.baton(ticket.session_id) or memory.new_baton(ticket)
