@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -89,12 +90,26 @@ def _words(norm: str) -> list[str]:
     return [_stem(w) for w in _WORD_RE.findall(norm)]
 
 
+# Product names and mentions recur, so what is found in them is kept; a reply's text is new
+# every time and would only fill the cache.
+CACHED_CHARS = 200
+
+
+def _cached_if_short(fn: Callable[[str], frozenset[str]]) -> Callable[[str], frozenset[str]]:
+    """``fn`` with its results for texts of at most ``CACHED_CHARS`` characters kept."""
+    cached = functools.lru_cache(maxsize=4096)(fn)
+
+    @functools.wraps(fn)
+    def call(text: str) -> frozenset[str]:
+        return cached(text) if len(text) <= CACHED_CHARS else fn(text)
+
+    call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    return call
+
+
+@_cached_if_short
 def _units(text: str) -> frozenset[str]:
     """Content units: stemmed English words without stopwords, and Chinese character bigrams."""
-    return _short_units(text) if len(text) <= CACHED_CHARS else _text_units(text)
-
-
-def _text_units(text: str) -> frozenset[str]:
     units: set[str] = set()
     for run in _UNITS_RE.findall(normalize(text)):
         if _CJK_RE.match(run):
@@ -150,19 +165,9 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
     return found
 
 
-def _text_kinds(text: str) -> frozenset[str]:
-    return frozenset(term.kind for _, term in _found_terms(text))
-
-
-# Product names and mentions recur, so their units and kinds are kept; a reply's text is new
-# every time and would only fill the cache.
-CACHED_CHARS = 200
-_short_units = functools.lru_cache(maxsize=4096)(_text_units)
-_short_kinds = functools.lru_cache(maxsize=4096)(_text_kinds)
-
-
+@_cached_if_short
 def _kinds(text: str) -> frozenset[str]:
-    return _short_kinds(text) if len(text) <= CACHED_CHARS else _text_kinds(text)
+    return frozenset(term.kind for _, term in _found_terms(text))
 
 
 def mentioned_products(text: str) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -113,10 +112,10 @@ class SQLiteOrderStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
         self._closed = False
-        # One thread: queries are serial anyway, and a shared pool's threads would only queue
-        # on the lock (hundreds of look-ups in flight made that a tenth of the worker's CPU).
+        # Every query and the close run on this one thread, so they never overlap: a shared
+        # pool's threads only queued on a lock (with hundreds of look-ups in flight that was a
+        # tenth of the worker's CPU).
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orders-sqlite")
 
     def _connect(self) -> sqlite3.Connection:
@@ -130,26 +129,20 @@ class SQLiteOrderStore:
         return conn
 
     def _call(self, sql: str, params: Sequence[Any], many: bool) -> list[Any]:
-        with self._lock:
-            if self._closed:
-                raise StoreUnavailable(f"order store {self.path} is closed")
-            try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                with self._conn:
-                    # The cursor must not outlive the lock: freeing it races other threads.
-                    cursor = self._conn.cursor()
-                    try:
-                        if many:
-                            cursor.executemany(sql, params)
-                            return []
-                        return cursor.execute(sql, params).fetchall()
-                    finally:
-                        cursor.close()
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.IntegrityError):
-                    raise
-                raise StoreUnavailable(f"order store {self.path}: {exc}") from exc
+        if self._closed:
+            raise StoreUnavailable(f"order store {self.path} is closed")
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+            with self._conn:
+                if many:
+                    self._conn.executemany(sql, params)
+                    return []
+                return self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise
+            raise StoreUnavailable(f"order store {self.path}: {exc}") from exc
 
     async def _run(self, sql: str, params: Sequence[Any] = (), many: bool = False) -> list[Any]:
         if self._closed:
@@ -187,11 +180,10 @@ class SQLiteOrderStore:
         """Close the connection; later calls raise ``StoreUnavailable``."""
 
         def shut() -> None:
-            with self._lock:
-                self._closed = True
-                if self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
         if self._closed:
             return

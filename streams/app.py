@@ -28,9 +28,9 @@ from streams.worker import bootstrap_servers
 log = logging.getLogger("baton.app")
 
 SESSION_TABLES = ("batons", "journal")
+INDEX_TABLES = ("customers", "orders")
 # The embedded broker answers a fetch only when its wait is up, even if records arrived.
 EMBEDDED_FETCH_WAIT_MS = 100
-INDEX_TABLES = ("customers", "orders")
 
 
 def faust_settings(settings: Settings) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -117,9 +118,11 @@ class Workload:
 
     def tickets(self) -> list[Ticket]:
         """All tickets in waves: the first of every session, then the second, and so on."""
-        return [
-            self.ticket(s, turn) for turn in range(self.per_session) for s in range(self.sessions)
-        ]
+        return self.take(self.sessions * self.per_session)
+
+    def take(self, count: int) -> list[Ticket]:
+        """The first ``count`` tickets of ``rolling()``."""
+        return list(itertools.islice(self.rolling(), count))
 
     def rolling(self) -> Iterator[Ticket]:
         """Sessions without end (for a soak): ``sessions`` conversations at a time.

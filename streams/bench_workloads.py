@@ -179,11 +179,10 @@ async def pipeline(
     extra: dict[str, str] = {"BATON_LLM": "offline"}
     base_url = ""
     warm_stats: dict[str, Any] = {"calls": 0}
+    ttl_s, sweep_s = soak_expiry(sessions, rate or 1.0)
     if soak_s is not None:
-        assert rate is not None
         # Idle sessions must expire within the soak, as they would within days in production
         # (BATON_SESSION_TTL): the live sessions then stay as many as the traffic keeps busy.
-        ttl_s, sweep_s = soak_expiry(sessions, rate)
         extra |= {"BATON_SESSION_TTL": f"{ttl_s:g}", "BATON_EXPIRY_INTERVAL": f"{sweep_s:g}"}
     if latency is not None:
         standin, base_url = start_standin(latency, ctx.child_env(s), s.data_dir / "standin.log")
@@ -216,8 +215,7 @@ async def pipeline(
                 m = await _timed(ctx, collector, publisher, tickets, workers, others)
             else:
                 assert rate is not None
-                endless = load.rolling()
-                tickets = [next(endless) for _ in range(int(soak_s * rate))]
+                tickets = load.take(int(soak_s * rate))
                 m = await _timed(ctx, collector, publisher, tickets, workers, others, pace=rate)
             await asyncio.sleep(QUIET_S)
         await sampler.stop()
@@ -233,7 +231,6 @@ async def pipeline(
             row.extra["model_calls_in_flight_max"] = stats["max_in_flight"]
             row.extra["model_latency_s"] = latency
         if soak_s is not None:
-            ttl_s, sweep_s = soak_expiry(sessions, rate or 1.0)
             # Warm-up: the first block of sessions, then their expiry.
             settle_s = sessions * per_session / (rate or 1.0) + ttl_s + 2 * sweep_s
             drift = rss_drift(sampler.samples, warmup_s=min(settle_s, soak_s / 3))

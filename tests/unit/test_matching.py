@@ -218,8 +218,9 @@ def test_an_impossible_time_hint_is_no_hint() -> None:
 def test_only_short_texts_are_remembered() -> None:
     from agents import matching
 
-    before = matching._short_units.cache_info().currsize
+    before = matching._units.cache_info().currsize  # type: ignore[attr-defined]
     reply = "We are sorry your Quokka Travel Kettle QK-7 leaks. " * 10
     assert product_score("Quokka Travel Kettle QK-7", reply) > 0.9
     assert product_score("Quokka Travel Kettle QK-7", reply + "!") > 0.9
-    assert matching._short_units.cache_info().currsize == before + 1  # the product name only
+    units = matching._units.cache_info()  # type: ignore[attr-defined]
+    assert units.currsize == before + 1  # the product name only
