@@ -129,7 +129,7 @@ def apply_match(baton: Baton, ticket: Ticket, match: OrderMatch) -> Baton:
 
 
 def apply_reply(baton: Baton, reply: Reply) -> Baton:
-    """Record the answer and what the ticket's model calls cost (``reply.usage``)."""
+    """Record the answer and what the ticket's model calls cost; the ticket leaves flight."""
     memory = _memory(baton, reply.ticket_id)
     tickets = baton.tickets
     if memory is not None:
@@ -145,6 +145,7 @@ def apply_reply(baton: Baton, reply: Reply) -> Baton:
         tickets=tickets,
         usage=usage,
         answered=answered,
+        in_flight=None,
     )
 
 

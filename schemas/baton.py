@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,8 +33,40 @@ class ChainEntry(BaseModel):
     at: datetime = Field(default_factory=utcnow)
 
 
+_ORDER = {"understand": 0, "lookup": 1, "strategy": 2}
+
+
+class InFlight(BaseModel):
+    """The newest stage result of the ticket the session has in flight, for redelivered copies.
+
+    A session has one ticket in flight at a time, so one entry is all a redelivered record
+    needs: the output to send again, or the reply that may not have reached its topic yet.
+    """
+
+    ticket_id: str
+    stage: Literal["understand", "lookup", "strategy"]
+    output: str = Field(
+        description="The stage's output record as sent (JSON); for strategy, the reply about "
+        "to be sent, written before it is sent."
+    )
+    at: datetime = Field(default_factory=utcnow, description="When the output was recorded.")
+
+    @property
+    def pending(self) -> bool:
+        """A reply that may or may not have reached the replies topic."""
+        return self.stage == "strategy"
+
+    def reached(self, stage: StageName) -> bool:
+        """The ticket got to ``stage`` or beyond: the stage has run for it."""
+        return _ORDER[self.stage] >= _ORDER[stage]
+
+
 class Baton(BaseModel):
-    """A session's context. ``version`` grows by one on every write."""
+    """A session's context. ``version`` grows by one on every change of the context.
+
+    Only the write that records a reply as pending keeps the version: it changes
+    ``in_flight`` alone.
+    """
 
     schema_version: int = SCHEMA_VERSION
     session_id: str
@@ -54,6 +87,10 @@ class Baton(BaseModel):
     chain_summary: str = Field(default="", description="Summary of older, folded decisions.")
     flags: list[str] = Field(default_factory=list, description="Attention flags for later stages.")
     answered: list[str] = Field(default_factory=list, description="Recently answered ticket ids.")
+    in_flight: InFlight | None = Field(
+        default=None,
+        description="The stage result of the ticket in flight; none once it is answered.",
+    )
     usage: UsageTotals = Field(default_factory=UsageTotals)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -63,7 +100,7 @@ class Baton(BaseModel):
 
 
 class SessionSummary(BaseModel):
-    """What one session was about, as kept in the customer and order indexes."""
+    """What one session was about, as kept in the customer's index."""
 
     session_id: str
     ticket_id: str | None = None
@@ -75,7 +112,7 @@ class SessionSummary(BaseModel):
 
 
 class MemoryIndex(BaseModel):
-    """Sessions that touched a customer or an order, most recent first (bounded)."""
+    """A customer's sessions, most recent first (bounded)."""
 
     key: str
     sessions: list[SessionSummary] = Field(default_factory=list)

@@ -27,8 +27,8 @@ from streams.worker import bootstrap_servers
 
 log = logging.getLogger("baton.app")
 
-SESSION_TABLES = ("batons", "journal")
-INDEX_TABLES = ("customers", "orders")
+SESSION_TABLES = ("batons",)
+INDEX_TABLES = ("customers",)
 # The embedded broker answers a fetch only when its wait is up, even if records arrived.
 EMBEDDED_FETCH_WAIT_MS = 100
 

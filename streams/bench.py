@@ -292,6 +292,11 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f"{name}: RSS {drift['start_mib']} -> {drift['end_mib']} MiB after warm-up "
                 f"({100 * drift['change']:+.1f}%, flat within 10%: {drift['flat_within_10pct']})"
             )
+        if backlog := row.get("backlog_tickets"):
+            lines.append(
+                f"{name}: tickets published and not yet answered {backlog['start']} -> "
+                f"{backlog['end']} (first and last tenth after warm-up)"
+            )
         if sizes := row.get("baton_bytes"):
             lines.append(
                 f"{name}: baton {sizes['mean']} bytes mean, {sizes['max']} max, "

@@ -2,7 +2,7 @@
 
 Each hop decodes and validates its record and encodes the next one (the first hop turns a
 ``Ticket`` into a ``StageRecord``): the JSON work every pipeline stage does too, without baton,
-journal, model or dead letters. Run as ``python -m streams.bench_chains faust|aiokafka`` with the
+tables, model or dead letters. Run as ``python -m streams.bench_chains faust|aiokafka`` with the
 ``BATON_*`` variables of the run (broker, namespace, partitions, data dir, web port).
 """
 

@@ -1,8 +1,8 @@
 """The pipeline's own CPU cost without Kafka: the real ``Pipeline`` over in-memory topics.
 
 Splits a worker's CPU per ticket into what the stages' code costs (decode, context, prompts,
-checks, baton, journal, dead letters), what the model costs (here: the offline rules), and,
-by difference with the worker, what the transport costs (Faust, aiokafka, changelogs).
+checks, baton, dead letters), what the model costs (here: the offline rules), and, by
+difference with the worker, what the transport costs (Faust, aiokafka, changelogs).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,11 +88,13 @@ def start_standin(latency: float, env: Mapping[str, str], log: Path) -> tuple[Ch
 
 @dataclass
 class Sampler:
-    """Samples the resident memory of processes every ``interval`` seconds."""
+    """Samples the resident memory of processes (and ``backlog()``) every ``interval`` seconds."""
 
     children: list[Child]
     interval: float = 1.0
+    backlog: Callable[[], int] | None = None
     samples: list[tuple[float, float]] = field(default_factory=list)
+    backlog_samples: list[tuple[float, int]] = field(default_factory=list)
     _task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -105,7 +107,10 @@ class Sampler:
             for child in self.children:
                 mem = child.memory()
                 total += mem[0] if mem else 0.0
-            self.samples.append((time.monotonic() - self._started, total))
+            at = time.monotonic() - self._started
+            self.samples.append((at, total))
+            if self.backlog is not None:
+                self.backlog_samples.append((at, self.backlog()))
             await asyncio.sleep(self.interval)
 
     async def stop(self) -> None:

@@ -26,7 +26,7 @@ from streams.bench_kafka import (
 from streams.bench_load import Workload
 from streams.bench_procs import BenchError, Child, Sampler, child_env, spawn, start_standin
 from streams.bench_report import Measured, delivery_row, describe, phases, split_cpu
-from streams.bench_stats import Row, rss_drift
+from streams.bench_stats import Row, first_and_last_tenth, rss_drift
 from streams.broker import free_port
 from streams.jsonl import Progress
 from streams.settings import Settings
@@ -207,6 +207,8 @@ async def pipeline(
         await collector.start()
         async with Publisher(ctx.bootstrap, names.tickets) as publisher:
             await _warm_up(collector, publisher, warm.tickets(), [*workers, *others.values()])
+            # Tickets published and not answered yet: what waits in the worker and the broker.
+            sampler.backlog = lambda: max(0, len(publisher.sent_at) - len(collector.seen))
             if latency is not None:
                 warm_stats = _standin_stats(base_url)
             sampler.start()
@@ -233,8 +235,11 @@ async def pipeline(
         if soak_s is not None:
             # Warm-up: the first block of sessions, then their expiry.
             settle_s = sessions * per_session / (rate or 1.0) + ttl_s + 2 * sweep_s
-            drift = rss_drift(sampler.samples, warmup_s=min(settle_s, soak_s / 3))
+            warmup_s = min(settle_s, soak_s / 3)
+            drift = rss_drift(sampler.samples, warmup_s=warmup_s)
             row.extra["rss_samples_mib"] = [(round(t), round(v, 1)) for t, v in sampler.samples]
+            row.extra["backlog_samples"] = [(round(t), n) for t, n in sampler.backlog_samples]
+            backlog = first_and_last_tenth(sampler.backlog_samples, warmup_s)
             row.extra["target_rate"] = rate
             row.extra["session_ttl_s"] = ttl_s
             row.extra["customers"] = sessions
@@ -247,6 +252,11 @@ async def pipeline(
                     "high_mib": round(drift.high_mib, 1),
                     "change": round(drift.change, 4),
                     "flat_within_10pct": drift.flat,
+                }
+            if backlog is not None:
+                row.extra["backlog_tickets"] = {
+                    "start": round(backlog[0]),
+                    "end": round(backlog[1]),
                 }
     finally:
         await sampler.stop()

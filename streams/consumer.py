@@ -17,7 +17,7 @@ def seeking_consumer(
     leaves a partition without one wherever its fetcher already is. Records fetched while the
     worker was still recovering its tables are dropped by Faust, so such a partition would
     silently skip them until the next commit elsewhere. Rewinding makes the
-    ``earliest`` reset policy hold for them too; the stage journal absorbs any re-read.
+    ``earliest`` reset policy hold for them too; the baton's entry in flight absorbs any re-read.
     """
 
     class SeekingThread(AIOKafkaConsumerThread):

@@ -17,7 +17,7 @@ log = logging.getLogger("baton.metrics")
 
 STAGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 END_TO_END_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
-# Outcomes that may carry a measured duration; 0 means not measured (intake, journal hits).
+# Outcomes that may carry a measured duration; 0 means not measured (intake, redelivered copies).
 TIMED_OUTCOMES = frozenset({"ok", "degraded"})
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 
@@ -39,7 +39,7 @@ class PrometheusObserver:
         )
         self.outputs = Counter(
             "baton_stage_outputs",
-            "Stage results by outcome: ok, degraded, reused (journal hit), invalid, failed.",
+            "Stage results by outcome: ok, degraded, reused (a redelivered copy), invalid, failed.",
             ["stage", "outcome"],
             registry=r,
         )

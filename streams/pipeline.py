@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agents import memory
 from agents.asking import Failure, Outcome, budget_tokens
@@ -19,13 +19,12 @@ from agents.orders import OrderStore, StoreUnavailable
 from agents.prompts import EarlierSession
 from agents.strategy import decide
 from agents.understand import understand
-from schemas.baton import Baton, IndexUpdate, MemoryIndex
-from schemas.codec import InvalidRecord, dumps, loads, parse
+from schemas.baton import Baton, IndexUpdate, InFlight, MemoryIndex
+from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams import dead_letters
 from streams.dead_letters import Source
-from streams.journal import PENDING_PREFIX, Entry, Journal
 from streams.observe import CountingObserver, Observer
 from streams.runner import SessionGate
 from streams.settings import Settings
@@ -59,7 +58,7 @@ class Sink(Protocol):
 
 
 class State(Protocol):
-    """The session tables: batons and the stage journal (in Faust: changelog-backed)."""
+    """The tables: batons by session, the memory index by customer (changelog-backed)."""
 
     def get(self, table: str, key: str) -> bytes | None: ...
 
@@ -78,7 +77,7 @@ class State(Protocol):
 
 @dataclass
 class Pipeline:
-    """Runs each stage for one record, with the baton, the journal and the dead-letter path."""
+    """Runs each stage for one record, with the baton, its entry in flight and dead letters."""
 
     settings: Settings
     llm: LLM
@@ -90,7 +89,6 @@ class Pipeline:
 
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
-        self.journal = Journal(self.state)
         self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
         self._parsed_bytes = 0
 
@@ -126,7 +124,7 @@ class Pipeline:
         return [EarlierSession.of(s) for s in memory.earlier_sessions(index, ticket.session_id)]
 
     async def apply_index(self, value: bytes | None) -> None:
-        """Fold one session summary into the customer and order indexes."""
+        """Fold one session summary into the customer's index."""
         try:
             update = parse(IndexUpdate, value)
         except InvalidRecord as exc:
@@ -135,10 +133,6 @@ class Pipeline:
         cid, summary = update.customer_id, update.summary
         merged = memory.index_with(self._index("customers", cid), cid, summary)
         self.state.put("customers", cid, dumps(merged))
-        if summary.order_id:
-            oid = summary.order_id
-            merged = memory.index_with(self._index("orders", oid), oid, summary)
-            self.state.put("orders", oid, dumps(merged))
 
     async def _send_index(self, baton: Baton, ticket_id: str | None, expired: bool = False) -> None:
         if baton.customer_id:
@@ -151,7 +145,7 @@ class Pipeline:
     async def expire_sessions(
         self, owned: Callable[[str], bool], now: datetime | None = None
     ) -> int:
-        """Tombstone batons idle longer than the TTL, with their journal entry.
+        """Tombstone batons idle longer than the TTL.
 
         The customer index keeps each expired session's summary, so "the order I asked about
         before" still resolves after expiry.
@@ -166,7 +160,6 @@ class Pipeline:
             if baton.updated_at >= cutoff:
                 continue
             await self._send_index(baton, None, expired=True)
-            self.journal.forget(session_id)
             self.state.delete("batons", session_id, session_id)
             expired += 1
         return expired
@@ -174,18 +167,21 @@ class Pipeline:
     def _save(self, baton: Baton) -> None:
         self.state.put("batons", baton.session_id, dumps(baton))
 
-    def _entry(self, ticket: Ticket) -> Entry | None:
-        return self.journal.get(ticket.session_id, ticket.ticket_id)
+    def _entry(self, ticket: Ticket) -> InFlight | None:
+        """The session's entry in flight if it belongs to ``ticket``."""
+        baton = self.baton(ticket.session_id)
+        entry = baton.in_flight if baton is not None else None
+        return entry if entry is not None and entry.ticket_id == ticket.ticket_id else None
 
-    def _finished(self, ticket: Ticket, entry: Entry | None) -> bool:
+    def _finished(self, ticket: Ticket, entry: InFlight | None) -> bool:
         """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
-        if entry is not None and entry.finished:
+        if entry is not None and entry.pending:
             return True
         baton = self.baton(ticket.session_id)
         return baton is not None and ticket.ticket_id in baton.answered
 
     async def _redelivered(
-        self, stage: StageName, ticket: Ticket, entry: Entry | None, topic: str
+        self, stage: StageName, ticket: Ticket, entry: InFlight | None, topic: str
     ) -> bool:
         """Settle a copy of a ticket the stage has seen before (``entry``); False if it must run.
 
@@ -199,7 +195,7 @@ class Pipeline:
         elif entry is None or not entry.reached(stage):
             return False
         elif entry.stage == stage:
-            await self.sink.send(topic, ticket.session_id, entry.data)
+            await self.sink.send(topic, ticket.session_id, entry.output.encode())
         self.observer.stage_done(stage, "reused", 0.0)
         return True
 
@@ -338,7 +334,7 @@ class Pipeline:
 
     async def _forward(
         self,
-        stage: StageName,
+        stage: Literal["understand", "lookup"],
         record: StageRecord,
         baton: Baton,
         outcome: Outcome[Any],
@@ -359,7 +355,6 @@ class Pipeline:
             await self.dead_letter(dl)
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
-        self._save(baton)
         out = record.model_copy(
             update={
                 **update,
@@ -375,7 +370,9 @@ class Pipeline:
             }
         )
         data = dumps(out)
-        self.journal.record(record.ticket.session_id, record.ticket.ticket_id, stage, data)
+        # One changelog record for both: the baton and the output a redelivered copy resends.
+        entry = InFlight(ticket_id=record.ticket.ticket_id, stage=stage, output=data.decode())
+        self._save(baton.model_copy(update={"in_flight": entry}))
         await self.sink.send(topic, record.ticket.session_id, data)
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
@@ -454,7 +451,7 @@ class Pipeline:
         ticket = record.ticket
         entry = self._entry(ticket)
         if entry is not None and entry.pending:
-            await self._resume_reply(entry.data)
+            await self._resume_reply(entry)
             return
         if await self._redelivered("strategy", ticket, entry, self.topics.replies):
             return
@@ -516,24 +513,23 @@ class Pipeline:
         self.observer.stage_done("strategy", outcome_name, time.monotonic() - started)
 
     async def _reply(self, reply: Reply, baton: Baton) -> None:
-        """Publish the reply once; the journal remembers it so a redelivery cannot repeat it.
+        """Publish the reply once; the baton remembers it so a redelivery cannot repeat it.
 
-        The journal first records the reply as pending (acknowledged before the reply is
-        sent), so a crash between sending and recording is resolved from the topic itself.
+        The baton first holds the reply as pending (acknowledged before the reply is sent), so
+        a crash between sending and recording is resolved from the topic itself.
         """
         data = dumps(reply)
-        pending = PENDING_PREFIX + dumps(
-            {"since": utcnow(), "reply": reply.model_dump(mode="json")}
+        pending = InFlight(ticket_id=reply.ticket_id, stage="strategy", output=data.decode())
+        await self.state.put_durably(
+            "batons", reply.session_id, dumps(baton.model_copy(update={"in_flight": pending}))
         )
-        await self.journal.record_durably(reply.session_id, reply.ticket_id, "strategy", pending)
         await self.sink.send(self.topics.replies, reply.session_id, data)
         await self._replied(reply, baton)
 
-    async def _resume_reply(self, entry: bytes) -> None:
+    async def _resume_reply(self, entry: InFlight) -> None:
         """Finish a reply a crashed worker left pending: send it unless the topic has it."""
-        pending = loads(entry[len(PENDING_PREFIX) :])
-        reply = Reply.model_validate(pending["reply"])
-        since = datetime.fromisoformat(pending["since"]) - timedelta(seconds=5)
+        reply = Reply.model_validate_json(entry.output)
+        since = entry.at - timedelta(seconds=5)
         marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
 
         def is_it(value: bytes) -> bool:
@@ -542,22 +538,17 @@ class Pipeline:
         if await self.sink.contains(self.topics.replies, reply.session_id, since, is_it):
             self.observer.stage_done("strategy", "reused", 0.0)
         else:
-            await self.sink.send(self.topics.replies, reply.session_id, dumps(reply))
+            await self.sink.send(self.topics.replies, reply.session_id, entry.output.encode())
         baton = self.baton(reply.session_id) or Baton(
             session_id=reply.session_id, customer_id=reply.customer_id
         )
-        if reply.ticket_id in baton.answered:
-            self.journal.answered(reply.session_id, reply.ticket_id)
-            self.gate.leave(reply.session_id, reply.ticket_id)
-            return
         await self._replied(reply, baton)
 
     async def _replied(self, reply: Reply, baton: Baton) -> None:
         baton = memory.apply_reply(baton, reply)
-        # Durable before the session moves on: the next ticket overwrites the journal entry,
-        # and from then on only the baton's answered list keeps a copy from a second reply.
+        # Durable before the session moves on: from then on only the baton's answered list
+        # keeps a redelivered copy from a second reply.
         await self.state.put_durably("batons", baton.session_id, dumps(baton))
-        self.journal.answered(reply.session_id, reply.ticket_id)
         self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
         await self._send_index(baton, reply.ticket_id)

@@ -188,9 +188,13 @@ def build(
             continue
         batons.append(_baton_summary(m, baton))
         last = baton.chain[-1] if baton.chain else None
+        ticket_id = last.ticket_id if last else None
         what = f"{last.stage} {last.decision}" if last else "created"
+        if baton.in_flight is not None and baton.in_flight.pending:
+            ticket_id = baton.in_flight.ticket_id
+            what = "reply pending (recorded before it is sent)"
         flags = f"; flags: {', '.join(baton.flags)}" if baton.flags else ""
-        c.add(m, "baton", last.ticket_id if last else None, f"v{baton.version}: {what}{flags}")
+        c.add(m, "baton", ticket_id, f"v{baton.version}: {what}{flags}")
 
     c.events.sort(key=lambda e: (e["at"], _RANK.get(e["kind"], 9)))
     return {
@@ -234,6 +238,11 @@ def _baton_summary(m: Message, baton: Baton) -> dict[str, Any]:
         "order_id": baton.order_id,
         "flags": baton.flags,
         "usage": baton.usage.model_dump(mode="json"),
+        "in_flight": (
+            {"ticket_id": baton.in_flight.ticket_id, "stage": baton.in_flight.stage}
+            if baton.in_flight is not None
+            else None
+        ),
     }
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from schemas.baton import Baton
 from schemas.records import Reply
-from streams import journal
 from tests.conftest import ARTIFACTS
 from tests.integration.harness import Deployment, Worker
 
@@ -268,13 +268,14 @@ async def settled(workers: list[Worker], timeout: float = 90.0) -> None:
     await wait_for(same, timeout, "the workers to settle on one group generation")
 
 
-async def journaled(deployment: Deployment) -> set[tuple[str, str]]:
-    """(ticket, stage) of every journal entry that reached the journal's changelog."""
-    topic = f"baton-{deployment.namespace}-journal-changelog"
+async def recorded_in_flight(deployment: Deployment) -> set[tuple[str, str]]:
+    """(ticket, stage) of every entry in flight that reached the batons' changelog."""
+    topic = f"baton-{deployment.namespace}-batons-changelog"
     records = await drain(deployment, topic, quiet=1.5, namespaced=False)
-    out = set()
+    out: set[tuple[str, str]] = set()
     for r in records:
         if r.key is not None and r.value is not None:
-            entry = journal.decode(r.value)
-            out.add((entry.ticket_id, entry.stage))
+            entry = Baton.model_validate_json(r.value).in_flight
+            if entry is not None:
+                out.add((entry.ticket_id, entry.stage))
     return out

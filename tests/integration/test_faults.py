@@ -86,27 +86,27 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
     committed = await delivery.committed_offsets(
         deployment, {inp for inp, _, _ in stage_topics.values()}, PARTITIONS
     )
-    journal = await delivery.journaled(deployment)
-    # A reply is sent only after its pending journal entry is acknowledged, so no acked reply
-    # can lack one; a crash in between is resolved from the replies topic, not repeated.
-    window = {t for t in done_at_kill["strategy"] if (t, "strategy") not in journal}
-    assert not window, f"replies acknowledged without a journal entry: {window}"
+    recorded = await delivery.recorded_in_flight(deployment)
+    # A reply is sent only after the baton holding it as pending is acknowledged, so no acked
+    # reply can lack one; a crash in between is resolved from the replies topic, not repeated.
+    window = {t for t in done_at_kill["strategy"] if (t, "strategy") not in recorded}
+    assert not window, f"replies acknowledged without a pending entry: {window}"
 
     restarted_at = time.time()
     deployment.start_worker(**model_env(after))
     tally = Tally(delivery.sessions(tickets), await delivery.replies(deployment, len(tickets)))
     tally.assert_exactly_once_in_order()
 
-    # No stage whose journal entry was durable at the kill was asked again.
+    # No stage whose entry in flight was durable at the kill was asked again.
     first_pass = delivery.calls_by_ticket_stage(at_kill, prefix)
     second_pass = delivery.calls_by_ticket_stage(after.stats(), prefix)
     repeated = set(first_pass) & set(second_pass)
-    asked_again = repeated & journal
-    assert not asked_again, f"journaled stages asked again after the restart: {asked_again}"
+    asked_again = repeated & recorded
+    assert not asked_again, f"recorded stages asked again after the restart: {asked_again}"
     assert all(n == 1 for n in [*first_pass.values(), *second_pass.values()]), "re-asked"
 
     # What the restarted worker re-read: every record at or past the committed offset whose
-    # ticket had already passed that stage is a journal hit (a model call saved for most).
+    # ticket had already passed that stage was settled from the baton (a model call saved).
     hits: dict[str, int] = {}
     saved = 0
     for stage, (inp, _, _) in stage_topics.items():
@@ -144,11 +144,11 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
         replied_before_kill=len(replied) - len(after_restart),
         lost=len(tally.lost),
         duplicates=len(tally.duplicates),
-        acked_replies_not_yet_journaled=len(window),
+        acked_replies_without_pending_entry=len(window),
         calls_in_flight_at_kill=len(in_flight),
         calls_repeated=sum(second_pass[p] for p in repeated),
         calls_repeated_in_flight=len(repeated & in_flight),
-        journal_hits=hits,
+        redelivered_hits=hits,
         model_calls_saved=saved,
         model_calls_total=sum(first_pass.values()) + sum(second_pass.values()),
         first_reply_after_restart_s=round(after_restart[0] - restarted_at, 1),

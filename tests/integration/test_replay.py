@@ -70,7 +70,6 @@ def production_topics(d: Deployment) -> list[str]:
     return [
         *TopicNames.of(settings).all(),
         changelog_topic(settings),
-        changelog_topic(settings, "journal"),
     ]
 
 

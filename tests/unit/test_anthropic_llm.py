@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.anthropic_llm import AnthropicLLM
+from agents.anthropic_llm import AnthropicLLM, sdk_spans
 from agents.llm import OutputInvalid, Prompt, Refused, SpendLimit, TimedOut, Truncated, Unavailable
 from agents.prices import PRICES, Price, cost, load_prices, price_for
 from agents.prompts import build
@@ -118,6 +118,14 @@ async def test_each_stage_gets_its_validated_output(llm: AnthropicLLM, stage: St
     assert (answer.usage.stage, answer.usage.model) == (stage, MODEL)
     assert answer.usage.input_tokens > 0 and answer.usage.output_tokens > 0
     assert answer.usage.cost_usd > 0
+
+
+def test_the_sdk_makes_spans_only_where_a_tracer_provider_is_set() -> None:
+    from opentelemetry import trace
+
+    assert sdk_spans(trace.ProxyTracerProvider()) is False
+    # Any provider someone set: the SDK's own settings (ANTHROPIC_OPEN_TELEMETRY) decide.
+    assert sdk_spans(trace.NoOpTracerProvider()) is None
 
 
 async def test_second_call_reads_the_cached_system_prompt(llm: AnthropicLLM) -> None:

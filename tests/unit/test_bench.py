@@ -18,6 +18,7 @@ from streams.bench_stats import (
     check_delivery,
     cpu_seconds,
     cpu_seconds_of,
+    first_and_last_tenth,
     percentile,
     rss_drift,
     split_sessions,
@@ -112,6 +113,13 @@ def test_rss_drift_compares_the_ends_after_warm_up() -> None:
     spike = rss_drift(spiky, warmup_s=5)
     assert spike is not None and spike.flat
     assert rss_drift([(0.0, 1.0)], warmup_s=0) is None
+
+
+def test_first_and_last_tenth_are_means_after_warm_up() -> None:
+    backlog = [(float(t), float(t // 10)) for t in range(0, 120)]
+    # Kept: t = 20..119 (100 samples); first tenth 20..29 -> 2, last tenth 110..119 -> 11.
+    assert first_and_last_tenth(backlog, warmup_s=20) == (2.0, 11.0)
+    assert first_and_last_tenth([(5.0, 1.0)], warmup_s=0) is None
 
 
 def test_steady_rate_ignores_the_ramp_and_the_tail() -> None:

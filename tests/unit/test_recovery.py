@@ -11,7 +11,7 @@ import pytest
 
 from agents.offline import OfflineLLM
 from agents.orders import SQLiteOrderStore
-from schemas import Reply, Ticket, dumps
+from schemas import Baton, Reply, Ticket, dumps
 from streams.app import create_app
 from streams.dead_letters import Source
 from streams.observe import CountingObserver
@@ -57,6 +57,12 @@ def _ticket(tid: str, text: str) -> Ticket:
     return Ticket(ticket_id=tid, session_id="S1", customer_id="C1", text=text)
 
 
+def _baton(p: Pipeline) -> Baton:
+    baton = p.baton("S1")
+    assert baton is not None
+    return baton
+
+
 def _replies(p: Pipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in _sent(p).sent[p.topics.replies]]
 
@@ -88,7 +94,7 @@ async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
     assert _sent(p).sent[p_topics.understood], "the third ticket went on without waiting"
 
 
-async def test_a_redelivered_copy_is_settled_from_the_journal(pipeline: Pipeline) -> None:
+async def test_a_redelivered_copy_is_settled_from_the_baton(pipeline: Pipeline) -> None:
     p, topics = pipeline, pipeline.topics
     ticket = _ticket("t1", "My kettle is leaking, I want a refund.")
     for _ in range(3):
@@ -117,18 +123,23 @@ async def test_a_redelivered_copy_is_settled_from_the_journal(pipeline: Pipeline
     assert len(p.gate) == 0, "the session is free for the next ticket"
 
 
-async def test_the_journal_holds_one_entry_per_session(pipeline: Pipeline) -> None:
+async def test_a_session_holds_one_entry_in_flight(pipeline: Pipeline) -> None:
     p, topics = pipeline, pipeline.topics
     for i in range(5):
         await p.intake(dumps(_ticket(f"t{i}", f"My kettle is leaking ({i}).")), Source())
-        for stage, topic in (
-            ("understand", topics.sessions),
-            ("lookup", topics.understood),
-            ("strategy", topics.matched),
+        for stage, topic, out in (
+            ("understand", topics.sessions, topics.understood),
+            ("lookup", topics.understood, topics.matched),
         ):
             await _stage(p, stage, topic)
+            entry = _baton(p).in_flight
+            assert entry is not None and (entry.ticket_id, entry.stage) == (f"t{i}", stage)
+            ((_, sent),) = _sent(p).sent[out]
+            assert entry.output.encode() == sent, "the entry is the output as sent"
+        await _stage(p, "strategy", topics.matched)
+        assert _baton(p).in_flight is None, "an answered ticket is no longer in flight"
     assert [r.ticket_id for r in _replies(p)] == [f"t{i}" for i in range(5)]
-    assert [k for k, _ in _state(p).items("journal")] == ["S1"]
+    assert _baton(p).answered == [f"t{i}" for i in range(5)]
     # An early ticket's copy is known as answered from the baton.
     await p.intake(dumps(_ticket("t1", "My kettle is leaking (1).")), Source())
     await _stage(p, "understand", topics.sessions)
@@ -248,8 +259,7 @@ class _LossyState(MemoryState):
         self.durable.setdefault(table, {})[key] = value
 
     def crash(self) -> None:
-        for table in ("batons", "journal"):
-            self.tables[table] = dict(self.durable.get(table, {}))
+        self.tables["batons"] = dict(self.durable.get("batons", {}))
 
 
 async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_write(
@@ -258,7 +268,6 @@ async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_wr
     p, topics = pipeline, pipeline.topics
     state = _LossyState()
     p.state = state
-    p.journal.state = state
 
     async def answer(t: Ticket) -> None:
         await p.intake(dumps(t), Source())
@@ -269,7 +278,7 @@ async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_wr
     first = _ticket("t1", "My kettle is leaking, I want a refund.")
     await answer(first)
     state.crash()
-    # The session goes on after the restart; the next ticket takes over the journal entry.
+    # The session goes on after the restart; the next ticket takes over the entry in flight.
     await answer(_ticket("t2", "Can it be repaired instead?"))
     await p.intake(dumps(first), Source())
     await _stage(p, "understand", topics.sessions)
