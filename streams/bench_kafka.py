@@ -187,9 +187,13 @@ class Collector:
 
 
 async def read_topics(
-    bootstrap: str, topics: Iterable[str], idle_s: float = 2.0
+    bootstrap: str, topics: Iterable[str], idle_s: float = 2.0, first_s: float = 30.0
 ) -> list[tuple[str, bytes | None, bytes | None]]:
-    """Every ``(topic, key, value)`` of some topics, stopping after ``idle_s`` s of silence."""
+    """Every ``(topic, key, value)`` of some topics, stopping after ``idle_s`` s of silence.
+
+    The first records may take up to ``first_s``: a broker holding many records answers the
+    first fetch slowly, and stopping then would read an empty topic.
+    """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False
     )
@@ -206,10 +210,12 @@ async def read_topics(
             return records
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
+        wait_s = max(idle_s, first_s)
         while True:
-            batch = await consumer.getmany(timeout_ms=int(idle_s * 1000), max_records=5000)
+            batch = await consumer.getmany(timeout_ms=int(wait_s * 1000), max_records=5000)
             if not batch:
                 return records
+            wait_s = idle_s
             for tp, rs in batch.items():
                 records.extend((tp.topic, r.key, r.value) for r in rs)
     finally:

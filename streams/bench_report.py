@@ -135,6 +135,21 @@ def phases(
     }
 
 
+def records_per_ticket(
+    written: Mapping[str, int], total: int, s: Settings
+) -> dict[str, float] | None:
+    """Records per ticket by topic; None unless every published ticket was read back."""
+    if written.get(TopicNames.of(s).tickets, 0) < total:
+        return None
+    return {
+        "total": round(sum(written.values()) / total, 2),
+        **{
+            t.removeprefix(f"{s.namespace}.").removeprefix(f"{s.app_id}-"): round(n / total, 2)
+            for t, n in sorted(written.items())
+        },
+    }
+
+
 async def describe(
     bootstrap: str,
     s: Settings,
@@ -161,14 +176,11 @@ async def describe(
     row.extra["dead_letters"] = counts(d.reason for d in letters if d.ticket_id in wanted)
     topics = await topics_named(bootstrap, (f"{s.namespace}.", f"{s.app_id}-"))
     written = Counter(topic for topic, _, _ in await read_topics(bootstrap, topics))
-    total = len(tickets) + warm_tickets
-    row.extra["kafka_records_per_ticket"] = {
-        "total": round(sum(written.values()) / total, 2),
-        **{
-            t.removeprefix(f"{s.namespace}.").removeprefix(f"{s.app_id}-"): round(n / total, 2)
-            for t, n in sorted(written.items())
-        },
-    }
+    per_ticket = records_per_ticket(written, len(tickets) + warm_tickets, s)
+    if per_ticket is not None:
+        row.extra["kafka_records_per_ticket"] = per_ticket
+    else:
+        row.extra["kafka_records_unread"] = "the broker did not return every published ticket"
     raw = await latest_values(bootstrap, f"{s.app_id}-batons-changelog")
     batons = {}
     for value in raw.values():

@@ -13,6 +13,7 @@ from schemas.baton import Baton, TicketMemory
 from schemas.records import Order, Reply, UsageTotals
 from streams.bench_inproc import baton_growth, measure
 from streams.bench_load import Workload, minimal_context, prompt_sizes
+from streams.bench_report import records_per_ticket
 from streams.bench_stats import (
     Row,
     check_delivery,
@@ -28,6 +29,7 @@ from streams.bench_stats import (
 )
 from streams.bench_workloads import soak_expiry
 from streams.settings import Settings, load
+from streams.topics import TopicNames
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -252,3 +254,14 @@ async def test_a_long_session_grows_its_baton(tmp_path: Path) -> None:
     sizes = await baton_growth(settings, tickets, {1, 6})
     assert set(sizes) == {1, 6}
     assert 0 < sizes[1] < sizes[6]
+
+
+def test_records_per_ticket_need_every_published_ticket_read_back() -> None:
+    s = Settings(namespace="benchx-cpu")
+    tickets = TopicNames.of(s).tickets
+    written = {tickets: 10, f"{s.app_id}-batons-changelog": 40}
+    figures = records_per_ticket(written, 10, s)
+    assert figures == {"total": 5.0, "batons-changelog": 4.0, "support.tickets": 1.0}
+    # A broker too slow to answer within the read's patience: no figure rather than a low one.
+    assert records_per_ticket({tickets: 3}, 10, s) is None
+    assert records_per_ticket({}, 10, s) is None
