@@ -81,7 +81,7 @@ def sdk_spans(provider: trace.TracerProvider) -> Literal[False] | None:
     """The SDK's OpenTelemetry option: its own settings where a tracer provider is set, else off.
 
     Without a provider (OpenTelemetry's default proxy) the SDK's spans record nothing but still
-    build their attributes on every call, about 2 % of a busy worker's CPU.
+    build their attributes on every call (1.6 % of a busy worker's profile samples).
     """
     return False if isinstance(provider, trace.ProxyTracerProvider) else None
 

@@ -140,23 +140,26 @@ class Drift:
         return abs(self.change) <= 0.10
 
 
+def _ends(values: Sequence[float]) -> tuple[float, float] | None:
+    if len(values) < 2:
+        return None
+    tenth = max(1, len(values) // 10)
+    return sum(values[:tenth]) / tenth, sum(values[-tenth:]) / tenth
+
+
 def first_and_last_tenth(
     samples: Sequence[tuple[float, float]], warmup_s: float
 ) -> tuple[float, float] | None:
     """The mean of the first and of the last tenth of the samples taken after ``warmup_s``."""
-    kept = [value for at, value in samples if at >= warmup_s]
-    if len(kept) < 2:
-        return None
-    tenth = max(1, len(kept) // 10)
-    return sum(kept[:tenth]) / tenth, sum(kept[-tenth:]) / tenth
+    return _ends([value for at, value in samples if at >= warmup_s])
 
 
 def rss_drift(samples: Sequence[tuple[float, float]], warmup_s: float) -> Drift | None:
     """Compare the first and last tenth of ``(seconds, MiB)`` samples taken after ``warmup_s``."""
-    ends = first_and_last_tenth(samples, warmup_s)
+    kept = [mib for at, mib in samples if at >= warmup_s]
+    ends = _ends(kept)
     if ends is None:
         return None
-    kept = [mib for at, mib in samples if at >= warmup_s]
     start, end = ends
     return Drift(
         start_mib=start,

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
@@ -167,11 +167,11 @@ class Pipeline:
     def _save(self, baton: Baton) -> None:
         self.state.put("batons", baton.session_id, dumps(baton))
 
+    async def _save_durably(self, baton: Baton) -> None:
+        await self.state.put_durably("batons", baton.session_id, dumps(baton))
+
     def _entry(self, ticket: Ticket) -> InFlight | None:
-        """The session's entry in flight if it belongs to ``ticket``."""
-        baton = self.baton(ticket.session_id)
-        entry = baton.in_flight if baton is not None else None
-        return entry if entry is not None and entry.ticket_id == ticket.ticket_id else None
+        return _own_entry(self.baton(ticket.session_id), ticket)
 
     def _finished(self, ticket: Ticket, entry: InFlight | None) -> bool:
         """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
@@ -449,9 +449,10 @@ class Pipeline:
 
     async def _strategy(self, record: StageRecord, source: Source) -> None:
         ticket = record.ticket
-        entry = self._entry(ticket)
-        if entry is not None and entry.pending:
-            await self._resume_reply(entry)
+        held = self.baton(ticket.session_id)
+        entry = _own_entry(held, ticket)
+        if held is not None and entry is not None and entry.pending:
+            await self._resume_reply(entry, held)
             return
         if await self._redelivered("strategy", ticket, entry, self.topics.replies):
             return
@@ -520,14 +521,12 @@ class Pipeline:
         """
         data = dumps(reply)
         pending = InFlight(ticket_id=reply.ticket_id, stage="strategy", output=data.decode())
-        await self.state.put_durably(
-            "batons", reply.session_id, dumps(baton.model_copy(update={"in_flight": pending}))
-        )
+        await self._save_durably(baton.model_copy(update={"in_flight": pending}))
         await self.sink.send(self.topics.replies, reply.session_id, data)
         await self._replied(reply, baton)
 
-    async def _resume_reply(self, entry: InFlight) -> None:
-        """Finish a reply a crashed worker left pending: send it unless the topic has it."""
+    async def _resume_reply(self, entry: InFlight, baton: Baton) -> None:
+        """Finish the reply ``baton`` holds as pending: send it unless the topic has it."""
         reply = Reply.model_validate_json(entry.output)
         since = entry.at - timedelta(seconds=5)
         marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
@@ -539,16 +538,13 @@ class Pipeline:
             self.observer.stage_done("strategy", "reused", 0.0)
         else:
             await self.sink.send(self.topics.replies, reply.session_id, entry.output.encode())
-        baton = self.baton(reply.session_id) or Baton(
-            session_id=reply.session_id, customer_id=reply.customer_id
-        )
         await self._replied(reply, baton)
 
     async def _replied(self, reply: Reply, baton: Baton) -> None:
         baton = memory.apply_reply(baton, reply)
         # Durable before the session moves on: from then on only the baton's answered list
         # keeps a redelivered copy from a second reply.
-        await self.state.put_durably("batons", baton.session_id, dumps(baton))
+        await self._save_durably(baton)
         self.observer.reply(reply, self._age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
         await self._send_index(baton, reply.ticket_id)
@@ -601,4 +597,7 @@ class Pipeline:
         await self._reply(reply, baton)
 
 
-Step = Callable[[StageRecord, Source], Awaitable[None]]
+def _own_entry(baton: Baton | None, ticket: Ticket) -> InFlight | None:
+    """The baton's entry in flight if it belongs to ``ticket``."""
+    entry = baton.in_flight if baton is not None else None
+    return entry if entry is not None and entry.ticket_id == ticket.ticket_id else None
