@@ -8,7 +8,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from agents.llm import (
+from agents.models.llm import (
     LLM,
     BudgetExceeded,
     ModelFailure,
@@ -20,8 +20,8 @@ from agents.llm import (
     Truncated,
     Unavailable,
 )
-from agents.matching import normalize, product_score
 from agents.prompts import Facts
+from agents.rules.matching import normalize, product_score
 from schemas.records import CallUsage
 from schemas.stages import Understanding
 

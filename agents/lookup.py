@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 from agents import prompts
 from agents.asking import Check, Failure, Outcome, ask
-from agents.llm import LLM
-from agents.matching import product_score, time_score
-from agents.offline import choose_rules
+from agents.models.llm import LLM
 from agents.orders import OrderStore, StoreUnavailable
 from agents.prompts import EarlierSession
+from agents.rules.matching import product_score, time_score
+from agents.rules.offline import choose_rules
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Understanding

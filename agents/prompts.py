@@ -10,7 +10,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from agents.instructions import HANDBOOK, STAGE_TEXTS
-from agents.llm import Prompt
+from agents.models.llm import Prompt
 from schemas.baton import Baton, SessionSummary
 from schemas.records import Order, StageName, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding

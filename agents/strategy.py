@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from agents import prompts
 from agents.asking import Outcome, ask
-from agents.llm import LLM
-from agents.matching import normalize, product_score
-from agents.offline import strategy_rules
+from agents.models.llm import LLM
+from agents.rules.matching import normalize, product_score
+from agents.rules.offline import strategy_rules
 from schemas.baton import Baton
 from schemas.records import Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from agents import prompts
 from agents.asking import Outcome, ask
-from agents.llm import LLM
-from agents.offline import understand_rules
+from agents.models.llm import LLM
 from agents.prompts import EarlierSession
+from agents.rules.offline import understand_rules
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import Understanding

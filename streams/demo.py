@@ -14,10 +14,10 @@ from typing import Any
 
 from schemas.codec import dumps, parse
 from schemas.records import Order, Reply, Ticket
-from streams.broker import EmbeddedBroker, free_port
-from streams.local_worker import Worker, read_replies, spawn_worker, stop_worker
+from streams.kafka.embedded import EmbeddedBroker, free_port
+from streams.kafka.topics import REPLIES, TICKETS
+from streams.runtime.spawn import Worker, read_replies, spawn_worker, stop_worker
 from streams.settings import Settings
-from streams.topics import REPLIES, TICKETS
 
 
 def demo_file(name: str) -> Path:
@@ -31,7 +31,7 @@ def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
 
 def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
     """Upsert ``orders`` into the settings' order store."""
-    from streams.worker import build_store
+    from streams.runtime.worker import build_store
 
     async def run() -> None:
         store = build_store(settings)
@@ -82,7 +82,7 @@ async def collect_replies(
 
 def run_demo(settings: Settings, timeout: float = 180.0) -> int:
     """Run the demo; human lines go to stderr, the replies to stdout as JSON Lines."""
-    from streams.client import publish
+    from streams.kafka.client import publish
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.broker import EmbeddedBroker
+from streams.kafka.embedded import EmbeddedBroker
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 

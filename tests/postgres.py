@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.broker import free_port, port_open
+from streams.kafka.embedded import free_port, port_open
 
 # Read at import: the suite's autouse fixture clears BATON_* variables before each test.
 GIVEN_DSN = os.environ.get("BATON_TEST_POSTGRES_DSN", "")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.standin import StandIn, run_in_thread
-from streams.broker import EmbeddedBroker
+from agents.testing.standin import StandIn, run_in_thread
+from streams.kafka.embedded import EmbeddedBroker
 from tests.integration.harness import Deployment, standin_env
 
 pytestmark = pytest.mark.integration

@@ -7,10 +7,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from agents.standin import StandIn
-from streams.broker import EmbeddedBroker
+from agents.testing.standin import StandIn
+from streams.kafka.embedded import EmbeddedBroker
+from streams.kafka.reader import read_topics
 from streams.settings import Settings, load
-from streams.topic_reader import read_topics
 from tests.integration.harness import Deployment, standin_env
 
 

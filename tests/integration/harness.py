@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Order, Reply, Ticket
-from streams.broker import EmbeddedBroker, free_port
+from streams.kafka.embedded import EmbeddedBroker, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ class Deployment:
     ) -> subprocess.CompletedProcess[bytes]:
         """Run the ``baton`` CLI in this namespace."""
         return subprocess.run(
-            [sys.executable, "-m", "streams.cli", *args],
+            [sys.executable, "-m", "streams", *args],
             env=self.env(),
             input=input,
             capture_output=True,
@@ -125,7 +125,7 @@ class Deployment:
         port = free_port()
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "streams.cli", "worker"],
+                [sys.executable, "-m", "streams", "worker"],
                 env=self.env(BATON_WEB_PORT=str(port), **extra),
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from schemas.records import DeadLetter, Reply
 from tests.integration.harness import KETTLE_ORDER, Deployment, Worker
 

@@ -18,9 +18,9 @@ from aiokafka import AIOKafkaProducer
 
 from agents.orders import SQLiteOrderStore
 from agents.prompts import system_prompt
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from schemas.records import MAX_TEXT_CHARS, DeadLetter, Order, Reply
-from streams.broker import EmbeddedBroker
+from streams.kafka.embedded import EmbeddedBroker
 from tests.integration import delivery
 from tests.integration.harness import KETTLE_ORDER, Deployment
 

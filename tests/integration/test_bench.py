@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.broker import EmbeddedBroker
+from streams.kafka.embedded import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ def bench(broker: EmbeddedBroker, tmp_path: Path, *args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env.update(BATON_BROKER=broker.url, BATON_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
     done = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "bench", *args, "--json"],
+        [sys.executable, "-m", "streams", "bench", *args, "--json"],
         env=env,
         cwd=ROOT,
         capture_output=True,

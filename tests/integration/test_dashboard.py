@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from tests.integration.harness import ROOT, Deployment, Worker
 from tests.integration.observability import ORDERS, by_label, health_until_ready, known_run, total
 from tests.integration.test_web import scrape_settled

@@ -24,7 +24,7 @@ def test_the_demo_answers_every_sample_ticket_and_says_the_model_is_offline(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "demo"],
+        [sys.executable, "-m", "streams", "demo"],
         env=env,
         cwd=tmp_path,
         capture_output=True,

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from schemas.records import DeadLetter, Ticket
-from streams.broker import EmbeddedBroker
-from streams.dlq import ATTEMPTS, REQUEUED_FROM
-from streams.topic_reader import read_topics
+from streams.debug.dlq import ATTEMPTS, REQUEUED_FROM
+from streams.kafka.embedded import EmbeddedBroker
+from streams.kafka.reader import read_topics
 from tests.integration.debug_support import module_deployment, settings_of
 from tests.integration.harness import Deployment
 from tests.integration.test_pipeline import ORDERS, ticket

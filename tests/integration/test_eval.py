@@ -29,7 +29,7 @@ def report() -> dict[str, Any]:
     env["PYTHONPATH"] = str(ROOT)
     tickets = str(DATA / "eval_tickets.jsonl")
     done = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "eval", "--llm", "echo", "--json", tickets],
+        [sys.executable, "-m", "streams", "eval", "--llm", "echo", "--json", tickets],
         env=env,
         cwd=ROOT,
         capture_output=True,

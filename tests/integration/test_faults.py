@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from aiokafka.partitioner import murmur2
 
-from agents.standin import StandIn, run_in_thread
+from agents.testing.standin import StandIn, run_in_thread
 from schemas.codec import dumps
 from schemas.records import Reply, Ticket
 from schemas.stages import StageRecord, Understanding
-from streams.broker import EmbeddedBroker, free_port
+from streams.kafka.embedded import EmbeddedBroker, free_port
 from tests.conftest import ARTIFACTS
 from tests.integration import delivery
 from tests.integration.delivery import (

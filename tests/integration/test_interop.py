@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket
-from streams.broker import EmbeddedBroker
+from streams.kafka.embedded import EmbeddedBroker
 from tests.integration.debug_support import module_deployment
 from tests.integration.harness import Deployment
 from tests.integration.test_pipeline import ORDERS

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from agents.prices import PRICES, cost, price_for
+from agents.models.prices import PRICES, cost, price_for
 from schemas import Baton, CallUsage, DeadLetter, Reply
 from schemas.records import UsageTotals
-from streams.broker import EmbeddedBroker
+from streams.kafka.embedded import EmbeddedBroker
 from tests.integration import delivery
 from tests.integration.harness import Deployment
 

@@ -10,13 +10,13 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from schemas.codec import dumps
 from schemas.records import Reply
-from streams.broker import EmbeddedBroker
-from streams.topic_reader import read_topics
-from streams.topics import TopicNames
-from streams.trace import changelog_topic
+from streams.debug.trace import changelog_topic
+from streams.kafka.embedded import EmbeddedBroker
+from streams.kafka.reader import read_topics
+from streams.kafka.topics import TopicNames
 from tests.integration.debug_support import counts, module_deployment, settings_of
 from tests.integration.harness import Deployment
 from tests.integration.test_pipeline import ORDERS, ticket

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from agents.standin import StandIn, run_in_thread
+from agents.testing.standin import StandIn, run_in_thread
 from tests.integration import delivery
 from tests.integration.delivery import (
     Tally,

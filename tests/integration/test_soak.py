@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.standin import StandIn, run_in_thread
+from agents.testing.standin import StandIn, run_in_thread
 from schemas import DeadLetter, Reply
-from streams.broker import EmbeddedBroker
+from streams.kafka.embedded import EmbeddedBroker
 from tests.conftest import ARTIFACTS
 from tests.integration import delivery
 from tests.integration.harness import Deployment

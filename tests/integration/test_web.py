@@ -11,7 +11,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from agents.standin import StandIn
+from agents.testing.standin import StandIn
 from tests.integration.harness import ROOT, Deployment, Worker
 from tests.integration.observability import (
     ORDERS,
@@ -121,7 +121,7 @@ async def test_metrics_and_health_after_a_known_run(
 
 def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "streams.cli", "worker"],
+        [sys.executable, "-m", "streams", "worker"],
         env=deployment.env(BATON_WEB_BIND="0.0.0.0"),
         capture_output=True,
         timeout=60,

@@ -12,11 +12,19 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.anthropic_llm import AnthropicLLM, sdk_spans
-from agents.llm import OutputInvalid, Prompt, Refused, SpendLimit, TimedOut, Truncated, Unavailable
-from agents.prices import PRICES, Price, cost, load_prices, price_for
+from agents.models.claude import AnthropicLLM, sdk_spans
+from agents.models.llm import (
+    OutputInvalid,
+    Prompt,
+    Refused,
+    SpendLimit,
+    TimedOut,
+    Truncated,
+    Unavailable,
+)
+from agents.models.prices import PRICES, Price, cost, load_prices, price_for
 from agents.prompts import build
-from agents.standin import Request, StandIn
+from agents.testing.standin import Request, StandIn
 from schemas import (
     Baton,
     CallUsage,

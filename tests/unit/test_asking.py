@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.asking import budget_tokens, classify
-from agents.llm import (
+from agents.models.llm import (
     BudgetExceeded,
     ModelFailure,
     OutputInvalid,
@@ -16,9 +16,9 @@ from agents.llm import (
     Unavailable,
 )
 from agents.strategy import decide
+from agents.testing.scripted import ScriptedLLM
 from agents.understand import understand
 from schemas import CallUsage, UsageTotals
-from tests.unit.scripted import ScriptedLLM
 from tests.unit.test_stages import BATON, KETTLE_OLD, draft, matched, ticket, understanding
 
 

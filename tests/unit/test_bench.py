@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from agents.orders import open_store
-from agents.standin import estimate_tokens
+from agents.testing.standin import estimate_tokens
 from schemas.baton import Baton, TicketMemory
 from schemas.records import Order, Reply, UsageTotals
-from streams.bench_inproc import baton_growth, measure
-from streams.bench_load import Workload, minimal_context, prompt_sizes
-from streams.bench_report import records_per_ticket
-from streams.bench_stats import (
+from streams.bench.inproc import baton_growth, measure
+from streams.bench.load import Workload, minimal_context, prompt_sizes
+from streams.bench.report import records_per_ticket
+from streams.bench.stats import (
     Row,
     check_delivery,
     cpu_seconds,
@@ -27,9 +27,9 @@ from streams.bench_stats import (
     steady_rate,
     table,
 )
-from streams.bench_workloads import soak_expiry
+from streams.bench.workloads import soak_expiry
+from streams.kafka.topics import TopicNames
 from streams.settings import Settings, load
-from streams.topics import TopicNames
 
 
 def test_percentile_interpolates_between_ranks() -> None:

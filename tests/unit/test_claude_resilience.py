@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.anthropic_llm import AnthropicLLM
-from agents.llm import SpendLimit, TimedOut, Unavailable
-from agents.standin import Request, StandIn
+from agents.models.claude import AnthropicLLM
+from agents.models.llm import SpendLimit, TimedOut, Unavailable
+from agents.testing.standin import Request, StandIn
 from schemas import Understanding
 from tests.unit.test_anthropic_llm import client, prompt, respond
 
@@ -107,7 +107,7 @@ async def test_spend_limit_is_never_retried_and_alarms_once_a_minute(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = FakeClock()
-    caplog.set_level(logging.ERROR, logger="agents.anthropic_llm")
+    caplog.set_level(logging.ERROR, logger="agents.models.claude")
     async with StandIn(responder=respond) as server:
         llm = client(server, clock=clock, max_retries=4)
         try:
@@ -151,7 +151,7 @@ async def test_stages_on_one_model_share_the_cached_handbook() -> None:
 async def test_an_uncached_prefix_is_warned_about_once_per_stage_and_model(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="agents.anthropic_llm")
+    caplog.set_level(logging.WARNING, logger="agents.models.claude")
     async with StandIn(responder=respond, min_cache_tokens=100_000) as server:
         llm = client(server)
         try:
@@ -184,8 +184,8 @@ async def test_default_models_cache_each_stage_at_their_real_minimums(stage: Any
 async def test_the_worker_builds_the_model_from_the_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from streams.runtime.worker import build_llm
     from streams.settings import load
-    from streams.worker import build_llm
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     settings = load(

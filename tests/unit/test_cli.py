@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from streams.broker import free_port
-from streams.cli import main
+from streams.cli.main import main
 from streams.jsonl import Progress
+from streams.kafka.embedded import free_port
 from streams.settings import Settings, SettingsError, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ def run_cli(
     *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "streams.cli", *args],
+        [sys.executable, "-m", "streams", *args],
         capture_output=True,
         text=True,
         input=stdin.decode() if stdin else None,
@@ -168,7 +168,7 @@ def test_settings_defaults_and_overrides() -> None:
 def test_the_worker_runs_on_uvloop_unless_told_otherwise() -> None:
     import uvloop
 
-    from streams.worker import use_event_loop
+    from streams.runtime.worker import use_event_loop
 
     policy = asyncio.get_event_loop_policy()
     try:

@@ -11,9 +11,8 @@ from schemas.baton import Baton, ChainEntry
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
 from schemas.stages import OrderMatch, StageRecord, Understanding
-from streams import dlq, trace
-from streams.client import Message
-from streams.replay_plan import (
+from streams.debug import dlq, trace
+from streams.debug.replay_plan import (
     Selection,
     diff,
     diff_line,
@@ -22,9 +21,10 @@ from streams.replay_plan import (
     select,
     summary,
 )
+from streams.kafka.client import Message
+from streams.kafka.reader import offset_or_none
+from streams.kafka.topics import TopicNames
 from streams.settings import Settings
-from streams.topic_reader import offset_or_none
-from streams.topics import TopicNames
 
 T0 = 1_800_000_000_000
 

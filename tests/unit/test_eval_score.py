@@ -11,8 +11,8 @@ import pytest
 
 from schemas.codec import dumps
 from schemas.records import Order, Reply, Ticket
-from streams.cli import main
-from streams.eval import (
+from streams.cli.main import main
+from streams.eval.run import (
     BadInput,
     check,
     load_cases,
@@ -21,7 +21,7 @@ from streams.eval import (
     shifted,
     week_shift,
 )
-from streams.eval_score import (
+from streams.eval.score import (
     Case,
     World,
     found,

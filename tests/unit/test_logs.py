@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
-from agents.llm import Prompt
+from agents.models.llm import Prompt
 from schemas.codec import dumps
 from schemas.records import Reply, Ticket
 from schemas.stages import StageRecord
-from streams.logs import (
+from streams.observe.logs import (
     JsonFormatter,
     LoggingObserver,
     RedactFilter,
@@ -145,7 +145,7 @@ def test_worker_configuration_redacts_the_configured_key() -> None:
     """The dictConfig the worker hands to Faust: JSON on stderr, the env key redacted."""
     code = (
         "import logging, logging.config, os\n"
-        "from streams.logs import logging_config\n"
+        "from streams.observe.logs import logging_config\n"
         "from streams.settings import load\n"
         "logging.config.dictConfig(logging_config(load()))\n"
         "logging.getLogger('anthropic').info('key=%s', os.environ['ANTHROPIC_API_KEY'])\n"
@@ -249,11 +249,11 @@ def test_ids_come_from_the_record_being_processed() -> None:
 
 
 def test_worker_log_format_option_reaches_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    import streams.worker
-    from streams.cli import main
+    import streams.runtime.worker
+    from streams.cli.main import main
 
     started: list[Settings] = []
-    monkeypatch.setattr(streams.worker, "run", started.append)
+    monkeypatch.setattr(streams.runtime.worker, "run", started.append)
     monkeypatch.setenv("BATON_LOG_FORMAT", "json")
     assert main(["worker", "--log-format", "text"]) == 0
     assert main(["worker"]) == 0

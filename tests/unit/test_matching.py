@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agents.matching import (
+from agents.rules.matching import (
     content_words,
     extract_time_hint,
     find_product,
@@ -209,14 +209,14 @@ def test_time_score_accepts_naive_and_offset_datetimes() -> None:
 def test_an_impossible_time_hint_is_no_hint() -> None:
     from datetime import UTC, datetime
 
-    from agents.matching import time_score
+    from agents.rules.matching import time_score
 
     now = datetime(2026, 11, 29, tzinfo=UTC)
     assert time_score("5000 years ago", datetime(2026, 1, 1, tzinfo=UTC), now) == 0.5
 
 
 def test_only_short_texts_are_remembered() -> None:
-    from agents import matching
+    from agents.rules import matching
 
     before = matching._units.cache_info().currsize  # type: ignore[attr-defined]
     reply = "We are sorry your Quokka Travel Kettle QK-7 leaks. " * 10

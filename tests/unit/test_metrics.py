@@ -12,8 +12,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from schemas.records import CallUsage, Reply
-from streams.dashboard import Recent, percentile, summary
-from streams.metrics import PrometheusObserver, partition_lag
+from streams.observe.dashboard import Recent, percentile, summary
+from streams.observe.metrics import PrometheusObserver, partition_lag
 
 
 def exposition(observer: PrometheusObserver) -> dict[str, dict[frozenset[tuple[str, str]], float]]:
@@ -113,7 +113,7 @@ def test_model_calls_count_tokens_cost_and_reasks() -> None:
 
 
 def test_retries_arrive_through_the_llm_hook() -> None:
-    from agents.anthropic_llm import AnthropicLLM
+    from agents.models.claude import AnthropicLLM
 
     m = PrometheusObserver()
     llm = AnthropicLLM(api_key="sk-test-unused", base_url="http://127.0.0.1:9")

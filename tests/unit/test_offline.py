@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from agents import prompts
-from agents.llm import LLM, OutputInvalid, Prompt
-from agents.offline import OfflineLLM, choose_rules, strategy_rules, understand_rules
+from agents.models.llm import LLM, OutputInvalid, Prompt
 from agents.prompts import EarlierSession, Facts, parse_context
+from agents.rules.offline import OfflineLLM, choose_rules, strategy_rules, understand_rules
 from schemas.baton import Baton, TicketMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from agents.pacing import AdaptiveLimit, Throttle, TicketClock, backoff_s, retry_delay_s
+from agents.models.pacing import AdaptiveLimit, Throttle, TicketClock, backoff_s, retry_delay_s
 
 
 class FakeClock:

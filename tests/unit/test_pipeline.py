@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.offline import OfflineLLM
 from agents.orders import SQLiteOrderStore
+from agents.rules.offline import OfflineLLM
 from schemas import (
     Baton,
     DeadLetter,
@@ -25,11 +25,11 @@ from schemas import (
     dumps,
 )
 from schemas.records import utcnow
-from streams.dead_letters import Source
-from streams.observe import CountingObserver
-from streams.pipeline import Pipeline
+from streams.kafka.topics import TopicNames
+from streams.observe.observer import CountingObserver
+from streams.runtime.dead_letters import Source
+from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
-from streams.topics import TopicNames
 
 ORDERS = [
     Order(
@@ -269,8 +269,8 @@ async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pip
 
 
 async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) -> None:
-    from agents.llm import Refused
-    from tests.unit.scripted import ScriptedLLM
+    from agents.models.llm import Refused
+    from agents.testing.scripted import ScriptedLLM
 
     draft = {
         "solution": "Repair",
@@ -336,7 +336,7 @@ async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
 
 
 async def test_parsed_batons_are_bounded_by_their_size(pipeline: Pipeline) -> None:
-    from streams import pipeline as module
+    from streams.runtime import pipeline as module
 
     for i in range(3):
         await run(pipeline, ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))

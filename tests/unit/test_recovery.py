@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.offline import OfflineLLM
 from agents.orders import SQLiteOrderStore
+from agents.rules.offline import OfflineLLM
 from schemas import Baton, Reply, Ticket, dumps
-from streams.app import create_app
-from streams.dead_letters import Source
-from streams.observe import CountingObserver
-from streams.pipeline import Pipeline
-from streams.runner import SessionGate, SessionScheduler
+from streams.observe.observer import CountingObserver
+from streams.runtime.app import create_app
+from streams.runtime.dead_letters import Source
+from streams.runtime.pipeline import Pipeline
+from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.settings import Settings
 from tests.unit.test_pipeline import ORDERS, MemorySink, MemoryState
 

@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.runner import SessionGate, SessionScheduler
+from streams.runtime.scheduler import SessionGate, SessionScheduler
 
 
 @dataclass

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm import OutputInvalid, Refused, Truncated
 from agents.lookup import look_up
+from agents.models.llm import OutputInvalid, Refused, Truncated
 from agents.orders import SQLiteOrderStore
 from agents.strategy import decide, policy_problems
+from agents.testing.scripted import ScriptedLLM
 from agents.understand import understand
 from schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
 from schemas.records import utcnow
-from tests.unit.scripted import ScriptedLLM
 
 NOW = utcnow()
 

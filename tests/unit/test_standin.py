@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from agents.prompts import build
-from agents.standin import Request, StandIn, directives, estimate_tokens, run_in_thread
+from agents.testing.standin import Request, StandIn, directives, estimate_tokens, run_in_thread
 from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
 from schemas.records import StageName
 
@@ -289,7 +289,7 @@ def test_run_in_thread_serves_sync_code() -> None:
 
 def test_module_runs_standalone_and_prints_its_url() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "agents.standin", "--port", "0", "--latency", "0.01"]
+    command = [sys.executable, "-m", "agents.testing.standin", "--port", "0", "--latency", "0.01"]
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as proc:
         try:
             assert proc.stdout is not None

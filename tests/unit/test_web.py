@@ -9,8 +9,15 @@ import pytest
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 
+from streams.observe.web import (
+    UnsafeBind,
+    bearer_auth,
+    check_bind,
+    dashboard_page,
+    is_loopback,
+    readiness,
+)
 from streams.settings import Settings
-from streams.web import UnsafeBind, bearer_auth, check_bind, dashboard_page, is_loopback, readiness
 
 TOKEN = "a-long-enough-token-0123"
 

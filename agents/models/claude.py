@@ -1,0 +1,303 @@
+"""The LLM protocol over the Anthropic Messages API: structured output, retries, caching, prices.
+
+Transient failures (429, 529, 5xx, connection errors, timeouts) are retried here, not by the
+SDK: ``max_retries`` times with jittered exponential backoff that never comes sooner than the
+server's ``retry-after``, and never past the ticket's model time budget (``ticket_budget_s``,
+all calls of one ticket together, waiting for a slot included). Calls in flight are bounded by
+an AIMD limit that halves when the API says it is overloaded (429, 529) and grows back as calls
+succeed, so an overload slows the worker down instead of piling retries onto it. A spend-limit
+429 is never retried and is logged at ERROR at most once a minute.
+
+Calls are costed with ``agents.models.prices`` (overridable by ``BATON_PRICES``, then by the
+constructor's ``prices``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
+
+import anthropic
+import httpx2
+from anthropic.types import JSONOutputFormatParam, Message, TextBlockParam
+from opentelemetry import trace
+from pydantic import BaseModel, ValidationError
+
+from agents.models.api_errors import attempt_failure, retry_cause
+from agents.models.llm import (
+    Answer,
+    ModelFailure,
+    OutputInvalid,
+    Prompt,
+    Refused,
+    SpendLimit,
+    TimedOut,
+    Truncated,
+)
+from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
+from agents.models.prices import Price, cost, load_prices, min_cacheable_tokens, price_for
+from agents.prompts import SHARED_PREFIX
+from schemas.records import CallUsage, StageName
+
+T = TypeVar("T", bound=BaseModel)
+
+log = logging.getLogger(__name__)
+
+FEEDBACK = "\n\nYour previous answer was rejected: {}\nAnswer again, fixing these errors."
+SPEND_ALARM_INTERVAL_S = 60.0
+
+
+class OutOfTime(TimedOut):
+    """The ticket's model time budget ran out: no further call for it."""
+
+
+def cache_blocks(system: str) -> list[TextBlockParam]:
+    """The system prompt as cache breakpoints: the handbook all stages share, then the stage's.
+
+    Stages on the same model then share the handbook's cache entry, so a rarely called stage
+    reads what a busy one wrote.
+    """
+    parts = [system]
+    if system.startswith(SHARED_PREFIX) and len(system) > len(SHARED_PREFIX):
+        parts = [SHARED_PREFIX, system[len(SHARED_PREFIX) :]]
+    return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
+
+
+def _readable(exc: ValidationError) -> str:
+    errors = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "output"
+        errors.append(f"{where}: {error['msg']}")
+    return "; ".join(errors)
+
+
+def sdk_spans(provider: trace.TracerProvider) -> Literal[False] | None:
+    """The SDK's OpenTelemetry option: its own settings where a tracer provider is set, else off.
+
+    Without a provider (OpenTelemetry's default proxy) the SDK's spans record nothing but still
+    build their attributes on every call (1.6 % of a busy worker's profile samples).
+    """
+    return False if isinstance(provider, trace.ProxyTracerProvider) else None
+
+
+def _tracer_provider() -> trace.TracerProvider:
+    try:
+        return trace.get_tracer_provider()
+    except Exception:
+        # A provider named by OTEL_PYTHON_TRACER_PROVIDER that cannot load: the SDK has no
+        # spans then either.
+        return trace.ProxyTracerProvider()
+
+
+@functools.cache
+def _output_format(output_type: type[BaseModel]) -> JSONOutputFormatParam:
+    # What messages.parse(output_format=...) would send; parse has no raw-response variant.
+    return {"type": "json_schema", "schema": anthropic.transform_schema(output_type)}
+
+
+class AnthropicLLM:
+    """Claude through the official SDK; one instance per worker, ``concurrency`` calls at most."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        model: str = "claude-haiku-4-5",
+        stage_models: Mapping[str, str] | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        concurrency: int = 8,
+        ticket_budget_s: float = 180.0,
+        prices: Mapping[str, Price] | None = None,
+        clock: Clock = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.model = model
+        self.stage_models = dict(stage_models or {})
+        self.prices = {**load_prices(os.environ), **(prices or {})}
+        self.unpriced: set[str] = set()
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, max_retries)
+        self.limit = AdaptiveLimit(concurrency, clock=clock)
+        self.tickets = TicketClock(ticket_budget_s)
+        self.spend_alarm = Throttle(SPEND_ALARM_INTERVAL_S, clock=clock)
+        self._uncached: set[tuple[str, str]] = set()
+        self._clock = clock
+        self._rng = rng or random.Random()
+        # Optional: called as on_retry(model, cause) before each backoff (the worker's metrics).
+        self.on_retry: Callable[[str, str], None] | None = None
+        # None lets the SDK read ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself; retrying is
+        # ours, so the limit and the ticket's time budget see every attempt.
+        # The SDK keeps only 100 idle connections: past that, every call would open (and on
+        # the real API, handshake) a new one. Keep one per call slot, and never cap below it.
+        # The aiohttp transport costs half the CPU per call of httpx's own pool, which scans
+        # every pooled connection on each request: with hundreds of calls in flight the HTTP
+        # stack was the worker's largest cost.
+        limits = httpx2.Limits(
+            max_connections=max(1000, concurrency), max_keepalive_connections=max(1, concurrency)
+        )
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=anthropic.DefaultAioHttpClient(limits=limits),
+            open_telemetry=sdk_spans(_tracer_provider()),
+        )
+
+    def model_for(self, stage: StageName) -> str:
+        """The stage's own model if configured, else the default model."""
+        return self.stage_models.get(stage, self.model)
+
+    async def ask(
+        self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
+    ) -> Answer[T]:
+        """Ask, retrying transient errors within the ticket's budget; raise a ``ModelFailure``."""
+        model = self.model_for(prompt.stage)
+        ticket = getattr(prompt.facts, "ticket_id", None)
+        request: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens or prompt.max_tokens,
+            "system": cache_blocks(prompt.system),
+            "messages": [
+                {
+                    "role": "user",
+                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
+                }
+            ],
+            "output_config": {"format": _output_format(prompt.output_type)},
+        }
+        started = self._clock()
+        try:
+            message = await self._send(model, request, started + self.tickets.left(ticket))
+        except SpendLimit:
+            self._sound_spend_alarm(model)
+            raise
+        except OutOfTime:
+            # What is left is too little for a retry, so too little for the next stage's call.
+            self.tickets.exhaust(ticket)
+            raise
+        finally:
+            self.tickets.spend(ticket, self._clock() - started)
+        return self._answer(prompt, model, message)
+
+    async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
+        last: ModelFailure | None = None
+        attempts = 0
+        while True:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise self._out_of_time(model, last, attempts)
+            try:
+                # Waiting for a slot is model time too: an overloaded worker must not let
+                # tickets queue past their budget.
+                async with asyncio.timeout(left):
+                    await self.limit.acquire()
+            except TimeoutError:
+                raise self._out_of_time(model, last, attempts) from None
+            attempts += 1
+            timeout_s = min(self.timeout_s, max(0.001, deadline - self._clock()))
+            try:
+                raw = await self._client.messages.with_raw_response.create(
+                    **request, timeout=timeout_s
+                )
+                message = await raw.parse()
+            except anthropic.AnthropicError as exc:
+                attempt = attempt_failure(model, exc, timeout_s)
+            else:
+                self.limit.succeeded()
+                return message
+            finally:
+                self.limit.release()
+            if attempt.overloaded and self.limit.overloaded():
+                log.warning("%s is overloaded: %d calls in flight at most", model, self.limit.slots)
+            if not attempt.retryable:
+                raise attempt.failure
+            last = attempt.failure
+            if attempts > self.max_retries:
+                last.message = f"{last.message} (gave up after {attempts} attempts)"
+                raise last
+            delay = retry_delay_s(attempts - 1, attempt.retry_after_s, rng=self._rng)
+            if self._clock() + delay >= deadline:
+                raise self._out_of_time(model, last, attempts)
+            log.info("%s: %s; retrying in %.2f s", model, last.message, delay)
+            if self.on_retry is not None:
+                self.on_retry(model, retry_cause(attempt))
+            await asyncio.sleep(delay)
+
+    def _out_of_time(self, model: str, last: ModelFailure | None, attempts: int) -> OutOfTime:
+        budget = f"the ticket's model time budget of {self.tickets.budget_s:g} s is spent"
+        if last is None:
+            return OutOfTime(f"{model}: {budget}")
+        return OutOfTime(f"{model}: {budget} after {attempts} attempts; last: {last.message}")
+
+    def _sound_spend_alarm(self, model: str) -> None:
+        swallowed = self.spend_alarm.ready()
+        if swallowed is not None:
+            log.error(
+                "MODEL SPEND LIMIT REACHED (%s): every model call fails until the limit is "
+                "raised; tickets are handed to people (%d more hits not logged since the last "
+                "alarm)",
+                model,
+                swallowed,
+            )
+
+    def _answer(self, prompt: Prompt[T], model: str, message: Message) -> Answer[T]:
+        usage = self._usage(prompt.stage, model, message)
+        text = "".join(block.text for block in message.content if block.type == "text")
+        stop = message.stop_reason or "end_turn"
+        if stop == "refusal":
+            explanation = message.stop_details.explanation if message.stop_details else None
+            raise Refused(f"{model} refused: {explanation or 'no explanation'}", text, [usage])
+        if stop in ("max_tokens", "model_context_window_exceeded"):
+            raise Truncated(f"{model} stopped at {stop} ({usage.output_tokens})", text, [usage])
+        try:
+            value = prompt.output_type.model_validate_json(text)
+        except ValidationError as exc:
+            raise OutputInvalid(_readable(exc), text, [usage]) from None
+        return Answer(value=value, usage=usage, raw=text, stop_reason=stop)
+
+    def _usage(self, stage: StageName, model: str, message: Message) -> CallUsage:
+        reported = message.usage
+        usage = CallUsage(
+            stage=stage,
+            model=model,
+            input_tokens=reported.input_tokens,
+            output_tokens=reported.output_tokens,
+            cache_read_tokens=reported.cache_read_input_tokens or 0,
+            cache_write_tokens=reported.cache_creation_input_tokens or 0,
+        )
+        if not (usage.cache_read_tokens or usage.cache_write_tokens):
+            self._warn_uncached(stage, model, usage.input_tokens)
+        price = price_for(model, self.prices)
+        if price is None and model not in self.unpriced:
+            self.unpriced.add(model)
+            log.warning("no price for model %s: its calls are costed at 0", model)
+        return usage.model_copy(update={"cost_usd": cost(usage, price)})
+
+    def _warn_uncached(self, stage: StageName, model: str, input_tokens: int) -> None:
+        if (stage, model) in self._uncached:
+            return
+        self._uncached.add((stage, model))
+        log.warning(
+            "%s on %s: nothing was cached (%d input tokens); %s caches prefixes of %d tokens "
+            "or more, so the static prompt may be too short for it",
+            stage,
+            model,
+            input_tokens,
+            model,
+            min_cacheable_tokens(model),
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._client.close()

@@ -1,0 +1,322 @@
+"""Bilingual phrase tables of the offline model: what customers write and what it answers."""
+
+from __future__ import annotations
+
+import re
+
+from agents.rules.matching import normalize
+from schemas.stages import Demand
+
+_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_EN = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
+
+
+def _rx(en: str, zh: str) -> re.Pattern[str]:
+    return re.compile(f"{_EN.format(en)}|{zh}" if zh else _EN.format(en))
+
+
+# key: (English pattern, Chinese pattern, English label, English predicate, Chinese label)
+PROBLEMS: dict[str, tuple[str, str, str, str, str]] = {
+    "fire": (
+        r"smok\w*|fire|flames?|burn\w*|sparks?|sparking|melt\w*|explod\w*",
+        r"冒烟|着火|起火|烧焦|火花|爆炸|烧了",
+        "smoke or fire hazard", "is smoking or caught fire", "冒烟起火",
+    ),
+    "shock": (
+        r"electric shock|shocked me|shocks?|electrocut\w*", r"漏电|触电|电到",
+        "electric shock hazard", "gives electric shocks", "漏电",
+    ),
+    "leaking": (r"leak\w*|dripping", r"漏水|漏了|渗水|漏液", "leaking", "is leaking", "漏水"),
+    "not_delivered": (
+        r"not (?:been |yet )?(?:delivered|arrived|received)|(?:hasnt|has not|havent|have not"
+        r"|didnt|did not|never) (?:yet )?(?:arrived|received|got|come|came|shown up|been delivered)"
+        r"|still not here|where is my (?:order|package|parcel)|not delivered",
+        r"没收到|没有收到|还没到|未收到|没到货|还没收到|没有到|没发货|还没发货|没送到",
+        "not delivered", "has not been delivered", "还没有收到",
+    ),
+    "wrong_item": (
+        r"wrong (?:item|product|model|size|colou?r|one)|not what i ordered|sent me the wrong",
+        r"发错|错发|不是我买的|货不对|寄错",
+        "wrong item", "arrived as the wrong item", "发错了商品",
+    ),
+    "damaged": (
+        r"damaged|cracked|dented|scratched|shattered|smashed|arrived broken",
+        r"破损|碎了|裂了|划痕|压坏|摔坏|坏的",
+        "arrived damaged", "arrived damaged", "到货破损",
+    ),
+    "missing_parts": (
+        r"missing|incomplete|not included|parts? (?:are |is )?missing",
+        r"少了|缺少|少件|缺件|漏发|没有配件",
+        "missing parts", "is missing parts", "缺少配件",
+    ),
+    "overcharged": (
+        r"overcharg\w*|charged (?:me )?twice|double charged|billed twice|extra charge",
+        r"多扣|扣了两次|重复扣款|多收|扣款错误",
+        "overcharged", "was overcharged", "多扣了钱",
+    ),
+    "drifting": (r"drift\w*", r"漂移", "drifting", "is drifting", "摇杆漂移"),
+    "noise": (
+        r"nois\w*|loud|buzz\w*|rattl\w*|squeak\w*", r"噪音|异响|杂音|声音很大|响声",
+        "noise", "makes a strange noise", "有噪音",
+    ),
+    "battery": (
+        r"battery|wont charge|not charging|does not charge|doesnt charge|dies quickly",
+        r"电池|充不进电|不充电|充不了电|续航",
+        "battery fault", "does not charge or hold a charge", "无法充电或续航差",
+    ),
+    "broken": (
+        r"broken|broke|not working|doesnt work|does not work|stopped working|wont turn on"
+        r"|wont start|dead|faulty|defective|malfunction\w*|does not turn on|doesnt turn on"
+        r"|no sound",
+        r"坏了|不工作|不能用|用不了|开不了机|不开机|打不开|故障|失灵|没反应|不亮|不转|没声音|没有声音",
+        "not working", "is not working", "坏了，无法正常使用",
+    ),
+    "late": (
+        r"late|delay\w*|overdue|taking forever|slow (?:delivery|shipping)",
+        r"太慢|很慢|延迟|迟迟|太久|慢",
+        "delayed delivery", "is delayed", "配送延迟",
+    ),
+    "fit": (
+        r"too (?:small|big|large|tight|loose)|doesnt fit|does not fit",
+        r"尺码不合适|太小|太大|不合脚|不合身",
+        "wrong fit", "does not fit", "尺码不合适",
+    ),
+    "quality": (
+        r"poor quality|bad quality|fake|counterfeit|cheaply made", r"质量差|质量问题|假货|次品",
+        "quality problem", "has a quality problem", "有质量问题",
+    ),
+    "unwanted": (
+        r"changed my mind|dont want it|no longer need|dont need it", r"不想要了|不要了|不需要了",
+        "no longer wanted", "is no longer wanted", "不想要了",
+    ),
+}  # fmt: skip
+PROBLEM_RX = {key: _rx(en, zh) for key, (en, zh, *_) in PROBLEMS.items()}
+GENERAL = ("needs help with an order", "需要订单方面的帮助")
+PROBLEMS["general"] = ("", "", GENERAL[0], "", GENERAL[1])
+PROBLEM_BY_LABEL = {label: key for key, row in PROBLEMS.items() for label in (row[2], row[4])}
+SAFETY = ("fire", "shock")
+DELIVERY = ("not_delivered", "late")
+
+# Checked in this order, so "send it back for repair" is a repair, not a refund.
+DEMANDS: dict[Demand, re.Pattern[str]] = {
+    "cancel": _rx(r"cancel\w*", r"取消|撤销订单|撤单"),
+    "exchange": _rx(
+        r"exchange\w*|replac\w*|swap|a new one|another one", r"换货|换一个|换个|换新|更换|调换"
+    ),
+    "repair": _rx(r"repair\w*|fix\w*|mend|warranty", r"维修|修理|修好|保修|能修|修"),
+    "refund": _rx(
+        r"refund\w*|money back|reimburs\w*|return\w*|send it back", r"退款|退钱|退货|退掉|退回"
+    ),
+    "compensation": _rx(r"compensat\w*|voucher|coupon|make it up", r"赔偿|补偿|赔|优惠券|代金券"),
+    "complaint": _rx(
+        r"complain\w*|unacceptable|manager|supervisor|terrible service", r"投诉|差评|举报"
+    ),
+    "information": _rx(
+        r"how long|when (?:will|can|does|is|do)|where is|wheres|status|track|tracking|eta"
+        r"|any update|update on|how much longer",
+        r"多久|什么时候|何时|哪里|到哪|查询|物流|进度|状态|几天|怎么样了|单号",
+    ),
+}
+NEGATED = re.compile(
+    r"(?:(?:dont|do not|not|no|instead of|rather than)\s+(?:want\s+)?(?:an?\s+|the\s+|to\s+)?)$"
+    r"|(?:不要|不想|不用|不需要)$"
+)
+DEFAULT_DEMAND: dict[str, Demand] = {
+    "not_delivered": "information", "late": "information", "wrong_item": "exchange",
+    "damaged": "exchange", "missing_parts": "exchange", "fit": "exchange",
+    "overcharged": "refund", "unwanted": "refund", "leaking": "repair", "broken": "repair",
+    "drifting": "repair", "noise": "repair", "battery": "repair", "quality": "repair",
+}  # fmt: skip
+EARLIER = _rx(
+    r"the order i asked about|i asked about|earlier|before|previous\w*|last time|that order"
+    r"|same order|my other order",
+    r"之前|上次|那个订单|刚才|前面说的|以前问",
+)
+LEGAL = _rx(
+    r"lawyer|attorney|sue|suing|lawsuit|legal action|court|solicitor", r"律师|起诉|法院|诉讼|告你们"
+)
+INJECTION = _rx(
+    r"ignore (?:all |any |the )?(?:previous|prior|above|earlier|your) "
+    r"(?:instructions|prompts?|rules)|system prompt|reveal (?:your )?(?:instructions|prompt)"
+    r"|developer mode|jailbreak"
+    r"|you are now|approve (?:a |the )?refund of",
+    r"忽略.{0,6}(?:指令|提示|规则)|系统提示|提示词|扮演",
+)
+CLAUSE_EN: dict[str, str] = {
+    "refund": "they want a refund", "exchange": "they want an exchange",
+    "repair": "they want it repaired", "compensation": "they want compensation",
+    "cancel": "they want to cancel the order", "complaint": "they want to file a complaint",
+    "information": "they want to know the status", "other": "they need help",
+}  # fmt: skip
+CLAUSE_ZH: dict[str, str] = {
+    "refund": "希望退款", "exchange": "希望换货", "repair": "希望维修",
+    "compensation": "希望获得赔偿", "cancel": "希望取消订单", "complaint": "要求投诉处理",
+    "information": "想了解处理进度", "other": "需要帮助",
+}  # fmt: skip
+RETURN_LOGISTICS = re.compile(
+    r"return (?:shipping|label|postage|parcel)|send it back|寄回|运费|邮费"
+)
+
+# Said when the chosen action does not itself restate what the customer asked for.
+DEMAND_ACK: dict[str, tuple[str, str]] = {
+    "refund": ("I understand you would like a refund.", "了解到您希望退款。"),
+    "exchange": ("I understand you would like an exchange.", "了解到您希望换货。"),
+    "repair": ("I understand you would like it repaired.", "了解到您希望维修。"),
+    "compensation": ("I understand you are asking for compensation.", "了解到您希望获得赔偿。"),
+    "cancel": ("I understand you would like to cancel the order.", "了解到您希望取消订单。"),
+    "complaint": ("I have recorded your complaint.", "已记录您的投诉。"),
+    "information": (
+        "I understand you would like an update on the status.",
+        "了解到您想了解处理进度。",
+    ),
+}
+NOUN = {
+    "refund": ("refund", "退款"),
+    "exchange": ("exchange", "换货"),
+    "repair": ("repair", "维修"),
+}
+
+STATUS = {
+    "pending": ("pending payment", "待付款"), "paid": ("paid, not yet shipped", "已付款，未发货"),
+    "shipped": ("shipped", "已发货"), "delivered": ("delivered", "已签收"),
+    "cancelled": ("cancelled", "已取消"), "refunded": ("refunded", "已退款"),
+    "returned": ("returned", "已退货"), "lost": ("lost in transit", "运输中丢失"),
+}  # fmt: skip
+ACTIONS: dict[str, tuple[str, str]] = {
+    "safety": (
+        "For your safety, please stop using it and unplug it now. I have passed your case to a "
+        "specialist colleague, who will contact you shortly.",
+        "为了您的安全，请立即停止使用并断开电源。我已将您的情况转交专员处理，专员会尽快与您联系。",
+    ),
+    "legal": (
+        "I have passed your case to a senior colleague, who will contact you shortly.",
+        "我已将您的情况转交资深同事处理，他们会尽快与您联系。",
+    ),
+    "no_order": (
+        "I could not find a matching order for your {what} on your account. Could you please "
+        "send me the order number so I can look into it?",
+        "我没有在您的账户中找到与{what}匹配的订单。请提供订单号，以便我为您进一步核实。",
+    ),
+    "closed": (
+        "Order {oid} is already {status}, so it cannot be refunded again. If something is "
+        "still wrong, please tell me and I will check it for you.",
+        "订单 {oid} 的状态是{status}，无法再次退款。如果还有其他问题，请告诉我，我会为您核实。",
+    ),
+    "cancel_full": (
+        "I will cancel order {oid} and refund the full {money} to your original payment method.",
+        "我会为您取消订单 {oid}，并将 {money} 全额退回原支付账户。",
+    ),
+    "refund_return": (
+        "Please send it back with the prepaid return label we will email you; once it arrives, "
+        "we will refund up to {money} within 3-5 business days.",
+        "请使用我们邮件发送的预付退货标签寄回商品；收到后我们会在 3-5 个工作日内退款，"
+        "金额最多 {money}。",
+    ),
+    "refund_transit": (
+        "Order {oid} is still in transit; if it does not arrive within 3 business days, we will "
+        "refund up to {money}.",
+        "订单 {oid} 仍在运输途中；如果 3 个工作日内仍未送达，我们会为您退款，金额最多 {money}。",
+    ),
+    "refund_lost": (
+        "The parcel appears to be lost, so we will refund up to {money} right away.",
+        "包裹疑似丢失，我们会立即为您退款，金额最多 {money}。",
+    ),
+    "exchange": (
+        "Please send it back with the prepaid label we will email you; we will ship a "
+        "replacement within 2 business days of receiving it, at no cost to you.",
+        "请使用我们邮件发送的预付标签寄回商品；收到后 2 个工作日内我们会免费为您寄出新品。",
+    ),
+    "repair": (
+        "We can repair it under warranty: we will email you a prepaid shipping label, and "
+        "repairs usually take 5-7 business days after the item reaches our service centre.",
+        "我们可以为您提供保修维修：我们会通过邮件发送预付寄件标签，商品到达维修中心后"
+        "一般需要 5-7 个工作日完成维修。",
+    ),
+    "compensation": (
+        "We can offer compensation of {comp} for the trouble, paid to your original payment "
+        "method.",
+        "我们可以为您提供 {comp} 的补偿，将退回原支付账户。",
+    ),
+    "cancel_shipped": (
+        "Order {oid} has already shipped, so it can no longer be cancelled; you can refuse the "
+        "delivery or return it after it arrives for a refund of up to {money}.",
+        "订单 {oid} 已发货，无法取消；您可以拒收，或收到后退货，退款金额最多 {money}。",
+    ),
+    "cancel_delivered": (
+        "Order {oid} has already been delivered, so it cannot be cancelled, but you can return "
+        "it for a refund of up to {money}.",
+        "订单 {oid} 已签收，无法取消，但您可以申请退货，退款金额最多 {money}。",
+    ),
+    "time_repair": (
+        "A repair usually takes 5-7 business days after the item reaches our service centre, "
+        "plus 2-3 days to ship it back to you.",
+        "维修一般在商品到达维修中心后 5-7 个工作日完成，寄回还需要 2-3 天。",
+    ),
+    "time_refund": (
+        "Refunds are issued within 3-5 business days after the returned item arrives.",
+        "退货到达后，退款会在 3-5 个工作日内到账。",
+    ),
+    "time_exchange": (
+        "A replacement ships within 2 business days after the returned item arrives.",
+        "退货到达后，新品会在 2 个工作日内寄出。",
+    ),
+    "in_transit": (
+        "Order {oid} is on its way{carrier} and should arrive within a few days.",
+        "订单 {oid} 正在运输途中{carrier}，预计几天内送达。",
+    ),
+    "not_shipped": (
+        "Order {oid} is paid and will ship soon; you will get a tracking number as soon as it "
+        "leaves our warehouse.",
+        "订单 {oid} 已付款，即将发货；出库后您会收到物流单号。",
+    ),
+    "investigate": (
+        "Our records show order {oid} as delivered on {delivered}. I have opened an "
+        "investigation with the carrier and will update you within 2 business days.",
+        "我们的记录显示订单 {oid} 已于 {delivered} 签收。我已向快递公司发起调查，"
+        "会在 2 个工作日内给您答复。",
+    ),
+    "status": ("Order {oid} is currently {status}.", "订单 {oid} 目前的状态是{status}。"),
+    "complaint": (
+        "I have recorded your complaint about order {oid} and escalated it to our customer care "
+        "team, who will reply within 1 business day.",
+        "我已记录您对订单 {oid} 的投诉并提交给客户关怀团队，他们会在 1 个工作日内回复您。",
+    ),
+    "other": (
+        "Please tell me whether you would like a refund, an exchange or a repair, and I will "
+        "arrange it right away.",
+        "请告诉我您希望退款、换货还是维修，我会立即为您安排。",
+    ),
+}
+CLOSING = (
+    "If you have any other questions, just reply to this message.",
+    "如有其他问题，请随时回复。",
+)
+
+
+def is_chinese(text: str) -> bool:
+    """True when ``text`` contains CJK characters."""
+    return bool(_CJK_RE.search(text))
+
+
+def hits(rx: re.Pattern[str], norm: str) -> list[str]:
+    """What ``rx`` finds in normalized text, leaving out negated finds ("not a refund")."""
+    return [m.group(0) for m in rx.finditer(norm) if not NEGATED.search(norm[: m.start()])]
+
+
+def problem_key(text: str | None) -> str | None:
+    """The problem table's key for a label or a free text, or None when none applies."""
+    if not text:
+        return None
+    if text in PROBLEM_BY_LABEL:
+        return PROBLEM_BY_LABEL[text]
+    norm = normalize(text)
+    return next((key for key, rx in PROBLEM_RX.items() if rx.search(norm)), None)
+
+
+def pad(name: str) -> str:
+    """``name`` for Chinese text: spaced off where it starts or ends in Latin letters or digits."""
+
+    def edge(ch: str) -> str:
+        return " " if ch.isascii() and ch.isalnum() else ""
+
+    return f"{edge(name[:1])}{name}{edge(name[-1:])}"

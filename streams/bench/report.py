@@ -1,0 +1,214 @@
+"""What a ``baton bench`` run measured, turned into a row: delivery, latency, cost, sizes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.baton import Baton
+from schemas.records import DeadLetter, Order, Reply, Ticket
+from streams.bench.kafka import Output, latest_values, read_topic, read_topics, topics_named
+from streams.bench.load import prompt_sizes
+from streams.bench.stats import (
+    Row,
+    check_delivery,
+    counts,
+    percentile,
+    split_sessions,
+    steady_rate,
+)
+from streams.kafka.topics import TopicNames
+from streams.settings import Settings
+
+
+@dataclass
+class Measured:
+    """What one timed phase produced."""
+
+    started: float
+    finished: float
+    complete: bool
+    cpu_s: float
+    other_cpu: dict[str, float]
+    sent_at: dict[str, float]
+
+
+def delivery_row(
+    name: str, m: Measured, outputs: list[Output], tickets: list[Ticket], sessions: int
+) -> tuple[Row, dict[str, Output]]:
+    """Throughput, latency, CPU and delivery checks; and each ticket's first output."""
+    ids = {t.ticket_id for t in tickets}
+    published: dict[str, list[str]] = {}
+    for t in tickets:
+        published.setdefault(t.session_id, []).append(t.ticket_id)
+    outputs = [o for o in outputs if o.ticket_id in ids]
+    delivery = check_delivery(published, ((o.session_id, o.ticket_id) for o in outputs))
+    first: dict[str, Output] = {}
+    for o in outputs:
+        first.setdefault(o.ticket_id, o)
+    latencies = [o.produced_at - m.sent_at[t] for t, o in first.items() if t in m.sent_at]
+    done_at = [o.produced_at for o in first.values()]
+    last = max(done_at, default=m.finished)
+    seconds = last - m.started
+    n = len(first)
+    row = Row(
+        workload=name,
+        tickets=len(tickets),
+        seconds=round(seconds, 2),
+        rate=n / seconds if seconds > 0 else None,
+        steady_rate=steady_rate(done_at),
+        p50_s=percentile(latencies, 50),
+        p95_s=percentile(latencies, 95),
+        p99_s=percentile(latencies, 99),
+        cpu_ms_per_ticket=1000 * m.cpu_s / n if n else None,
+        order_violations=delivery.order_violations,
+        lost=len(delivery.lost),
+        duplicates=delivery.duplicates,
+    )
+    row.extra.update(
+        sessions=sessions,
+        sessions_out_of_order=delivery.sessions_out_of_order,
+        sessions_split_over_partitions=split_sessions((o.session_id, o.partition) for o in outputs),
+        lost_ids=delivery.lost[:20],
+        complete=m.complete,
+        other_cpu_ms_per_ticket={k: round(1000 * v / n, 2) for k, v in m.other_cpu.items()}
+        if n
+        else {},
+    )
+    return row, first
+
+
+async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
+    """Add how much of the worker's CPU the stages' code and the model account for."""
+    from streams.bench.inproc import measure
+
+    cost = await measure(s, tickets)
+    n = cost.replies or 1
+    stages_ms = 1000 * (cost.total_s - cost.model_s) / n
+    model_ms = 1000 * cost.model_s / n
+    assert row.cpu_ms_per_ticket is not None
+    row.extra["cpu_split_ms_per_ticket"] = {
+        "model": round(model_ms, 3),
+        "stages_without_model": round(stages_ms, 3),
+        "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
+        "in_process_replies": cost.replies,
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    return {
+        f"p{q}": round(v, 3) if (v := percentile(values, q)) is not None else None for q in (50, 95)
+    }
+
+
+def phases(
+    tickets: list[Ticket],
+    first: Mapping[str, Output],
+    replies: Mapping[str, Reply],
+    sent_at: Mapping[str, float],
+) -> dict[str, Any]:
+    """Where the time went: waiting before intake, inside the worker, and per turn.
+
+    A turn runs from the later of the ticket's publication and the previous reply of its
+    session to its own reply: the time the pipeline needed for that ticket alone.
+    """
+    before, inside, turns = [], [], []
+    previous: dict[str, float] = {}
+    for t in tickets:
+        out, reply = first.get(t.ticket_id), replies.get(t.ticket_id)
+        if out is None or reply is None or t.ticket_id not in sent_at:
+            continue
+        total = out.produced_at - sent_at[t.ticket_id]
+        worker = reply.timings_ms.get("end_to_end")
+        if worker is not None:
+            inside.append(worker / 1000)
+            before.append(total - worker / 1000)
+        start = max(sent_at[t.ticket_id], previous.get(t.session_id, 0.0))
+        turns.append(out.produced_at - start)
+        previous[t.session_id] = out.produced_at
+    return {
+        "wait_before_intake_s": _spread(before),
+        "worker_end_to_end_s": _spread(inside),
+        "turn_s": _spread(turns),
+    }
+
+
+def records_per_ticket(
+    written: Mapping[str, int], total: int, s: Settings
+) -> dict[str, float] | None:
+    """Records per ticket by topic; None unless every published ticket was read back."""
+    if written.get(TopicNames.of(s).tickets, 0) < total:
+        return None
+    return {
+        "total": round(sum(written.values()) / total, 2),
+        **{
+            t.removeprefix(f"{s.namespace}.").removeprefix(f"{s.app_id}-"): round(n / total, 2)
+            for t, n in sorted(written.items())
+        },
+    }
+
+
+async def describe(
+    bootstrap: str,
+    s: Settings,
+    row: Row,
+    tickets: list[Ticket],
+    replies: dict[str, Reply],
+    orders: list[Order],
+    warm_tickets: int,
+) -> None:
+    """Fill in calls, tokens, statuses, dead letters and baton sizes from what was written."""
+    n = len(replies) or 1
+    usage = [r.usage for r in replies.values()]
+    row.calls_per_ticket = sum(u.calls for u in usage) / n
+    prompt = sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in usage)
+    row.tokens_per_ticket = prompt / n
+    row.extra["output_tokens_per_ticket"] = round(sum(u.output_tokens for u in usage) / n, 1)
+    row.extra["statuses"] = counts(r.status for r in replies.values())
+    wanted = {t.ticket_id for t in tickets}
+    letters = [
+        DeadLetter.model_validate_json(v)
+        for _, v in await read_topic(bootstrap, TopicNames.of(s).dead_letters)
+        if v
+    ]
+    row.extra["dead_letters"] = counts(d.reason for d in letters if d.ticket_id in wanted)
+    topics = await topics_named(bootstrap, (f"{s.namespace}.", f"{s.app_id}-"))
+    written = Counter(topic for topic, _, _ in await read_topics(bootstrap, topics))
+    per_ticket = records_per_ticket(written, len(tickets) + warm_tickets, s)
+    if per_ticket is not None:
+        row.extra["kafka_records_per_ticket"] = per_ticket
+    else:
+        row.extra["kafka_records_unread"] = "the broker did not return every published ticket"
+    raw = await latest_values(bootstrap, f"{s.app_id}-batons-changelog")
+    batons = {}
+    for value in raw.values():
+        baton = Baton.model_validate_json(value)
+        if baton.session_id.startswith(f"{row.workload}-"):
+            batons[baton.session_id] = (baton, len(value))
+    if batons:
+        sizes = [size for _, size in batons.values()]
+        row.extra["baton_bytes"] = {
+            "mean": round(sum(sizes) / len(sizes)),
+            "max": max(sizes),
+            "tickets_per_session": round(
+                sum(len(b.tickets) for b, _ in batons.values()) / len(batons), 1
+            ),
+        }
+    if row.tokens_per_ticket:
+        sizes_ = prompt_sizes(
+            tickets,
+            replies,
+            {k: b for k, (b, _) in batons.items()},
+            {o.order_id: o for o in orders},
+        )
+        row.extra["prompt"] = {
+            "sent_tokens": sizes_.sent,
+            "minimal_tokens": sizes_.minimal,
+            "ratio": round(sizes_.ratio, 3) if sizes_.ratio else None,
+            "context_tokens": sizes_.sent_context,
+            "minimal_context_tokens": sizes_.minimal_context,
+            "context_ratio": round(sizes_.context_ratio, 3) if sizes_.context_ratio else None,
+            "cache_read_share": round(sizes_.cache_share, 3) if sizes_.cache_share else 0.0,
+        }

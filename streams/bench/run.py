@@ -1,0 +1,310 @@
+"""``baton bench``: throughput, latency, CPU, memory and prompt size of one worker, measured.
+
+Workloads: ``latency`` (the Messages-API stand-in answering after ``--latency`` s), ``cpu`` (the
+offline model, next to a bare Faust chain and a plain aiokafka chain over the same records),
+``tokens`` (prompt tokens against the smallest prompts with the same facts) and ``soak`` (worker
+memory at a steady rate). The embedded broker is started unless ``BATON_BROKER`` is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from streams.settings import Settings
+
+WORKLOADS = ("latency", "cpu", "tokens", "soak")
+DEFAULT_SESSIONS = {"latency": 600, "cpu": 600, "tokens": 200, "soak": 600}
+DEFAULT_PER_SESSION = 5
+DEFAULT_SOAK_RATE = 50.0
+
+
+def add_parser(sub: Any) -> None:
+    """The ``bench`` subcommand."""
+    b = sub.add_parser("bench", help="measure throughput, latency, CPU, memory and prompt size")
+    b.add_argument("--workload", choices=(*WORKLOADS, "all"), default="all")
+    b.add_argument("--tickets", type=int, default=None, help="per workload (default 5/session)")
+    b.add_argument("--sessions", type=int, default=None, help="default 600 (tokens: 200)")
+    b.add_argument("--latency", type=float, default=1.0, help="stand-in seconds per model call")
+    b.add_argument("--workers", type=int, default=1, help="worker processes")
+    b.add_argument("--partitions", type=int, default=None, help="default BATON_PARTITIONS")
+    b.add_argument("--model-concurrency", type=int, default=None, help="model calls per worker")
+    b.add_argument("--soak-minutes", type=float, default=2.0)
+    b.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
+    b.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    b.set_defaults(run=run)
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    memory = None
+    try:
+        with open("/proc/meminfo") as fh:
+            first = fh.readline().split()
+        memory = round(int(first[1]) / 1024 / 1024, 1)
+    except (OSError, IndexError, ValueError):
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "memory_gib": memory,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+        "commit": _commit(),
+    }
+
+
+def _commit() -> str | None:
+    """The git commit of the source tree, when it is a checkout (local changes not shown)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.decode().strip() or None
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from streams.cli.main import UsageError
+
+    for name in ("tickets", "sessions", "workers", "partitions", "model_concurrency"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
+    for name in ("latency", "soak_minutes", "rate"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
+    if args.tickets is not None and args.sessions is not None and args.tickets < args.sessions:
+        raise UsageError("baton bench: --tickets must be at least --sessions")
+
+
+def _shape(args: argparse.Namespace, workload: str) -> tuple[int, int]:
+    """Sessions and tickets per session of ``workload``."""
+    sessions = args.sessions or DEFAULT_SESSIONS[workload]
+    if args.tickets is not None:
+        sessions = min(sessions, args.tickets)
+        return sessions, max(1, args.tickets // sessions)
+    return sessions, DEFAULT_PER_SESSION
+
+
+async def _run(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
+    from streams.bench import workloads as w
+    from streams.bench.stats import ratio
+
+    chosen = WORKLOADS if args.workload == "all" else (args.workload,)
+    rows = []
+    result: dict[str, Any] = {}
+    latency_rate = None
+    if "latency" in chosen:
+        sessions, per = _shape(args, "latency")
+        say(f"latency: {sessions * per} tickets, {sessions} sessions, model {args.latency} s")
+        row = await w.pipeline(
+            ctx, "latency", sessions=sessions, per_session=per, latency=args.latency
+        )
+        rows.append(row)
+        latency_rate = row.rate
+    if "cpu" in chosen:
+        sessions, per = _shape(args, "cpu")
+        say(f"cpu: {sessions * per} tickets, offline model, then the two reference chains")
+        cpu = await w.pipeline(ctx, "cpu", sessions=sessions, per_session=per, latency=None)
+        faust = await w.chain(ctx, "faust", sessions=sessions, per_session=per)
+        plain = await w.chain(ctx, "aiokafka", sessions=sessions, per_session=per)
+        rows += [cpu, faust, plain]
+        result["cpu_ratio"] = {
+            "pipeline_vs_bare_faust": _round(ratio(cpu.cpu_ms_per_ticket, faust.cpu_ms_per_ticket)),
+            "pipeline_vs_plain_aiokafka": _round(
+                ratio(cpu.cpu_ms_per_ticket, plain.cpu_ms_per_ticket)
+            ),
+            "bare_faust_vs_plain_aiokafka": _round(
+                ratio(faust.cpu_ms_per_ticket, plain.cpu_ms_per_ticket)
+            ),
+        }
+        split = cpu.extra.get("cpu_split_ms_per_ticket")
+        if split and cpu.cpu_ms_per_ticket is not None:
+            own = cpu.cpu_ms_per_ticket - split["model"]
+            result["cpu_ratio"]["pipeline_without_model_vs_bare_faust"] = _round(
+                ratio(own, faust.cpu_ms_per_ticket)
+            )
+    if "tokens" in chosen:
+        sessions, per = _shape(args, "tokens")
+        say(f"tokens: {sessions * per} tickets, {sessions} sessions, instant stand-in")
+        rows.append(
+            await w.pipeline(ctx, "tokens", sessions=sessions, per_session=per, latency=0.001)
+        )
+    if "soak" in chosen:
+        sessions, per = _shape(args, "soak")
+        rate = args.rate or (latency_rate / 2 if latency_rate else DEFAULT_SOAK_RATE)
+        say(f"soak: {args.soak_minutes:g} min at {rate:.0f} tickets/s over {sessions} sessions")
+        rows.append(
+            await w.pipeline(
+                ctx,
+                "soak",
+                sessions=sessions,
+                per_session=per,
+                latency=args.latency,
+                soak_s=args.soak_minutes * 60,
+                rate=rate,
+            )
+        )
+    result["rows"] = [r.as_dict() for r in rows]
+    result["table"] = rows
+    return result
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 2) if value is not None else None
+
+
+def say(message: str) -> None:
+    print(f"baton bench: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the chosen workloads and print the table (or JSON) on stdout."""
+    import orjson
+    from aiokafka.errors import KafkaError
+
+    from streams.bench.procs import BenchError
+    from streams.bench.stats import table
+    from streams.bench.workloads import Context
+    from streams.cli.main import Fail
+    from streams.kafka.connect import TANSU_CLUSTER_ID, bootstrap_servers, probe_broker
+    from streams.kafka.embedded import EmbeddedBroker
+
+    _validate(args)
+    if args.partitions:
+        settings = settings.with_(partitions=args.partitions)
+    env = dict(os.environ)
+    if args.model_concurrency:
+        env["BATON_MODEL_CONCURRENCY"] = str(args.model_concurrency)
+    concurrency = args.model_concurrency or settings.model_concurrency
+    workdir = Path(tempfile.mkdtemp(prefix="baton-bench-"))
+    broker: EmbeddedBroker | None = None
+    info = machine()
+    ok = False
+    try:
+        if os.environ.get("BATON_BROKER"):
+            cluster = asyncio.run(probe_broker(settings))
+            embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
+            say(f"using the broker at {settings.broker} (namespace prefix 'bench')")
+        else:
+            broker = EmbeddedBroker(log=workdir / "broker.log").start()
+            settings = settings.with_(broker=broker.url)
+            embedded = True
+            say(f"embedded broker on {broker.url}")
+        ctx = Context(
+            settings=settings,
+            bootstrap=bootstrap_servers(settings),
+            embedded=embedded,
+            workdir=workdir,
+            workers=args.workers,
+            env=env,
+            broker_pid=broker.process.pid if broker and broker.process else None,
+        )
+        try:
+            result = asyncio.run(_run(args, ctx))
+        except BenchError as exc:
+            first, _, details = str(exc).partition("\n")
+            if details:
+                print(details, file=sys.stderr)
+            raise Fail(f"bench failed: {first} (logs kept in {workdir})") from None
+        except (KafkaError, OSError) as exc:
+            raise Fail(f"bench failed: {type(exc).__name__}: {exc} (logs in {workdir})") from None
+        ok = True
+    finally:
+        if broker is not None:
+            broker.stop()
+        if ok:
+            shutil.rmtree(workdir, ignore_errors=True)
+    rows = result.pop("table")
+    result = {
+        "run_id": uuid.uuid4().hex[:8],
+        "machine": info,
+        "settings": {
+            "workers": args.workers,
+            "partitions": settings.partitions,
+            "model_concurrency": concurrency,
+            "max_in_flight": settings.max_in_flight,
+            "max_buffered": settings.max_buffered,
+            "model_latency_s": args.latency,
+            "broker": "embedded" if broker is not None else settings.broker,
+        },
+        **result,
+    }
+    if args.json:
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    else:
+        print(table(rows))
+        for line in notes(result):
+            print(line)
+    return 0
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """The figures the table has no column for, one line each."""
+    lines = [""]
+    if "cpu_ratio" in result:
+        ratios = ", ".join(f"{k.replace('_', ' ')} {v}x" for k, v in result["cpu_ratio"].items())
+        lines.append(f"CPU per ticket: {ratios}")
+    for row in result["rows"]:
+        name = row["workload"]
+        if split := row.get("cpu_split_ms_per_ticket"):
+            lines.append(
+                f"{name}: worker CPU ms/ticket = model {split['model']} + stage code "
+                f"{split['stages_without_model']} + transport/tables/scheduling "
+                f"{split['transport_and_tables']}"
+            )
+        if prompt := row.get("prompt"):
+            lines.append(
+                f"{name}: prompt tokens {prompt['ratio']}x the minimal prompts "
+                f"(per-ticket part {prompt['context_ratio']}x); "
+                f"cache reads {100 * prompt['cache_read_share']:.0f}% of input"
+            )
+        if drift := row.get("rss_drift"):
+            lines.append(
+                f"{name}: RSS {drift['start_mib']} -> {drift['end_mib']} MiB after warm-up "
+                f"({100 * drift['change']:+.1f}%, flat within 10%: {drift['flat_within_10pct']})"
+            )
+        if backlog := row.get("backlog_tickets"):
+            lines.append(
+                f"{name}: tickets published and not yet answered {backlog['start']} -> "
+                f"{backlog['end']} (first and last tenth after warm-up)"
+            )
+        if sizes := row.get("baton_bytes"):
+            lines.append(
+                f"{name}: baton {sizes['mean']} bytes mean, {sizes['max']} max, "
+                f"{sizes['tickets_per_session']} tickets per session"
+            )
+        if growth := row.get("baton_bytes_by_session_length"):
+            sizes_ = ", ".join(f"{n} tickets {b}" for n, b in growth.items())
+            lines.append(f"{name}: bytes of one session's baton by session length: {sizes_}")
+        if steady := row.get("steady_rate"):
+            lines.append(f"{name}: {steady:.1f} tickets/s between 10% and 90% answered")
+    return lines

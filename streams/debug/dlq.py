@@ -1,0 +1,285 @@
+"""``baton dlq list|show|requeue``: read the dead letters and re-drive their tickets."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import ValidationError
+
+from schemas.codec import dumps, loads
+from schemas.records import DeadLetter, Ticket
+from streams.cli.errors import failure, usage_error
+from streams.kafka.topics import TopicNames
+from streams.settings import Settings
+
+if TYPE_CHECKING:
+    from streams.kafka.client import Message
+
+REQUEUED_FROM = "baton.requeued_from"
+ATTEMPTS = "baton.attempts"
+
+
+@dataclass(frozen=True)
+class Letter:
+    """A dead letter and where it is stored."""
+
+    dl: DeadLetter
+    message: Message
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {k: v.decode("utf-8", "backslashreplace") for k, v in self.message.headers}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which dead letters a command looks at; empty fields match everything."""
+
+    reasons: frozenset[str] = frozenset()
+    stages: frozenset[str] = frozenset()
+    since: datetime | None = None
+    ids: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.reasons or self.stages or self.since or self.ids)
+
+    def match(self, dl: DeadLetter) -> bool:
+        return (
+            (not self.reasons or dl.reason in self.reasons)
+            and (not self.stages or dl.stage in self.stages)
+            and (self.since is None or dl.failed_at >= self.since)
+            and (not self.ids or dl.id in self.ids)
+        )
+
+
+def parse_time(value: str) -> datetime:
+    """An RFC 3339 time (``Z`` or an offset; naive means UTC); raises ``ValueError``."""
+    parsed = datetime.fromisoformat(value.strip())
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def letters(messages: Iterable[Message]) -> list[Letter]:
+    """The readable dead letters among ``messages`` (unreadable ones are skipped)."""
+    out = []
+    for m in messages:
+        try:
+            out.append(Letter(DeadLetter.model_validate_json(m.value or b""), m))
+        except ValidationError:
+            continue
+    return out
+
+
+def redrive(dl: DeadLetter) -> tuple[str | None, bytes] | None:
+    """The ``(key, value)`` to publish to the tickets topic again, or None if there is none.
+
+    A valid ticket is re-sent as such; a record rejected at intake is re-sent as its payload
+    (invalid UTF-8 was stored escaped, so such bytes come back escaped).
+    """
+    if dl.ticket is not None:
+        return dl.ticket.session_id, dumps(dl.ticket)
+    if dl.stage == "intake":
+        return dl.session_id, dl.payload.encode("utf-8")
+    return None
+
+
+def _identity(value: bytes | None) -> str | bytes:
+    """What makes two records in the tickets topic the same ticket: its id, else its bytes."""
+    try:
+        return f"ticket:{Ticket.model_validate_json(value or b'').ticket_id}"
+    except ValidationError:
+        return value or b""
+
+
+def previous_attempts(value: bytes, tickets: Iterable[Message]) -> int:
+    """How many times this record was already driven: the highest ``baton.attempts`` seen."""
+    me = _identity(value)
+    seen = 0
+    for m in tickets:
+        if _identity(m.value) != me:
+            continue
+        header = dict(m.headers).get(ATTEMPTS)
+        try:
+            seen = max(seen, int(header) if header else 1)
+        except ValueError:
+            seen = max(seen, 1)
+    return max(seen, 1)
+
+
+def already_requeued(tickets: Iterable[Message]) -> set[str]:
+    """Ids of dead letters whose record was re-driven before."""
+    return {
+        v.decode("utf-8", "replace") for m in tickets for k, v in m.headers if k == REQUEUED_FROM
+    }
+
+
+def line(letter: Letter) -> str:
+    """One dead letter as one readable line."""
+    dl = letter.dl
+    at = dl.failed_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    who = f"{dl.ticket_id or '-'} ({dl.session_id or '-'})"
+    error = " ".join(dl.error.split())
+    error = error if len(error) <= 90 else error[:89] + "…"
+    return f"{at}  {dl.id}  {dl.stage:<10}  {dl.reason:<17}  {who}  x{dl.attempts}  {error}"
+
+
+def described(letter: Letter) -> dict[str, Any]:
+    """A dead letter with its location and headers, as ``dlq show`` prints it."""
+    m = letter.message
+    return {
+        "topic": m.topic,
+        "partition": m.partition,
+        "offset": m.offset,
+        "timestamp": datetime.fromtimestamp(m.timestamp / 1000, UTC).isoformat(),
+        "key": m.key.decode("utf-8", "backslashreplace") if m.key is not None else None,
+        "headers": letter.headers,
+        "dead_letter": loads(m.value or b"{}"),
+    }
+
+
+async def _read(settings: Settings, *topics: str) -> dict[str, list[Message]]:
+    from streams.kafka.reader import read_topics
+
+    return await read_topics(settings, list(topics))
+
+
+async def _send(
+    settings: Settings, topic: str, records: Sequence[tuple[str | None, bytes, dict[str, str]]]
+) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    from streams.kafka.connect import bootstrap_servers
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers(settings), acks="all")
+    await producer.start()
+    try:
+        for key, value, headers in records:
+            await producer.send_and_wait(
+                topic,
+                value,
+                key=key.encode() if key is not None else None,
+                headers=[(k, v.encode()) for k, v in headers.items()],
+            )
+    finally:
+        await producer.stop()
+
+
+def _filters(args: argparse.Namespace) -> Filters:
+    since = None
+    if args.since:
+        try:
+            since = parse_time(args.since)
+        except ValueError:
+            usage_error(f"baton dlq: --since is not an RFC 3339 time: {args.since!r}")
+    return Filters(
+        reasons=frozenset(args.reason or ()),
+        stages=frozenset(args.stage or ()),
+        since=since,
+        ids=frozenset(getattr(args, "id", None) or ()),
+    )
+
+
+def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    filters = _filters(args)
+    topic = TopicNames.of(settings).dead_letters
+    found = [x for x in letters(asyncio.run(_read(settings, topic))[topic]) if filters.match(x.dl)]
+    found.sort(key=lambda x: x.dl.failed_at)
+    for x in found:
+        if args.json:
+            sys.stdout.write(orjson.dumps(loads(x.message.value or b"{}")).decode() + "\n")
+        else:
+            sys.stdout.write(line(x) + "\n")
+    print(f"baton: {len(found)} dead letter(s) in {topic}", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    topic = TopicNames.of(settings).dead_letters
+    found = [x for x in letters(asyncio.run(_read(settings, topic))[topic]) if x.dl.id == args.id]
+    if not found:
+        failure(f"baton dlq: no dead letter with id {args.id} in {topic}")
+    for x in found:
+        sys.stdout.write(orjson.dumps(described(x), option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0
+
+
+def plan(
+    chosen: Sequence[Letter], tickets: Sequence[Message], again: bool
+) -> tuple[list[tuple[Letter, str | None, bytes, int]], list[tuple[Letter, str]]]:
+    """What to re-drive (letter, key, value, attempts) and what to skip, with why."""
+    done = set() if again else already_requeued(tickets)
+    todo: list[tuple[Letter, str | None, bytes, int]] = []
+    skipped: list[tuple[Letter, str]] = []
+    seen: set[str | bytes] = set()
+    for x in chosen:
+        record = redrive(x.dl)
+        if record is None:
+            skipped.append((x, "no ticket to re-drive (the stage record itself was invalid)"))
+            continue
+        key, value = record
+        if x.dl.id in done:
+            skipped.append((x, "already requeued (use --again to requeue it anyway)"))
+            continue
+        identity = _identity(value)
+        if identity in seen:
+            skipped.append((x, "its ticket is already being requeued from another dead letter"))
+            continue
+        seen.add(identity)
+        todo.append((x, key, value, previous_attempts(value, tickets) + 1))
+    return todo, skipped
+
+
+def cmd_requeue(args: argparse.Namespace, settings: Settings) -> int:
+    filters = _filters(args)
+    if filters.empty and not args.all:
+        usage_error("baton dlq requeue: give --id, --reason, --stage or --since (or --all)")
+    names = TopicNames.of(settings)
+    read = asyncio.run(_read(settings, names.dead_letters, names.tickets))
+    chosen = [x for x in letters(read[names.dead_letters]) if filters.match(x.dl)]
+    todo, skipped = plan(chosen, read[names.tickets], args.again)
+    for x, why in skipped:
+        print(f"baton: skipped {x.dl.id}: {why}", file=sys.stderr)
+    verb = "would requeue" if args.dry_run else "requeued"
+    if not args.dry_run and todo:
+        records = [
+            (key, value, {REQUEUED_FROM: x.dl.id, ATTEMPTS: str(attempts)})
+            for x, key, value, attempts in todo
+        ]
+        asyncio.run(_send(settings, names.tickets, records))
+    for x, _, _, attempts in todo:
+        what = f"ticket {x.dl.ticket_id}" if x.dl.ticket_id else "the rejected record"
+        sys.stdout.write(f"{verb} {x.dl.id}: {what} -> {names.tickets} (attempt {attempts})\n")
+    print(f"baton: {verb} {len(todo)}, skipped {len(skipped)}", file=sys.stderr)
+    return 0
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reason", action="append", help="only this reason (repeatable)")
+    p.add_argument("--stage", action="append", help="only this stage (repeatable)")
+    p.add_argument("--since", help="only dead letters written at or after this RFC 3339 time")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("dlq", help="list, show and requeue dead letters")
+    dsub = p.add_subparsers(dest="dlq_command", required=True, parser_class=type(p))
+    lst = dsub.add_parser("list", help="list dead letters")
+    _add_filters(lst)
+    lst.add_argument("--json", action="store_true", help="JSON Lines, one dead letter per line")
+    lst.set_defaults(run=cmd_list)
+    show = dsub.add_parser("show", help="show one dead letter with its headers")
+    show.add_argument("id")
+    show.set_defaults(run=cmd_show)
+    req = dsub.add_parser("requeue", help="re-drive dead-lettered tickets into the tickets topic")
+    _add_filters(req)
+    req.add_argument("--id", action="append", help="this dead letter (repeatable)")
+    req.add_argument("--all", action="store_true", help="every dead letter (no filter)")
+    req.add_argument("--again", action="store_true", help="also those requeued before")
+    req.add_argument("--dry-run", action="store_true", help="only say what would be requeued")
+    req.set_defaults(run=cmd_requeue)

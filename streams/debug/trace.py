@@ -1,0 +1,322 @@
+"""``baton trace SESSION``: everything the topics recorded about one session, as a timeline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from schemas.baton import Baton
+from schemas.codec import dumps, loads
+from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
+from schemas.stages import StageRecord
+from streams.kafka.topics import TopicNames
+from streams.settings import Settings
+
+if TYPE_CHECKING:
+    from streams.kafka.client import Message
+
+# Tie-break for events with the same timestamp: the order the pipeline writes them in (a
+# stage's dead letter is acknowledged before its output is sent).
+_RANK = {"published": 0, "intake": 1, "dead_letter": 2, "understand": 3, "lookup": 4}
+_RANK |= {"reply": 5, "baton": 6}
+
+
+def changelog_topic(settings: Settings, table: str = "batons") -> str:
+    """The Faust changelog topic of one of the worker's tables."""
+    return f"{settings.app_id}-{table}-changelog"
+
+
+def _at(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _model(model: type[BaseModel], value: bytes | None) -> Any:
+    try:
+        return model.model_validate_json(value or b"")
+    except ValidationError:
+        return None
+
+
+def _json(value: bytes | None) -> Any:
+    try:
+        return loads(value or b"")
+    except ValueError:
+        return None
+
+
+def _excerpt(text: str, limit: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _usage_text(u: UsageTotals) -> str:
+    return f"{u.calls} call(s), {u.total_tokens} tokens, ${u.cost_usd:.4f}"
+
+
+@dataclass
+class _Collector:
+    session_id: str
+    events: list[dict[str, Any]]
+
+    def add(self, m: Message, kind: str, ticket_id: str | None, decision: str, **data: Any) -> None:
+        self.events.append(
+            {
+                "at": _at(m.timestamp),
+                "kind": kind,
+                "ticket_id": ticket_id,
+                "decision": decision,
+                "topic": m.topic,
+                "partition": m.partition,
+                "offset": m.offset,
+                **data,
+            }
+        )
+
+
+def _belongs(session_id: str, m: Message) -> bool:
+    value = _json(m.value)
+    if isinstance(value, dict) and isinstance(value.get("session_id"), str):
+        return bool(value["session_id"] == session_id)
+    if m.key is None:
+        return False
+    # Faust writes a table's str keys as JSON strings.
+    return m.key in (session_id.encode(), dumps(session_id))
+
+
+def build(
+    session_id: str, names: TopicNames, changelog: str, records: Mapping[str, list[Message]]
+) -> dict[str, Any]:
+    """The trace document of one session from every record of the session's topics."""
+    c = _Collector(session_id, [])
+    tickets: dict[str, dict[str, Any]] = {}
+    sources: set[tuple[str, int, int]] = set()
+
+    def ticket_entry(ticket_id: str) -> dict[str, Any]:
+        return tickets.setdefault(
+            ticket_id,
+            {"ticket_id": ticket_id, "stages": {}, "reply": None, "dead_letters": []},
+        )
+
+    for m in records.get(names.tickets, []):
+        if not _belongs(session_id, m):
+            continue
+        sources.add((m.topic, m.partition, m.offset))
+        headers = {k: v.decode("utf-8", "replace") for k, v in m.headers}
+        ticket = _model(Ticket, m.value)
+        if ticket is None:
+            c.add(m, "published", None, "invalid record (see its dead letter)")
+            continue
+        entry = ticket_entry(ticket.ticket_id)
+        entry.setdefault("published", []).append(
+            {"at": _at(m.timestamp), "partition": m.partition, "offset": m.offset, **headers}
+        )
+        entry["text"] = ticket.text
+        decision = f'"{_excerpt(ticket.text)}"'
+        if "baton.requeued_from" in headers:
+            decision += (
+                f" (requeued from dead letter {headers['baton.requeued_from']}, "
+                f"attempt {headers.get('baton.attempts', '?')})"
+            )
+        c.add(m, "published", ticket.ticket_id, decision)
+
+    stage_topics = (
+        (names.sessions, "intake"),
+        (names.understood, "understand"),
+        (names.matched, "lookup"),
+    )
+    for topic, stage in stage_topics:
+        for m in records.get(topic, []):
+            record = _model(StageRecord, m.value)
+            if record is None or record.ticket.session_id != session_id:
+                continue
+            tid = record.ticket.ticket_id
+            decision, detail = _stage_decision(stage, record)
+            entry = ticket_entry(tid)
+            again = stage in entry["stages"]
+            entry["stages"][stage] = detail
+            c.add(m, stage, tid, decision + (" (again: redelivered or requeued)" if again else ""))
+
+    for m in records.get(names.replies, []):
+        reply = _model(Reply, m.value)
+        if reply is None or reply.session_id != session_id:
+            continue
+        entry = ticket_entry(reply.ticket_id)
+        again = entry["reply"] is not None
+        entry["reply"] = reply.model_dump(mode="json")
+        e2e = reply.timings_ms.get("end_to_end")
+        decision = (
+            f"{reply.status}, order {reply.order_id or '-'}, confidence {reply.confidence:.2f}; "
+            f"{_usage_text(reply.usage)}"
+            + (f"; {e2e:.0f} ms end to end" if e2e is not None else "")
+            + (" (DUPLICATE reply)" if again else "")
+        )
+        c.add(m, "reply", reply.ticket_id, decision, status=reply.status)
+
+    letters = []
+    for m in records.get(names.dead_letters, []):
+        dl = _model(DeadLetter, m.value)
+        if dl is None:
+            continue
+        mine = dl.session_id == session_id or (
+            dl.session_id is None
+            and (dl.source_topic, dl.source_partition, dl.source_offset) in sources
+        )
+        if not mine:
+            continue
+        letters.append(dl.model_dump(mode="json"))
+        if dl.ticket_id:
+            ticket_entry(dl.ticket_id)["dead_letters"].append(dl.id)
+        decision = f"{dl.reason} at {dl.stage} (id {dl.id}, attempts {dl.attempts}): "
+        c.add(m, "dead_letter", dl.ticket_id, decision + _excerpt(dl.error, 100), stage=dl.stage)
+
+    batons = []
+    for m in records.get(changelog, []):
+        if not _belongs(session_id, m):
+            continue
+        if m.value is None:
+            batons.append({"at": _at(m.timestamp), "deleted": True})
+            c.add(m, "baton", None, "deleted (session expired)")
+            continue
+        baton = _model(Baton, m.value)
+        if baton is None:
+            continue
+        batons.append(_baton_summary(m, baton))
+        last = baton.chain[-1] if baton.chain else None
+        ticket_id = last.ticket_id if last else None
+        what = f"{last.stage} {last.decision}" if last else "created"
+        if baton.in_flight is not None and baton.in_flight.pending:
+            ticket_id = baton.in_flight.ticket_id
+            what = "reply pending (recorded before it is sent)"
+        flags = f"; flags: {', '.join(baton.flags)}" if baton.flags else ""
+        c.add(m, "baton", ticket_id, f"v{baton.version}: {what}{flags}")
+
+    c.events.sort(key=lambda e: (e["at"], _RANK.get(e["kind"], 9)))
+    return {
+        "session_id": session_id,
+        "found": bool(c.events),
+        "tickets": list(tickets.values()),
+        "events": c.events,
+        "batons": batons,
+        "dead_letters": letters,
+        "usage": _session_usage(tickets.values()).model_dump(mode="json"),
+    }
+
+
+def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any]]:
+    timing = record.timings_ms.get(stage)
+    took = f" ({timing:.0f} ms)" if timing is not None else ""
+    if stage == "understand" and record.understanding is not None:
+        u = record.understanding
+        return (
+            f"{u.demand}, product {u.product or '-'}, {u.language}: "
+            f'"{_excerpt(u.core_problem, 80)}"{took}',
+            {"understanding": u.model_dump(mode="json"), "timing_ms": timing},
+        )
+    if stage == "lookup" and record.match is not None:
+        match = record.match
+        return (
+            f"order {match.order_id or '-'} by {match.method}, "
+            f"confidence {match.confidence:.2f}{took}",
+            {"match": match.model_dump(mode="json", exclude={"candidates"}), "timing_ms": timing},
+        )
+    return ("accepted, re-keyed by session", {"baton_version": record.baton_version})
+
+
+def _baton_summary(m: Message, baton: Baton) -> dict[str, Any]:
+    return {
+        "at": _at(m.timestamp),
+        "version": baton.version,
+        "tickets": [t.ticket_id for t in baton.tickets],
+        "product": baton.product,
+        "problem": baton.problem,
+        "order_id": baton.order_id,
+        "flags": baton.flags,
+        "usage": baton.usage.model_dump(mode="json"),
+        "in_flight": (
+            {"ticket_id": baton.in_flight.ticket_id, "stage": baton.in_flight.stage}
+            if baton.in_flight is not None
+            else None
+        ),
+    }
+
+
+def _session_usage(tickets: Any) -> UsageTotals:
+    total = UsageTotals()
+    for t in tickets:
+        if t["reply"] is not None:
+            total = total.merge(UsageTotals.model_validate(t["reply"]["usage"]))
+    return total
+
+
+def render(doc: Mapping[str, Any]) -> list[str]:
+    """The trace as readable lines: a header, one line per event, then totals."""
+    sid = doc["session_id"]
+    if not doc["found"]:
+        return [f"session {sid}: nothing recorded in any topic"]
+    replies = [t["reply"] for t in doc["tickets"] if t["reply"] is not None]
+    statuses: dict[str, int] = {}
+    for r in replies:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    status_text = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+    version = max((b.get("version", 0) for b in doc["batons"]), default=0)
+    lines = [
+        f"session {sid}: {len(doc['tickets'])} ticket(s), {len(replies)} reply(ies)"
+        + (f" ({status_text})" if status_text else "")
+        + f", {len(doc['dead_letters'])} dead letter(s), baton v{version}"
+    ]
+    width = max((len(e["ticket_id"] or "") for e in doc["events"]), default=1)
+    for e in doc["events"]:
+        at = e["at"].replace("T", " ").removesuffix("+00:00")
+        lines.append(f"{at}  {(e['ticket_id'] or '-'):<{width}}  {e['kind']:<11}  {e['decision']}")
+    usage = UsageTotals.model_validate(doc["usage"])
+    by_stage = ", ".join(f"{s} {n}" for s, n in sorted(usage.by_stage.items()))
+    lines.append(f"usage: {_usage_text(usage)}" + (f" (calls: {by_stage})" if by_stage else ""))
+    missing = [t["ticket_id"] for t in doc["tickets"] if t["reply"] is None]
+    if missing:
+        lines.append(f"no reply yet: {', '.join(missing)}")
+    return lines
+
+
+async def collect(settings: Settings, session_id: str) -> dict[str, Any]:
+    """Read the session's topics and build its trace."""
+    from streams.kafka.reader import read_topics
+
+    names = TopicNames.of(settings)
+    changelog = changelog_topic(settings)
+    topics = [
+        names.tickets,
+        names.sessions,
+        names.understood,
+        names.matched,
+        names.replies,
+        names.dead_letters,
+        changelog,
+    ]
+    records = await read_topics(settings, topics)
+    return build(session_id, names, changelog, records)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    doc = asyncio.run(collect(settings, args.session_id))
+    write: Callable[[str], Any] = sys.stdout.write
+    if args.json:
+        write(dumps(doc).decode() + "\n")
+    else:
+        for line in render(doc):
+            write(line + "\n")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("trace", help="show everything that happened to one session")
+    p.add_argument("session_id")
+    p.add_argument("--json", action="store_true", help="one JSON document instead of a timeline")
+    p.set_defaults(run=run)

@@ -1,0 +1,377 @@
+"""``baton eval FILE``: run labelled tickets through the real pipeline and measure amnesia.
+
+The run: a temporary data dir and order store with the eval's orders, an embedded broker, one
+worker subprocess, and (for ``--llm echo``) the Messages-API stand-in, whose default responder
+can only repeat facts present in its own prompt. Tickets are published phase by phase, labels
+stripped: every ticket of phase k is answered before phase k+1 is published (after
+``--phase-gap`` seconds), so a later session can refer to finished ones. Time words in the
+tickets ("last week") are relative to the latest ``created_at`` of the file: every date of the
+orders and tickets is moved by whole weeks so that day falls in the seven days ending today.
+Scoring rules: :mod:`streams.eval.score` and docs/eval.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from schemas.codec import InvalidRecord, dumps, parse
+from schemas.records import Order, Reply
+from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
+from streams.runtime.spawn import Worker, spawn_worker, stop_worker
+from streams.settings import Settings
+
+MODES = ("offline", "anthropic", "echo")
+STAND_IN_KEY = "sk-eval-stand-in-not-a-key"
+
+
+class BadInput(ValueError):
+    """The eval files cannot be used as they are; the message names the file and line."""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``baton eval``."""
+    p = sub.add_parser("eval", help="measure the amnesia rate on a labelled ticket set")
+    p.add_argument("file", help="labelled tickets (JSON Lines: a Ticket plus a 'label' object)")
+    p.add_argument(
+        "--orders",
+        default=None,
+        help="orders (JSON Lines); default: FILE with 'tickets' -> 'orders'",
+    )
+    p.add_argument(
+        "--llm", choices=MODES, default=None, help="model; default: as BATON_LLM would choose"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON report instead of a table")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each phase")
+    p.add_argument("--phase-gap", type=float, default=3.0, help="seconds between phases")
+    p.set_defaults(run=run)
+
+
+def orders_path_for(tickets: Path) -> Path:
+    """The orders file next to a tickets file: ``eval_tickets.jsonl`` -> ``eval_orders.jsonl``."""
+    if "tickets" not in tickets.name:
+        raise BadInput(f"{tickets}: cannot derive the orders file name; pass --orders")
+    return tickets.with_name(tickets.name.replace("tickets", "orders"))
+
+
+def _lines(path: Path) -> list[tuple[int, bytes]]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    return [(n, line) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
+
+
+def _first(errors: list[str]) -> None:
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise BadInput(errors[0] + more)
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Every line of ``path`` as a case; ``BadInput`` names the first bad line."""
+    cases, errors = [], []
+    for n, line in _lines(path):
+        try:
+            cases.append(parse_case(line))
+        except ValueError as exc:
+            errors.append(f"{path}:{n}: {exc}")
+    _first(errors)
+    if not cases:
+        raise BadInput(f"{path}: no tickets")
+    return cases
+
+
+def load_orders(path: Path) -> list[Order]:
+    """Every line of ``path`` as an order; ``BadInput`` names the first bad line."""
+    orders, errors = [], []
+    for n, line in _lines(path):
+        try:
+            orders.append(parse(Order, line))
+        except InvalidRecord as exc:
+            errors.append(f"{path}:{n}: {exc}")
+    _first(errors)
+    return orders
+
+
+def check(cases: Sequence[Case], orders: Sequence[Order], source: str) -> None:
+    """Cross-line rules of an eval set; ``BadInput`` names the first ticket that breaks one."""
+    by_id: dict[str, Order] = {}
+    errors = []
+    for o in orders:
+        if o.order_id in by_id:
+            errors.append(f"order {o.order_id} appears twice in the orders file")
+        by_id[o.order_id] = o
+    seen: set[str] = set()
+    sessions: dict[str, Case] = {}
+    for c in cases:
+        t, label = c.ticket, c.label
+        where = f"{source}: ticket {t.ticket_id}"
+        if t.ticket_id in seen:
+            errors.append(f"{where}: ticket_id appears twice")
+        seen.add(t.ticket_id)
+        last = sessions.get(t.session_id)
+        if last is not None and last.ticket.customer_id != t.customer_id:
+            errors.append(f"{where}: session {t.session_id} changes customer")
+        if last is not None and last.label.phase > label.phase:
+            errors.append(f"{where}: phase {label.phase} comes after phase {last.label.phase}")
+        sessions[t.session_id] = c
+        if label.order_id is None:
+            continue
+        order = by_id.get(label.order_id)
+        if order is None:
+            errors.append(f"{where}: label.order_id {label.order_id} is not in the orders file")
+        elif order.customer_id != t.customer_id:
+            errors.append(f"{where}: label.order_id {label.order_id} is not the customer's")
+        elif label.product != order.product_name:
+            errors.append(f"{where}: label.product must be the order's {order.product_name!r}")
+    _first(errors)
+
+
+def week_shift(cases: Sequence[Case], today: date) -> timedelta:
+    """Whole weeks that move the file's latest ``created_at`` into the seven days ending today."""
+    stamps = [c.ticket.created_at for c in cases if c.ticket.created_at is not None]
+    if not stamps:
+        return timedelta(0)
+    latest = max(s if s.tzinfo else s.replace(tzinfo=UTC) for s in stamps)
+    return timedelta(weeks=(today - latest.astimezone(UTC).date()).days // 7)
+
+
+def shifted(
+    cases: Sequence[Case], orders: Sequence[Order], shift: timedelta
+) -> tuple[list[Case], list[Order]]:
+    """The cases and orders with every date moved by ``shift`` (weekdays are kept)."""
+
+    def move(moment: datetime | None) -> datetime | None:
+        return moment + shift if moment is not None else None
+
+    moved_cases = [
+        c.model_copy(
+            update={"ticket": c.ticket.model_copy(update={"created_at": move(c.ticket.created_at)})}
+        )
+        for c in cases
+    ]
+    moved_orders = [
+        o.model_copy(
+            update={"ordered_at": move(o.ordered_at), "delivered_at": move(o.delivered_at)}
+        )
+        for o in orders
+    ]
+    return moved_cases, moved_orders
+
+
+def _start_worker(settings: Settings, log: Path, extra: dict[str, str]) -> Worker:
+    from streams.demo import worker_env
+    from streams.kafka.embedded import free_port
+
+    return spawn_worker({**worker_env(settings, settings.broker, free_port()), **extra}, log)
+
+
+def _last_line(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1][:300]
+    return "(empty)"
+
+
+class RunFailed(RuntimeError):
+    """The pipeline did not answer every ticket."""
+
+
+def run_pipeline(
+    settings: Settings,
+    mode: str,
+    cases: Sequence[Case],
+    orders: Sequence[Order],
+    *,
+    timeout: float,
+    phase_gap: float,
+    say: Callable[[str], None],
+) -> dict[str, Reply]:
+    """Publish the tickets phase by phase through a fresh pipeline; return each one's reply."""
+    from agents.testing.standin import run_in_thread
+    from streams.demo import collect_replies, import_orders
+    from streams.kafka.client import publish
+    from streams.kafka.embedded import EmbeddedBroker
+    from streams.kafka.topics import TICKETS
+
+    replies: dict[str, Reply] = {}
+    with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
+        llm = "offline" if mode == "offline" else "anthropic"
+        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True, orders_dsn="", llm=llm)
+        extra = {"BATON_ORDERS_DSN": ""}
+        if mode == "echo":
+            standin = stack.enter_context(run_in_thread())
+            extra |= {"ANTHROPIC_BASE_URL": standin.base_url, "ANTHROPIC_API_KEY": STAND_IN_KEY}
+            say(f"model: the Messages-API stand-in on {standin.base_url} (echoes prompt facts)")
+        else:
+            say(f"model: {'offline rules' if mode == 'offline' else settings.model}")
+
+        import_orders(settings, orders)
+        broker = stack.enter_context(EmbeddedBroker(log=Path(tmp) / "broker.log"))
+        settings = settings.with_(broker=broker.url)
+        log = Path(tmp) / "worker.log"
+        proc = _start_worker(settings, log, extra)
+        stack.callback(stop_worker, proc)
+        phases = sorted({c.label.phase for c in cases})
+        for i, phase in enumerate(phases):
+            tickets = [c.ticket for c in cases if c.label.phase == phase]
+            asyncio.run(
+                publish(
+                    settings,
+                    settings.topic(TICKETS),
+                    ((t.session_id, dumps(t)) for t in tickets),
+                )
+            )
+            say(f"phase {phase}: published {len(tickets)} tickets; waiting for replies")
+            try:
+                replies |= asyncio.run(
+                    collect_replies(settings, {t.ticket_id for t in tickets}, timeout, proc)
+                )
+            except (TimeoutError, RuntimeError) as exc:
+                raise RunFailed(f"{exc} (worker log: {_last_line(log)})") from None
+            if i + 1 < len(phases):
+                time.sleep(phase_gap)
+    return replies
+
+
+def _mark(value: bool | None) -> str:
+    return "." if value is None else "+" if value else "-"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The per-ticket table and the summary, for people."""
+    rows = report["tickets"]
+    width = max([len("ticket"), *(len(r["ticket_id"]) for r in rows)])
+    lines = [
+        f"{'ticket':<{width}}  ph  lang  status    P Pb D O  order expected -> got  notes",
+    ]
+    for r in rows:
+        marks = " ".join(_mark(r[f]) for f in ("product", "problem", "demand", "order"))
+        orders = f"{r['expected_order'] or 'null'} -> {r['order_id'] or 'null'}"
+        notes = []
+        if r["missing"]:
+            notes.append(f"missing {', '.join(r['missing'])}")
+        if r["invented"]:
+            notes.append(f"invented {', '.join(r['invented'])}")
+        if r["leaks"]:
+            notes.append(f"leaks {', '.join(r['leaks'])}")
+        row = (
+            f"{r['ticket_id']:<{width}}  {r['phase']:>2}  {r['language']:<4}  "
+            f"{r['status']:<8}  {marks.replace(' ', '  ', 1)}  {orders:<22} {'; '.join(notes)}"
+        )
+        lines.append(row.rstrip())
+    s = report["summary"]
+    lines += [
+        "",
+        "P product, Pb problem, D demand, O order: + carried, - missing, . not labelled",
+        "",
+    ]
+
+    def pct(rate: float | None) -> str:
+        return "n/a" if rate is None else f"{100 * rate:.1f}%"
+
+    lines.append(
+        f"amnesia rate: {pct(s['amnesia_rate'])} ({s['amnesic']} of {s['tickets']} tickets "
+        f"in {s['sessions']} sessions miss a labelled fact)"
+    )
+    carried = ", ".join(f"{name} {f['carried']}/{f['labelled']}" for name, f in s["facts"].items())
+    lines.append(f"carried: {carried}")
+    lines.append(
+        f"order resolution: {pct(s['order_accuracy'])} ({s['orders_resolved']}/{s['tickets']})"
+    )
+    lines.append(
+        f"invented orders: {s['invented_orders']} (in {s['tickets_with_invented_orders']} "
+        f"tickets); leaks: {s['leaks']} (in {s['tickets_with_leaks']} tickets)"
+    )
+    for title, groups in (("by tag", s["by_tag"]), ("by language", s["by_language"])):
+        parts = [
+            f"{name} {g['tickets']}: amnesia {pct(g['amnesia_rate'])}, "
+            f"orders {pct(g['order_accuracy'])}"
+            for name, g in groups.items()
+        ]
+        lines.append(f"{title}: " + "; ".join(parts))
+    statuses = ", ".join(f"{k} {v}" for k, v in s["statuses"].items())
+    lines.append(
+        f"statuses: {statuses}; llm: {report['llm']}; dates moved {report['date_shift_days']} "
+        f"days; {report['elapsed_s']:.0f}s"
+    )
+    return "\n".join(lines)
+
+
+def evaluate(
+    settings: Settings,
+    mode: str,
+    tickets_file: Path,
+    orders_file: Path,
+    *,
+    timeout: float,
+    phase_gap: float,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Load, check, run and score; the JSON report."""
+    cases = load_cases(tickets_file)
+    orders = load_orders(orders_file)
+    check(cases, orders, str(tickets_file))
+    shift = week_shift(cases, datetime.now(UTC).date())
+    cases, orders = shifted(cases, orders, shift)
+    started = time.monotonic()
+    replies = run_pipeline(
+        settings, mode, cases, orders, timeout=timeout, phase_gap=phase_gap, say=say
+    )
+    world = World.build(orders, cases)
+    scores: list[TicketScore] = [score(c, replies[c.ticket.ticket_id], world) for c in cases]
+    return {
+        "llm": mode,
+        "tickets_file": str(tickets_file),
+        "orders_file": str(orders_file),
+        "date_shift_days": shift.days,
+        "elapsed_s": round(time.monotonic() - started, 1),
+        "facts": list(FACTS),
+        "summary": summarize(scores),
+        "tickets": [s.as_dict() for s in scores],
+    }
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """The ``baton eval`` command."""
+    import orjson
+
+    from streams.cli.main import Fail, UsageError
+
+    if args.timeout <= 0 or args.phase_gap < 0:
+        raise UsageError("baton eval: --timeout must be positive and --phase-gap not negative")
+    mode = args.llm or settings.llm
+    if mode == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+        raise UsageError("baton eval: --llm anthropic needs ANTHROPIC_API_KEY")
+    tickets_file = Path(args.file)
+    say = lambda msg: print(f"baton eval: {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        orders_file = Path(args.orders) if args.orders else orders_path_for(tickets_file)
+        report = evaluate(
+            settings,
+            mode,
+            tickets_file,
+            orders_file,
+            timeout=args.timeout,
+            phase_gap=args.phase_gap,
+            say=say,
+        )
+    except (BadInput, RunFailed) as exc:
+        raise Fail(f"eval: {exc}") from None
+    if args.json:
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(render_text(report) + "\n")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,79 @@
+"""A worker child process for the commands that run the pipeline themselves, and its replies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from schemas.records import Reply
+from streams.settings import Settings
+
+Worker = subprocess.Popen[bytes]
+
+
+def spawn_worker(env: Mapping[str, str], log_path: Path) -> Worker:
+    """Start ``baton worker`` with ``env``, appending its output to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "streams", "worker"],
+            env=dict(env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_worker(proc: Worker, timeout: float = 20.0) -> None:
+    """Stop a worker gracefully, then forcefully."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+async def read_replies(
+    settings: Settings,
+    topic: str,
+    wanted: set[str],
+    timeout: float,
+    proc: Worker | None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Reply]:
+    """Read ``topic`` from the beginning until every wanted ticket has a reply, ``timeout``
+    seconds pass or the worker exits; returns the first reply of every ticket read."""
+    from aiokafka import AIOKafkaConsumer
+
+    from streams.kafka.connect import bootstrap_servers
+
+    replies: dict[str, Reply] = {}
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap_servers(settings),
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        metadata_max_age_ms=1000,
+    )
+    await consumer.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not wanted <= replies.keys() and time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                break
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for r in records:
+                    reply = Reply.model_validate_json(r.value)
+                    replies.setdefault(reply.ticket_id, reply)
+            if progress is not None:
+                progress(len(wanted & replies.keys()))
+    finally:
+        await consumer.stop()
+    return replies
