@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from agents.models.llm import (
     LLM,
+    Answer,
     BudgetExceeded,
     ModelFailure,
     OutputInvalid,
@@ -20,15 +20,13 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
-from agents.prompts import Facts
-from agents.rules.matching import normalize, product_score
-from schemas.records import CallUsage
-from schemas.stages import Understanding
+from agents.outcome import Asked, Failure
+from agents.outcome import Outcome as Outcome  # until streams.runtime.pipeline imports outcome
 
 T = TypeVar("T", bound=BaseModel)
 
-Check = Callable[[T], list[str]]
-GROUNDED = 0.35
+Validator = Callable[[T], None]
+"""A stage's business check on a model's output: raises ``OutputInvalid(reason)`` to ask again."""
 
 
 class Tokens(Protocol):
@@ -49,52 +47,6 @@ def budget_tokens(usage: Tokens) -> int:
     return usage.input_tokens + usage.output_tokens + usage.cache_write_tokens
 
 
-def grounding_problems(value: BaseModel, facts: Any) -> list[str]:
-    """Business rules on what an output may name: an understood product must come from the
-    message, the session or the customer's orders (the wire schema cannot say so)."""
-    if not isinstance(value, Understanding) or not isinstance(facts, Facts) or not value.product:
-        return []
-    product = value.product
-    sources = [
-        facts.message,
-        facts.session.product or "",
-        *facts.session.core_problems,
-        *(o.product_name for o in facts.orders),
-        *(e.product or "" for e in facts.earlier),
-    ]
-    if normalize(product) in normalize(facts.message) or any(
-        product_score(product, source) >= GROUNDED for source in sources if source
-    ):
-        return []
-    return [
-        f"product: {product!r} is named neither in the message, the session nor the customer's "
-        "orders; use the customer's words, an order's product_name, or null"
-    ]
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why a stage fell back: becomes a dead letter and marks the reply."""
-
-    reason: str
-    error: str
-    payload: str = ""
-    attempts: int = 1
-    model: str | None = None
-    prompt_version: str | None = None
-    handoff: bool = False
-
-
-@dataclass
-class Asked(Generic[T]):
-    """A model's validated value, or the failure that prevented one; with every call's usage."""
-
-    value: T | None
-    calls: list[CallUsage] = field(default_factory=list)
-    failure: Failure | None = None
-    attempts: int = 0
-
-
 _FAILURE_REASON: dict[type[ModelFailure], tuple[str, bool]] = {
     Refused: ("model_refused", True),
     SpendLimit: ("spend_limit", True),
@@ -112,11 +64,25 @@ def classify(exc: ModelFailure) -> tuple[str, bool]:
     return ("model_error", False)
 
 
+def rejection(answer: Answer[T], validators: Sequence[Validator[T]]) -> OutputInvalid | None:
+    """Every validator's objection to ``answer`` as one ``OutputInvalid``, or None if none object.
+
+    All validators run, so one re-ask can fix every problem at once.
+    """
+    reasons = []
+    for validate in validators:
+        try:
+            validate(answer.value)
+        except OutputInvalid as exc:
+            reasons.append(exc.message)
+    return OutputInvalid("; ".join(reasons), answer.raw) if reasons else None
+
+
 async def ask(
     llm: LLM,
     prompt: Prompt[T],
     *,
-    check: Check[T] | None = None,
+    validators: Sequence[Validator[T]] = (),
     reask_limit: int = 1,
     tokens_left: int | None = None,
 ) -> Asked[T]:
@@ -126,6 +92,7 @@ async def ask(
     max_tokens = prompt.max_tokens
     reasks = 0
     widened = False
+    invalid: OutputInvalid | None
     model = llm.model_for(prompt.stage)
 
     def fail(reason: str, error: str, raw: str = "", handoff: bool = False) -> Asked[T]:
@@ -155,44 +122,17 @@ async def ask(
             continue
         except OutputInvalid as exc:
             asked.calls.extend(exc.usage)
-            if reasks >= reask_limit:
-                return fail("validation_failed", exc.message, exc.raw)
-            reasks, feedback = reasks + 1, exc.message
-            continue
+            invalid = exc
         except ModelFailure as exc:
             asked.calls.extend(exc.usage)
             reason, handoff = classify(exc)
             return fail(reason, exc.message, exc.raw, handoff)
-        asked.calls.append(answer.usage)
-        problems = grounding_problems(answer.value, prompt.facts)
-        problems += check(answer.value) if check else []
-        if not problems:
-            asked.value = answer.value
-            return asked
+        else:
+            asked.calls.append(answer.usage)
+            invalid = rejection(answer, validators)
+            if invalid is None:
+                asked.value = answer.value
+                return asked
         if reasks >= reask_limit:
-            return fail("validation_failed", "; ".join(problems), answer.raw)
-        reasks, feedback = reasks + 1, "; ".join(problems)
-
-
-@dataclass
-class Outcome(Generic[T]):
-    """A stage's result: always a value (the fallback's when the model failed)."""
-
-    value: T
-    calls: list[CallUsage] = field(default_factory=list)
-    failure: Failure | None = None
-    degraded: bool = False
-
-    @classmethod
-    def of(cls, asked: Asked[T], fallback: Callable[[], T]) -> Outcome[T]:
-        """The model's value, or ``fallback()`` with the failure kept.
-
-        A spent session budget is not this stage's failure to report: the strategy stage always
-        asks, finds the budget spent too, and hands the ticket off with one dead letter.
-        """
-        if asked.value is not None:
-            return cls(value=asked.value, calls=asked.calls)
-        failure = asked.failure
-        if failure is not None and failure.reason == "budget_exceeded":
-            failure = None
-        return cls(value=fallback(), calls=asked.calls, failure=failure, degraded=True)
+            return fail("validation_failed", invalid.message, invalid.raw)
+        reasks, feedback = reasks + 1, invalid.message

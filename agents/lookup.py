@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agents import prompts
-from agents.asking import Check, Failure, Outcome, ask
-from agents.models.llm import LLM
+from agents.asking import Validator, ask
+from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderStore, StoreUnavailable
+from agents.outcome import Failure, Outcome
 from agents.prompts import EarlierSession
-from agents.rules.matching import product_score, time_score
-from agents.rules.offline import choose_rules
+from agents.rules.choosing import choose_rules
+from agents.rules.matching import product_score
+from agents.rules.time_hints import time_score
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Understanding
@@ -65,15 +67,17 @@ def _match(
     )
 
 
-def _check_choice(candidates: list[Order]) -> Check[OrderChoice]:
+def among(candidates: list[Order]) -> Validator[OrderChoice]:
+    """Rejects a chosen order id that is not one of the candidates shown to the model."""
     allowed = {o.order_id for o in candidates}
 
-    def check(choice: OrderChoice) -> list[str]:
+    def validate(choice: OrderChoice) -> None:
         if choice.order_id is not None and choice.order_id not in allowed:
-            return [f"order_id {choice.order_id!r} is not one of the candidates {sorted(allowed)}"]
-        return []
+            raise OutputInvalid(
+                f"order_id {choice.order_id!r} is not one of the candidates {sorted(allowed)}"
+            )
 
-    return check
+    return validate
 
 
 async def look_up(
@@ -141,7 +145,7 @@ async def look_up(
     asked = await ask(
         llm,
         prompt,
-        check=_check_choice(candidates),
+        validators=[among(candidates)],
         reask_limit=reask_limit,
         tokens_left=tokens_left,
     )

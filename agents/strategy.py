@@ -6,10 +6,11 @@ import re
 from dataclasses import replace
 
 from agents import prompts
-from agents.asking import Outcome, ask
-from agents.models.llm import LLM
+from agents.asking import Validator, ask
+from agents.models.llm import LLM, OutputInvalid
+from agents.outcome import Outcome
 from agents.rules.matching import normalize, product_score
-from agents.rules.offline import strategy_rules
+from agents.rules.reply import strategy_rules
 from schemas.baton import Baton
 from schemas.records import Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding
@@ -58,6 +59,26 @@ def policy_problems(draft: StrategyDraft, match: OrderMatch) -> list[str]:
     return []
 
 
+def on_topic(u: Understanding, match: OrderMatch) -> Validator[StrategyDraft]:
+    """Rejects a draft that drifts from the matched order or the customer's product."""
+
+    def validate(draft: StrategyDraft) -> None:
+        if problems := covers_core_problem(draft, u, match):
+            raise OutputInvalid("; ".join(problems))
+
+    return validate
+
+
+def within_policy(match: OrderMatch) -> Validator[StrategyDraft]:
+    """Rejects a draft that promises money the order does not allow."""
+
+    def validate(draft: StrategyDraft) -> None:
+        if problems := policy_problems(draft, match):
+            raise OutputInvalid("; ".join(problems))
+
+    return validate
+
+
 def holding_reply(u: Understanding, match: OrderMatch) -> StrategyDraft:
     """A safe hand-off reply when no valid strategy could be produced."""
     order = f" ({match.order_id})" if match.order_id else ""
@@ -97,11 +118,13 @@ async def decide(
         understanding=understanding,
         match=match,
     )
-
-    def check(draft: StrategyDraft) -> list[str]:
-        return covers_core_problem(draft, understanding, match) + policy_problems(draft, match)
-
-    asked = await ask(llm, prompt, check=check, reask_limit=reask_limit, tokens_left=tokens_left)
+    asked = await ask(
+        llm,
+        prompt,
+        validators=[on_topic(understanding, match), within_policy(match)],
+        reask_limit=reask_limit,
+        tokens_left=tokens_left,
+    )
     if asked.value is not None:
         return Outcome(asked.value, calls=asked.calls)
     failure = asked.failure

@@ -3,13 +3,41 @@
 from __future__ import annotations
 
 from agents import prompts
-from agents.asking import Outcome, ask
-from agents.models.llm import LLM
-from agents.prompts import EarlierSession
-from agents.rules.offline import understand_rules
+from agents.asking import Validator, ask
+from agents.models.llm import LLM, OutputInvalid
+from agents.outcome import Outcome
+from agents.prompts import EarlierSession, Facts
+from agents.rules.matching import normalize, product_score
+from agents.rules.understanding import understand_rules
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import Understanding
+
+GROUNDED = 0.35
+
+
+def grounded_in(facts: Facts) -> Validator[Understanding]:
+    """Rejects a product named neither in the message, the session nor the customer's orders."""
+    sources = [
+        facts.message,
+        facts.session.product or "",
+        *facts.session.core_problems,
+        *(o.product_name for o in facts.orders),
+        *(e.product or "" for e in facts.earlier),
+    ]
+
+    def grounded(value: Understanding) -> None:
+        product = value.product
+        if not product or normalize(product) in normalize(facts.message):
+            return
+        if any(product_score(product, source) >= GROUNDED for source in sources if source):
+            return
+        raise OutputInvalid(
+            f"product: {product!r} is named neither in the message, the session nor the "
+            "customer's orders; use the customer's words, an order's product_name, or null"
+        )
+
+    return grounded
 
 
 async def understand(
@@ -26,5 +54,11 @@ async def understand(
     prompt = prompts.build(
         "understand", Understanding, ticket=ticket, baton=baton, orders=orders, earlier=earlier
     )
-    asked = await ask(llm, prompt, reask_limit=reask_limit, tokens_left=tokens_left)
+    asked = await ask(
+        llm,
+        prompt,
+        validators=[grounded_in(prompt.facts)],
+        reask_limit=reask_limit,
+        tokens_left=tokens_left,
+    )
     return Outcome.of(asked, lambda: understand_rules(prompt.facts))

@@ -68,7 +68,7 @@ class ModelFailure(Exception):
 
 
 class OutputInvalid(ModelFailure):
-    """The output was not valid JSON or broke the schema or a business rule: re-ask."""
+    """The output broke JSON, the schema or a stage's validator: re-ask with ``message``."""
 
 
 class Truncated(ModelFailure):

@@ -6,8 +6,6 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -15,7 +13,6 @@ from pydantic import BaseModel
 from agents.models.claude import AnthropicLLM, sdk_spans
 from agents.models.llm import (
     OutputInvalid,
-    Prompt,
     Refused,
     SpendLimit,
     TimedOut,
@@ -23,91 +20,17 @@ from agents.models.llm import (
     Unavailable,
 )
 from agents.models.prices import PRICES, Price, cost, load_prices, price_for
-from agents.prompts import build
-from agents.testing.standin import Request, StandIn
-from schemas import (
-    Baton,
-    CallUsage,
-    Order,
-    OrderChoice,
-    StrategyDraft,
-    Ticket,
-    Understanding,
-)
+from agents.testing import Request, StandIn
+from schemas import CallUsage, OrderChoice, Understanding
 from schemas.records import StageName
 from schemas.stages import OrderMatch
-
-MODEL = "claude-haiku-4-5"
-ORDERS = [
-    Order(
-        order_id="ORD-1001",
-        customer_id="c-1",
-        product_name="Aurora Kettle",
-        status="delivered",
-        amount=59.0,
-        ordered_at=datetime(2025, 5, 1, tzinfo=UTC),
-        delivered_at=datetime(2025, 5, 4, tzinfo=UTC),
-    ),
-    Order(
-        order_id="ORD-1002",
-        customer_id="c-1",
-        product_name="Nimbus Headphones",
-        status="shipped",
-        amount=199.0,
-        ordered_at=datetime(2025, 6, 2, tzinfo=UTC),
-    ),
-]
-OUTPUTS: dict[str, type[BaseModel]] = {
-    "understand": Understanding,
-    "lookup": OrderChoice,
-    "strategy": StrategyDraft,
-}
-
-
-def prompt(
-    stage: StageName, text: str = "My kettle leaks.", ticket_id: str = "t-1", **facts: Any
-) -> Prompt[Any]:
-    ticket = Ticket(ticket_id=ticket_id, session_id="s-1", customer_id="c-1", text=text)
-    baton = Baton(session_id="s-1", customer_id="c-1")
-    return build(stage, OUTPUTS[stage], ticket=ticket, baton=baton, **{"orders": ORDERS, **facts})
-
-
-def respond(request: Request) -> BaseModel:
-    """A fixed, valid answer per stage that names the first order of the prompt."""
-    assert request.facts is not None
-    order = request.facts.orders[0]
-    if request.stage == "understand":
-        return Understanding(
-            product=order.product_name,
-            problem="leaking",
-            demand="refund",
-            time_hint=None,
-            keywords=["kettle", "leak"],
-            language="en",
-            core_problem=f"The {order.product_name} leaks.",
-            refers_to_earlier=False,
-        )
-    if request.stage == "lookup":
-        return OrderChoice(order_id=order.order_id, reason="the product matches")
-    return StrategyDraft(
-        solution="refund",
-        reply=f"We will refund order {order.order_id}.",
-        internal_note="",
-        confidence=0.9,
-        needs_human=False,
-    )
+from tests.fixtures.agents import MODEL, ORDERS, OUTPUTS, client, prompt, respond
 
 
 @pytest.fixture
 async def standin() -> AsyncIterator[StandIn]:
     async with StandIn(responder=respond, retry_after=0.01) as server:
         yield server
-
-
-def client(standin: StandIn | str, **options: Any) -> AnthropicLLM:
-    url = standin if isinstance(standin, str) else standin.base_url
-    settings: dict[str, Any] = {"model": MODEL, "timeout_s": 5.0, "max_retries": 2, **options}
-    return AnthropicLLM(api_key="test-key", base_url=url, **{"concurrency": 4, **settings})
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.asking import budget_tokens, classify
+from agents import prompts
+from agents.asking import ask, budget_tokens, classify
 from agents.models.llm import (
     BudgetExceeded,
     ModelFailure,
@@ -16,10 +17,10 @@ from agents.models.llm import (
     Unavailable,
 )
 from agents.strategy import decide
-from agents.testing.scripted import ScriptedLLM
+from agents.testing import ScriptedLLM
 from agents.understand import understand
-from schemas import CallUsage, UsageTotals
-from tests.unit.test_stages import BATON, KETTLE_OLD, draft, matched, ticket, understanding
+from schemas import CallUsage, StrategyDraft, UsageTotals
+from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, ticket, understanding
 
 
 async def test_an_understood_product_must_come_from_the_message_session_or_orders() -> None:
@@ -155,3 +156,30 @@ async def test_drift_fixed_by_the_reask_is_answered() -> None:
     out = await decide(ticket("kettle leaks"), BATON, u, matched(KETTLE_OLD), llm)
     assert out.failure is None and not out.degraded and out.value.reply == good["reply"]
     assert "drift" in (llm.calls[1].feedback or "")
+
+
+def _named(d: StrategyDraft) -> None:
+    if "O-1" not in d.reply:
+        raise OutputInvalid("reply: name order O-1")
+
+
+def _polite(d: StrategyDraft) -> None:
+    if "please" not in d.reply:
+        raise OutputInvalid("reply: say please")
+
+
+@pytest.mark.parametrize(("limit", "answered"), [(1, True), (0, False)])
+async def test_every_validator_objection_goes_back_in_one_reask(limit: int, answered: bool) -> None:
+    prompt = prompts.build(
+        "strategy", StrategyDraft, ticket=ticket("x"), baton=BATON, orders=[KETTLE_OLD]
+    )
+    llm = ScriptedLLM([draft("No."), draft("O-1, please.")])
+    asked = await ask(llm, prompt, validators=[_named, _polite], reask_limit=limit)
+    both = "reply: name order O-1; reply: say please"
+    if answered:
+        assert llm.calls[1].feedback == both and asked.attempts == 2
+        assert asked.value is not None and asked.value.reply == "O-1, please."
+    else:
+        assert asked.value is None and asked.failure is not None
+        assert (asked.failure.reason, asked.failure.error) == ("validation_failed", both)
+        assert '"reply":"No."' in asked.failure.payload and len(asked.calls) == 1

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from agents.models.claude import AnthropicLLM
 from agents.models.llm import SpendLimit, TimedOut, Unavailable
-from agents.testing.standin import Request, StandIn
+from agents.testing import Request, StandIn
 from schemas import Understanding
-from tests.unit.test_anthropic_llm import client, prompt, respond
+from tests.fixtures.agents import client, prompt, respond
 
 
 class FakeClock:

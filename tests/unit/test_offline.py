@@ -13,7 +13,10 @@ import pytest
 from agents import prompts
 from agents.models.llm import LLM, OutputInvalid, Prompt
 from agents.prompts import EarlierSession, Facts, parse_context
-from agents.rules.offline import OfflineLLM, choose_rules, strategy_rules, understand_rules
+from agents.rules.choosing import choose_rules
+from agents.rules.offline import OfflineLLM
+from agents.rules.reply import strategy_rules
+from agents.rules.understanding import understand_rules
 from schemas.baton import Baton, TicketMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding

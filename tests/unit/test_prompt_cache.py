@@ -9,7 +9,7 @@ import pytest
 from agents.models.claude import cache_blocks
 from agents.models.prices import CACHE_MIN_TOKENS, CACHE_MIN_UNKNOWN, min_cacheable_tokens
 from agents.prompts import PROMPT_VERSION, SHARED_PREFIX, build, system_prompt
-from agents.testing.standin import estimate_tokens
+from agents.testing import estimate_tokens
 from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
 from schemas.records import StageName
 from streams.settings import DEFAULT_STAGE_MODELS, load

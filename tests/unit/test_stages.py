@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,31 +11,20 @@ from agents.lookup import look_up
 from agents.models.llm import OutputInvalid, Refused, Truncated
 from agents.orders import SQLiteOrderStore
 from agents.strategy import decide, policy_problems
-from agents.testing.scripted import ScriptedLLM
+from agents.testing import ScriptedLLM
 from agents.understand import understand
-from schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
-from schemas.records import utcnow
-
-NOW = utcnow()
-
-
-def order(
-    oid: str, product: str, days_ago: int, status: str = "delivered", customer: str = "C1"
-) -> Order:
-    return Order(
-        order_id=oid,
-        customer_id=customer,
-        product_name=product,
-        status=status,
-        amount=50.0,
-        currency="USD",
-        ordered_at=NOW - timedelta(days=days_ago),
-    )
-
-
-KETTLE_OLD = order("O-1", "Midea Electric Kettle 1.7L", 200)
-KETTLE_NEW = order("O-2", "Bosch Electric Kettle 1.7L", 6)
-CONTROLLER = order("O-3", "DualSense Wireless Controller", 30)
+from schemas import StrategyDraft
+from tests.fixtures.agents import (
+    BATON,
+    CONTROLLER,
+    KETTLE_NEW,
+    KETTLE_OLD,
+    draft,
+    matched,
+    order,
+    ticket,
+    understanding,
+)
 
 
 @pytest.fixture
@@ -45,28 +33,6 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
     await s.upsert([KETTLE_OLD, KETTLE_NEW, CONTROLLER, order("O-9", "Kettle", 1, customer="C2")])
     yield s
     await s.close()
-
-
-def ticket(text: str, customer: str | None = "C1") -> Ticket:
-    return Ticket(ticket_id="T1", session_id="S1", customer_id=customer, text=text)
-
-
-def understanding(product: str | None, **kw: object) -> Understanding:
-    values: dict[str, object] = {
-        "product": product,
-        "problem": "leaking",
-        "demand": "refund",
-        "time_hint": None,
-        "keywords": ["leak"],
-        "language": "en",
-        "core_problem": f"The customer's {product or 'item'} is leaking.",
-        "refers_to_earlier": False,
-    }
-    values.update(kw)
-    return Understanding.model_validate(values)
-
-
-BATON = Baton(session_id="S1", customer_id="C1")
 
 
 async def test_understand_prompt_carries_baton_ticket_and_order_names() -> None:
@@ -151,23 +117,6 @@ async def test_lookup_keeps_the_session_order_for_follow_ups(store: SQLiteOrderS
     baton = BATON.model_copy(update={"order_id": "O-1", "product": "Midea Electric Kettle 1.7L"})
     out = await look_up(ticket("how long?"), understanding(None), baton, store, ScriptedLLM())
     assert out.value.order_id == "O-1" and out.value.method == "baton"
-
-
-def matched(o: Order) -> OrderMatch:
-    return OrderMatch(
-        order_id=o.order_id, order=o, method="deterministic", confidence=0.9, reason="r"
-    )
-
-
-def draft(reply: str, **kw: object) -> dict[str, object]:
-    return {
-        "solution": "Repair",
-        "reply": reply,
-        "internal_note": "n",
-        "confidence": 0.8,
-        "needs_human": False,
-        **kw,
-    }
 
 
 async def test_strategy_reasks_on_drift_then_degrades() -> None:

@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from agents.prompts import build
-from agents.testing.standin import Request, StandIn, directives, estimate_tokens, run_in_thread
+from agents.testing import Request, StandIn, directives, estimate_tokens, run_in_thread
 from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
 from schemas.records import StageName
 
@@ -290,7 +290,9 @@ def test_run_in_thread_serves_sync_code() -> None:
 def test_module_runs_standalone_and_prints_its_url() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "agents.testing.standin", "--port", "0", "--latency", "0.01"]
-    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().strip()
@@ -300,6 +302,8 @@ def test_module_runs_standalone_and_prints_its_url() -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=10) == 0
+        # A module imported twice (with its package, then as __main__) warns on stderr.
+        assert proc.stderr is not None and "Warning" not in proc.stderr.read()
 
 
 def draft_answer(request: Request) -> BaseModel:

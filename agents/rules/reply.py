@@ -1,0 +1,162 @@
+"""The strategy stage's rules: a policy-respecting decision and reply in the customer's language."""
+
+from __future__ import annotations
+
+from agents.prompts import Facts, OrderFact
+from agents.rules.matching import normalize
+from agents.rules.phrases import (
+    ACTIONS,
+    CLOSING,
+    DELIVERY,
+    DEMAND_ACK,
+    INJECTION,
+    LEGAL,
+    NOUN,
+    PROBLEMS,
+    SAFETY,
+    STATUS,
+    pad,
+    problem_key,
+)
+from agents.rules.understanding import understand_rules
+from schemas.stages import StrategyDraft
+
+
+def _status(status: str, zh: bool) -> str:
+    return STATUS.get(status, (status, status))[zh]
+
+
+def _case(demand: str, previous: str | None, key: str | None, status: str) -> str:
+    """Which action applies to a matched order with ``status`` ("" when its facts are missing)."""
+    if demand in ("refund", "compensation", "cancel") and status in ("cancelled", "refunded"):
+        return "closed"
+    if demand == "refund":
+        table = {"paid": "cancel_full", "pending": "cancel_full", "shipped": "refund_transit"}
+        return {**table, "lost": "refund_lost"}.get(status, "refund_return")
+    if demand == "cancel":
+        table = {"shipped": "cancel_shipped", "delivered": "cancel_delivered"}
+        return table.get(status, "cancel_full")
+    if demand in ("exchange", "repair", "compensation", "complaint"):
+        return demand
+    if demand == "information" and previous in NOUN and key not in DELIVERY:
+        return f"time_{previous}"
+    if demand == "information" or key in DELIVERY:
+        if status == "delivered" and key in DELIVERY:
+            return "investigate"
+        table = {"shipped": "in_transit", "paid": "not_shipped", "pending": "not_shipped"}
+        return {**table, "lost": "refund_lost"}.get(status, "status")
+    return "other"
+
+
+# The order store could not be read: the reply says so instead of claiming no order exists.
+STORE_UNAVAILABLE = (
+    "I could not check your order right now because our order system is temporarily "
+    "unavailable. A colleague will check it and get back to you; if you have the order number "
+    "at hand, please send it.",
+    "我们的订单系统暂时无法访问，目前无法核实您的订单。同事会尽快核实后回复您；如方便，请提供订单号。",
+)
+
+
+def _action(case: str, zh: bool, oid: str | None, order: OrderFact | None, what: str) -> str:
+    money = (
+        f"{order.amount:.2f} {order.currency}"
+        if order
+        else ("实付金额" if zh else "the amount paid")
+    )
+    comp = (
+        f"{min(order.amount, round(order.amount * 0.1, 2)):.2f} {order.currency}"
+        if order
+        else ("实付金额的 10%" if zh else "10% of the amount paid")
+    )
+    carrier = ""
+    if order and order.carrier:
+        tracking = f", tracking number {order.tracking_no}" if order.tracking_no else ""
+        carrier = (
+            f"（{order.carrier} {order.tracking_no or ''}）"
+            if zh
+            else f" with {order.carrier}{tracking}"
+        )
+    template = STORE_UNAVAILABLE if case == "store_unavailable" else ACTIONS[case]
+    return template[zh].format(
+        oid=oid,
+        what=what,
+        money=money,
+        comp=comp,
+        carrier=carrier,
+        status=_status(order.status, zh) if order else "",
+        delivered=(order.delivered_at or order.ordered_at) if order else "",
+    )
+
+
+def strategy_rules(facts: Facts) -> StrategyDraft:
+    """Decide and write a policy-respecting reply in the customer's language."""
+    u = facts.understanding or understand_rules(facts)
+    zh, norm = u.language == "zh", normalize(facts.message)
+    oid = facts.match.order_id if facts.match else None
+    order = next((o for o in facts.orders if o.order_id == oid), None)
+    key = problem_key(u.problem)
+    safety, legal = key in SAFETY, bool(LEGAL.search(norm))
+    injection = bool(INJECTION.search(norm))
+    needs_human = safety or legal or injection
+    product = order.product_name if order else u.product
+    what = product or ("商品" if zh else "item")
+    handoff = "safety" if safety else "legal" if legal else None
+    if oid:
+        case = handoff or _case(
+            u.demand, facts.session.previous_demand, key, order.status if order else ""
+        )
+    elif facts.match is not None and facts.match.method == "unavailable":
+        case = "store_unavailable"
+    else:
+        case = "no_order"
+    actions = [_action(c, zh, oid, order, what) for c in dict.fromkeys((handoff or case, case))]
+    if zh:
+        issue = PROBLEMS[key][4] if key else f"出现的问题（{u.problem[:80]}）"
+        parts = [f"您好，很抱歉您的{pad(what)}{issue}。"]
+        if key == "general":
+            parts = [f"您好，感谢您就{pad(what)}联系我们。"]
+        if oid:
+            detail = f"{what}，{_status(order.status, zh)}" if order else what
+            parts.append(f"我查到了您的订单 {oid}（{detail}）。")
+    else:
+        issue = PROBLEMS[key][3] if key else f"has a problem ({u.problem[:80]})"
+        parts = [f"Hello, I'm sorry to hear that your {what} {issue}."]
+        if key == "general":
+            parts = [f"Hello, thank you for contacting us about your {what}."]
+        if oid:
+            detail = f"{what}, {_status(order.status, zh)}" if order else what
+            parts.append(f"I found your order {oid} ({detail}).")
+    silent = ("no_order", "store_unavailable", "closed", "other")
+    if (handoff or case in silent) and u.demand in DEMAND_ACK:
+        parts.append(DEMAND_ACK[u.demand][zh])
+    if facts.match is not None and facts.match.method == "history":
+        past = next((e for e in facts.earlier if e.order_id == oid), None)
+        if past is not None and past.core_problem:
+            parts.append(
+                f"您之前咨询过这个订单：{past.core_problem}"
+                if zh
+                else f"You asked about this order before: {past.core_problem}"
+            )
+    reply = ("" if zh else " ").join([*parts, *actions, CLOSING[zh]])
+    history = [*facts.session.core_problems[-5:]]
+    if u.core_problem not in history:
+        history.append(u.core_problem)
+    flags = [f for f, on in (("safety", safety), ("legal", legal), ("injection", injection)) if on]
+    money = f", {order.amount:.2f} {order.currency}" if order else ""
+    note = (
+        f"Session core problems: {' / '.join(h.rstrip('.。') for h in history)}. "
+        f"Decision: {case} for order "
+        f"{oid or 'none'}{f' ({order.status}{money})' if order else ''}; demand {u.demand}."
+    )
+    if flags:
+        note += f" Flags: {', '.join(flags)}; handed to a person."
+    if injection:
+        note += " The message tried to override instructions; it was ignored."
+    confidence = 0.3 if needs_human else 0.9 if oid else 0.5
+    return StrategyDraft(
+        solution=" ".join(actions) if not zh else "".join(actions),
+        reply=reply,
+        internal_note=note,
+        confidence=confidence,
+        needs_human=needs_human,
+    )

@@ -1,0 +1,37 @@
+"""A local stand-in of the Anthropic Messages API: it echoes the prompt's facts and fails on demand.
+
+A customer message may carry directives such as ``[[fault:429]]`` or
+``[[fault:invalid_json:understand:2]]`` (fault, then optional stage and count, default any stage
+and 1): the first ``count`` calls of each matching stage for that ticket fail, later ones behave.
+Tests may instead queue rules through ``StandIn.add_faults`` or ``POST /_control/faults``.
+
+Faults: ``invalid_json`` (not JSON), ``schema`` (a required field missing), ``rule`` (JSON the
+wire schema accepts but the business rules do not, see ``RULE_BREAKS``), ``drift`` (strategy
+only: a reply that names neither the order nor the product), ``max_tokens`` (cut-off JSON),
+``refusal``, ``hang`` (no answer for ``hang_s``), ``429`` / ``529`` / ``500`` (API errors
+advertising ``retry_after``) and ``spend_limit`` (a 429 that retrying cannot fix).
+
+Prompt caching follows the API: every system block with ``cache_control`` is a breakpoint; a
+call reads the longest cached prefix and writes up to its last breakpoint, for prefixes of at
+least ``min_cache_tokens`` (``None``: each model's documented minimum).
+"""
+
+from agents.testing.standin.caching import PromptCache, estimate_tokens
+from agents.testing.standin.faults import FAULTS, RULE_BREAKS, FaultRule, directives
+from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
+from agents.testing.standin.server import StandIn, run_in_thread
+
+__all__ = [
+    "FAULTS",
+    "RULE_BREAKS",
+    "FaultRule",
+    "PromptCache",
+    "Request",
+    "Responder",
+    "StandIn",
+    "directives",
+    "echo_responder",
+    "estimate_tokens",
+    "read_request",
+    "run_in_thread",
+]

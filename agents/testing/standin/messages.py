@@ -1,0 +1,119 @@
+"""A Messages API request as the stand-in reads it, and the default answer to one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from agents.prompts import Facts, parse_context
+from agents.rules.choosing import choose_rules
+from agents.rules.reply import strategy_rules
+from agents.rules.understanding import understand_rules
+
+STAGE_OF_TITLE = {
+    "Understanding": "understand",
+    "OrderChoice": "lookup",
+    "StrategyDraft": "strategy",
+}
+_RULES: dict[str, Callable[[Facts], BaseModel]] = {
+    "understand": understand_rules,
+    "lookup": choose_rules,
+    "strategy": strategy_rules,
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One Messages call as the stand-in read it; what a responder answers."""
+
+    stage: str
+    model: str
+    max_tokens: int
+    system: str
+    cache_breaks: tuple[int, ...]
+    text: str
+    schema: dict[str, Any]
+    facts: Facts | None
+    facts_error: str = ""
+
+    @property
+    def cache_system(self) -> bool:
+        """Whether any system block asked to be cached."""
+        return bool(self.cache_breaks)
+
+
+Responder = Callable[[Request], BaseModel | Mapping[str, Any] | str]
+
+
+def echo_responder(request: Request) -> BaseModel:
+    """Answer with the offline rules over the facts in the prompt, so it can only repeat them."""
+    if request.facts is None:
+        raise ValueError(f"cannot read the prompt's facts: {request.facts_error}")
+    if request.stage not in _RULES:
+        raise ValueError(f"no rules for stage {request.stage!r}")
+    return _RULES[request.stage](request.facts)
+
+
+def _cache_breaks(system: Any) -> tuple[int, ...]:
+    """Where, in the joined system text, each block marked ``cache_control`` ends."""
+    if not isinstance(system, list):
+        return ()
+    ends, at = [], 0
+    for block in system:
+        if isinstance(block, dict) and block.get("type") == "text":
+            at += len(str(block.get("text", "")))
+            if block.get("cache_control"):
+                ends.append(at)
+    return tuple(ends)
+
+
+def _text(content: Any, what: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) for b in content):
+        return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+    raise ValueError(f"{what}: expected a string or a list of content blocks")
+
+
+def read_request(body: Any) -> Request:
+    """Validate a Messages request body; raise ``ValueError`` saying what is malformed."""
+    if not isinstance(body, dict):
+        raise ValueError("body: expected a JSON object")
+    model, max_tokens, messages = body.get("model"), body.get("max_tokens"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        raise ValueError("model: Field required")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ValueError("max_tokens: Field required (a positive integer)")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        raise ValueError("messages: Field required (a non-empty list)")
+    if messages[-1].get("role") != "user":
+        raise ValueError("messages: the last message must have role 'user'")
+    text = _text(messages[-1].get("content"), "messages.content")
+    system = body.get("system", "")
+    config = body.get("output_config")
+    fmt = config.get("format") if isinstance(config, dict) else None
+    schema = (
+        fmt.get("schema") if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
+    )
+    facts: Facts | None = None
+    facts_error = ""
+    try:
+        facts = parse_context(text)
+    except ValueError as exc:
+        facts_error = str(exc)
+    schema = schema if isinstance(schema, dict) else {}
+    stage = STAGE_OF_TITLE.get(str(schema.get("title")), facts.stage if facts else "other")
+    return Request(
+        stage=stage,
+        model=model,
+        max_tokens=max_tokens,
+        system=_text(system, "system"),
+        cache_breaks=_cache_breaks(system),
+        text=text,
+        schema=schema,
+        facts=facts,
+        facts_error=facts_error,
+    )
