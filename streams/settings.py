@@ -1,4 +1,4 @@
-"""One frozen settings object, read from ``BATON_*`` variables when a command starts."""
+"""One frozen settings object, read from the BATON_* and ANTHROPIC_* variables at start."""
 
 from __future__ import annotations
 
@@ -32,8 +32,6 @@ class Settings:
     """Runtime configuration; build it with :func:`load`, render it with :meth:`to_env`."""
 
     broker: str = "kafka://127.0.0.1:9092"
-    # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
-    broker_given: bool = field(default=False, compare=False)
     data_dir: Path = Path(".baton")
     web_port: int = 6066
     web_bind: str = "127.0.0.1"
@@ -64,6 +62,8 @@ class Settings:
     prices: Mapping[str, Price] = field(default_factory=dict)
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
+    # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
+    broker_given: bool = field(default=False, compare=False)
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}

@@ -6,15 +6,23 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn, Protocol
 
 from streams.cli import bench, broker, demo, dlq, orders, publish, replay, tail, trace, worker
 from streams.cli import eval as evaluate
 from streams.cli.errors import UsageError, reported
-from streams.settings import load
+from streams.settings import Settings, load
 
-COMMANDS: tuple[ModuleType, ...] = (
+
+class Command(Protocol):
+    """A command module: registers its parser, then runs with the parsed arguments."""
+
+    def add_parser(self, sub: Any) -> argparse.ArgumentParser: ...
+
+    def run(self, args: argparse.Namespace, settings: Settings) -> int: ...
+
+
+COMMANDS: tuple[Command, ...] = (
     broker,
     worker,
     orders,

@@ -33,6 +33,10 @@ class Letter:
         return {k: v.decode("utf-8", "backslashreplace") for k, v in self.message.headers}
 
 
+# A record to re-drive: its dead letter, key, value and the attempt it will be.
+Planned = tuple[Letter, str | None, bytes, int]
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which dead letters a command looks at; empty fields match everything."""
@@ -168,10 +172,10 @@ async def _send(
 
 def plan(
     chosen: Sequence[Letter], tickets: Sequence[Message], again: bool
-) -> tuple[list[tuple[Letter, str | None, bytes, int]], list[tuple[Letter, str]]]:
+) -> tuple[list[Planned], list[tuple[Letter, str]]]:
     """What to re-drive (letter, key, value, attempts) and what to skip, with why."""
     done = set() if again else already_requeued(tickets)
-    todo: list[tuple[Letter, str | None, bytes, int]] = []
+    todo: list[Planned] = []
     skipped: list[tuple[Letter, str]] = []
     seen: set[str | bytes] = set()
     for x in chosen:
@@ -201,7 +205,7 @@ async def dead_letters(settings: Settings, filters: Filters) -> list[Letter]:
 
 async def requeue_plan(
     settings: Settings, filters: Filters, again: bool
-) -> tuple[list[tuple[Letter, str | None, bytes, int]], list[tuple[Letter, str]]]:
+) -> tuple[list[Planned], list[tuple[Letter, str]]]:
     """:func:`plan` for the dead letters ``filters`` match, against the tickets topic."""
     names = TopicNames.of(settings)
     read = await _read(settings, names.dead_letters, names.tickets)
@@ -209,9 +213,7 @@ async def requeue_plan(
     return plan(chosen, read[names.tickets], again)
 
 
-async def requeue(
-    settings: Settings, todo: Sequence[tuple[Letter, str | None, bytes, int]]
-) -> None:
+async def requeue(settings: Settings, todo: Sequence[Planned]) -> None:
     """Publish each planned record to the tickets topic with its dead letter's id and attempt."""
     records = [
         (key, value, {REQUEUED_FROM: x.dl.id, ATTEMPTS: str(attempts)})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.cli.main import main
+from streams.cli.main import COMMANDS, main, parser
 from streams.jsonl import Progress
 from streams.kafka.embedded import free_port
 from streams.settings import Settings
@@ -54,6 +54,15 @@ def test_wrong_arguments_get_one_line_and_exit_2(
 ) -> None:
     assert main(args) == 2
     assert expected in one_line(capsys.readouterr().err)
+
+
+def test_every_command_module_is_one_subcommand() -> None:
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    assert list(sub.choices or ()) == [
+        "broker", "worker", "orders", "publish", "tail", "demo",
+        "trace", "replay", "dlq", "bench", "eval",
+    ]  # fmt: skip
+    assert len(COMMANDS) == len(sub.choices or ())
 
 
 def test_a_bad_environment_variable_is_one_line(
