@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import tempfile
 import time
@@ -14,9 +13,9 @@ from typing import Any
 
 from schemas.codec import dumps, parse
 from schemas.records import Order, Reply, Ticket
-from streams.kafka.embedded import EmbeddedBroker, free_port
+from streams.kafka.embedded import EmbeddedBroker
 from streams.kafka.topics import REPLIES, TICKETS
-from streams.runtime.spawn import Worker, read_replies, spawn_worker, stop_worker
+from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
 from streams.settings import Settings
 
 
@@ -43,29 +42,8 @@ def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
     asyncio.run(run())
 
 
-def worker_env(settings: Settings, broker: str, web_port: int) -> dict[str, str]:
-    """Environment of a worker subprocess that shares this process's settings."""
-    env = dict(os.environ)
-    env.update(
-        BATON_BROKER=broker,
-        BATON_DATA_DIR=str(settings.data_dir),
-        BATON_WEB_PORT=str(web_port),
-        BATON_EMBEDDED_BROKER="1",
-        BATON_LLM=settings.llm,
-        BATON_NAMESPACE=settings.namespace,
-        BATON_PARTITIONS=str(settings.partitions),
-        BATON_LOG_LEVEL=settings.log_level,
-    )
-    return env
-
-
-def start_worker(settings: Settings, broker: str, log_path: Path) -> Worker:
-    """Start ``baton worker`` as a child process logging to ``log_path``."""
-    return spawn_worker(worker_env(settings, broker, free_port()), log_path)
-
-
 async def collect_replies(
-    settings: Settings, ticket_ids: set[str], timeout: float, proc: Worker | None
+    settings: Settings, ticket_ids: set[str], timeout: float, proc: WorkerProcess | None
 ) -> dict[str, Reply]:
     """Read ``support.replies`` from the beginning until every ticket has its reply.
 
@@ -99,7 +77,7 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
         with EmbeddedBroker(log=Path(tmp) / "broker.log") as broker:
             settings = settings.with_(broker=broker.url)
             say(f"embedded broker on {broker.url}")
-            proc = start_worker(settings, broker.url, Path(tmp) / "worker.log")
+            proc = spawn_worker(settings, Path(tmp) / "worker.log")
             try:
                 started = time.monotonic()
                 asyncio.run(

@@ -1,17 +1,26 @@
-"""One frozen settings object, read from ``BATON_*`` variables when a command starts."""
+"""One frozen settings object, read from the BATON_* and ANTHROPIC_* variables at start."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
+import orjson
+
+from agents.models.prices import Price, parse_prices
+
 LLMKind = Literal["anthropic", "offline"]
 
 
 DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haiku-4-5"}
+STAGES = ("understand", "lookup", "strategy")
+SECRET = "***"
+# The password of a URL's user part (scheme://user:password@host) or a password= parameter.
+_DSN_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*(@)|((?:^|[?&\s])password=)[^&\s]*")
 
 
 class SettingsError(ValueError):
@@ -20,7 +29,7 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    """Runtime configuration; build it with :func:`load`."""
+    """Runtime configuration; build it with :func:`load`, render it with :meth:`to_env`."""
 
     broker: str = "kafka://127.0.0.1:9092"
     data_dir: Path = Path(".baton")
@@ -50,6 +59,19 @@ class Settings:
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
+    broker_given: bool = field(default=False, compare=False)
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        for name in ("web_token", "anthropic_api_key"):
+            if shown[name]:
+                shown[name] = SECRET
+        shown["orders_dsn"] = mask_dsn(self.orders_dsn)
+        return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def topic(self, name: str) -> str:
         """Full name of topic ``name`` in this namespace."""
@@ -68,6 +90,55 @@ class Settings:
 
     def with_(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as the variables :func:`load` reads: ``load(s.to_env()) == s``."""
+        env = {
+            "BATON_BROKER": self.broker,
+            "BATON_DATA_DIR": str(self.data_dir),
+            "BATON_WEB_PORT": str(self.web_port),
+            "BATON_WEB_BIND": self.web_bind,
+            "BATON_WEB_TOKEN": self.web_token or "",
+            "BATON_LLM": self.llm,
+            "BATON_MODEL": self.model,
+            "BATON_ORDERS_DSN": self.orders_dsn,
+            "BATON_NAMESPACE": self.namespace,
+            "BATON_PARTITIONS": str(self.partitions),
+            "BATON_EMBEDDED_BROKER": "1" if self.embedded_broker else "0",
+            "BATON_REPLICATION_FACTOR": str(self.replication_factor),
+            "BATON_PRODUCER_ACKS": self.producer_acks,
+            "BATON_MAX_IN_FLIGHT": str(self.max_in_flight),
+            "BATON_MAX_BUFFERED": str(self.max_buffered),
+            "BATON_TURN_TIMEOUT": repr(self.turn_timeout_s),
+            "BATON_SESSION_TTL": repr(self.session_ttl_s),
+            "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
+            "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
+            "BATON_MODEL_MAX_RETRIES": str(self.model_max_retries),
+            "BATON_MODEL_CONCURRENCY": str(self.model_concurrency),
+            "BATON_TICKET_MODEL_BUDGET": repr(self.ticket_model_budget_s),
+            "BATON_REASK_LIMIT": str(self.reask_limit),
+            "BATON_SESSION_TOKEN_BUDGET": str(self.session_token_budget),
+            "BATON_LOG_LEVEL": self.log_level,
+            "BATON_LOG_FORMAT": self.log_format,
+            "BATON_EVENT_LOOP": self.event_loop,
+        }
+        # BATON_MODEL is always given, so the stage models must all be spelled out.
+        env |= {f"BATON_MODEL_{stage.upper()}": m for stage, m in self.stage_models.items()}
+        if self.prices:
+            rows = {
+                m: [p.input, p.output, p.cache_write, p.cache_read] for m, p in self.prices.items()
+            }
+            env["BATON_PRICES"] = orjson.dumps(rows).decode()
+        if self.anthropic_api_key:
+            env["ANTHROPIC_API_KEY"] = self.anthropic_api_key
+        if self.anthropic_base_url:
+            env["ANTHROPIC_BASE_URL"] = self.anthropic_base_url
+        return env
+
+
+def mask_dsn(dsn: str) -> str:
+    """``dsn`` with its password replaced by ``***``."""
+    return _DSN_PASSWORD.sub(lambda m: f"{m[1]}{SECRET}{m[2]}" if m[1] else f"{m[3]}{SECRET}", dsn)
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
@@ -102,6 +173,13 @@ def _acks(raw: str) -> str:
     return "all" if raw == "-1" else raw
 
 
+def _prices(env: Mapping[str, str]) -> dict[str, Price]:
+    try:
+        return parse_prices(env.get("BATON_PRICES", ""), "BATON_PRICES")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``env`` (default: ``os.environ``); raises ``SettingsError``."""
     env = os.environ if env is None else env
@@ -122,12 +200,13 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     stage_models = {} if env.get("BATON_MODEL") else dict(DEFAULT_STAGE_MODELS)
     stage_models |= {
         stage: env[f"BATON_MODEL_{stage.upper()}"]
-        for stage in ("understand", "lookup", "strategy")
+        for stage in STAGES
         if env.get(f"BATON_MODEL_{stage.upper()}")
     }
     defaults = Settings()
     settings = Settings(
         broker=broker,
+        broker_given="BATON_BROKER" in env,
         data_dir=Path(env.get("BATON_DATA_DIR", ".baton")),
         web_port=_int(env, "BATON_WEB_PORT", defaults.web_port, 1),
         web_bind=env.get("BATON_WEB_BIND", defaults.web_bind),
@@ -159,6 +238,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
         log_format=log_format,  # type: ignore[arg-type]
         event_loop=event_loop,  # type: ignore[arg-type]
+        prices=_prices(env),
+        anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+        anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
     )
     known = {f.name for f in fields(Settings)}
     unknown = set(overrides) - known

@@ -8,8 +8,7 @@ an AIMD limit that halves when the API says it is overloaded (429, 529) and grow
 succeed, so an overload slows the worker down instead of piling retries onto it. A spend-limit
 429 is never retried and is logged at ERROR at most once a minute.
 
-Calls are costed with ``agents.models.prices`` (overridable by ``BATON_PRICES``, then by the
-constructor's ``prices``).
+Calls are costed with ``agents.models.prices``, updated by the constructor's ``prices``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -41,7 +39,7 @@ from agents.models.llm import (
     Truncated,
 )
 from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
-from agents.models.prices import Price, cost, load_prices, min_cacheable_tokens, price_for
+from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from agents.prompts import SHARED_PREFIX
 from schemas.records import CallUsage, StageName
 
@@ -123,7 +121,7 @@ class AnthropicLLM:
     ) -> None:
         self.model = model
         self.stage_models = dict(stage_models or {})
-        self.prices = {**load_prices(os.environ), **(prices or {})}
+        self.prices = {**PRICES, **(prices or {})}
         self.unpriced: set[str] = set()
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)

@@ -1,8 +1,8 @@
 """What each Claude model costs and caches: USD per million tokens, shortest cacheable prefix.
 
-``BATON_PRICES`` overrides or extends the price table with JSON
-``{"model": [input, output, cache_write, cache_read]}`` (or ``[input, output]``, deriving the
-cache prices). A dated or ``-latest`` model name uses its base name's row.
+A JSON table ``{"model": [input, output, cache_write, cache_read]}`` (or ``[input, output]``,
+deriving the cache prices) overrides or extends the built-in one (the settings read it from
+``BATON_PRICES``). A dated or ``-latest`` model name uses its base name's row.
 """
 
 from __future__ import annotations
@@ -73,22 +73,21 @@ class Tokens(Protocol):
     cache_write_tokens: int
 
 
-def load_prices(env: Mapping[str, str]) -> dict[str, Price]:
-    """The built-in table updated from ``env["BATON_PRICES"]``; ValueError when malformed."""
-    prices = dict(PRICES)
-    text = env.get("BATON_PRICES", "").strip()
-    if not text:
-        return prices
+def parse_prices(text: str, source: str) -> dict[str, Price]:
+    """The rows of a JSON price table (empty text: none); ValueError naming ``source``."""
+    if not text.strip():
+        return {}
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise ValueError(f"BATON_PRICES is not JSON: {exc}") from None
+        raise ValueError(f"{source} is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError('BATON_PRICES must be {"model": [input, output, cache_write, cache_read]}')
+        raise ValueError(f'{source} must be {{"model": [input, output, cache_write, cache_read]}}')
+    prices = {}
     for model, numbers in data.items():
         ok = isinstance(numbers, list) and len(numbers) in (2, 4)
         if not ok or not all(isinstance(n, int | float) and n >= 0 for n in numbers):
-            raise ValueError(f"BATON_PRICES[{model!r}] must be 2 or 4 non-negative numbers")
+            raise ValueError(f"{source}[{model!r}] must be 2 or 4 non-negative numbers")
         prices[model] = Price.of(*numbers) if len(numbers) == 2 else Price(*numbers)
     return prices
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -117,12 +116,3 @@ class Sampler:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-
-
-def child_env(base: Mapping[str, str], **values: str) -> dict[str, str]:
-    """``base`` without any Anthropic credentials or endpoint, plus ``values``."""
-    env = {k: v for k, v in base.items() if not k.startswith("ANTHROPIC_")}
-    env.update(values)
-    root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    return env

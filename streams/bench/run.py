@@ -8,7 +8,6 @@ memory at a steady rate). The embedded broker is started unless ``BATON_BROKER``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import platform
@@ -16,10 +15,14 @@ import shutil
 import sys
 import tempfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.settings import Settings
+
+if TYPE_CHECKING:
+    from streams.bench.stats import Row
 
 WORKLOADS = ("latency", "cpu", "tokens", "soak")
 DEFAULT_SESSIONS = {"latency": 600, "cpu": 600, "tokens": 200, "soak": 600}
@@ -27,20 +30,27 @@ DEFAULT_PER_SESSION = 5
 DEFAULT_SOAK_RATE = 50.0
 
 
-def add_parser(sub: Any) -> None:
-    """The ``bench`` subcommand."""
-    b = sub.add_parser("bench", help="measure throughput, latency, CPU, memory and prompt size")
-    b.add_argument("--workload", choices=(*WORKLOADS, "all"), default="all")
-    b.add_argument("--tickets", type=int, default=None, help="per workload (default 5/session)")
-    b.add_argument("--sessions", type=int, default=None, help="default 600 (tokens: 200)")
-    b.add_argument("--latency", type=float, default=1.0, help="stand-in seconds per model call")
-    b.add_argument("--workers", type=int, default=1, help="worker processes")
-    b.add_argument("--partitions", type=int, default=None, help="default BATON_PARTITIONS")
-    b.add_argument("--model-concurrency", type=int, default=None, help="model calls per worker")
-    b.add_argument("--soak-minutes", type=float, default=2.0)
-    b.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
-    b.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    b.set_defaults(run=run)
+@dataclass(frozen=True)
+class BenchOptions:
+    """What to measure: the workloads, their shape and the worker processes."""
+
+    workload: str = "all"
+    tickets: int | None = None
+    sessions: int | None = None
+    latency: float = 1.0
+    workers: int = 1
+    partitions: int | None = None
+    model_concurrency: int | None = None
+    soak_minutes: float = 2.0
+    rate: float | None = None
+
+
+class BenchFailed(RuntimeError):
+    """The run could not finish; ``details`` holds the children's last log lines, if any."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
 
 
 def machine() -> dict[str, Any]:
@@ -90,48 +100,33 @@ def _cpu_model() -> str | None:
     return None
 
 
-def _validate(args: argparse.Namespace) -> None:
-    from streams.cli.main import UsageError
-
-    for name in ("tickets", "sessions", "workers", "partitions", "model_concurrency"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
-    for name in ("latency", "soak_minutes", "rate"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
-    if args.tickets is not None and args.sessions is not None and args.tickets < args.sessions:
-        raise UsageError("baton bench: --tickets must be at least --sessions")
-
-
-def _shape(args: argparse.Namespace, workload: str) -> tuple[int, int]:
+def _shape(options: BenchOptions, workload: str) -> tuple[int, int]:
     """Sessions and tickets per session of ``workload``."""
-    sessions = args.sessions or DEFAULT_SESSIONS[workload]
-    if args.tickets is not None:
-        sessions = min(sessions, args.tickets)
-        return sessions, max(1, args.tickets // sessions)
+    sessions = options.sessions or DEFAULT_SESSIONS[workload]
+    if options.tickets is not None:
+        sessions = min(sessions, options.tickets)
+        return sessions, max(1, options.tickets // sessions)
     return sessions, DEFAULT_PER_SESSION
 
 
-async def _run(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
+async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
     from streams.bench import workloads as w
     from streams.bench.stats import ratio
 
-    chosen = WORKLOADS if args.workload == "all" else (args.workload,)
+    chosen = WORKLOADS if options.workload == "all" else (options.workload,)
     rows = []
     result: dict[str, Any] = {}
     latency_rate = None
     if "latency" in chosen:
-        sessions, per = _shape(args, "latency")
-        say(f"latency: {sessions * per} tickets, {sessions} sessions, model {args.latency} s")
+        sessions, per = _shape(options, "latency")
+        say(f"latency: {sessions * per} tickets, {sessions} sessions, model {options.latency} s")
         row = await w.pipeline(
-            ctx, "latency", sessions=sessions, per_session=per, latency=args.latency
+            ctx, "latency", sessions=sessions, per_session=per, latency=options.latency
         )
         rows.append(row)
         latency_rate = row.rate
     if "cpu" in chosen:
-        sessions, per = _shape(args, "cpu")
+        sessions, per = _shape(options, "cpu")
         say(f"cpu: {sessions * per} tickets, offline model, then the two reference chains")
         cpu = await w.pipeline(ctx, "cpu", sessions=sessions, per_session=per, latency=None)
         faust = await w.chain(ctx, "faust", sessions=sessions, per_session=per)
@@ -153,23 +148,23 @@ async def _run(args: argparse.Namespace, ctx: Any) -> dict[str, Any]:
                 ratio(own, faust.cpu_ms_per_ticket)
             )
     if "tokens" in chosen:
-        sessions, per = _shape(args, "tokens")
+        sessions, per = _shape(options, "tokens")
         say(f"tokens: {sessions * per} tickets, {sessions} sessions, instant stand-in")
         rows.append(
             await w.pipeline(ctx, "tokens", sessions=sessions, per_session=per, latency=0.001)
         )
     if "soak" in chosen:
-        sessions, per = _shape(args, "soak")
-        rate = args.rate or (latency_rate / 2 if latency_rate else DEFAULT_SOAK_RATE)
-        say(f"soak: {args.soak_minutes:g} min at {rate:.0f} tickets/s over {sessions} sessions")
+        sessions, per = _shape(options, "soak")
+        rate = options.rate or (latency_rate / 2 if latency_rate else DEFAULT_SOAK_RATE)
+        say(f"soak: {options.soak_minutes:g} min at {rate:.0f} tickets/s over {sessions} sessions")
         rows.append(
             await w.pipeline(
                 ctx,
                 "soak",
                 sessions=sessions,
                 per_session=per,
-                latency=args.latency,
-                soak_s=args.soak_minutes * 60,
+                latency=options.latency,
+                soak_s=options.soak_minutes * 60,
                 rate=rate,
             )
         )
@@ -186,31 +181,26 @@ def say(message: str) -> None:
     print(f"baton bench: {message}", file=sys.stderr, flush=True)
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the chosen workloads and print the table (or JSON) on stdout."""
-    import orjson
+def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], list[Row]]:
+    """Run the chosen workloads; the JSON result and the table's rows. ``BenchFailed`` when
+    the run cannot finish (its logs are kept then)."""
     from aiokafka.errors import KafkaError
 
     from streams.bench.procs import BenchError
-    from streams.bench.stats import table
     from streams.bench.workloads import Context
-    from streams.cli.main import Fail
     from streams.kafka.connect import TANSU_CLUSTER_ID, bootstrap_servers, probe_broker
     from streams.kafka.embedded import EmbeddedBroker
 
-    _validate(args)
-    if args.partitions:
-        settings = settings.with_(partitions=args.partitions)
-    env = dict(os.environ)
-    if args.model_concurrency:
-        env["BATON_MODEL_CONCURRENCY"] = str(args.model_concurrency)
-    concurrency = args.model_concurrency or settings.model_concurrency
+    if options.partitions:
+        settings = settings.with_(partitions=options.partitions)
+    if options.model_concurrency:
+        settings = settings.with_(model_concurrency=options.model_concurrency)
     workdir = Path(tempfile.mkdtemp(prefix="baton-bench-"))
     broker: EmbeddedBroker | None = None
     info = machine()
     ok = False
     try:
-        if os.environ.get("BATON_BROKER"):
+        if settings.broker_given:
             cluster = asyncio.run(probe_broker(settings))
             embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
             say(f"using the broker at {settings.broker} (namespace prefix 'bench')")
@@ -224,47 +214,40 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             bootstrap=bootstrap_servers(settings),
             embedded=embedded,
             workdir=workdir,
-            workers=args.workers,
-            env=env,
+            workers=options.workers,
             broker_pid=broker.process.pid if broker and broker.process else None,
         )
         try:
-            result = asyncio.run(_run(args, ctx))
+            result = asyncio.run(_run(options, ctx))
         except BenchError as exc:
             first, _, details = str(exc).partition("\n")
-            if details:
-                print(details, file=sys.stderr)
-            raise Fail(f"bench failed: {first} (logs kept in {workdir})") from None
+            raise BenchFailed(f"bench failed: {first} (logs kept in {workdir})", details) from None
         except (KafkaError, OSError) as exc:
-            raise Fail(f"bench failed: {type(exc).__name__}: {exc} (logs in {workdir})") from None
+            raise BenchFailed(
+                f"bench failed: {type(exc).__name__}: {exc} (logs in {workdir})"
+            ) from None
         ok = True
     finally:
         if broker is not None:
             broker.stop()
         if ok:
             shutil.rmtree(workdir, ignore_errors=True)
-    rows = result.pop("table")
+    rows: list[Row] = result.pop("table")
     result = {
         "run_id": uuid.uuid4().hex[:8],
         "machine": info,
         "settings": {
-            "workers": args.workers,
+            "workers": options.workers,
             "partitions": settings.partitions,
-            "model_concurrency": concurrency,
+            "model_concurrency": settings.model_concurrency,
             "max_in_flight": settings.max_in_flight,
             "max_buffered": settings.max_buffered,
-            "model_latency_s": args.latency,
+            "model_latency_s": options.latency,
             "broker": "embedded" if broker is not None else settings.broker,
         },
         **result,
     }
-    if args.json:
-        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
-    else:
-        print(table(rows))
-        for line in notes(result):
-            print(line)
-    return 0
+    return result, rows
 
 
 def notes(result: dict[str, Any]) -> list[str]:

@@ -24,12 +24,13 @@ from streams.bench.kafka import (
     stage_record_ids,
 )
 from streams.bench.load import Workload
-from streams.bench.procs import BenchError, Child, Sampler, child_env, spawn, start_standin
+from streams.bench.procs import BenchError, Child, Sampler, spawn, start_standin
 from streams.bench.report import Measured, delivery_row, describe, phases, split_cpu
 from streams.bench.stats import Row, first_and_last_tenth, rss_drift
 from streams.jsonl import Progress
 from streams.kafka.embedded import free_port
 from streams.kafka.topics import TopicNames, ensure_topics
+from streams.runtime.spawn import child_env, spawn_worker
 from streams.settings import Settings
 
 WARM_SESSIONS_PER_PARTITION = 3
@@ -48,7 +49,6 @@ class Context:
     embedded: bool
     workdir: Path
     workers: int
-    env: Mapping[str, str]
     broker_pid: int | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -59,19 +59,18 @@ class Context:
         data.mkdir(parents=True)
         return self.settings.with_(namespace=namespace, data_dir=data)
 
-    def child_env(self, s: Settings, **extra: str) -> dict[str, str]:
-        values = {
-            "BATON_BROKER": s.broker,
-            "BATON_NAMESPACE": s.namespace,
-            "BATON_DATA_DIR": str(s.data_dir),
-            "BATON_ORDERS_DSN": s.orders_url,
-            "BATON_PARTITIONS": str(s.partitions),
-            "BATON_LOG_LEVEL": "info",
-            "BATON_WEB_PORT": str(free_port()),
-        }
-        if self.embedded:
-            values["BATON_EMBEDDED_BROKER"] = "1"
-        return child_env(self.env, **{**values, **extra})
+    def child(self, s: Settings) -> Settings:
+        """Settings of a child process in namespace ``s``: its own web port, the offline
+        model and no credentials."""
+        return s.with_(
+            orders_dsn=s.orders_url,
+            log_level="info",
+            web_port=free_port(),
+            embedded_broker=self.embedded or s.embedded_broker,
+            llm="offline",
+            anthropic_api_key=None,
+            anthropic_base_url=None,
+        )
 
 
 def _broker_cpu(ctx: Context) -> float | None:
@@ -176,31 +175,28 @@ async def pipeline(
     await ensure_topics(s, ctx.bootstrap)
     names = TopicNames.of(s)
     others: dict[str, Child] = {}
-    extra: dict[str, str] = {"BATON_LLM": "offline"}
+    worker_settings = ctx.child(s)
     base_url = ""
     warm_stats: dict[str, Any] = {"calls": 0}
     ttl_s, sweep_s = soak_expiry(sessions, rate or 1.0)
     if soak_s is not None:
         # Idle sessions must expire within the soak, as they would within days in production
         # (BATON_SESSION_TTL): the live sessions then stay as many as the traffic keeps busy.
-        extra |= {"BATON_SESSION_TTL": f"{ttl_s:g}", "BATON_EXPIRY_INTERVAL": f"{sweep_s:g}"}
+        worker_settings = worker_settings.with_(session_ttl_s=ttl_s, expiry_interval_s=sweep_s)
     if latency is not None:
-        standin, base_url = start_standin(latency, ctx.child_env(s), s.data_dir / "standin.log")
-        others["stand-in"] = standin
-        extra |= {
-            "BATON_LLM": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key",
-            "ANTHROPIC_BASE_URL": base_url,
-        }
-    workers = [
-        spawn(
-            f"worker {i}",
-            ["-m", "streams", "worker"],
-            ctx.child_env(s, **extra),
-            s.data_dir / f"worker-{i}.log",
+        standin, base_url = start_standin(
+            latency, child_env(worker_settings), s.data_dir / "standin.log"
         )
-        for i in range(ctx.workers)
-    ]
+        others["stand-in"] = standin
+        worker_settings = worker_settings.with_(
+            llm="anthropic",
+            anthropic_api_key="sk-bench-not-a-real-key",
+            anthropic_base_url=base_url,
+        )
+    workers = []
+    for i in range(ctx.workers):
+        log = s.data_dir / f"worker-{i}.log"
+        workers.append(Child(f"worker {i}", spawn_worker(worker_settings, log), log))
     collector = Collector(ctx.bootstrap, names.replies, reply_ids)
     sampler = Sampler(workers, interval=2.0 if soak_s else 0.5)
     try:
@@ -296,7 +292,7 @@ async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> 
     child = spawn(
         f"{kind} chain",
         ["-m", "streams.bench.chains", kind],
-        ctx.child_env(s),
+        child_env(ctx.child(s)),
         s.data_dir / f"{kind}.log",
     )
     collector = Collector(ctx.bootstrap, topics[-1], stage_record_ids)

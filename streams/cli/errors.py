@@ -1,18 +1,42 @@
-"""One-line errors of the trace, replay and dlq commands (exit through ``SystemExit``)."""
+"""The command line's errors: each is one line on stderr and an exit code, never a traceback."""
 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from collections.abc import Callable
 
 
-def usage_error(message: str) -> NoReturn:
-    """A wrong argument: one line on stderr, exit code 2."""
-    print(message, file=sys.stderr, flush=True)
-    raise SystemExit(2)
+class UsageError(Exception):
+    """A wrong argument: its message is the line reported, exit code 2."""
+
+    exit_code = 2
 
 
-def failure(message: str) -> NoReturn:
-    """A runtime failure: one line on stderr, exit code 1."""
-    print(message, file=sys.stderr, flush=True)
-    raise SystemExit(1)
+class Fail(Exception):
+    """A runtime failure: its message is the line reported, exit code 1."""
+
+    exit_code = 1
+
+
+def reported(command: Callable[[], int]) -> int:
+    """Run ``command``: its errors, a bad setting and the broker's errors become one line on
+    stderr and exit code 2 or 1, an interrupt exit code 130."""
+    from streams.kafka.connect import BrokerUnreachable
+    from streams.kafka.embedded import BrokerError
+    from streams.kafka.topics import TopicMismatch
+    from streams.settings import SettingsError
+
+    try:
+        return command()
+    except (UsageError, Fail) as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
+    except SettingsError as exc:
+        print(f"baton: {exc}", file=sys.stderr)
+        return UsageError.exit_code
+    except (BrokerUnreachable, BrokerError, TopicMismatch) as exc:
+        print(f"baton: {exc}", file=sys.stderr)
+        return Fail.exit_code
+    except KeyboardInterrupt:
+        print("baton: interrupted", file=sys.stderr)
+        return 130

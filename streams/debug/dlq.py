@@ -1,21 +1,16 @@
-"""``baton dlq list|show|requeue``: read the dead letters and re-drive their tickets."""
+"""Dead letters: read and filter them, and plan and send the re-drive of their tickets."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from pydantic import ValidationError
 
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Ticket
-from streams.cli.errors import failure, usage_error
 from streams.kafka.topics import TopicNames
 from streams.settings import Settings
 
@@ -36,6 +31,10 @@ class Letter:
     @property
     def headers(self) -> dict[str, str]:
         return {k: v.decode("utf-8", "backslashreplace") for k, v in self.message.headers}
+
+
+# A record to re-drive: its dead letter, key, value and the attempt it will be.
+Planned = tuple[Letter, str | None, bytes, int]
 
 
 @dataclass(frozen=True)
@@ -171,51 +170,12 @@ async def _send(
         await producer.stop()
 
 
-def _filters(args: argparse.Namespace) -> Filters:
-    since = None
-    if args.since:
-        try:
-            since = parse_time(args.since)
-        except ValueError:
-            usage_error(f"baton dlq: --since is not an RFC 3339 time: {args.since!r}")
-    return Filters(
-        reasons=frozenset(args.reason or ()),
-        stages=frozenset(args.stage or ()),
-        since=since,
-        ids=frozenset(getattr(args, "id", None) or ()),
-    )
-
-
-def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    filters = _filters(args)
-    topic = TopicNames.of(settings).dead_letters
-    found = [x for x in letters(asyncio.run(_read(settings, topic))[topic]) if filters.match(x.dl)]
-    found.sort(key=lambda x: x.dl.failed_at)
-    for x in found:
-        if args.json:
-            sys.stdout.write(orjson.dumps(loads(x.message.value or b"{}")).decode() + "\n")
-        else:
-            sys.stdout.write(line(x) + "\n")
-    print(f"baton: {len(found)} dead letter(s) in {topic}", file=sys.stderr)
-    return 0
-
-
-def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    topic = TopicNames.of(settings).dead_letters
-    found = [x for x in letters(asyncio.run(_read(settings, topic))[topic]) if x.dl.id == args.id]
-    if not found:
-        failure(f"baton dlq: no dead letter with id {args.id} in {topic}")
-    for x in found:
-        sys.stdout.write(orjson.dumps(described(x), option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 0
-
-
 def plan(
     chosen: Sequence[Letter], tickets: Sequence[Message], again: bool
-) -> tuple[list[tuple[Letter, str | None, bytes, int]], list[tuple[Letter, str]]]:
+) -> tuple[list[Planned], list[tuple[Letter, str]]]:
     """What to re-drive (letter, key, value, attempts) and what to skip, with why."""
     done = set() if again else already_requeued(tickets)
-    todo: list[tuple[Letter, str | None, bytes, int]] = []
+    todo: list[Planned] = []
     skipped: list[tuple[Letter, str]] = []
     seen: set[str | bytes] = set()
     for x in chosen:
@@ -236,50 +196,27 @@ def plan(
     return todo, skipped
 
 
-def cmd_requeue(args: argparse.Namespace, settings: Settings) -> int:
-    filters = _filters(args)
-    if filters.empty and not args.all:
-        usage_error("baton dlq requeue: give --id, --reason, --stage or --since (or --all)")
+async def dead_letters(settings: Settings, filters: Filters) -> list[Letter]:
+    """The readable dead letters of the namespace that ``filters`` match, in topic order."""
+    topic = TopicNames.of(settings).dead_letters
+    read = await _read(settings, topic)
+    return [x for x in letters(read[topic]) if filters.match(x.dl)]
+
+
+async def requeue_plan(
+    settings: Settings, filters: Filters, again: bool
+) -> tuple[list[Planned], list[tuple[Letter, str]]]:
+    """:func:`plan` for the dead letters ``filters`` match, against the tickets topic."""
     names = TopicNames.of(settings)
-    read = asyncio.run(_read(settings, names.dead_letters, names.tickets))
+    read = await _read(settings, names.dead_letters, names.tickets)
     chosen = [x for x in letters(read[names.dead_letters]) if filters.match(x.dl)]
-    todo, skipped = plan(chosen, read[names.tickets], args.again)
-    for x, why in skipped:
-        print(f"baton: skipped {x.dl.id}: {why}", file=sys.stderr)
-    verb = "would requeue" if args.dry_run else "requeued"
-    if not args.dry_run and todo:
-        records = [
-            (key, value, {REQUEUED_FROM: x.dl.id, ATTEMPTS: str(attempts)})
-            for x, key, value, attempts in todo
-        ]
-        asyncio.run(_send(settings, names.tickets, records))
-    for x, _, _, attempts in todo:
-        what = f"ticket {x.dl.ticket_id}" if x.dl.ticket_id else "the rejected record"
-        sys.stdout.write(f"{verb} {x.dl.id}: {what} -> {names.tickets} (attempt {attempts})\n")
-    print(f"baton: {verb} {len(todo)}, skipped {len(skipped)}", file=sys.stderr)
-    return 0
+    return plan(chosen, read[names.tickets], again)
 
 
-def _add_filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reason", action="append", help="only this reason (repeatable)")
-    p.add_argument("--stage", action="append", help="only this stage (repeatable)")
-    p.add_argument("--since", help="only dead letters written at or after this RFC 3339 time")
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("dlq", help="list, show and requeue dead letters")
-    dsub = p.add_subparsers(dest="dlq_command", required=True, parser_class=type(p))
-    lst = dsub.add_parser("list", help="list dead letters")
-    _add_filters(lst)
-    lst.add_argument("--json", action="store_true", help="JSON Lines, one dead letter per line")
-    lst.set_defaults(run=cmd_list)
-    show = dsub.add_parser("show", help="show one dead letter with its headers")
-    show.add_argument("id")
-    show.set_defaults(run=cmd_show)
-    req = dsub.add_parser("requeue", help="re-drive dead-lettered tickets into the tickets topic")
-    _add_filters(req)
-    req.add_argument("--id", action="append", help="this dead letter (repeatable)")
-    req.add_argument("--all", action="store_true", help="every dead letter (no filter)")
-    req.add_argument("--again", action="store_true", help="also those requeued before")
-    req.add_argument("--dry-run", action="store_true", help="only say what would be requeued")
-    req.set_defaults(run=cmd_requeue)
+async def requeue(settings: Settings, todo: Sequence[Planned]) -> None:
+    """Publish each planned record to the tickets topic with its dead letter's id and attempt."""
+    records = [
+        (key, value, {REQUEUED_FROM: x.dl.id, ATTEMPTS: str(attempts)})
+        for x, key, value, attempts in todo
+    ]
+    await _send(settings, TopicNames.of(settings).tickets, records)

@@ -1,10 +1,8 @@
-"""``baton trace SESSION``: everything the topics recorded about one session, as a timeline."""
+"""One session's timeline: everything the topics recorded about it."""
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -300,23 +298,3 @@ async def collect(settings: Settings, session_id: str) -> dict[str, Any]:
     ]
     records = await read_topics(settings, topics)
     return build(session_id, names, changelog, records)
-
-
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
-
-    doc = asyncio.run(collect(settings, args.session_id))
-    write: Callable[[str], Any] = sys.stdout.write
-    if args.json:
-        write(dumps(doc).decode() + "\n")
-    else:
-        for line in render(doc):
-            write(line + "\n")
-    return 0
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("trace", help="show everything that happened to one session")
-    p.add_argument("session_id")
-    p.add_argument("--json", action="store_true", help="one JSON document instead of a timeline")
-    p.set_defaults(run=run)

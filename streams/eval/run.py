@@ -1,4 +1,4 @@
-"""``baton eval FILE``: run labelled tickets through the real pipeline and measure amnesia.
+"""The eval run: labelled tickets through the real pipeline, phase by phase, and their scores.
 
 The run: a temporary data dir and order store with the eval's orders, an embedded broker, one
 worker subprocess, and (for ``--llm echo``) the Messages-API stand-in, whose default responder
@@ -12,11 +12,8 @@ Scoring rules: :mod:`streams.eval.score` and docs/eval.md.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -27,33 +24,14 @@ from typing import Any
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import Order, Reply
 from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
-from streams.runtime.spawn import Worker, spawn_worker, stop_worker
+from streams.runtime.spawn import spawn_worker, stop_worker
 from streams.settings import Settings
 
-MODES = ("offline", "anthropic", "echo")
 STAND_IN_KEY = "sk-eval-stand-in-not-a-key"
 
 
 class BadInput(ValueError):
     """The eval files cannot be used as they are; the message names the file and line."""
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``baton eval``."""
-    p = sub.add_parser("eval", help="measure the amnesia rate on a labelled ticket set")
-    p.add_argument("file", help="labelled tickets (JSON Lines: a Ticket plus a 'label' object)")
-    p.add_argument(
-        "--orders",
-        default=None,
-        help="orders (JSON Lines); default: FILE with 'tickets' -> 'orders'",
-    )
-    p.add_argument(
-        "--llm", choices=MODES, default=None, help="model; default: as BATON_LLM would choose"
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON report instead of a table")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each phase")
-    p.add_argument("--phase-gap", type=float, default=3.0, help="seconds between phases")
-    p.set_defaults(run=run)
 
 
 def orders_path_for(tickets: Path) -> Path:
@@ -169,13 +147,6 @@ def shifted(
     return moved_cases, moved_orders
 
 
-def _start_worker(settings: Settings, log: Path, extra: dict[str, str]) -> Worker:
-    from streams.demo import worker_env
-    from streams.kafka.embedded import free_port
-
-    return spawn_worker({**worker_env(settings, settings.broker, free_port()), **extra}, log)
-
-
 def _last_line(path: Path) -> str:
     with contextlib.suppress(OSError):
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
@@ -209,10 +180,11 @@ def run_pipeline(
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
         llm = "offline" if mode == "offline" else "anthropic"
         settings = settings.with_(data_dir=Path(tmp), embedded_broker=True, orders_dsn="", llm=llm)
-        extra = {"BATON_ORDERS_DSN": ""}
         if mode == "echo":
             standin = stack.enter_context(run_in_thread())
-            extra |= {"ANTHROPIC_BASE_URL": standin.base_url, "ANTHROPIC_API_KEY": STAND_IN_KEY}
+            settings = settings.with_(
+                anthropic_base_url=standin.base_url, anthropic_api_key=STAND_IN_KEY
+            )
             say(f"model: the Messages-API stand-in on {standin.base_url} (echoes prompt facts)")
         else:
             say(f"model: {'offline rules' if mode == 'offline' else settings.model}")
@@ -221,7 +193,7 @@ def run_pipeline(
         broker = stack.enter_context(EmbeddedBroker(log=Path(tmp) / "broker.log"))
         settings = settings.with_(broker=broker.url)
         log = Path(tmp) / "worker.log"
-        proc = _start_worker(settings, log, extra)
+        proc = spawn_worker(settings, log)
         stack.callback(stop_worker, proc)
         phases = sorted({c.label.phase for c in cases})
         for i, phase in enumerate(phases):
@@ -341,37 +313,3 @@ def evaluate(
         "summary": summarize(scores),
         "tickets": [s.as_dict() for s in scores],
     }
-
-
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    """The ``baton eval`` command."""
-    import orjson
-
-    from streams.cli.main import Fail, UsageError
-
-    if args.timeout <= 0 or args.phase_gap < 0:
-        raise UsageError("baton eval: --timeout must be positive and --phase-gap not negative")
-    mode = args.llm or settings.llm
-    if mode == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        raise UsageError("baton eval: --llm anthropic needs ANTHROPIC_API_KEY")
-    tickets_file = Path(args.file)
-    say = lambda msg: print(f"baton eval: {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    try:
-        orders_file = Path(args.orders) if args.orders else orders_path_for(tickets_file)
-        report = evaluate(
-            settings,
-            mode,
-            tickets_file,
-            orders_file,
-            timeout=args.timeout,
-            phase_gap=args.phase_gap,
-            say=say,
-        )
-    except (BadInput, RunFailed) as exc:
-        raise Fail(f"eval: {exc}") from None
-    if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        sys.stdout.write(render_text(report) + "\n")
-    sys.stdout.flush()
-    return 0

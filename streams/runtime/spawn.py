@@ -2,32 +2,49 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from schemas.records import Reply
+from streams.kafka.embedded import free_port
 from streams.settings import Settings
 
-Worker = subprocess.Popen[bytes]
+WorkerProcess = subprocess.Popen[bytes]
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
-def spawn_worker(env: Mapping[str, str], log_path: Path) -> Worker:
-    """Start ``baton worker`` with ``env``, appending its output to ``log_path``."""
+def child_env(settings: Settings) -> dict[str, str]:
+    """The environment of a child process that runs with ``settings``.
+
+    This process's own ``BATON_*`` and ``ANTHROPIC_*`` variables are left out: the settings
+    say everything the child needs, and what they leave out (a credential) it must not get.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
+    env.update(settings.to_env())
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SOURCE_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def spawn_worker(settings: Settings, log_path: Path) -> WorkerProcess:
+    """Start ``python -m streams worker`` with ``settings`` on a free web port of its own,
+    appending its output to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "streams", "worker"],
-            env=dict(env),
+            env=child_env(settings.with_(web_port=free_port())),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
 
-def stop_worker(proc: Worker, timeout: float = 20.0) -> None:
+def stop_worker(proc: WorkerProcess, timeout: float = 20.0) -> None:
     """Stop a worker gracefully, then forcefully."""
     if proc.poll() is None:
         proc.terminate()
@@ -43,7 +60,7 @@ async def read_replies(
     topic: str,
     wanted: set[str],
     timeout: float,
-    proc: Worker | None,
+    proc: WorkerProcess | None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Reply]:
     """Read ``topic`` from the beginning until every wanted ticket has a reply, ``timeout``

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 
 from agents.models.llm import LLM
@@ -21,14 +20,15 @@ def build_llm(settings: Settings) -> LLM:
         from agents.models.claude import AnthropicLLM
 
         return AnthropicLLM(
-            api_key=os.environ.get("ANTHROPIC_API_KEY"),
-            base_url=os.environ.get("ANTHROPIC_BASE_URL"),
+            api_key=settings.anthropic_api_key,
+            base_url=settings.anthropic_base_url,
             model=settings.model,
             stage_models=dict(settings.stage_models),
             timeout_s=settings.model_timeout_s,
             max_retries=settings.model_max_retries,
             concurrency=settings.model_concurrency,
             ticket_budget_s=settings.ticket_model_budget_s,
+            prices=settings.prices,
         )
     from agents.rules.offline import OfflineLLM
 
@@ -36,7 +36,7 @@ def build_llm(settings: Settings) -> LLM:
 
 
 def build_store(settings: Settings) -> OrderStore:
-    """The order store named by ``BATON_ORDERS_DSN`` (default: SQLite in the data dir)."""
+    """The order store of ``settings.orders_url`` (default: SQLite in the data dir)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return open_store(settings.orders_url)
 

@@ -19,7 +19,7 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
-from agents.models.prices import PRICES, Price, cost, load_prices, price_for
+from agents.models.prices import PRICES, Price, cost, price_for
 from agents.testing import Request, StandIn
 from schemas import CallUsage, OrderChoice, Understanding
 from schemas.records import StageName
@@ -240,18 +240,6 @@ def test_cost_sums_every_kind_of_token() -> None:
     )
     assert cost(usage, Price(1.0, 5.0, 1.25, 0.1)) == pytest.approx(1.0 + 0.5 + 0.2 + 0.5)
     assert cost(usage, None) == 0
-
-
-def test_load_prices_reads_baton_prices() -> None:
-    env = {"BATON_PRICES": '{"claude-haiku-4-5": [2, 10], "my-model": [1, 2, 3, 4]}'}
-    prices = load_prices(env)
-    assert prices["claude-haiku-4-5"] == Price(2, 10, 2.5, 0.2)
-    assert prices["my-model"] == Price(1, 2, 3, 4)
-    assert prices["claude-opus-4-5"] == PRICES["claude-opus-4-5"]
-    assert load_prices({}) == PRICES
-    for bad in ("{nope", "[1]", '{"m": [1]}', '{"m": [1, -2]}', '{"m": "cheap"}'):
-        with pytest.raises(ValueError, match="BATON_PRICES"):
-            load_prices({"BATON_PRICES": bad})
 
 
 async def test_constructor_prices_override_the_environment(

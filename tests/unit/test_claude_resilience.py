@@ -181,15 +181,16 @@ async def test_default_models_cache_each_stage_at_their_real_minimums(stage: Any
     assert second.cache_read_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
 
 
-async def test_the_worker_builds_the_model_from_the_settings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_the_worker_builds_the_model_from_the_settings() -> None:
+    from agents.models.prices import Price
     from streams.runtime.worker import build_llm
     from streams.settings import load
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     settings = load(
         {
+            "ANTHROPIC_API_KEY": "sk-test",
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
+            "BATON_PRICES": '{"claude-haiku-4-5": [2, 10]}',
             "BATON_LLM": "anthropic",
             "BATON_TICKET_MODEL_BUDGET": "7.5",
             "BATON_MODEL_TIMEOUT": "3",
@@ -202,6 +203,9 @@ async def test_the_worker_builds_the_model_from_the_settings(
     try:
         assert isinstance(llm, AnthropicLLM)
         assert (llm.tickets.budget_s, llm.timeout_s, llm.max_retries) == (7.5, 3.0, 6)
+        assert llm._client.api_key == "sk-test"
+        assert str(llm._client.base_url).startswith("http://127.0.0.1:1")
+        assert llm.prices["claude-haiku-4-5"] == Price(2, 10, 2.5, 0.2)
         assert llm.limit.maximum == llm.limit.slots == 5
         assert [llm.model_for(s) for s in ("understand", "lookup", "strategy")] == [
             "claude-haiku-4-5",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from streams.cli.main import main
+from streams.cli.main import COMMANDS, main, parser
 from streams.jsonl import Progress
 from streams.kafka.embedded import free_port
-from streams.settings import Settings, SettingsError, load
+from streams.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,6 +54,15 @@ def test_wrong_arguments_get_one_line_and_exit_2(
 ) -> None:
     assert main(args) == 2
     assert expected in one_line(capsys.readouterr().err)
+
+
+def test_every_command_module_is_one_subcommand() -> None:
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    assert list(sub.choices or ()) == [
+        "broker", "worker", "orders", "publish", "tail", "demo",
+        "trace", "replay", "dlq", "bench", "eval",
+    ]  # fmt: skip
+    assert len(COMMANDS) == len(sub.choices or ())
 
 
 def test_a_bad_environment_variable_is_one_line(
@@ -144,25 +153,6 @@ def test_progress_bar_only_for_long_runs() -> None:
     long = Progress(400, "publishing", out)
     long.advance(400)
     assert "publishing [" in out.getvalue() and "400/400" in out.getvalue()
-
-
-def test_settings_defaults_and_overrides() -> None:
-    s = load({})
-    assert s.broker == "kafka://127.0.0.1:9092" and s.web_port == 6066 and s.llm == "offline"
-    assert s.data_dir == Path(".baton") and s.orders_url.endswith(".baton/orders.sqlite3")
-    keyed = load({"ANTHROPIC_API_KEY": "k", "BATON_MODEL_STRATEGY": "claude-opus-4-6"})
-    assert keyed.llm == "anthropic"
-    assert keyed.model_for("strategy") == "claude-opus-4-6"
-    assert keyed.model_for("understand") == "claude-haiku-4-5"
-    assert load({"BATON_MODEL": "m"}).model_for("understand") == "m"
-    assert load({"BATON_NAMESPACE": "r1"}).topic("support.replies") == "r1.support.replies"
-    with pytest.raises(SettingsError):
-        load({"BATON_LLM": "gpt"})
-    with pytest.raises(SettingsError):
-        load({"BATON_BROKER": "localhost:9092"})
-    with pytest.raises(SettingsError, match="BATON_EVENT_LOOP"):
-        load({"BATON_EVENT_LOOP": "trio"})
-    assert load({}).event_loop == "uvloop" and load({"BATON_EVENT_LOOP": "asyncio"}).event_loop
 
 
 def test_the_worker_runs_on_uvloop_unless_told_otherwise() -> None:

@@ -1,0 +1,71 @@
+"""``baton bench``: throughput, latency, CPU, memory and prompt size of one worker, measured."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from streams.bench.run import WORKLOADS
+from streams.cli.errors import Fail, UsageError
+from streams.settings import Settings
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "bench", help="measure throughput, latency, CPU, memory and prompt size"
+    )
+    p.add_argument("--workload", choices=(*WORKLOADS, "all"), default="all")
+    p.add_argument("--tickets", type=int, default=None, help="per workload (default 5/session)")
+    p.add_argument("--sessions", type=int, default=None, help="default 600 (tokens: 200)")
+    p.add_argument("--latency", type=float, default=1.0, help="stand-in seconds per model call")
+    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    p.add_argument("--partitions", type=int, default=None, help="default BATON_PARTITIONS")
+    p.add_argument("--model-concurrency", type=int, default=None, help="model calls per worker")
+    p.add_argument("--soak-minutes", type=float, default=2.0)
+    p.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    return p
+
+
+def _validate(args: argparse.Namespace) -> None:
+    names = ("tickets", "sessions", "workers", "partitions", "model_concurrency")
+    for name in (*names, "latency", "soak_minutes", "rate"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
+    if args.tickets is not None and args.sessions is not None and args.tickets < args.sessions:
+        raise UsageError("baton bench: --tickets must be at least --sessions")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    import orjson
+
+    from streams.bench.run import BenchFailed, BenchOptions, measure, notes
+    from streams.bench.stats import table
+
+    _validate(args)
+    options = BenchOptions(
+        workload=args.workload,
+        tickets=args.tickets,
+        sessions=args.sessions,
+        latency=args.latency,
+        workers=args.workers,
+        partitions=args.partitions,
+        model_concurrency=args.model_concurrency,
+        soak_minutes=args.soak_minutes,
+        rate=args.rate,
+    )
+    try:
+        result, rows = measure(settings, options)
+    except BenchFailed as exc:
+        if exc.details:
+            print(exc.details, file=sys.stderr)
+        raise Fail(f"baton: {exc}") from None
+    if args.json:
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    else:
+        print(table(rows))
+        for line in notes(result):
+            print(line)
+    return 0

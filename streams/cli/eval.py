@@ -1,0 +1,68 @@
+"""``baton eval FILE``: the amnesia rate of the pipeline on a labelled ticket set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from streams.cli.errors import Fail, UsageError
+from streams.settings import Settings
+
+MODES = ("offline", "anthropic", "echo")
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "eval", help="measure the amnesia rate on a labelled ticket set"
+    )
+    p.add_argument("file", help="labelled tickets (JSON Lines: a Ticket plus a 'label' object)")
+    p.add_argument(
+        "--orders",
+        default=None,
+        help="orders (JSON Lines); default: FILE with 'tickets' -> 'orders'",
+    )
+    p.add_argument(
+        "--llm", choices=MODES, default=None, help="model; default: as BATON_LLM would choose"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON report instead of a table")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each phase")
+    p.add_argument("--phase-gap", type=float, default=3.0, help="seconds between phases")
+    return p
+
+
+def _say(message: str) -> None:
+    print(f"baton eval: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    import orjson
+
+    from streams.eval.run import BadInput, RunFailed, evaluate, orders_path_for, render_text
+
+    if args.timeout <= 0 or args.phase_gap < 0:
+        raise UsageError("baton eval: --timeout must be positive and --phase-gap not negative")
+    mode = args.llm or settings.llm
+    if mode == "anthropic" and not settings.anthropic_api_key:
+        raise UsageError("baton eval: --llm anthropic needs ANTHROPIC_API_KEY")
+    tickets_file = Path(args.file)
+    try:
+        orders_file = Path(args.orders) if args.orders else orders_path_for(tickets_file)
+        report = evaluate(
+            settings,
+            mode,
+            tickets_file,
+            orders_file,
+            timeout=args.timeout,
+            phase_gap=args.phase_gap,
+            say=_say,
+        )
+    except (BadInput, RunFailed) as exc:
+        raise Fail(f"baton: eval: {exc}") from None
+    if args.json:
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(render_text(report) + "\n")
+    sys.stdout.flush()
+    return 0

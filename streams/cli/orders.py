@@ -1,0 +1,51 @@
+"""``baton orders import``: validated orders into the order store, upserted by id."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from schemas.records import Order
+from streams import jsonl
+from streams.cli.errors import Fail
+from streams.cli.records import load_records
+from streams.settings import Settings
+
+CHUNK = 500
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser("orders", help="manage the order store")
+    osub = p.add_subparsers(dest="orders_command", required=True, parser_class=type(p))
+    imp = osub.add_parser("import", help="import orders from JSON Lines (FILE or -)")
+    imp.add_argument("file")
+    imp.add_argument("--skip-invalid", action="store_true")
+    return p
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from agents.orders import StoreUnavailable
+    from streams.runtime.worker import build_store
+
+    orders = load_records(Order, args.file, args.skip_invalid)
+    progress = jsonl.Progress(len(orders), "importing")
+
+    async def upsert() -> int:
+        store = build_store(settings)
+        try:
+            count = 0
+            for start in range(0, len(orders), CHUNK):
+                chunk = orders[start : start + CHUNK]
+                count += await store.upsert(chunk)
+                progress.advance(len(chunk))
+            return count
+        finally:
+            await store.close()
+
+    try:
+        count = asyncio.run(upsert())
+    except StoreUnavailable as exc:
+        raise Fail(f"baton: order store unavailable: {exc}") from None
+    print(f"baton: imported {count} order(s) into {settings.orders_url}")
+    return 0

@@ -1,0 +1,38 @@
+"""``baton publish``: validated tickets from JSON Lines into the tickets topic."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from schemas.codec import dumps
+from schemas.records import Ticket
+from streams import jsonl
+from streams.cli.records import load_records
+from streams.settings import Settings
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "publish", help="publish tickets from JSON Lines (FILE or -)"
+    )
+    p.add_argument("file")
+    p.add_argument("--skip-invalid", action="store_true")
+    p.add_argument("--topic", default=None, help="default: support.tickets")
+    return p
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from streams.kafka.client import publish
+    from streams.kafka.topics import TICKETS
+
+    tickets: list[Ticket] = load_records(Ticket, args.file, args.skip_invalid)
+    topic = args.topic or settings.topic(TICKETS)
+    progress = jsonl.Progress(len(tickets), "publishing")
+    sent = asyncio.run(
+        publish(settings, topic, ((t.session_id, dumps(t)) for t in tickets), progress.advance)
+    )
+    print(f"baton: published {sent} ticket(s) to {topic}", file=sys.stderr)
+    return 0

@@ -1,0 +1,32 @@
+"""``baton trace SESSION``: everything the topics recorded about one session."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from streams.settings import Settings
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "trace", help="show everything that happened to one session"
+    )
+    p.add_argument("session_id")
+    p.add_argument("--json", action="store_true", help="one JSON document instead of a timeline")
+    return p
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from schemas.codec import dumps
+    from streams.debug.trace import collect, render
+
+    doc = asyncio.run(collect(settings, args.session_id))
+    if args.json:
+        sys.stdout.write(dumps(doc).decode() + "\n")
+    else:
+        for line in render(doc):
+            sys.stdout.write(line + "\n")
+    return 0

@@ -1,0 +1,118 @@
+"""Settings: read from the variables once, secrets hidden, rendered back for child processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.models.prices import Price
+from streams.runtime.spawn import child_env
+from streams.settings import Settings, SettingsError, load, mask_dsn
+
+
+def test_settings_defaults_and_overrides() -> None:
+    s = load({})
+    assert s.broker == "kafka://127.0.0.1:9092" and s.web_port == 6066 and s.llm == "offline"
+    assert s.data_dir == Path(".baton") and s.orders_url.endswith(".baton/orders.sqlite3")
+    keyed = load({"ANTHROPIC_API_KEY": "k", "BATON_MODEL_STRATEGY": "claude-opus-4-6"})
+    assert keyed.llm == "anthropic"
+    assert keyed.model_for("strategy") == "claude-opus-4-6"
+    assert keyed.model_for("understand") == "claude-haiku-4-5"
+    assert load({"BATON_MODEL": "m"}).model_for("understand") == "m"
+    assert load({"BATON_NAMESPACE": "r1"}).topic("support.replies") == "r1.support.replies"
+    with pytest.raises(SettingsError):
+        load({"BATON_LLM": "gpt"})
+    with pytest.raises(SettingsError):
+        load({"BATON_BROKER": "localhost:9092"})
+    with pytest.raises(SettingsError, match="BATON_EVENT_LOOP"):
+        load({"BATON_EVENT_LOOP": "trio"})
+    assert load({}).event_loop == "uvloop" and load({"BATON_EVENT_LOOP": "asyncio"}).event_loop
+
+
+def test_baton_prices_override_and_extend_the_price_table() -> None:
+    env = {"BATON_PRICES": '{"claude-haiku-4-5": [2, 10], "my-model": [1, 2, 3, 4]}'}
+    prices = load(env).prices
+    assert prices == {"claude-haiku-4-5": Price(2, 10, 2.5, 0.2), "my-model": Price(1, 2, 3, 4)}
+    assert load({}).prices == {}
+    for bad in ("{nope", "[1]", '{"m": [1]}', '{"m": [1, -2]}', '{"m": "cheap"}'):
+        with pytest.raises(SettingsError, match="BATON_PRICES") as raised:
+            load({"BATON_PRICES": bad})
+        assert "\n" not in str(raised.value)
+
+
+def test_the_repr_hides_every_secret() -> None:
+    s = load(
+        {
+            "BATON_WEB_TOKEN": "web-secret",
+            "ANTHROPIC_API_KEY": "sk-ant-secret",
+            "BATON_ORDERS_DSN": "postgresql://baton:db-secret@db:5432/orders",
+        }
+    )
+    shown = repr(s)
+    for secret in ("web-secret", "sk-ant-secret", "db-secret"):
+        assert secret not in shown
+    assert "postgresql://baton:***@db:5432/orders" in shown
+    assert "web_token='***'" in shown and "anthropic_api_key='***'" in shown
+    assert "web_token=None" in repr(Settings())
+
+
+@pytest.mark.parametrize(
+    ("dsn", "masked"),
+    [
+        ("postgresql://u:p%40ss@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://h/db?user=u&password=pw&x=1", "postgresql://h/db?user=u&password=***&x=1"),
+        ("host=h password=pw dbname=d", "host=h password=*** dbname=d"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("sqlite:///data/orders.sqlite3", "sqlite:///data/orders.sqlite3"),
+    ],
+)
+def test_a_dsn_is_shown_without_its_password(dsn: str, masked: str) -> None:
+    assert mask_dsn(dsn) == masked
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"BATON_MODEL": "claude-opus-4-6"},
+        {
+            "BATON_BROKER": "kafka://k1:9092,k2:9092",
+            "BATON_DATA_DIR": "/var/lib/baton",
+            "BATON_WEB_TOKEN": "t",
+            "BATON_WEB_BIND": "0.0.0.0",
+            "BATON_ORDERS_DSN": "postgresql://u:p@h/db",
+            "BATON_NAMESPACE": "r1",
+            "BATON_EMBEDDED_BROKER": "yes",
+            "BATON_PRODUCER_ACKS": "-1",
+            "BATON_TURN_TIMEOUT": "0.1",
+            "BATON_SESSION_TTL": "1e-3",
+            "BATON_MODEL_LOOKUP": "claude-opus-4-6",
+            "BATON_PRICES": '{"m": [1, 2]}',
+            "BATON_LOG_LEVEL": "DEBUG",
+            "BATON_LOG_FORMAT": "text",
+            "BATON_EVENT_LOOP": "asyncio",
+            "ANTHROPIC_API_KEY": "sk-x",
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
+        },
+    ],
+)
+def test_settings_survive_the_round_trip_through_variables(env: dict[str, str]) -> None:
+    s = load(env)
+    rendered = s.to_env()
+    assert load(rendered) == s
+    assert all(k.startswith(("BATON_", "ANTHROPIC_")) for k in rendered)
+    changed = s.with_(namespace="other", partitions=3, data_dir=Path("/tmp/x"))
+    assert load(changed.to_env()) == changed
+
+
+def test_a_child_gets_the_settings_not_the_parents_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-parent")
+    monkeypatch.setenv("BATON_NAMESPACE", "parent")
+    monkeypatch.setenv("SOMETHING_ELSE", "kept")
+    env = child_env(load({"BATON_NAMESPACE": "child"}))
+    assert "ANTHROPIC_API_KEY" not in env
+    assert env["BATON_NAMESPACE"] == "child" and env["SOMETHING_ELSE"] == "kept"
+    assert load(env).namespace == "child"
