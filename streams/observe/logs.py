@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -169,10 +168,9 @@ def faust_loglevel(settings: Settings) -> str:
     return "debug" if level_of(settings.log_level) <= logging.DEBUG else "info"
 
 
-def logging_config(settings: Settings, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def logging_config(settings: Settings) -> dict[str, Any]:
     """The worker's ``dictConfig``: handed to ``faust.Worker(logging_config=...)``."""
-    env = os.environ if env is None else env
-    secrets = [env.get("ANTHROPIC_API_KEY", ""), settings.web_token or ""]
+    secrets = [settings.anthropic_api_key or "", settings.web_token or ""]
     formatter = JsonFormatter if settings.log_format == "json" else TextFormatter
     return {
         "version": 1,

@@ -242,10 +242,7 @@ def test_cost_sums_every_kind_of_token() -> None:
     assert cost(usage, None) == 0
 
 
-async def test_constructor_prices_override_the_environment(
-    standin: StandIn, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("BATON_PRICES", '{"claude-haiku-4-5": [100, 100]}')
+async def test_constructor_prices_override_the_built_in_table(standin: StandIn) -> None:
     llm = client(standin, prices={MODEL: Price(0, 0, 0, 0)})
     try:
         assert llm.prices[MODEL] == Price(0, 0, 0, 0)

@@ -172,7 +172,7 @@ def test_faust_never_runs_at_warn() -> None:
     assert faust_loglevel(Settings(log_level="warning")) == "info"
     assert faust_loglevel(Settings(log_level="error")) == "info"
     assert faust_loglevel(Settings(log_level="debug")) == "debug"
-    config = logging_config(Settings(log_level="warning"), env={})
+    config = logging_config(Settings(log_level="warning"))
     assert config["root"]["level"] == logging.WARNING
 
 
