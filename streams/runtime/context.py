@@ -15,8 +15,10 @@ Level = Literal["full", "partial", "minimal"]
 def restore(
     record: StageRecord, held: Baton | None, previous: StageName | None
 ) -> tuple[Level, Baton]:
-    """The table's baton if it saw stage ``previous`` of this ticket (full), else one rebuilt
-    from the record's snapshot (partial) or a new one (minimal); the first stage is always full.
+    """The baton a stage starts from, and how much of the session's context it holds.
+
+    Full: the table's, which saw stage ``previous`` of this ticket (the first stage always
+    starts full); partial: rebuilt from the record's snapshot; minimal: a new one.
     """
     ticket = record.ticket
     if previous is None:
