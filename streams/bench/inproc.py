@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass
 
 from agents.models.llm import LLM, Answer, Prompt, T
 from agents.orders import open_store
@@ -22,60 +19,9 @@ from schemas.codec import dumps
 from schemas.records import StageName, Ticket
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
+from streams.runtime.stages import STAGES
 from streams.settings import Settings
-
-
-class MemoryState:
-    """The pipeline's tables as dicts."""
-
-    def __init__(self) -> None:
-        self.tables: dict[str, dict[str, bytes]] = {}
-
-    def get(self, table: str, key: str) -> bytes | None:
-        return self.tables.get(table, {}).get(key)
-
-    def put(self, table: str, key: str, value: bytes) -> None:
-        self.tables.setdefault(table, {})[key] = value
-
-    async def put_durably(self, table: str, key: str, value: bytes) -> None:
-        self.put(table, key, value)
-
-    def items(self, table: str) -> list[tuple[str, bytes]]:
-        return list(self.tables.get(table, {}).items())
-
-    def delete(self, table: str, key: str, session_id: str) -> None:
-        self.tables.get(table, {}).pop(key, None)
-
-
-@dataclass
-class MemorySink:
-    """Topics as queues of ``(key, value)`` still to be taken, plus everything ever sent."""
-
-    topics: dict[str, deque[tuple[str | None, bytes]]] = field(default_factory=dict)
-    sent: dict[str, list[tuple[str | None, bytes]]] = field(default_factory=dict)
-
-    async def send(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        self.topics.setdefault(topic, deque()).append((key, value))
-        self.sent.setdefault(topic, []).append((key, value))
-
-    async def contains(
-        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
-    ) -> bool:
-        return any(k == key and match(v) for k, v in self.sent.get(topic, []))
-
-    def take(self, topic: str) -> list[tuple[str | None, bytes]]:
-        queue = self.topics.get(topic)
-        if not queue:
-            return []
-        taken = list(queue)
-        queue.clear()
-        return taken
+from streams.testing import MemorySink, MemoryState
 
 
 class TimedLLM:
@@ -124,13 +70,6 @@ async def measure(
     state = MemoryState()
     pipeline = Pipeline(settings=settings, llm=llm, store=store, sink=sink, state=state)
     t = pipeline.topics
-    hops: list[tuple[str, Any]] = [
-        (t.sessions, lambda v, s: pipeline.run_stage("understand", v, s)),
-        (t.understood, lambda v, s: pipeline.run_stage("lookup", v, s)),
-        (t.matched, lambda v, s: pipeline.run_stage("strategy", v, s)),
-    ]
-    index_topic = getattr(t, "memory_index", None)
-    apply_index = getattr(pipeline, "apply_index", None)
     replies = 0
     started = time.process_time()
     try:
@@ -138,12 +77,11 @@ async def measure(
         for offset, ticket in enumerate(tickets):
             source = Source(topic=t.tickets, partition=0, offset=offset)
             await pipeline.intake(dumps(ticket), source)
-            for topic, step in hops:
-                for _, value in sink.take(topic):
-                    await step(value, source)
-            if index_topic and apply_index is not None:
-                for _, value in sink.take(index_topic):
-                    await apply_index(value)
+            for stage in STAGES:
+                for _, value in sink.take(stage.source_topic(t)):
+                    await pipeline.run_stage(stage.name, value, source)
+            for _, value in sink.take(t.memory_index):
+                await pipeline.apply_index(value)
             replies += len(sink.take(t.replies))
             sink.take(t.dead_letters)
             if on_reply is not None:
@@ -164,7 +102,7 @@ async def baton_growth(
     def note(ticket: Ticket, state: MemoryState) -> None:
         count = next(answered)
         if count in marks:
-            sizes[count] = len(state.get("batons", ticket.session_id) or b"")
+            sizes[count] = len(state.batons.get(ticket.session_id) or b"")
 
     await measure(settings, tickets, note)
     return sizes

@@ -11,6 +11,7 @@ from agents.testing.standin import estimate_tokens
 from schemas.baton import Baton
 from schemas.records import Order, Reply, StageName, Ticket
 from streams.demo import demo_file, read_jsonl
+from streams.runtime.stages import STAGES
 
 FOLLOW_UPS = {
     "en": (
@@ -188,7 +189,7 @@ def prompt_sizes(
     core problems the session had before it (and its own, after understand) and the matched
     order; every call a reply's usage counts (re-asks included) needs one.
     """
-    system = {stage: estimate_tokens(system_prompt(stage)) for stage in STAGES}
+    system = {s.name: estimate_tokens(system_prompt(s.name)) for s in STAGES}
     sent = sent_context = minimal = minimal_ctx = cache_read = 0
     for ticket in tickets:
         reply = replies.get(ticket.ticket_id)
@@ -210,6 +211,3 @@ def prompt_sizes(
             minimal += calls * (system[stage] + tokens)
             minimal_ctx += calls * tokens
     return PromptSize(sent, sent_context, minimal, minimal_ctx, cache_read)
-
-
-STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import faust
@@ -21,14 +19,14 @@ from streams.observe.logs import LoggingObserver
 from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout
 from streams.runtime.dead_letters import Source
+from streams.runtime.faust_io import FaustSink, FaustState, session_partition
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.scheduler import SessionGate, SessionScheduler
+from streams.runtime.stages import STAGES, Stage
 from streams.settings import Settings
 
 log = logging.getLogger("baton.app")
 
-SESSION_TABLES = ("batons",)
-INDEX_TABLES = ("customers",)
 # The embedded broker answers a fetch only when its wait is up, even if records arrived.
 EMBEDDED_FETCH_WAIT_MS = 100
 
@@ -67,129 +65,8 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
     return conf
 
 
-class FaustSink:
-    """Sends through the app's producer and waits for the broker's acknowledgement."""
-
-    def __init__(
-        self, app: faust.App, names: TopicNames, partitions: int, bootstrap: str = ""
-    ) -> None:
-        self.partitions = partitions
-        self.bootstrap = bootstrap
-        self.topics = {
-            name: app.topic(
-                name,
-                partitions=1 if name == names.memory_index else partitions,
-                key_type=bytes,
-                value_type=bytes,
-                key_serializer="raw",
-                value_serializer="raw",
-            )
-            for name in names.all()
-        }
-
-    async def send(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        fut = await self.topics[topic].send(
-            key=key.encode() if key is not None else None, value=value, headers=headers
-        )
-        await fut
-
-    async def contains(
-        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
-    ) -> bool:
-        """Scan ``key``'s partition of ``topic`` from ``since`` to its end for a match."""
-        from aiokafka import AIOKafkaConsumer, TopicPartition
-
-        tp = TopicPartition(topic, session_partition(key, self.partitions))
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False
-        )
-        await consumer.start()
-        try:
-            consumer.assign([tp])
-            start = (await consumer.offsets_for_times({tp: int(since.timestamp() * 1000)}))[tp]
-            # The embedded broker answers offset 0 / timestamp -1 for "nothing that late".
-            if start is None or start.timestamp < 0:
-                return False
-            end = (await consumer.end_offsets([tp]))[tp]
-            consumer.seek(tp, start.offset)
-            while await consumer.position(tp) < end:
-                batch = await consumer.getmany(tp, timeout_ms=2000)
-                if not batch:
-                    return False
-                if any(match(r.value) for r in batch.get(tp, []) if r.value is not None):
-                    return True
-            return False
-        finally:
-            await consumer.stop()
-
-
-class FaustState:
-    """Changelog-backed tables of raw JSON bytes keyed by string.
-
-    Session tables are partitioned like the session-keyed topics (local reads); the index
-    tables are global (every worker holds a replica) and written only by the index agent.
-    """
-
-    def __init__(self, app: faust.App, partitions: int) -> None:
-        self.partitions = partitions
-        self.tables: dict[str, Any] = {
-            name: app.Table(
-                name, default=None, partitions=partitions, key_type=str, value_type=bytes
-            )
-            for name in SESSION_TABLES
-        }
-        for name in INDEX_TABLES:
-            # Faust's documented setting for a GlobalTable shared by several workers.
-            self.tables[name] = app.GlobalTable(
-                name,
-                default=None,
-                partitions=1,
-                recovery_buffer_size=1,
-                use_partitioner=True,
-                key_type=str,
-                value_type=bytes,
-            )
-
-    def get(self, table: str, key: str) -> bytes | None:
-        value = self.tables[table].get(key)
-        return bytes(value) if value is not None else None
-
-    def put(self, table: str, key: str, value: bytes) -> None:
-        self.tables[table][key] = value
-
-    async def put_durably(self, table: str, key: str, value: bytes) -> None:
-        tbl = self.tables[table]
-        fut = tbl.send_changelog(tbl.partition_for_key(key), key, value)
-        tbl.data[key] = value
-        await fut
-
-    def items(self, table: str) -> list[tuple[str, bytes]]:
-        return [(k, bytes(v)) for k, v in list(self.tables[table].data.items()) if v is not None]
-
-    def delete(self, table: str, key: str, session_id: str) -> None:
-        """Remove ``key`` and write its tombstone to the session's changelog partition."""
-        tbl = self.tables[table]
-        tbl.data.pop(key, None)
-        tbl.send_changelog(
-            session_partition(session_id, self.partitions), key, None, value_serializer="raw"
-        )
-
-
-def session_partition(session_id: str, partitions: int) -> int:
-    """The partition Kafka's default partitioner gives a session's records."""
-    from aiokafka.partitioner import murmur2
-
-    return (murmur2(session_id.encode()) & 0x7FFFFFFF) % partitions
-
-
 @dataclass
-class Worker:
+class Runtime:
     """A configured app and the pipeline its agents run."""
 
     app: faust.App
@@ -203,36 +80,36 @@ def _source(event: Any) -> Source:
     return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
 
 
-def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
+def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     """Build the Faust app with its topics, tables and agents for ``settings``."""
     app = faust.App(settings.app_id, **faust_settings(settings))
     names = TopicNames.of(settings)
-    sources = frozenset({names.tickets, names.sessions, names.understood, names.matched})
+    sources = frozenset({names.tickets, *(s.source_topic(names) for s in STAGES)})
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
         sources | {names.memory_index},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
     )
     sink = FaustSink(app, names, settings.partitions, bootstrap_servers(settings))
-    state = FaustState(app, settings.partitions)
+    gate = SessionGate(settings.turn_timeout_s)
+    schedulers: dict[str, SessionScheduler] = {
+        s.name: SessionScheduler(
+            s.name, max_running=settings.max_in_flight, max_buffered=settings.max_buffered
+        )
+        for s in STAGES
+    }
+    metrics = PrometheusObserver()
+    metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(gate))
+    metrics.watch_llm(llm)
+    recent = Recent()
     pipeline = Pipeline(
         settings=settings,
         llm=llm,
         store=store,
         sink=sink,
-        state=state,
-        gate=SessionGate(settings.turn_timeout_s),
+        state=FaustState(app, settings.partitions),
+        gate=gate,
+        observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent),
     )
-    schedulers = {
-        stage: SessionScheduler(
-            stage, max_running=settings.max_in_flight, max_buffered=settings.max_buffered
-        )
-        for stage in ("understand", "lookup", "strategy")
-    }
-    metrics = PrometheusObserver()
-    metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(pipeline.gate))
-    metrics.watch_llm(llm)
-    recent = Recent()
-    pipeline.observer = Fanout(CountingObserver(), metrics, LoggingObserver(), recent)
     web.register(app, settings, metrics, recent)
 
     @app.agent(sink.topics[names.memory_index], name="index")
@@ -256,19 +133,18 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Worker:
         async for event in stream.events():
             await pipeline.intake(event.value, _source(event))
 
-    def stage_agent(stage: str, topic: str) -> None:
-        scheduler = schedulers[stage]
+    def stage_agent(stage: Stage[Any]) -> None:
+        scheduler = schedulers[stage.name]
 
         async def handle(event: Any) -> None:
-            await pipeline.run_stage(stage, event.value, _source(event))  # type: ignore[arg-type]
+            await pipeline.run_stage(stage.name, event.value, _source(event))
 
         async def agent(stream: Any) -> None:
             await scheduler.run(stream.noack(), handle)
 
-        app.agent(sink.topics[topic], name=stage)(agent)
+        app.agent(sink.topics[stage.source_topic(names)], name=stage.name)(agent)
 
-    stage_agent("understand", names.sessions)
-    stage_agent("lookup", names.understood)
-    stage_agent("strategy", names.matched)
+    for stage in STAGES:
+        stage_agent(stage)
 
-    return Worker(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)
+    return Runtime(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)

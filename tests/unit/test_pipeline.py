@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +13,6 @@ from schemas import (
     DeadLetter,
     InFlight,
     MemoryIndex,
-    Order,
     Reply,
     Snapshot,
     StageRecord,
@@ -30,72 +25,7 @@ from streams.observe.observer import CountingObserver
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
-
-ORDERS = [
-    Order(
-        order_id="O-1",
-        customer_id="C1",
-        product_name="Midea Electric Kettle 1.7L",
-        status="delivered",
-        amount=39.9,
-        currency="USD",
-        ordered_at=utcnow() - timedelta(days=20),
-        delivered_at=utcnow() - timedelta(days=17),
-    ),
-    Order(
-        order_id="O-2",
-        customer_id="C1",
-        product_name="DualSense Wireless Controller",
-        status="delivered",
-        amount=69.0,
-        currency="USD",
-        ordered_at=utcnow() - timedelta(days=35),
-        delivered_at=utcnow() - timedelta(days=32),
-    ),
-]
-
-
-@dataclass
-class MemorySink:
-    sent: dict[str, list[tuple[str | None, bytes]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
-
-    async def send(self, topic: str, key: str | None, value: bytes, headers: object = None) -> None:
-        self.sent[topic].append((key, value))
-
-    async def contains(self, topic: str, key: str, since: object, match: object) -> bool:
-        return any(k == key and match(v) for k, v in self.sent[topic])  # type: ignore[operator]
-
-
-@dataclass
-class MemoryState:
-    tables: dict[str, dict[str, bytes]] = field(default_factory=lambda: defaultdict(dict))
-    tombstones: list[tuple[str, str, str]] = field(default_factory=list)
-
-    def get(self, table: str, key: str) -> bytes | None:
-        return self.tables[table].get(key)
-
-    def put(self, table: str, key: str, value: bytes) -> None:
-        self.tables[table][key] = value
-
-    def items(self, table: str) -> list[tuple[str, bytes]]:
-        return list(self.tables[table].items())
-
-    async def put_durably(self, table: str, key: str, value: bytes) -> None:
-        self.put(table, key, value)
-
-    def delete(self, table: str, key: str, session_id: str) -> None:
-        self.tables[table].pop(key, None)
-        self.tombstones.append((table, key, session_id))
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
-    s = SQLiteOrderStore(tmp_path / "orders.sqlite3")
-    await s.upsert(ORDERS)
-    yield s
-    await s.close()
+from streams.testing import MemorySink, MemoryState
 
 
 @pytest.fixture
@@ -148,8 +78,13 @@ def ticket(tid: str, text: str, session: str = "S1", customer: str | None = "C1"
     return Ticket(ticket_id=tid, session_id=session, customer_id=customer, text=text)
 
 
+def state(p: Pipeline) -> MemoryState:
+    assert isinstance(p.state, MemoryState)
+    return p.state
+
+
 def baton_of(p: Pipeline, session: str) -> Baton:
-    baton = p.baton(session)
+    baton = p.batons.get(session)
     assert baton is not None
     return baton
 
@@ -192,7 +127,7 @@ async def test_topic_switch_moves_the_current_order_and_keeps_the_old_one(
 
 async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: Pipeline) -> None:
     await run(pipeline, ticket("a1", "My kettle is leaking, I want a refund.", session="A"))
-    index = MemoryIndex.model_validate_json(pipeline.state.get("customers", "C1") or b"")
+    index = MemoryIndex.model_validate_json(state(pipeline).customers.get("C1") or b"")
     assert [s.session_id for s in index.sessions] == ["A"] and index.sessions[0].order_id == "O-1"
     replies = await run(
         pipeline, ticket("b1", "What happened with the order I asked about yesterday?", "B")
@@ -219,7 +154,7 @@ async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) ->
     # partial: the table lost the baton; the record's snapshot rebuilds it.
     await pipeline.intake(dumps(ticket("t2", "Can it be repaired?")), Source(n.tickets, 0, 9))
     await hop(pipeline, "understand", n.sessions)
-    pipeline.state.tables["batons"].clear()  # type: ignore[attr-defined]
+    state(pipeline).batons.data.clear()
     await hop(pipeline, "lookup", n.understood)
     await hop(pipeline, "strategy", n.matched)
     assert counts(pipeline)["context.partial"] == 1
@@ -231,7 +166,7 @@ async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) ->
     await hop(pipeline, "understand", n.sessions)
     ((_, value),) = sink(pipeline).sent.pop(n.understood)
     bare = StageRecord.model_validate_json(value).model_copy(update={"snapshot": Snapshot()})
-    pipeline.state.tables["batons"].pop("S2")  # type: ignore[attr-defined]
+    state(pipeline).batons.data.pop("S2")
     await pipeline.run_stage("lookup", dumps(bare), Source(n.understood, 0, 0))
     assert counts(pipeline)["context.minimal"] == 1
 
@@ -248,20 +183,19 @@ async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) ->
 async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pipeline) -> None:
     await run(pipeline, ticket("t1", "My kettle is leaking.", "OLD"))
     await run(pipeline, ticket("t2", "My controller drifts.", "NEW"))
-    state = pipeline.state
-    assert isinstance(state, MemoryState)
+    tables = state(pipeline)
     old = baton_of(pipeline, "OLD")
-    state.put(
-        "batons", "OLD", dumps(old.model_copy(update={"updated_at": utcnow() - timedelta(hours=2)}))
+    tables.batons.put(
+        "OLD", dumps(old.model_copy(update={"updated_at": utcnow() - timedelta(hours=2)}))
     )
 
     expired = await pipeline.expire_sessions(lambda sid: True)
     assert expired == 1
-    assert pipeline.baton("OLD") is None and pipeline.baton("NEW") is not None
-    assert state.tombstones == [("batons", "OLD", "OLD")]
+    assert pipeline.batons.get("OLD") is None and pipeline.batons.get("NEW") is not None
+    assert tables.batons.tombstones == ["OLD"]
     for _, value in sink(pipeline).sent.pop(names(pipeline).memory_index, []):
         await pipeline.apply_index(value)
-    index = MemoryIndex.model_validate_json(state.get("customers", "C1") or b"")
+    index = MemoryIndex.model_validate_json(tables.customers.get("C1") or b"")
     old_summary = next(s for s in index.sessions if s.session_id == "OLD")
     assert old_summary.expired and old_summary.order_id == "O-1"
 
@@ -309,7 +243,7 @@ async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
     # after sending it.
     reply = Reply.model_validate_json(sent[1])
     pending = InFlight(ticket_id="t1", stage="strategy", output=sent[1].decode())
-    pipeline.state.put("batons", "S1", dumps(before.model_copy(update={"in_flight": pending})))
+    state(pipeline).batons.put("S1", dumps(before.model_copy(update={"in_flight": pending})))
     if not reply_reached_the_topic:
         sink(pipeline).sent[n.replies].clear()
 
@@ -331,21 +265,22 @@ async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
     second = baton_of(pipeline, "S1")
     assert second is not first and second.answered == ["t1", "t2"]
     # A table value equal to the cached one (a copy recovered from the changelog) is a hit.
-    pipeline.state.put("batons", "S1", bytes(bytearray(pipeline.state.get("batons", "S1") or b"")))
+    batons = state(pipeline).batons
+    batons.put("S1", bytes(bytearray(batons.get("S1") or b"")))
     assert baton_of(pipeline, "S1") is second
 
 
 async def test_parsed_batons_are_bounded_by_their_size(pipeline: Pipeline) -> None:
-    from streams.runtime import pipeline as module
+    from streams.runtime import batons as module
 
     for i in range(3):
         await run(pipeline, ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))
-    sizes = [len(pipeline.state.get("batons", f"S{i}") or b"") for i in range(3)]
+    sizes = [len(state(pipeline).batons.get(f"S{i}") or b"") for i in range(3)]
     module.PARSED_BATON_BYTES, saved = sizes[1] + sizes[2], module.PARSED_BATON_BYTES
     try:
         for i in range(3):
             baton_of(pipeline, f"S{i}")
-        assert list(pipeline._parsed) == ["S1", "S2"]
-        assert pipeline._parsed_bytes == sizes[1] + sizes[2]
+        assert list(pipeline.batons._parsed) == ["S1", "S2"]
+        assert pipeline.batons._parsed_bytes == sizes[1] + sizes[2]
     finally:
         module.PARSED_BATON_BYTES = saved

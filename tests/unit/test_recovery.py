@@ -18,24 +18,25 @@ from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.settings import Settings
-from tests.unit.test_pipeline import ORDERS, MemorySink, MemoryState
+from streams.testing import MemorySink, MemoryState, MemoryTable
 
 
-@pytest.fixture
-async def pipeline(tmp_path: Path) -> AsyncIterator[Pipeline]:
-    store = SQLiteOrderStore(tmp_path / "orders.sqlite3")
-    await store.upsert(ORDERS)
+def _pipeline(store: SQLiteOrderStore, state: MemoryState) -> Pipeline:
     # A short turn timeout: a session held by mistake shows up as a timeout, not a hang.
-    yield Pipeline(
+    return Pipeline(
         settings=Settings(namespace="u"),
         llm=OfflineLLM(),
         store=store,
         sink=MemorySink(),
-        state=MemoryState(),
+        state=state,
         gate=SessionGate(timeout_s=5),
         observer=CountingObserver(),
     )
-    await store.close()
+
+
+@pytest.fixture
+def pipeline(store: SQLiteOrderStore) -> Pipeline:
+    return _pipeline(store, MemoryState())
 
 
 def _sent(p: Pipeline) -> MemorySink:
@@ -58,7 +59,7 @@ def _ticket(tid: str, text: str) -> Ticket:
 
 
 def _baton(p: Pipeline) -> Baton:
-    baton = p.baton("S1")
+    baton = p.batons.get("S1")
     assert baton is not None
     return baton
 
@@ -80,11 +81,11 @@ async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
         ("strategy", p_topics.matched),
     ):
         await _stage(p, stage, topic)
-    after_first = _state(p).tables["batons"]["S1"]
+    after_first = _state(p).batons.data["S1"]
     await p.intake(dumps(second), Source())
     await _stage(p, "understand", p_topics.sessions)
     # The crash lost the baton's latest write: look-up rebuilds it from the record's snapshot.
-    _state(p).tables["batons"]["S1"] = after_first
+    _state(p).batons.data["S1"] = after_first
     await _stage(p, "lookup", p_topics.understood)
     await _stage(p, "strategy", p_topics.matched)
     assert [r.ticket_id for r in _replies(p)] == ["t1", "t2"]
@@ -237,9 +238,9 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(
 ) -> None:
     settings = Settings(namespace="u", embedded_broker=embedded, data_dir=tmp_path)
     store = SQLiteOrderStore(tmp_path / "o.sqlite3")
-    worker = create_app(settings, OfflineLLM(), store)
-    thread = worker.app.consumer._thread
-    consumer = thread._create_worker_consumer(worker.app.transport)
+    runtime = create_app(settings, OfflineLLM(), store)
+    thread = runtime.app.consumer._thread
+    consumer = thread._create_worker_consumer(runtime.app.transport)
     try:
         assert consumer._fetch_max_wait_ms == wait_ms
     finally:
@@ -249,25 +250,25 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(
 
 
 @dataclass
-class _LossyState(MemoryState):
+class _LossyTable(MemoryTable):
     """A crash keeps only the writes whose changelog record was waited for (the worst case)."""
 
-    durable: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    durable: dict[str, bytes] = field(default_factory=dict)
 
-    async def put_durably(self, table: str, key: str, value: bytes) -> None:
-        self.put(table, key, value)
-        self.durable.setdefault(table, {})[key] = value
+    async def put_durably(self, key: str, value: bytes) -> None:
+        self.put(key, value)
+        self.durable[key] = value
 
     def crash(self) -> None:
-        self.tables["batons"] = dict(self.durable.get("batons", {}))
+        self.data = dict(self.durable)
 
 
 async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_write(
-    pipeline: Pipeline,
+    store: SQLiteOrderStore,
 ) -> None:
-    p, topics = pipeline, pipeline.topics
-    state = _LossyState()
-    p.state = state
+    batons = _LossyTable()
+    p = _pipeline(store, MemoryState(batons=batons))
+    topics = p.topics
 
     async def answer(t: Ticket) -> None:
         await p.intake(dumps(t), Source())
@@ -277,7 +278,7 @@ async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_wr
 
     first = _ticket("t1", "My kettle is leaking, I want a refund.")
     await answer(first)
-    state.crash()
+    batons.crash()
     # The session goes on after the restart; the next ticket takes over the entry in flight.
     await answer(_ticket("t2", "Can it be repaired instead?"))
     await p.intake(dumps(first), Source())

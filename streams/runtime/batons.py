@@ -1,0 +1,118 @@
+"""The session state: batons by session and the memory index by customer, typed."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from agents import memory
+from schemas.baton import Baton, MemoryIndex, SessionSummary
+from schemas.codec import dumps
+
+BATON_TABLE = "batons"
+CUSTOMER_TABLE = "customers"
+# Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
+# much): a stage reads its session's baton several times in a row.
+PARSED_BATON_BYTES = 1 << 20
+
+
+class SessionTable(Protocol):
+    """A changelog-backed table of JSON bytes keyed by session, partitioned like the topics."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, value: bytes) -> None: ...
+
+    async def put_durably(self, key: str, value: bytes) -> None:
+        """``put``, returning once the changelog record is acknowledged."""
+        ...
+
+    def items(self) -> list[tuple[str, bytes]]:
+        """Every entry this worker holds."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove the session ``key``; its tombstone goes to the session's partition."""
+        ...
+
+
+class IndexTable(Protocol):
+    """A changelog-backed table of JSON bytes every worker holds whole."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, value: bytes) -> None: ...
+
+
+class State(Protocol):
+    """The tables a pipeline keeps: batons by session, the memory index by customer."""
+
+    @property
+    def batons(self) -> SessionTable: ...
+
+    @property
+    def customers(self) -> IndexTable: ...
+
+
+class BatonStore:
+    """Batons by session (parsed once per version) and the customers' memory indexes."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
+        self._parsed_bytes = 0
+
+    def get(self, session_id: str) -> Baton | None:
+        """The session's baton (never mutate it: the same object is handed out again)."""
+        raw = self.state.batons.get(session_id)
+        if not raw:
+            return None
+        cached = self._parsed.get(session_id)
+        if cached is not None and cached[0] == raw:
+            self._parsed.move_to_end(session_id)
+            return cached[1]
+        baton = Baton.model_validate_json(raw)
+        if cached is not None:
+            self._parsed_bytes -= len(cached[0])
+        self._parsed[session_id] = (raw, baton)
+        self._parsed.move_to_end(session_id)
+        self._parsed_bytes += len(raw)
+        while self._parsed_bytes > PARSED_BATON_BYTES and len(self._parsed) > 1:
+            _, (old, _) = self._parsed.popitem(last=False)
+            self._parsed_bytes -= len(old)
+        return baton
+
+    def save(self, baton: Baton) -> None:
+        """Write the baton; its changelog record goes out with the next flush."""
+        self.state.batons.put(baton.session_id, dumps(baton))
+
+    async def save_durably(self, baton: Baton) -> None:
+        """Write the baton and wait for its changelog record's acknowledgement."""
+        await self.state.batons.put_durably(baton.session_id, dumps(baton))
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session's baton and tombstone it in the changelog."""
+        self.state.batons.delete(session_id)
+
+    def owned(self, owned: Callable[[str], bool]) -> Iterator[Baton]:
+        """The batons of the sessions ``owned`` accepts, parsed afresh (expiry reads each once)."""
+        for session_id, raw in self.state.batons.items():
+            if owned(session_id):
+                yield Baton.model_validate_json(raw)
+
+    def index(self, customer_id: str) -> MemoryIndex | None:
+        """The customer's memory index: a summary of each of their sessions."""
+        raw = self.state.customers.get(customer_id)
+        return MemoryIndex.model_validate_json(raw) if raw else None
+
+    def merge_index(self, customer_id: str, summary: SessionSummary) -> None:
+        """Fold one session summary into the customer's index."""
+        merged = memory.index_with(self.index(customer_id), customer_id, summary)
+        self.state.customers.put(customer_id, dumps(merged))
+
+    def earlier(self, customer_id: str | None, session_id: str) -> list[SessionSummary]:
+        """The customer's other sessions (warm memory), most recent first."""
+        if not customer_id:
+            return []
+        return memory.earlier_sessions(self.index(customer_id), session_id)

@@ -1,0 +1,42 @@
+"""The context health check: the baton a stage starts from, and how much of it survived."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from agents import memory
+from schemas.baton import Baton
+from schemas.records import StageName
+from schemas.stages import StageRecord
+
+Level = Literal["full", "partial", "minimal"]
+
+
+def restore(
+    record: StageRecord, held: Baton | None, previous: StageName | None
+) -> tuple[Level, Baton]:
+    """The baton a stage starts from, and how much of the session's context it holds.
+
+    Full: the table's, which saw stage ``previous`` of this ticket (the first stage always
+    starts full); partial: rebuilt from the record's snapshot; minimal: a new one.
+    """
+    ticket = record.ticket
+    if previous is None:
+        return "full", held or memory.new_baton(ticket)
+    level: Level
+    if (
+        held is not None
+        and held.version >= record.baton_version
+        and any(e.ticket_id == ticket.ticket_id and e.stage == previous for e in held.chain)
+        and any(t.ticket_id == ticket.ticket_id for t in held.tickets)
+    ):
+        return "full", held
+    if record.snapshot.core_problems:
+        level = "partial"
+        baton = memory.from_snapshot(ticket, record.snapshot, record.baton_version)
+    else:
+        level = "minimal"
+        baton = memory.new_baton(ticket)
+    if record.understanding is not None:
+        baton = memory.apply_understanding(baton, ticket, record.understanding)
+    return level, baton

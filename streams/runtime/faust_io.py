@@ -1,0 +1,143 @@
+"""The pipeline's sink and tables on Faust: the app's producer and changelog-backed tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import faust
+
+from streams.kafka.topics import TopicNames
+from streams.runtime.batons import BATON_TABLE, CUSTOMER_TABLE
+
+
+class FaustSink:
+    """Sends through the app's producer and waits for the broker's acknowledgement."""
+
+    def __init__(
+        self, app: faust.App, names: TopicNames, partitions: int, bootstrap: str = ""
+    ) -> None:
+        self.partitions = partitions
+        self.bootstrap = bootstrap
+        self.topics = {
+            name: app.topic(
+                name,
+                partitions=1 if name == names.memory_index else partitions,
+                key_type=bytes,
+                value_type=bytes,
+                key_serializer="raw",
+                value_serializer="raw",
+            )
+            for name in names.all()
+        }
+
+    async def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        fut = await self.topics[topic].send(
+            key=key.encode() if key is not None else None, value=value, headers=headers
+        )
+        await fut
+
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        """Scan ``key``'s partition of ``topic`` from ``since`` to its end for a match."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        tp = TopicPartition(topic, session_partition(key, self.partitions))
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False
+        )
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            start = (await consumer.offsets_for_times({tp: int(since.timestamp() * 1000)}))[tp]
+            # The embedded broker answers offset 0 / timestamp -1 for "nothing that late".
+            if start is None or start.timestamp < 0:
+                return False
+            end = (await consumer.end_offsets([tp]))[tp]
+            consumer.seek(tp, start.offset)
+            while await consumer.position(tp) < end:
+                batch = await consumer.getmany(tp, timeout_ms=2000)
+                if not batch:
+                    return False
+                if any(match(r.value) for r in batch.get(tp, []) if r.value is not None):
+                    return True
+            return False
+        finally:
+            await consumer.stop()
+
+
+class FaustSessionTable:
+    """A session table: partitioned like the session-keyed topics, so reads are local."""
+
+    def __init__(self, app: faust.App, name: str, partitions: int) -> None:
+        self.partitions = partitions
+        self.table = app.Table(
+            name, default=None, partitions=partitions, key_type=str, value_type=bytes
+        )
+
+    def get(self, key: str) -> bytes | None:
+        value = self.table.get(key)
+        return bytes(value) if value is not None else None
+
+    def put(self, key: str, value: bytes) -> None:
+        self.table[key] = value
+
+    async def put_durably(self, key: str, value: bytes) -> None:
+        fut = self.table.send_changelog(self.table.partition_for_key(key), key, value)
+        self.table.data[key] = value
+        await fut
+
+    def items(self) -> list[tuple[str, bytes]]:
+        return [(k, bytes(v)) for k, v in list(self.table.data.items()) if v is not None]
+
+    def delete(self, key: str) -> None:
+        """Remove ``key`` and write its tombstone to the session's changelog partition."""
+        self.table.data.pop(key, None)
+        self.table.send_changelog(
+            session_partition(key, self.partitions), key, None, value_serializer="raw"
+        )
+
+
+class FaustIndexTable:
+    """An index table: global (every worker holds a replica), written only by the index agent."""
+
+    def __init__(self, app: faust.App, name: str) -> None:
+        # Faust's documented setting for a GlobalTable shared by several workers.
+        self.table = app.GlobalTable(
+            name,
+            default=None,
+            partitions=1,
+            recovery_buffer_size=1,
+            use_partitioner=True,
+            key_type=str,
+            value_type=bytes,
+        )
+
+    def get(self, key: str) -> bytes | None:
+        value = self.table.get(key)
+        return bytes(value) if value is not None else None
+
+    def put(self, key: str, value: bytes) -> None:
+        self.table[key] = value
+
+
+class FaustState:
+    """The pipeline's tables as changelog-backed Faust tables of raw JSON bytes."""
+
+    def __init__(self, app: faust.App, partitions: int) -> None:
+        self.batons = FaustSessionTable(app, BATON_TABLE, partitions)
+        self.customers = FaustIndexTable(app, CUSTOMER_TABLE)
+
+
+def session_partition(session_id: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a session's records."""
+    from aiokafka.partitioner import murmur2
+
+    return (murmur2(session_id.encode()) & 0x7FFFFFFF) % partitions

@@ -1,0 +1,125 @@
+"""Redelivered copies made harmless by the baton's entry in flight (docs/guarantees.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from agents import memory
+from schemas.baton import Baton, InFlight
+from schemas.codec import dumps
+from schemas.records import Reply, StageName, Ticket
+from schemas.stages import StageRecord
+from streams.observe.observer import Observer
+from streams.runtime.batons import BatonStore
+from streams.runtime.scheduler import SessionGate
+from streams.runtime.sink import Sink
+from streams.runtime.stages import ChainStage
+
+# How far before its pending entry a reply is looked for on the topic: the entry's time is
+# taken before the send, the record's timestamp by the broker.
+REPLY_SCAN_MARGIN = timedelta(seconds=5)
+
+
+def own_entry(baton: Baton | None, ticket: Ticket) -> InFlight | None:
+    """The baton's entry in flight if it belongs to ``ticket``."""
+    entry = baton.in_flight if baton is not None else None
+    return entry if entry is not None and entry.ticket_id == ticket.ticket_id else None
+
+
+@dataclass
+class Redelivery:
+    """Writes each stage's result into the baton before sending it; settles copies from it."""
+
+    batons: BatonStore
+    sink: Sink
+    gate: SessionGate
+    observer: Observer
+    replies_topic: str
+
+    def entry(self, ticket: Ticket) -> InFlight | None:
+        """The ticket's entry in flight, if its session's baton holds one."""
+        return own_entry(self.batons.get(ticket.session_id), ticket)
+
+    def finished(self, ticket: Ticket, entry: InFlight | None) -> bool:
+        """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
+        if entry is not None and entry.pending:
+            return True
+        baton = self.batons.get(ticket.session_id)
+        return baton is not None and ticket.ticket_id in baton.answered
+
+    def unfinished(self, ticket: Ticket) -> str | None:
+        """Another ticket of the session the baton shows started and not answered."""
+        baton = self.batons.get(ticket.session_id)
+        if baton is None:
+            return None
+        # Only tickets the chain saw start can be unfinished: memories rebuilt from a record's
+        # snapshot stand for earlier tickets, have no status and must not hold the session.
+        started = {e.ticket_id for e in baton.chain if e.stage == "understand"}
+        open_ = [
+            t.ticket_id
+            for t in baton.tickets
+            if t.status is None and t.ticket_id != ticket.ticket_id and t.ticket_id in started
+        ]
+        return open_[-1] if open_ else None
+
+    async def settle(
+        self, stage: StageName, ticket: Ticket, entry: InFlight | None, topic: str
+    ) -> bool:
+        """Settle a copy of a ticket the stage has seen before (``entry``); False if it must run.
+
+        A finished ticket's copy stops here and frees the session. A ticket past this stage
+        has its output on the next topic already, so the copy stops without freeing the
+        session (the original is still on its way). A ticket whose entry is this stage's
+        sends the recorded output again: the crash may have come before it was acknowledged.
+        """
+        if self.finished(ticket, entry):
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+        elif entry is None or not entry.reached(stage):
+            return False
+        elif entry.stage == stage:
+            await self.sink.send(topic, ticket.session_id, entry.output.encode())
+        self.observer.stage_done(stage, "reused", 0.0)
+        return True
+
+    async def forward(self, stage: ChainStage, out: StageRecord, baton: Baton, topic: str) -> None:
+        """Record ``out`` as the ticket's entry in ``baton``, then send it to ``topic``."""
+        data = dumps(out)
+        # One changelog record for both: the baton and the output a redelivered copy resends.
+        entry = InFlight(ticket_id=out.ticket.ticket_id, stage=stage, output=data.decode())
+        self.batons.save(baton.model_copy(update={"in_flight": entry}))
+        await self.sink.send(topic, out.ticket.session_id, data)
+
+    async def reply(self, reply: Reply, baton: Baton) -> Baton:
+        """Publish the reply once; returns the baton that records it as answered.
+
+        The baton first holds the reply as pending (acknowledged before the reply is sent), so
+        a crash between sending and recording is resolved from the topic itself.
+        """
+        data = dumps(reply)
+        pending = InFlight(ticket_id=reply.ticket_id, stage="strategy", output=data.decode())
+        await self.batons.save_durably(baton.model_copy(update={"in_flight": pending}))
+        await self.sink.send(self.replies_topic, reply.session_id, data)
+        return await self._answered(reply, baton)
+
+    async def resume(self, entry: InFlight, baton: Baton) -> tuple[Reply, Baton]:
+        """Finish the reply ``baton`` holds as pending: send it unless the topic has it."""
+        reply = Reply.model_validate_json(entry.output)
+        marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
+
+        def is_it(value: bytes) -> bool:
+            return marker in value and Reply.model_validate_json(value).ticket_id == reply.ticket_id
+
+        since = entry.at - REPLY_SCAN_MARGIN
+        if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):
+            self.observer.stage_done("strategy", "reused", 0.0)
+        else:
+            await self.sink.send(self.replies_topic, reply.session_id, entry.output.encode())
+        return reply, await self._answered(reply, baton)
+
+    async def _answered(self, reply: Reply, baton: Baton) -> Baton:
+        baton = memory.apply_reply(baton, reply)
+        # Durable before the session moves on: from then on only the baton's answered list
+        # keeps a redelivered copy from a second reply.
+        await self.batons.save_durably(baton)
+        return baton

@@ -1,0 +1,95 @@
+"""What a ticket's reply says: strategy's draft, or the fallback after a failed stage."""
+
+from __future__ import annotations
+
+import time
+
+from schemas.baton import Baton
+from schemas.records import Reply, StageName, UsageTotals, utcnow
+from schemas.stages import StageRecord, StrategyDraft
+
+COULD_NOT_PROCESS = {
+    "en": "We could not process your message automatically; a colleague will get back to you "
+    "shortly.",
+    "zh": "您好，我们暂时无法自动处理您的消息，已转交人工客服，会尽快回复您。",
+}
+
+
+def language_of(text: str) -> str:
+    """``zh`` when the text has any CJK ideograph, else ``en``."""
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+def stage_timings(record: StageRecord, stage: StageName, started: float) -> dict[str, float]:
+    """The record's timings plus this stage's, since ``started`` (``time.monotonic``)."""
+    return {**record.timings_ms, stage: round((time.monotonic() - started) * 1000, 1)}
+
+
+def reply_timings(record: StageRecord, stage: StageName, started: float) -> dict[str, float]:
+    """``stage_timings`` plus the ticket's time from intake to now."""
+    timings = stage_timings(record, stage, started)
+    timings["end_to_end"] = round((utcnow() - record.received_at).total_seconds() * 1000, 1)
+    return timings
+
+
+def age(reply: Reply) -> float | None:
+    """Seconds from the ticket's intake to its reply."""
+    total = reply.timings_ms.get("end_to_end")
+    return total / 1000 if total is not None else None
+
+
+def answer(
+    record: StageRecord,
+    baton: Baton,
+    draft: StrategyDraft,
+    *,
+    usage: UsageTotals,
+    degraded: list[str],
+    handoff: bool,
+    llm: str,
+    timings: dict[str, float],
+) -> Reply:
+    """The reply strategy's draft makes; ``handoff``/``degraded`` from the stages before."""
+    ticket, u, match = record.ticket, record.understanding, record.match
+    if u is None or match is None:
+        raise ValueError("a reply needs the record's understanding and order match")
+    handoff = draft.needs_human or handoff
+    return Reply(
+        ticket_id=ticket.ticket_id,
+        session_id=ticket.session_id,
+        customer_id=ticket.customer_id,
+        status="handoff" if handoff else "degraded" if degraded else "answered",
+        reply=draft.reply,
+        solution=draft.solution,
+        internal_note=draft.internal_note,
+        confidence=draft.confidence,
+        order_id=match.order_id,
+        product=match.order.product_name if match.order else u.product,
+        language=u.language,
+        baton_version=baton.version + 1,
+        llm=llm,
+        usage=usage,
+        timings_ms=timings,
+    )
+
+
+def fallback(record: StageRecord, baton: Baton, stage: StageName, note: str, *, llm: str) -> Reply:
+    """The degraded reply of a ticket a stage could not process: a person will follow up."""
+    ticket = record.ticket
+    language = language_of(ticket.text)
+    return Reply(
+        ticket_id=ticket.ticket_id,
+        session_id=ticket.session_id,
+        customer_id=ticket.customer_id,
+        status="degraded",
+        reply=COULD_NOT_PROCESS[language],
+        solution="Manual follow-up.",
+        internal_note=note,
+        confidence=0.0,
+        order_id=record.match.order_id if record.match else None,
+        language=language,
+        baton_version=baton.version + 1,
+        llm=llm,
+        usage=record.usage,
+        timings_ms=reply_timings(record, stage, time.monotonic()),
+    )

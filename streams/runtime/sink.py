@@ -1,0 +1,25 @@
+"""Where the pipeline's records go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+
+
+class Sink(Protocol):
+    """Where records go: ``send`` returns once the broker acknowledged the record."""
+
+    async def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None: ...
+
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        """Whether ``key``'s partition of ``topic`` holds a matching record from ``since`` on."""
+        ...
