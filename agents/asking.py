@@ -21,7 +21,6 @@ from agents.models.llm import (
     Unavailable,
 )
 from agents.outcome import Asked, Failure
-from agents.outcome import Outcome as Outcome  # until streams.runtime.pipeline imports outcome
 
 T = TypeVar("T", bound=BaseModel)
 

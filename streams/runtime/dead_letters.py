@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from agents.asking import Failure
+from agents.outcome import Failure
 from schemas.records import DeadLetter, StageName, Ticket
 
 HEADER_PREFIX = "__connect.errors."

@@ -11,9 +11,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agents import memory
-from agents.asking import Outcome, budget_tokens
+from agents.asking import budget_tokens
 from agents.models.llm import LLM
 from agents.orders import OrderStore
+from agents.outcome import Outcome
 from schemas.baton import Baton, IndexUpdate
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow

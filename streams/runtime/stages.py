@@ -10,10 +10,10 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from agents import memory
-from agents.asking import Outcome
 from agents.lookup import look_up
 from agents.models.llm import LLM
 from agents.orders import OrderStore, StoreUnavailable
+from agents.outcome import Outcome
 from agents.prompts import EarlierSession
 from agents.strategy import decide
 from agents.understand import understand
