@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import faust
 
 from streams.kafka.topics import TopicNames
 from streams.runtime.batons import BATON_TABLE, CUSTOMER_TABLE
+
+# How long a pending reply's check may read the replies partition before it is retried.
+SCAN_PATIENCE_S = 30.0
 
 
 class FaustSink:
@@ -62,15 +67,37 @@ class FaustSink:
                 return False
             end = (await consumer.end_offsets([tp]))[tp]
             consumer.seek(tp, start.offset)
-            while await consumer.position(tp) < end:
-                batch = await consumer.getmany(tp, timeout_ms=2000)
-                if not batch:
-                    return False
-                if any(match(r.value) for r in batch.get(tp, []) if r.value is not None):
-                    return True
-            return False
+            return await scan(consumer, tp, end, match)
         finally:
             await consumer.stop()
+
+
+class ScanIncomplete(RuntimeError):
+    """A partition could not be read to its end in time: whether it holds a record is unknown."""
+
+
+async def scan(
+    consumer: Any,
+    tp: Any,
+    end: int,
+    match: Callable[[bytes], bool],
+    patience_s: float = SCAN_PATIENCE_S,
+) -> bool:
+    """Whether ``tp`` holds a matching record before ``end``; raises ``ScanIncomplete``.
+
+    A fetch that comes back empty says nothing about the records still to read (a busy broker
+    answers late), so only reaching ``end`` proves absence: answering "not there" early would
+    send a reply the topic already has.
+    """
+    deadline = time.monotonic() + patience_s
+    while await consumer.position(tp) < end:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ScanIncomplete(f"{tp.topic}[{tp.partition}] not read to offset {end} in time")
+        batch = await consumer.getmany(tp, timeout_ms=int(min(left, 2.0) * 1000))
+        if any(match(r.value) for r in batch.get(tp, []) if r.value is not None):
+            return True
+    return False
 
 
 class FaustSessionTable:
