@@ -1,1 +1,20 @@
-"""The three stages as plain async functions, the model protocol and the order store."""
+"""The three stages as plain async functions, their results, the model protocol, the order store."""
+
+from agents.lookup import look_up
+from agents.models.llm import LLM
+from agents.orders import OrderStore, StoreUnavailable, open_store
+from agents.outcome import Failure, Outcome
+from agents.strategy import decide
+from agents.understand import understand
+
+__all__ = [
+    "LLM",
+    "Failure",
+    "OrderStore",
+    "Outcome",
+    "StoreUnavailable",
+    "decide",
+    "look_up",
+    "open_store",
+    "understand",
+]

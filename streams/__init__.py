@@ -1,1 +1,5 @@
-"""Everything Kafka: the Faust app, topics, tables, stage runners, dead letters, CLI."""
+"""baton's runtime on Kafka: the worker, Kafka utilities, the CLI, observability and tools."""
+
+from streams.settings import Settings, SettingsError, load
+
+__all__ = ["Settings", "SettingsError", "load"]

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+__all__ = ["MemorySink", "MemoryState", "MemoryTable"]
+
 Records = list[tuple[str | None, bytes]]
 
 

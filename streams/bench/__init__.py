@@ -1,0 +1,3 @@
+"""``baton bench``: workloads, reference chains, measurements and the report."""
+
+__all__: list[str] = []

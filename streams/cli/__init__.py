@@ -1,0 +1,3 @@
+"""The ``baton`` command: one module per subcommand, one error style."""
+
+__all__: list[str] = []

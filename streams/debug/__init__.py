@@ -1,0 +1,3 @@
+"""Debugging tools behind ``baton trace``, ``baton replay`` and ``baton dlq``."""
+
+__all__: list[str] = []

@@ -1,0 +1,161 @@
+"""Each package's exported API, pinned: a change to it is a deliberate edit here."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import agents
+import schemas
+import streams
+
+PINNED: dict[str, list[str]] = {
+    "schemas": [
+        "MAX_TEXT_CHARS",
+        "SCHEMA_VERSION",
+        "Baton",
+        "CallUsage",
+        "ChainEntry",
+        "DeadLetter",
+        "InFlight",
+        "IndexUpdate",
+        "MemoryIndex",
+        "Order",
+        "OrderCandidate",
+        "OrderChoice",
+        "OrderMatch",
+        "Reply",
+        "SessionSummary",
+        "Snapshot",
+        "StageRecord",
+        "StrategyDraft",
+        "Ticket",
+        "TicketMemory",
+        "Understanding",
+        "UsageTotals",
+        "decode",
+        "dumps",
+        "loads",
+    ],
+    "agents": [
+        "LLM",
+        "Failure",
+        "OrderStore",
+        "Outcome",
+        "StoreUnavailable",
+        "decide",
+        "look_up",
+        "open_store",
+        "understand",
+    ],
+    "agents.models": [
+        "LLM",
+        "Answer",
+        "BudgetExceeded",
+        "ModelFailure",
+        "OutputInvalid",
+        "Prompt",
+        "Refused",
+        "SpendLimit",
+        "TimedOut",
+        "Truncated",
+        "Unavailable",
+    ],
+    "agents.rules": ["OfflineLLM"],
+    "agents.testing": [
+        "Call",
+        "FAULTS",
+        "FaultRule",
+        "PromptCache",
+        "Request",
+        "Responder",
+        "ScriptedLLM",
+        "StandIn",
+        "directives",
+        "echo_responder",
+        "estimate_tokens",
+        "read_request",
+        "run_in_thread",
+    ],
+    "agents.testing.standin": [
+        "FAULTS",
+        "RULE_BREAKS",
+        "FaultRule",
+        "PromptCache",
+        "Request",
+        "Responder",
+        "StandIn",
+        "directives",
+        "echo_responder",
+        "estimate_tokens",
+        "read_request",
+        "run_in_thread",
+    ],
+    "streams": ["Settings", "SettingsError", "load"],
+    "streams.kafka": [
+        "BrokerError",
+        "BrokerUnreachable",
+        "EmbeddedBroker",
+        "Message",
+        "TopicMismatch",
+        "TopicNames",
+        "bootstrap_servers",
+        "ensure_topics",
+        "probe_broker",
+        "publish",
+        "read",
+    ],
+    "streams.runtime": [
+        "BatonStore",
+        "Pipeline",
+        "Runtime",
+        "STAGES",
+        "SessionGate",
+        "SessionScheduler",
+        "Sink",
+        "Stage",
+        "State",
+        "create_app",
+    ],
+    "streams.testing": ["MemorySink", "MemoryState", "MemoryTable"],
+    "streams.observe": [],
+    "streams.cli": [],
+    "streams.debug": [],
+    "streams.eval": [],
+    "streams.bench": [],
+}
+
+
+def _packages() -> list[str]:
+    found = []
+    for root in (schemas, agents, streams):
+        found.append(root.__name__)
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{root.__name__}."):
+            if info.ispkg:
+                found.append(info.name)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_exported_names_are_pinned(name: str) -> None:
+    module = importlib.import_module(name)
+    assert sorted(module.__all__) == sorted(PINNED[name])
+    missing = [n for n in module.__all__ if getattr(module, n, None) is None]
+    assert missing == []
+
+
+def test_every_package_declares_its_api() -> None:
+    undeclared = [p for p in _packages() if not hasattr(importlib.import_module(p), "__all__")]
+    assert undeclared == []
+    assert set(_packages()) <= set(PINNED)
+
+
+def test_a_lazy_export_is_the_module_attribute_itself() -> None:
+    from streams.runtime import Pipeline
+    from streams.runtime.pipeline import Pipeline as defined
+
+    assert Pipeline is defined
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        importlib.import_module("streams.runtime").Nope  # noqa: B018
