@@ -1,4 +1,4 @@
-"""What each agent decides, and the envelope that carries a ticket from stage to stage."""
+"""What each agent decides, and the stage record that carries a ticket from stage to stage."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class Snapshot(BaseModel):
 
 
 class StageRecord(BaseModel):
-    """The envelope between stages: the ticket, the decisions so far, the baton version."""
+    """The stage record between stages: the ticket, the decisions so far, the baton version."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -68,7 +68,7 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
         orders = read_jsonl(demo_file("orders.jsonl"), Order)
         tickets = read_jsonl(demo_file("tickets.jsonl"), Ticket)
         if settings.llm == "offline":
-            say("model: OFFLINE rule-based stand-in (set ANTHROPIC_API_KEY to use Claude)")
+            say("model: the OFFLINE rule model (set ANTHROPIC_API_KEY to use Claude)")
         else:
             say(f"model: Claude ({settings.model}) through the Anthropic API")
 

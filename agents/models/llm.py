@@ -1,4 +1,4 @@
-"""The model protocol every implementation (anthropic, offline, test stand-in) satisfies."""
+"""The model protocol that Claude, the offline model and a scripted model all satisfy."""
 
 from __future__ import annotations
 

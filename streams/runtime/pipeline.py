@@ -76,7 +76,7 @@ class Pipeline:
         await self.sink.send(self.topics.sessions, ticket.session_id, dumps(record))
 
     async def run_stage(self, stage: StageName, value: bytes | None, source: Source) -> None:
-        """Run ``stage`` on one envelope, up to ``STAGE_ATTEMPTS`` times."""
+        """Run ``stage`` on one stage record, up to ``STAGE_ATTEMPTS`` times."""
         self.observer.record_in(stage)
         try:
             record = parse(StageRecord, value)

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-log = logging.getLogger("baton.runner")
+log = logging.getLogger("baton.scheduler")
 
 Handler = Callable[[Any], Awaitable[None]]
 
