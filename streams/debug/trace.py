@@ -14,6 +14,7 @@ from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
+from streams.runtime.stages import STAGES
 from streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -123,11 +124,10 @@ def build(
             )
         c.add(m, "published", ticket.ticket_id, decision)
 
-    stage_topics = (
-        (names.sessions, "intake"),
-        (names.understood, "understand"),
-        (names.matched, "lookup"),
-    )
+    # Each forwarding stage's output topic, and the intake's.
+    stage_topics = [(names.sessions, "intake")] + [
+        (getattr(names, s.target), s.name) for s in STAGES if s.carries is not None
+    ]
     for topic, stage in stage_topics:
         for m in records.get(topic, []):
             record = _model(StageRecord, m.value)
