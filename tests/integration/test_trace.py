@@ -74,7 +74,7 @@ async def test_trace_shows_stages_batons_dead_letters_and_usage(deployment: Depl
     assert text.returncode == 0, text.stderr.decode()
     lines = text.stdout.decode().splitlines()
     assert lines[0] == (
-        f"session s-trace: 2 ticket_record(s), 2 reply(ies) (1 answered, 1 degraded), "
+        f"session s-trace: 2 ticket(s), 2 reply(ies) (1 answered, 1 degraded), "
         f"2 dead letter(s), baton v{versions[-1]}"
     )
     assert len(lines) == len(events) + 2
