@@ -1,31 +1,23 @@
-"""Shared fixtures: the real embedded broker, the Messages-API stand-in, worker processes."""
+"""The suite's fixtures, registered once; and no test sees the developer's own settings."""
 
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from streams.kafka.embedded import EmbeddedBroker
-
-ARTIFACTS = Path(__file__).parent / "artifacts"
-
-
-@pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker]:
-    """One embedded Tansu broker for the whole run; tests isolate themselves by namespace."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with EmbeddedBroker(log=ARTIFACTS / "broker.log") as b:
-        yield b
-
-
-@pytest.fixture
-def namespace() -> str:
-    """A topic prefix / consumer group / table namespace of this test's own."""
-    return f"t{uuid.uuid4().hex[:10]}"
+# In dependency order: pytest rewrites a plugin's asserts only if nothing imported it before.
+pytest_plugins = [
+    "tests.fixtures.paths",
+    "tests.fixtures.faust_app",
+    "tests.fixtures.brokers",
+    "tests.fixtures.models",
+    "tests.fixtures.data",
+    "tests.fixtures.deployments",
+    "tests.fixtures.delivery",
+    "tests.fixtures.observability",
+    "tests.fixtures.postgres",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,9 +19,10 @@ from agents.orders import SQLiteOrderStore
 from agents.prompts import system_prompt
 from agents.testing.standin import StandIn
 from schemas.records import MAX_TEXT_CHARS, DeadLetter, Order, Reply
-from streams.kafka.embedded import EmbeddedBroker
-from tests.integration import delivery
-from tests.integration.harness import KETTLE_ORDER, Deployment
+from tests.fixtures import delivery
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import HEADPHONES_ORDER, KETTLE_ORDER
+from tests.fixtures.deployments import Deployment, open_deployment
 
 pytestmark = pytest.mark.integration
 
@@ -39,22 +39,15 @@ SQL_ORDER = {
     "carrier": f"UPS{SQL}",
     "tracking_no": f"1Z{SQL}",
 }
-HEADPHONES_ORDER = {
-    **KETTLE_ORDER,
-    "order_id": "O-1002",
-    "product_name": "Sony WH-1000XM5 Headphones",
-    "amount": 349.0,
-    "ordered_at": "2026-09-12T10:00:00Z",
-    "delivered_at": "2026-09-15T10:00:00Z",
-}
-ORDERS = [SQL_ORDER, KETTLE_ORDER, HEADPHONES_ORDER]
+CORPUS_ORDERS = [SQL_ORDER, KETTLE_ORDER, HEADPHONES_ORDER]
 
 
 def _json(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-def _ticket(tid: str, **fields: Any) -> dict[str, Any]:
+def _ticket(tid: Any, **fields: Any) -> dict[str, Any]:
+    """A record of the corpus: any id and fields, valid or not, in a session of its own."""
     return {"ticket_id": tid, "session_id": f"s-{tid}", "customer_id": "c-ana", **fields}
 
 
@@ -177,7 +170,7 @@ async def _publish(d: Deployment, values: list[tuple[str, bytes | None]]) -> lis
 
 
 async def _run_corpus(d: Deployment) -> Run:
-    d.import_orders(ORDERS)
+    d.import_orders(CORPUS_ORDERS)
     worker = d.start_worker()
     cases: list[tuple[str, bytes | None]] = [(name, raw) for name, (raw, _) in INVALID.items()]
     cases += [(name, _json(t)) for name, t in VALID.items()]
@@ -199,7 +192,7 @@ async def _run_corpus(d: Deployment) -> Run:
     run.letters, run.letters_by_ticket = dict(letters), dict(by_ticket)
     store = SQLiteOrderStore(Path(d.data_dir) / "orders.sqlite3")
     try:
-        for order in ORDERS:
+        for order in CORPUS_ORDERS:
             run.stored[str(order["order_id"])] = await store.get(str(order["order_id"]))
     finally:
         await store.close()
@@ -209,25 +202,11 @@ async def _run_corpus(d: Deployment) -> Run:
 
 @pytest.fixture(scope="module")
 def corpus(
-    broker: EmbeddedBroker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
+    broker: Broker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Run]:
     """One worker, the whole corpus published, then a valid ticket last; what came out."""
-    d = Deployment(
-        broker=broker,
-        namespace=f"t{uuid.uuid4().hex[:10]}",
-        data_dir=tmp_path_factory.mktemp("bad-input"),
-        env_extra={
-            "BATON_LLM": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "BATON_MODEL_MAX_RETRIES": "2",
-            "BATON_MODEL_TIMEOUT": "5",
-        },
-    )
-    try:
+    with open_deployment(broker, standin.base_url, tmp_path_factory.mktemp("bad-input")) as d:
         yield asyncio.run(_run_corpus(d))
-    finally:
-        d.stop()
 
 
 @pytest.mark.timeout(300)
@@ -270,7 +249,7 @@ def test_sql_looking_values_pass_through_verbatim(corpus: Run) -> None:
     (reply,) = corpus.replies[VALID["SQL in every field"]["ticket_id"]]
     assert reply.order_id == SQL_ORDER["order_id"]
     assert SQL_ORDER["order_id"] in reply.reply
-    for order in ORDERS:
+    for order in CORPUS_ORDERS:
         assert corpus.stored[str(order["order_id"])] == Order.model_validate(order)
 
 
@@ -326,6 +305,6 @@ def _assert_within_policy(reply: Reply) -> None:
     if reply.order_id is None:
         assert not amounts, f"{reply.ticket_id} promises money without an order: {reply.reply}"
         return
-    order = next(o for o in ORDERS if o["order_id"] == reply.order_id)
+    order = next(o for o in CORPUS_ORDERS if o["order_id"] == reply.order_id)
     too_much = [a for a in amounts if a > float(order["amount"])]
     assert not too_much, f"{reply.ticket_id} promises {too_much} > {order['amount']}"

@@ -11,14 +11,13 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.kafka.embedded import EmbeddedBroker
+from tests.fixtures.brokers import Broker
+from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def bench(broker: EmbeddedBroker, tmp_path: Path, *args: str) -> dict[str, Any]:
+def bench(broker: Broker, tmp_path: Path, *args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env.update(BATON_BROKER=broker.url, BATON_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
     done = subprocess.run(
@@ -41,9 +40,7 @@ def assert_delivered(row: dict[str, Any], tickets: int) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_latency_smoke_answers_every_ticket_once_in_order(
-    broker: EmbeddedBroker, tmp_path: Path
-) -> None:
+def test_latency_smoke_answers_every_ticket_once_in_order(broker: Broker, tmp_path: Path) -> None:
     result = bench(
         broker,
         tmp_path,
@@ -71,7 +68,7 @@ def test_latency_smoke_answers_every_ticket_once_in_order(
 
 @pytest.mark.timeout(300)
 def test_cpu_smoke_runs_the_pipeline_and_both_reference_chains(
-    broker: EmbeddedBroker, tmp_path: Path
+    broker: Broker, tmp_path: Path
 ) -> None:
     result = bench(broker, tmp_path, "--workload", "cpu", "--tickets", "20", "--sessions", "4")
     rows = {r["workload"]: r for r in result["rows"]}

@@ -13,14 +13,21 @@ from pathlib import Path
 import pytest
 
 from agents.testing.standin import StandIn
-from tests.integration.harness import ROOT, Deployment, Worker
-from tests.integration.observability import ORDERS, by_label, health_until_ready, known_run, total
-from tests.integration.test_web import scrape_settled
+from tests.fixtures.data import ORDERS_HEADPHONES_SHIPPED, ticket_record
+from tests.fixtures.deployments import Deployment, WorkerProcess
+from tests.fixtures.observability import (
+    by_label,
+    health_until_ready,
+    known_run,
+    scrape_settled,
+    total,
+)
+from tests.fixtures.paths import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
 # The committed docs/dashboard.png is refreshed by hand from this file (see docs/observability.md).
-SCREENSHOT = ROOT / "tests" / "artifacts" / "dashboard.png"
+SCREENSHOT = ARTIFACTS / "dashboard.png"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 MORE = [
     ("s5", "c-ana", "The kettle lid does not close properly, can you send a replacement?"),
@@ -104,13 +111,12 @@ def png_size(path: Path) -> tuple[int, int]:
 async def test_dashboard_shows_what_metrics_report(
     deployment: Deployment, standin: StandIn, namespace: str, tmp_path: Path
 ) -> None:
-    deployment.import_orders(ORDERS)
-    worker: Worker = deployment.start_worker()
+    deployment.import_orders(ORDERS_HEADPHONES_SHIPPED)
+    worker: WorkerProcess = deployment.start_worker()
     await health_until_ready(worker)
     run = await known_run(deployment, standin, namespace)
     more = [
-        {"ticket_id": f"{namespace}-{i + 6}", "session_id": f"{namespace}-{s}", "text": text}
-        | ({"customer_id": c} if c else {})
+        ticket_record(f"{namespace}-{i + 6}", f"{namespace}-{s}", c, text)
         for i, (s, c, text) in enumerate(MORE)
     ]
     await deployment.publish_tickets(more)

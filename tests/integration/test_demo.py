@@ -11,10 +11,9 @@ import pytest
 
 from schemas import Reply, Ticket
 from streams.demo import demo_file, read_jsonl
+from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(300)

@@ -12,34 +12,33 @@ import pytest
 from agents.testing.standin import StandIn
 from schemas.records import DeadLetter, Ticket
 from streams.debug.dlq import ATTEMPTS, REQUEUED_FROM
-from streams.kafka.embedded import EmbeddedBroker
 from streams.kafka.reader import read_topics
-from tests.integration.debug_support import module_deployment, settings_of
-from tests.integration.harness import Deployment
-from tests.integration.test_pipeline import ORDERS, ticket
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment, open_deployment, settings_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")
 def run(
-    broker: EmbeddedBroker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
+    broker: Broker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Deployment]:
     """One worker for the module; a handed-off ticket and a record rejected at intake."""
-    with module_deployment(broker, standin, tmp_path_factory.mktemp("dlq")) as d:
+    with open_deployment(broker, standin.base_url, tmp_path_factory.mktemp("dlq")) as d:
         d.import_orders(ORDERS)
         d.start_worker()
 
         async def setup() -> None:
             await d.publish_tickets(
                 [
-                    ticket(
+                    ticket_record(
                         "h1-" + d.namespace,
                         "s-h",
                         "c-ana",
                         "Kettle leaks. [[fault:schema:strategy:2]]",
                     ),
-                    ticket("ok-" + d.namespace, "s-ok", "c-ana", "My kettle is leaking."),
+                    ticket_record("ok-" + d.namespace, "s-ok", "c-ana", "My kettle is leaking."),
                 ]
             )
             await d.publish([(None, b"not json")])
@@ -110,7 +109,7 @@ async def test_requeued_answered_ticket_is_not_answered_twice(
     # Tickets of a session are handled in publication order, so once a ticket published after
     # the requeued copy is answered, the copy went through the pipeline too.
     follow_up = tid + "-next"
-    await run.publish_tickets([ticket(follow_up, "s-h", "c-ana", "Any news on the kettle?")])
+    await run.publish_tickets([ticket_record(follow_up, "s-h", "c-ana", "Any news on the kettle?")])
     replies = await run.replies(3)
     assert [r.status for r in replies if r.ticket_id == tid] == ["handoff"]
     assert [r.ticket_id for r in replies if r.session_id == "s-h"] == [tid, follow_up]

@@ -6,20 +6,18 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.fixtures.paths import ROOT, TEST_DATA
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data"
+pytestmark = pytest.mark.integration
 
 
 def _lines(name: str) -> list[dict[str, Any]]:
-    return [orjson.loads(x) for x in (DATA / name).read_bytes().splitlines() if x.strip()]
+    return [orjson.loads(x) for x in (TEST_DATA / name).read_bytes().splitlines() if x.strip()]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +25,7 @@ def report() -> dict[str, Any]:
     """One echo run of the shipped eval set (its own broker, worker and stand-in)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env["PYTHONPATH"] = str(ROOT)
-    tickets = str(DATA / "eval_tickets.jsonl")
+    tickets = str(TEST_DATA / "eval_tickets.jsonl")
     done = subprocess.run(
         [sys.executable, "-m", "streams", "eval", "--llm", "echo", "--json", tickets],
         env=env,

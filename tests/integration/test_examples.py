@@ -9,8 +9,9 @@ import sys
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from tests.integration.harness import ROOT, Deployment
-from tests.integration.test_pipeline import ORDERS, ticket
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment
+from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -56,9 +57,9 @@ async def test_forwarder_queues_exactly_the_handoff_replies(deployment: Deployme
     deployment.start_worker()
     await deployment.publish_tickets(
         [
-            ticket(f"{ns}-ok", "s-ok", "c-ana", "My kettle is leaking, I want a refund."),
-            ticket(f"{ns}-h", "s-h", "c-ana", "Kettle leaks. [[fault:schema:strategy:2]]"),
-            ticket(f"{ns}-zh", "s-zh", "c-li", "我的水壶漏水了"),
+            ticket_record(f"{ns}-ok", "s-ok", "c-ana", "My kettle is leaking, I want a refund."),
+            ticket_record(f"{ns}-h", "s-h", "c-ana", "Kettle leaks. [[fault:schema:strategy:2]]"),
+            ticket_record(f"{ns}-zh", "s-zh", "c-li", "我的水壶漏水了"),
         ]
     )
     replies = {r.ticket_id: r for r in await deployment.replies(3)}

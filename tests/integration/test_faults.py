@@ -19,19 +19,12 @@ from schemas.codec import dumps
 from schemas.records import Reply, Ticket
 from schemas.stages import StageRecord, Understanding
 from streams.kafka.embedded import EmbeddedBroker, free_port
-from tests.conftest import ARTIFACTS
-from tests.integration import delivery
-from tests.integration.delivery import (
-    KETTLE,
-    OPENING,
-    Tally,
-    conversations,
-    figures,
-    orders_of,
-    settled,
-    ticket,
-)
-from tests.integration.harness import Deployment
+from tests.fixtures import delivery
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import KETTLE, OPENING, conversations, orders_of, ticket_record
+from tests.fixtures.delivery import Tally, figures, settled
+from tests.fixtures.deployments import Deployment
+from tests.fixtures.paths import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
@@ -122,7 +115,7 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
 
     # Batons came back from the changelog: a follow-up after the restart continues the session.
     follow = [
-        ticket(f"{prefix}t{i}-3", f"{prefix}s{i}", f"{prefix}c{i}", "Any update on that?")
+        ticket_record(f"{prefix}t{i}-3", f"{prefix}s{i}", f"{prefix}c{i}", "Any update on that?")
         for i in range(20)
     ]
     await deployment.publish_tickets(follow)
@@ -186,7 +179,7 @@ async def test_a_killed_worker_is_taken_over_then_rejoins_with_one_reply_per_tic
     back = deployment.start_worker(**model_env(model_a))
     await settled([b, back])
     second = [
-        ticket(f"{prefix}r{i}", f"{prefix}rs{i}", f"{prefix}c{16 + i % 8}", OPENING[KETTLE])
+        ticket_record(f"{prefix}r{i}", f"{prefix}rs{i}", f"{prefix}c{16 + i % 8}", OPENING[KETTLE])
         for i in range(24)
     ]
     await deployment.publish_tickets(second)
@@ -220,7 +213,7 @@ async def test_a_broker_that_stops_answering_for_20_s_loses_and_repeats_nothing(
 ) -> None:
     with run_in_thread(latency=0.3) as model:
         d = Deployment(
-            broker=own_broker,
+            broker=Broker.embedded(own_broker),
             namespace=namespace,
             data_dir=tmp_path,
             env_extra={
@@ -251,7 +244,7 @@ async def _freeze_broker_while_tickets_flow(d: Deployment, broker: EmbeddedBroke
         os.kill(broker.process.pid, signal.SIGCONT)
     resumed_at = time.time()
     later = [
-        ticket(f"{prefix}late{i}", f"{prefix}s{i}", f"{prefix}c{i}", "Any update on that?")
+        ticket_record(f"{prefix}late{i}", f"{prefix}s{i}", f"{prefix}c{i}", "Any update on that?")
         for i in range(12)
     ]
     await d.publish_tickets(later)
@@ -288,9 +281,9 @@ async def test_an_unavailable_order_store_degrades_the_lookup_and_says_so(
     deployment.start_worker(BATON_ORDERS_DSN=unusable)
     p = deployment.namespace
     tickets = [
-        ticket(f"{p}en", f"{p}s-en", "c-ana", "My kettle is leaking, I want a refund."),
-        ticket(f"{p}zh", f"{p}s-zh", "c-li", "我的水壶漏水了，想退款"),
-        ticket(f"{p}anon", f"{p}s-anon", None, "My kettle is leaking, I want a refund."),
+        ticket_record(f"{p}en", f"{p}s-en", "c-ana", "My kettle is leaking, I want a refund."),
+        ticket_record(f"{p}zh", f"{p}s-zh", "c-li", "我的水壶漏水了，想退款"),
+        ticket_record(f"{p}anon", f"{p}s-anon", None, "My kettle is leaking, I want a refund."),
     ]
     await deployment.publish_tickets(tickets)
     replies = {r.ticket_id: r for r in await delivery.replies(deployment, 3)}
@@ -355,9 +348,11 @@ async def test_a_poison_record_is_dead_lettered_after_bounded_attempts_and_the_p
     neighbours = same_partition(poison.session_id, f"{p}n", 3)
     await deployment.publish([(poison.session_id, envelope)], topic="support.understood")
     after = [
-        ticket(f"{p}from-text", f"{p}s-text", f"{p}c", "My kettle, bought 5000 years ago, leaks."),
-        ticket(f"{p}next", poison.session_id, f"{p}c", "Can it be repaired instead?"),
-        *(ticket(f"{p}t-{s}", s, f"{p}c", OPENING[KETTLE]) for s in neighbours),
+        ticket_record(
+            f"{p}from-text", f"{p}s-text", f"{p}c", "My kettle, bought 5000 years ago, leaks."
+        ),
+        ticket_record(f"{p}next", poison.session_id, f"{p}c", "Can it be repaired instead?"),
+        *(ticket_record(f"{p}t-{s}", s, f"{p}c", OPENING[KETTLE]) for s in neighbours),
     ]
     await deployment.publish_tickets(after)
     replies = {r.ticket_id: r for r in await delivery.replies(deployment, 1 + len(after))}
@@ -389,16 +384,16 @@ async def test_a_hung_model_call_blocks_only_its_own_session(
     hung = f"{p}s-hung"
     others = same_partition(hung, f"{p}o", 6)
     own = [
-        ticket(
+        ticket_record(
             f"{p}h1",
             hung,
             f"{p}c",
             "My kettle is leaking, I want a refund. [[fault:hang:strategy]]",
         ),
-        ticket(f"{p}h2", hung, f"{p}c", "Actually, can I send it back for repair instead?"),
-        ticket(f"{p}h3", hung, f"{p}c", "How long will that take?"),
+        ticket_record(f"{p}h2", hung, f"{p}c", "Actually, can I send it back for repair instead?"),
+        ticket_record(f"{p}h3", hung, f"{p}c", "How long will that take?"),
     ]
-    theirs = [ticket(f"{p}x-{s}", s, f"{p}c", OPENING[KETTLE]) for s in others]
+    theirs = [ticket_record(f"{p}x-{s}", s, f"{p}c", OPENING[KETTLE]) for s in others]
     await deployment.publish_tickets([*own, *theirs])
 
     replies = await delivery.replies(deployment, len(own) + len(theirs))

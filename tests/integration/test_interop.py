@@ -13,10 +13,9 @@ import pytest
 from agents.testing.standin import StandIn
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket
-from streams.kafka.embedded import EmbeddedBroker
-from tests.integration.debug_support import module_deployment
-from tests.integration.harness import Deployment
-from tests.integration.test_pipeline import ORDERS
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ORDERS
+from tests.fixtures.deployments import Deployment, open_deployment
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -25,9 +24,9 @@ Record = tuple[str, bytes, dict[str, bytes]]
 
 @pytest.fixture(scope="module")
 def run(
-    broker: EmbeddedBroker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
+    broker: Broker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Deployment]:
-    with module_deployment(broker, standin, tmp_path_factory.mktemp("interop")) as d:
+    with open_deployment(broker, standin.base_url, tmp_path_factory.mktemp("interop")) as d:
         d.import_orders(ORDERS)
         d.start_worker()
         # Wait until the worker answers, so the clients' tests time only their own records.

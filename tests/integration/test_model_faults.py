@@ -8,11 +8,9 @@ session token budget, per-stage models and a slow call.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,47 +19,13 @@ from aiokafka import AIOKafkaConsumer
 from agents.models.prices import PRICES, cost, price_for
 from schemas import Baton, CallUsage, DeadLetter, Reply
 from schemas.records import UsageTotals
-from streams.kafka.embedded import EmbeddedBroker
-from tests.integration import delivery
-from tests.integration.harness import Deployment
+from tests.fixtures import delivery
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ORDERS_TWO_KETTLES, ticket_record
+from tests.fixtures.deployments import Deployment, open_deployment
 
 pytestmark = pytest.mark.integration
 
-KETTLE = "Midea Electric Kettle 1.7L"
-ORDERS = [
-    {
-        "order_id": "O-1001",
-        "customer_id": "c-ana",
-        "product_name": KETTLE,
-        "status": "delivered",
-        "amount": 39.9,
-        "currency": "USD",
-        "ordered_at": "2026-10-02T10:00:00Z",
-        "delivered_at": "2026-10-05T10:00:00Z",
-    },
-    {
-        "order_id": "O-1002",
-        "customer_id": "c-ana",
-        "product_name": "Sony WH-1000XM5 Headphones",
-        "status": "delivered",
-        "amount": 349.0,
-        "currency": "USD",
-        "ordered_at": "2026-09-12T10:00:00Z",
-    },
-    # Two kettles: only the model can tell which one "my electric kettle" is.
-    *(
-        {
-            "order_id": oid,
-            "customer_id": "c-kim",
-            "product_name": name,
-            "status": "delivered",
-            "amount": 45.0,
-            "currency": "USD",
-            "ordered_at": "2026-10-02T10:00:00Z",
-        }
-        for oid, name in (("O-3001", KETTLE), ("O-3002", "Bosch Electric Kettle 1.7L"))
-    ),
-]
 LEAK = "My kettle is leaking, I want a refund."
 AMBIGUOUS = "My electric kettle is leaking, please help."
 # name: (customer, text); the ticket id is "<namespace>-<name>", the session "<id>-s".
@@ -130,9 +94,9 @@ class Run:
 
 
 def _ticket(prefix: str, name: str, customer: str, text: str, session: str = "") -> dict:
+    """The ticket of a path: id ``<prefix>-<name>``, in a session of its own unless given."""
     tid = f"{prefix}-{name}"
-    session = session or f"{tid}-s"
-    return {"ticket_id": tid, "session_id": session, "customer_id": customer, "text": text}
+    return ticket_record(tid, session or f"{tid}-s", customer, text)
 
 
 async def _batons(deployment: Deployment) -> dict[str, Baton]:
@@ -183,36 +147,26 @@ EXPECTED_LETTERS = 16
 
 
 @pytest.fixture(scope="module")
-def run(
-    broker: EmbeddedBroker, standin: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Run]:
+def run(broker: Broker, standin: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     """One worker, one ticket per failure path, plus a three-ticket session for the ledger."""
-    namespace = f"t{uuid.uuid4().hex[:10]}"
-    deployment = Deployment(
-        broker=broker,
-        namespace=namespace,
-        data_dir=Path(tmp_path_factory.mktemp("faults")),
-        env_extra={
-            "BATON_LLM": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": standin.base_url,
-            "BATON_MODEL_TIMEOUT": str(TIMEOUT_S),
-            "BATON_MODEL_MAX_RETRIES": str(RETRIES),
-            "BATON_TICKET_MODEL_BUDGET": str(TICKET_BUDGET_S),
-        },
-    )
-    tickets = [_ticket(namespace, name, *path) for name, path in PATHS.items()]
-    tickets += [
-        _ticket(namespace, f"ledger-{i}", "c-ana", text, session=f"{namespace}-ledger")
-        for i, text in enumerate(LEDGER)
-    ]
-    try:
-        deployment.import_orders(ORDERS)
+    with open_deployment(
+        broker,
+        standin.base_url,
+        tmp_path_factory.mktemp("faults"),
+        BATON_MODEL_TIMEOUT=str(TIMEOUT_S),
+        BATON_MODEL_MAX_RETRIES=str(RETRIES),
+        BATON_TICKET_MODEL_BUDGET=str(TICKET_BUDGET_S),
+    ) as deployment:
+        namespace = deployment.namespace
+        tickets = [_ticket(namespace, name, *path) for name, path in PATHS.items()]
+        tickets += [
+            _ticket(namespace, f"ledger-{i}", "c-ana", text, session=f"{namespace}-ledger")
+            for i, text in enumerate(LEDGER)
+        ]
+        deployment.import_orders(ORDERS_TWO_KETTLES)
         deployment.start_worker()
         asyncio.run(deployment.publish_tickets(tickets))
         yield asyncio.run(collect(deployment, standin, namespace, len(tickets), EXPECTED_LETTERS))
-    finally:
-        deployment.stop()
 
 
 def test_every_ticket_is_answered_exactly_once_and_no_letter_is_extra(run: Run) -> None:
@@ -398,7 +352,7 @@ async def test_a_slow_call_delays_only_its_session_and_stage_models_follow_the_e
     deployment: Deployment, standin: Any
 ) -> None:
     prefix = deployment.namespace
-    deployment.import_orders(ORDERS)
+    deployment.import_orders(ORDERS_TWO_KETTLES)
     deployment.start_worker(
         BATON_MODEL_TIMEOUT="10",
         BATON_MODEL_UNDERSTAND="claude-sonnet-4-5",
@@ -433,7 +387,7 @@ async def test_a_spent_session_budget_hands_off_without_more_model_calls(
     deployment: Deployment, standin: Any
 ) -> None:
     prefix = deployment.namespace
-    deployment.import_orders(ORDERS)
+    deployment.import_orders(ORDERS_TWO_KETTLES)
     deployment.start_worker(BATON_SESSION_TOKEN_BUDGET="1")
     session = [
         _ticket(prefix, f"b{i}", "c-ana", text, session=f"{prefix}-budget")

@@ -8,41 +8,10 @@ from collections import Counter, defaultdict
 import pytest
 
 from schemas.records import Reply
-from tests.integration.harness import KETTLE_ORDER, Deployment
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment
 
 pytestmark = pytest.mark.integration
-
-ORDERS = [
-    KETTLE_ORDER,
-    {
-        "order_id": "O-1002",
-        "customer_id": "c-ana",
-        "product_name": "Sony WH-1000XM5 Headphones",
-        "status": "delivered",
-        "amount": 349.0,
-        "currency": "USD",
-        "ordered_at": "2026-09-12T10:00:00Z",
-        "delivered_at": "2026-09-15T10:00:00Z",
-        "carrier": "UPS",
-        "tracking_no": "1Z998",
-    },
-    {
-        "order_id": "O-2001",
-        "customer_id": "c-li",
-        "product_name": "美的电热水壶 1.7L",
-        "status": "delivered",
-        "amount": 199.0,
-        "currency": "CNY",
-        "ordered_at": "2026-10-20T10:00:00Z",
-        "delivered_at": "2026-10-23T10:00:00Z",
-        "carrier": "顺丰",
-        "tracking_no": "SF100",
-    },
-]
-
-
-def ticket(tid: str, session: str, customer: str | None, text: str) -> dict[str, object]:
-    return {"ticket_id": tid, "session_id": session, "customer_id": customer, "text": text}
 
 
 def by_session(replies: list[Reply]) -> dict[str, list[Reply]]:
@@ -57,11 +26,13 @@ async def test_three_turn_session_keeps_product_problem_and_order(deployment: De
     deployment.start_worker()
     await deployment.publish_tickets(
         [
-            ticket("t1", "s-ana", "c-ana", "My kettle is leaking, I want a refund."),
-            ticket("t2", "s-ana", "c-ana", "Actually, can I send it back for repair instead?"),
-            ticket("t3", "s-ana", "c-ana", "How long will that take?"),
-            ticket("z1", "s-li", "c-li", "我的水壶漏水了，想退款"),
-            ticket("z2", "s-li", "c-li", "那这个能修吗？"),
+            ticket_record("t1", "s-ana", "c-ana", "My kettle is leaking, I want a refund."),
+            ticket_record(
+                "t2", "s-ana", "c-ana", "Actually, can I send it back for repair instead?"
+            ),
+            ticket_record("t3", "s-ana", "c-ana", "How long will that take?"),
+            ticket_record("z1", "s-li", "c-li", "我的水壶漏水了，想退款"),
+            ticket_record("z2", "s-li", "c-li", "那这个能修吗？"),
         ]
     )
     replies = await deployment.replies(5)
@@ -89,9 +60,9 @@ async def test_no_matching_order_is_null_and_nothing_invented(deployment: Deploy
     deployment.start_worker()
     await deployment.publish_tickets(
         [
-            ticket("n1", "s-new", "c-nobody", "Where is my parcel? It has not arrived."),
-            ticket("n2", "s-ana2", "c-ana", "My blender stopped working, I want a refund."),
-            ticket("n3", "s-anon", None, "Hello, my order is late."),
+            ticket_record("n1", "s-new", "c-nobody", "Where is my parcel? It has not arrived."),
+            ticket_record("n2", "s-ana2", "c-ana", "My blender stopped working, I want a refund."),
+            ticket_record("n3", "s-anon", None, "Hello, my order is late."),
         ]
     )
     replies = await deployment.replies(3)
@@ -111,9 +82,9 @@ async def test_invalid_records_are_dead_lettered_while_valid_tickets_flow(
     deployment.start_worker()
     bad = [b"not json", b"", b"[1, 2]", b'{"ticket_id": "x1", "text": "hi"}', b"\xff\xfe\x00"]
     await deployment.publish([(None, v) for v in bad[:2]])
-    await deployment.publish_tickets([ticket("v1", "s-v", "c-ana", "My kettle is leaking.")])
+    await deployment.publish_tickets([ticket_record("v1", "s-v", "c-ana", "My kettle is leaking.")])
     await deployment.publish([(None, v) for v in bad[2:]])
-    await deployment.publish_tickets([ticket("v2", "s-v2", "c-li", "水壶漏水")])
+    await deployment.publish_tickets([ticket_record("v2", "s-v2", "c-li", "水壶漏水")])
     replies = await deployment.replies(2)
     assert sorted(r.ticket_id for r in replies) == ["v1", "v2"]
     letters = await deployment.dead_letters(len(bad))
@@ -144,11 +115,13 @@ async def test_invalid_model_output_gives_degraded_reply_and_dead_letter(
     deployment.start_worker()
     await deployment.publish_tickets(
         [
-            ticket(
+            ticket_record(
                 "m1", "s-m1", "c-ana", "My kettle is leaking. [[fault:invalid_json:understand:9]]"
             ),
-            ticket("m2", "s-m2", "c-ana", "My kettle is leaking. [[fault:schema:strategy:9]]"),
-            ticket("m3", "s-m3", "c-ana", "My kettle is leaking, refund please."),
+            ticket_record(
+                "m2", "s-m2", "c-ana", "My kettle is leaking. [[fault:schema:strategy:9]]"
+            ),
+            ticket_record("m3", "s-m3", "c-ana", "My kettle is leaking, refund please."),
         ]
     )
     replies = {r.ticket_id: r for r in await deployment.replies(3)}
@@ -170,9 +143,9 @@ async def test_invalid_model_output_gives_degraded_reply_and_dead_letter(
 async def test_two_tickets_with_one_ticket_id_get_one_reply(deployment: Deployment) -> None:
     deployment.import_orders(ORDERS)
     deployment.start_worker()
-    same = ticket("d1", "s-d", "c-ana", "My kettle is leaking.")
+    same = ticket_record("d1", "s-d", "c-ana", "My kettle is leaking.")
     await deployment.publish_tickets([same, same])
-    await deployment.publish_tickets([ticket("d2", "s-d", "c-ana", "Can it be repaired?")])
+    await deployment.publish_tickets([ticket_record("d2", "s-d", "c-ana", "Can it be repaired?")])
     replies = await deployment.replies(2)
     assert Counter(r.ticket_id for r in replies) == {"d1": 1, "d2": 1}
 
@@ -183,14 +156,14 @@ async def test_a_later_session_resolves_the_earlier_order_after_a_restart(
     deployment.import_orders(ORDERS)
     worker = deployment.start_worker()
     await deployment.publish_tickets(
-        [ticket("x1", "s-first", "c-ana", "My headphones stopped working, I want a repair.")]
+        [ticket_record("x1", "s-first", "c-ana", "My headphones stopped working, I want a repair.")]
     )
     first = await deployment.replies(1)
     assert first[0].order_id == "O-1002"
     worker.kill()
     deployment.start_worker()
     await deployment.publish_tickets(
-        [ticket("x2", "s-second", "c-ana", "Any news on the order I asked about earlier?")]
+        [ticket_record("x2", "s-second", "c-ana", "Any news on the order I asked about earlier?")]
     )
     replies = {r.ticket_id: r for r in await deployment.replies(2)}
     assert replies["x2"].order_id == "O-1002"
@@ -205,7 +178,7 @@ async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
     deployment.import_orders(ORDERS)
     deployment.start_worker(BATON_SESSION_TTL="2", BATON_EXPIRY_INTERVAL="1")
     await deployment.publish_tickets(
-        [ticket("e1", "s-old", "c-ana", "My headphones stopped working, I want a repair.")]
+        [ticket_record("e1", "s-old", "c-ana", "My headphones stopped working, I want a repair.")]
     )
     assert (await deployment.replies(1))[0].order_id == "O-1002"
 
@@ -230,7 +203,7 @@ async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
     assert tombstones and b"s-old" in tombstones[0]
 
     await deployment.publish_tickets(
-        [ticket("e2", "s-new", "c-ana", "Any news on the order I asked about earlier?")]
+        [ticket_record("e2", "s-new", "c-ana", "Any news on the order I asked about earlier?")]
     )
     replies = {r.ticket_id: r for r in await deployment.replies(2)}
     assert replies["e2"].order_id == "O-1002" and "O-1002" in replies["e2"].reply

@@ -14,23 +14,22 @@ from agents.testing.standin import StandIn
 from schemas.codec import dumps
 from schemas.records import Reply
 from streams.debug.trace import changelog_topic
-from streams.kafka.embedded import EmbeddedBroker
 from streams.kafka.reader import read_topics
 from streams.kafka.topics import TopicNames
-from tests.integration.debug_support import counts, module_deployment, settings_of
-from tests.integration.harness import Deployment
-from tests.integration.test_pipeline import ORDERS, ticket
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment, counts, open_deployment, settings_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
 def run(
-    broker: EmbeddedBroker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
+    broker: Broker, standin: StandIn, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Deployment]:
     """A finished production run: two sessions (one ticket handed off after invalid strategy
     output), one record rejected at intake; its worker is stopped."""
-    with module_deployment(broker, standin, tmp_path_factory.mktemp("replay")) as d:
+    with open_deployment(broker, standin.base_url, tmp_path_factory.mktemp("replay")) as d:
         ns = d.namespace
         d.import_orders(ORDERS)
         d.start_worker()
@@ -38,11 +37,15 @@ def run(
         async def setup() -> None:
             await d.publish_tickets(
                 [
-                    ticket(f"{ns}-a1", "s-a", "c-ana", "My kettle is leaking, I want a refund."),
-                    ticket(f"{ns}-a2", "s-a", "c-ana", "Can I send it back for repair instead?"),
+                    ticket_record(
+                        f"{ns}-a1", "s-a", "c-ana", "My kettle is leaking, I want a refund."
+                    ),
+                    ticket_record(
+                        f"{ns}-a2", "s-a", "c-ana", "Can I send it back for repair instead?"
+                    ),
                     # The stand-in fails the first two strategy calls of this ticket only:
                     # the original run hands off, a replay gets an answer.
-                    ticket(
+                    ticket_record(
                         f"{ns}-b1",
                         "s-b",
                         "c-li",
@@ -155,7 +158,7 @@ async def test_interrupted_replay_resumes_with_one_reply_per_ticket(run: Deploym
     assert (doc["replayed"], doc["failed"], doc["published"]) == (2, 2, 2)
 
     # A second copy of a ticket in the namespace, as a replay killed mid-publish could leave.
-    copy = ticket(f"{ns}-a1", "s-a", "c-ana", "My kettle is leaking, I want a refund.")
+    copy = ticket_record(f"{ns}-a1", "s-a", "c-ana", "My kettle is leaking, I want a refund.")
     producer = AIOKafkaProducer(bootstrap_servers=run.broker.bootstrap, acks="all")
     await producer.start()
     try:

@@ -9,16 +9,10 @@ from contextlib import ExitStack
 import pytest
 
 from agents.testing.standin import StandIn, run_in_thread
-from tests.integration import delivery
-from tests.integration.delivery import (
-    Tally,
-    conversations,
-    figures,
-    orders_of,
-    settled,
-    synced_generation,
-)
-from tests.integration.harness import Deployment
+from tests.fixtures import delivery
+from tests.fixtures.data import conversations, orders_of
+from tests.fixtures.delivery import Tally, figures, settled, synced_generation
+from tests.fixtures.deployments import Deployment
 
 pytestmark = pytest.mark.integration
 

@@ -20,10 +20,11 @@ import pytest
 
 from agents.testing.standin import StandIn, run_in_thread
 from schemas import DeadLetter, Reply
-from streams.kafka.embedded import EmbeddedBroker
-from tests.conftest import ARTIFACTS
-from tests.integration import delivery
-from tests.integration.harness import Deployment
+from tests.fixtures import delivery
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ticket_record
+from tests.fixtures.deployments import open_deployment
+from tests.fixtures.paths import ARTIFACTS
 
 pytestmark = pytest.mark.integration
 
@@ -107,14 +108,7 @@ def tickets(prefix: str, rng: random.Random) -> tuple[list[dict[str, Any]], dict
             if fault:
                 text = f"{text} [[fault:{fault[0]}:{fault[1]}:{fault[2]}]]"
             faults[tid] = fault
-            out.append(
-                {
-                    "ticket_id": tid,
-                    "session_id": f"{prefix}-s{s}",
-                    "customer_id": f"c-{customer}",
-                    "text": text,
-                }
-            )
+            out.append(ticket_record(tid, f"{prefix}-s{s}", f"c-{customer}", text))
     return out, faults
 
 
@@ -129,24 +123,18 @@ def soak_standin() -> Iterator[StandIn]:
 
 @pytest.mark.timeout(900)
 async def test_soak_with_a_random_fault_mix(
-    broker: EmbeddedBroker, namespace: str, soak_standin: StandIn, tmp_path: Path
+    broker: Broker, namespace: str, soak_standin: StandIn, tmp_path: Path
 ) -> None:
-    deployment = Deployment(
-        broker=broker,
-        namespace=namespace,
-        data_dir=tmp_path,
-        env_extra={
-            "BATON_LLM": "anthropic",
-            "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-            "ANTHROPIC_BASE_URL": soak_standin.base_url,
-            "BATON_MODEL_TIMEOUT": "1.5",
-            "BATON_MODEL_MAX_RETRIES": "2",
-            "BATON_TICKET_MODEL_BUDGET": "8",
-            "BATON_MODEL_CONCURRENCY": "16",
-        },
-    )
     published, faults = tickets(namespace, random.Random(SEED))
-    try:
+    with open_deployment(
+        broker,
+        soak_standin.base_url,
+        tmp_path,
+        namespace,
+        BATON_MODEL_TIMEOUT="1.5",
+        BATON_TICKET_MODEL_BUDGET="8",
+        BATON_MODEL_CONCURRENCY="16",
+    ) as deployment:
         deployment.import_orders(orders())
         deployment.start_worker()
         started = time.monotonic()
@@ -154,8 +142,6 @@ async def test_soak_with_a_random_fault_mix(
         replies = await delivery.replies(deployment, len(published), quiet=4.0, timeout=780)
         elapsed = time.monotonic() - started
         records = await delivery.drain(deployment, "support.dead-letters", quiet=2.0)
-    finally:
-        deployment.stop()
     letters = [DeadLetter.model_validate_json(r.value) for r in records]
     report = figures(published, faults, replies, letters, soak_standin.stats(), elapsed)
     ARTIFACTS.mkdir(exist_ok=True)

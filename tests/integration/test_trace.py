@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.integration.harness import Deployment
-from tests.integration.test_pipeline import ORDERS, ticket
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment
 
 pytestmark = pytest.mark.integration
 
@@ -25,14 +25,14 @@ async def test_trace_shows_stages_batons_dead_letters_and_usage(deployment: Depl
     deployment.start_worker()
     await deployment.publish_tickets(
         [
-            ticket(first, "s-trace", "c-ana", "My kettle is leaking, I want a refund."),
-            ticket(
+            ticket_record(first, "s-trace", "c-ana", "My kettle is leaking, I want a refund."),
+            ticket_record(
                 second,
                 "s-trace",
                 "c-ana",
                 "Can it be repaired instead? [[fault:invalid_json:understand:9]]",
             ),
-            ticket(elsewhere, "s-other", "c-li", "我的水壶漏水了"),
+            ticket_record(elsewhere, "s-other", "c-li", "我的水壶漏水了"),
         ]
     )
     await deployment.publish([("s-trace", b"not json")])
@@ -84,7 +84,7 @@ async def test_trace_shows_stages_batons_dead_letters_and_usage(deployment: Depl
 
 
 async def test_trace_of_an_unknown_session_says_so_and_succeeds(deployment: Deployment) -> None:
-    await deployment.publish_tickets([ticket("u1", "s-known", None, "Hello")])
+    await deployment.publish_tickets([ticket_record("u1", "s-known", None, "Hello")])
     done = deployment.baton("trace", "s-unknown")
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == "session s-unknown: nothing recorded in any topic"

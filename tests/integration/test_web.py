@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import orjson
 import pytest
 
 from agents.testing.standin import StandIn
-from tests.integration.harness import ROOT, Deployment, Worker
-from tests.integration.observability import (
-    ORDERS,
-    Samples,
+from tests.fixtures.data import ORDERS_HEADPHONES_SHIPPED
+from tests.fixtures.deployments import Deployment
+from tests.fixtures.observability import (
     by_label,
     get,
     health_until_ready,
     known_run,
-    scrape,
+    scrape_settled,
     total,
 )
+from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -30,21 +28,11 @@ API_KEY = "sk-test-not-a-real-key"
 TOKEN = "web-token-for-tests-0123456789"
 
 
-async def scrape_settled(worker: Worker, replies: int, token: str | None = None) -> Samples:
-    """/metrics once every reply is counted (the counter moves just after the reply is sent)."""
-    deadline = time.monotonic() + 30
-    while True:
-        samples = await scrape(worker, token)
-        if total(samples, "baton_replies_total") >= replies or time.monotonic() > deadline:
-            return samples
-        await asyncio.sleep(0.2)
-
-
 @pytest.mark.timeout(240)
 async def test_metrics_and_health_after_a_known_run(
     deployment: Deployment, standin: StandIn, namespace: str
 ) -> None:
-    deployment.import_orders(ORDERS)
+    deployment.import_orders(ORDERS_HEADPHONES_SHIPPED)
     worker = deployment.start_worker()
     seen = await health_until_ready(worker)
     # The web port answers before the consumer joined its group: not ready, with a reason.

@@ -10,13 +10,13 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from fnmatch import fnmatch
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fixtures.paths import ROOT
+
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"

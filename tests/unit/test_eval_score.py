@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from schemas.codec import dumps
-from schemas.records import Order, Reply, Ticket
+from schemas.records import Reply, Ticket
 from streams.cli.main import main
 from streams.eval.run import (
     BadInput,
@@ -30,42 +30,8 @@ from streams.eval.score import (
     score,
     summarize,
 )
-
-ORDERS = [
-    Order(
-        order_id="EV-1",
-        customer_id="ana",
-        product_name="Midea Electric Kettle 1.7L",
-        status="delivered",
-        amount=39.9,
-        ordered_at=datetime(2026, 11, 10, tzinfo=UTC),
-        tracking_no="1Z999",
-    ),
-    Order(
-        order_id="EV-2",
-        customer_id="ana",
-        product_name="Aurora Toaster K-100",
-        status="delivered",
-        amount=25.0,
-        ordered_at=datetime(2026, 10, 1, tzinfo=UTC),
-    ),
-    Order(
-        order_id="EV-9",
-        customer_id="bo",
-        product_name="Dyson V12 Vacuum Cleaner",
-        status="shipped",
-        amount=549.0,
-        ordered_at=datetime(2026, 11, 21, tzinfo=UTC),
-    ),
-    Order(
-        order_id="EV-10",
-        customer_id="bo",
-        product_name="Midea Rice Cooker 4L",
-        status="delivered",
-        amount=80.0,
-        ordered_at=datetime(2026, 9, 1, tzinfo=UTC),
-    ),
-]
+from tests.fixtures.data import EVAL_ORDERS
+from tests.fixtures.paths import TEST_DATA
 
 
 def line(**overrides: Any) -> dict[str, Any]:
@@ -115,7 +81,7 @@ GOOD = "Sorry your Midea kettle is leaking. Order EV-1 will get a full refund."
 
 
 def world(*cases: Case) -> World:
-    return World.build(ORDERS, list(cases) or [case()])
+    return World.build(EVAL_ORDERS, list(cases) or [case()])
 
 
 def test_terms_match_word_starts_case_and_width_insensitively() -> None:
@@ -279,19 +245,21 @@ def test_the_published_ticket_carries_no_label() -> None:
 
 def test_cross_line_rules() -> None:
     good = [case(), case(ticket_id="t2", label={"phase": 2})]
-    check(good, ORDERS, "f")
+    check(good, EVAL_ORDERS, "f")
     with pytest.raises(BadInput, match="ticket_id appears twice"):
-        check([case(), case()], ORDERS, "f")
+        check([case(), case()], EVAL_ORDERS, "f")
     with pytest.raises(BadInput, match="phase 1 comes after phase 2"):
-        check([good[1], case(ticket_id="t3")], ORDERS, "f")
+        check([good[1], case(ticket_id="t3")], EVAL_ORDERS, "f")
     with pytest.raises(BadInput, match="EV-9 is not the customer's"):
         check(
-            [case(label={"order_id": "EV-9", "product": "Dyson V12 Vacuum Cleaner"})], ORDERS, "f"
+            [case(label={"order_id": "EV-9", "product": "Dyson V12 Vacuum Cleaner"})],
+            EVAL_ORDERS,
+            "f",
         )
     with pytest.raises(BadInput, match="not in the orders file"):
-        check([case(label={"order_id": "EV-77"})], ORDERS, "f")
+        check([case(label={"order_id": "EV-77"})], EVAL_ORDERS, "f")
     with pytest.raises(BadInput, match="must be the order's"):
-        check([case(label={"product": "kettle"})], ORDERS, "f")
+        check([case(label={"product": "kettle"})], EVAL_ORDERS, "f")
 
 
 def test_dates_move_by_whole_weeks_towards_today() -> None:
@@ -299,11 +267,11 @@ def test_dates_move_by_whole_weeks_towards_today() -> None:
     assert week_shift(cases, date(2026, 11, 29)) == timedelta(0)
     shift = week_shift(cases, date(2027, 1, 20))
     assert shift == timedelta(weeks=7)
-    moved_cases, moved_orders = shifted(cases, ORDERS, shift)
+    moved_cases, moved_orders = shifted(cases, EVAL_ORDERS, shift)
     assert moved_cases[0].ticket.created_at == datetime(2027, 1, 16, 9, tzinfo=UTC)
     assert moved_cases[0].ticket.created_at.weekday() == 5
     assert moved_cases[1].ticket.created_at is None
-    assert moved_orders[0].ordered_at == ORDERS[0].ordered_at + shift
+    assert moved_orders[0].ordered_at == EVAL_ORDERS[0].ordered_at + shift
     assert week_shift([case(created_at=None)], date(2030, 1, 1)) == timedelta(0)
 
 
@@ -314,9 +282,8 @@ def test_the_orders_file_is_found_next_to_the_tickets() -> None:
 
 
 def test_the_shipped_eval_set_is_valid() -> None:
-    data = Path(__file__).resolve().parents[1] / "data"
-    cases = load_cases(data / "eval_tickets.jsonl")
-    orders = load_orders(data / "eval_orders.jsonl")
+    cases = load_cases(TEST_DATA / "eval_tickets.jsonl")
+    orders = load_orders(TEST_DATA / "eval_orders.jsonl")
     check(cases, orders, "eval_tickets.jsonl")
     assert len(cases) >= 40
     assert len({c.ticket.session_id for c in cases}) >= 25
@@ -330,7 +297,7 @@ def test_bad_input_is_one_line_and_nonzero(
 ) -> None:
     tickets = tmp_path / "eval_tickets.jsonl"
     tickets.write_bytes(orjson.dumps(line()) + b"\n" + orjson.dumps(line(label={"demand": "x"})))
-    (tmp_path / "eval_orders.jsonl").write_bytes(b"\n".join(dumps(o) for o in ORDERS))
+    (tmp_path / "eval_orders.jsonl").write_bytes(b"\n".join(dumps(o) for o in EVAL_ORDERS))
     assert main(["eval", "--llm", "offline", str(tickets)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0

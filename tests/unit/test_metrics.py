@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -11,9 +10,18 @@ from faust.types import TP
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from schemas.records import CallUsage, Reply
+from schemas.records import CallUsage
 from streams.observe.dashboard import Recent, percentile, summary
 from streams.observe.metrics import PrometheusObserver, partition_lag
+from tests.fixtures.data import reply
+from tests.fixtures.faust_app import (
+    FakeApp,
+    FakeConsumer,
+    FakeRecovery,
+    FakeScheduler,
+    FakeTable,
+    FakeTables,
+)
 
 
 def exposition(observer: PrometheusObserver) -> dict[str, dict[frozenset[tuple[str, str]], float]]:
@@ -30,21 +38,6 @@ def value(samples: dict[str, Any], name: str, **labels: str) -> float | None:
     return samples.get(name, {}).get(frozenset(labels.items()))
 
 
-def reply(status: str = "answered", ticket: str = "T-1", session: str = "S-1") -> Reply:
-    return Reply(
-        ticket_id=ticket,
-        session_id=session,
-        customer_id=None,
-        order_id=None,
-        status=status,  # type: ignore[arg-type]
-        reply="ok",
-        solution="ok",
-        internal_note="",
-        confidence=0.9,
-        llm="offline",
-    )
-
-
 def test_stage_events_become_counters_and_histograms() -> None:
     m = PrometheusObserver()
     for _ in range(3):
@@ -57,8 +50,8 @@ def test_stage_events_become_counters_and_histograms() -> None:
     m.dead_letter("intake", "invalid_input")
     m.dead_letter("intake", "invalid_input")
     m.context("lookup", "partial")
-    m.reply(reply("answered"), 1.5)
-    m.reply(reply("degraded"), None)
+    m.reply(reply(status="answered"), 1.5)
+    m.reply(reply(status="degraded"), None)
 
     s = exposition(m)
     assert value(s, "baton_records_in_total", stage="understand") == 3
@@ -140,65 +133,6 @@ def test_every_observer_has_its_own_registry() -> None:
     a.record_in("intake")
     assert value(exposition(a), "baton_records_in_total", stage="intake") == 1
     assert value(exposition(b), "baton_records_in_total", stage="intake") is None
-
-
-@dataclass
-class FakeScheduler:
-    in_flight: int
-
-
-@dataclass
-class FakeEvent:
-    flag: bool = False
-
-    def is_set(self) -> bool:
-        return self.flag
-
-
-@dataclass
-class FakeTable:
-    name: str
-
-
-@dataclass
-class FakeRecovery:
-    completed: FakeEvent = field(default_factory=FakeEvent)
-    in_recovery: bool = False
-    active: Counter[TP] = field(default_factory=Counter)
-    tp_to_table: dict[TP, FakeTable] = field(default_factory=dict)
-
-    def active_remaining(self) -> Counter[TP]:
-        return self.active
-
-    def standby_remaining(self) -> Counter[TP]:
-        return Counter()
-
-
-@dataclass
-class FakeConsumer:
-    assigned: set[TP]
-    highwaters: dict[TP, int | None]
-    _committed_offset: dict[TP, int | None] = field(default_factory=dict)
-    _read_offset: dict[TP, int | None] = field(default_factory=dict)
-
-    def assignment(self) -> set[TP]:
-        return self.assigned
-
-    def highwater(self, tp: TP) -> int | None:
-        return self.highwaters[tp]
-
-
-@dataclass
-class FakeTables:
-    recovery: FakeRecovery
-
-
-@dataclass
-class FakeApp:
-    tables: FakeTables
-    consumer: FakeConsumer
-    rebalancing: bool = False
-    rebalancing_count: int = 0
 
 
 def fake_app() -> FakeApp:
@@ -301,7 +235,7 @@ def test_recent_window_is_bounded_and_forgets_old_buckets() -> None:
 def test_recent_keeps_the_newest_tickets() -> None:
     recent = Recent(tickets=3)
     for i in range(5):
-        recent.reply(reply("answered" if i % 2 else "handoff", ticket=f"T-{i}"), 1.0 + i)
+        recent.reply(reply(f"T-{i}", status="answered" if i % 2 else "handoff"), 1.0 + i)
     assert [t["ticket_id"] for t in recent.tickets] == ["T-4", "T-3", "T-2"]
     assert recent.tickets[0]["status"] == "handoff"
     assert recent.tickets[0]["end_to_end_ms"] == 5000
@@ -315,7 +249,7 @@ def test_dashboard_totals_are_the_registry_values() -> None:
     m.dead_letter("intake", "invalid_input")
     m.dead_letter("strategy", "model_error")
     m.dead_letter("lookup", "model_error")
-    m.reply(reply("answered"), 1.0)
+    m.reply(reply(status="answered"), 1.0)
     m.model_calls([CallUsage(stage="lookup", model="m", input_tokens=30, cost_usd=0.5)])
     m.model_retry("m", "overloaded")
     data = summary(m.values(), recent)

@@ -16,13 +16,10 @@ from agents.orders import (
     StoreUnavailable,
     open_store,
 )
-from schemas.records import Order
-from tests.postgres import postgres_dsn
-
-__all__ = ["postgres_dsn"]  # the session fixture, shared with this module's tests
+from tests.fixtures.data import order
 
 # Backends every test below runs against; PostgreSQL is BATON_TEST_POSTGRES_DSN's server or one
-# started for the run (tests/postgres.py).
+# started for the run (the ``postgres_dsn`` fixture, tests/fixtures/postgres.py).
 STORE_KINDS = ["sqlite", "postgres"]
 
 HOSTILE = "'; DROP TABLE orders; --"
@@ -49,19 +46,6 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         await made.close()
 
 
-def _order(oid: str, customer: str = "C1", day: int = 1, **kw: object) -> Order:
-    fields: dict[str, object] = {
-        "order_id": oid,
-        "customer_id": customer,
-        "product_name": f"Product {oid}",
-        "status": "delivered",
-        "amount": 10.5,
-        "currency": "USD",
-        "ordered_at": datetime(2026, 11, day, 9, 30, tzinfo=UTC),
-    }
-    return Order.model_validate(fields | kw)
-
-
 async def test_empty_store(store: OrderStore) -> None:
     assert await store.count() == 0
     assert await store.for_customer("C1") == []
@@ -69,7 +53,7 @@ async def test_empty_store(store: OrderStore) -> None:
 
 
 async def test_upsert_then_read_back_every_field(store: OrderStore) -> None:
-    order = _order(
+    full = order(
         "O-1",
         product_name="美的电热水壶 1.7L",
         amount=199.0,
@@ -78,14 +62,14 @@ async def test_upsert_then_read_back_every_field(store: OrderStore) -> None:
         carrier="顺丰速运",
         tracking_no="SF1482736455021",
     )
-    assert await store.upsert([order]) == 1
-    assert await store.get("O-1") == order
+    assert await store.upsert([full]) == 1
+    assert await store.get("O-1") == full
     assert await store.count() == 1
 
 
 async def test_upsert_updates_by_order_id(store: OrderStore) -> None:
-    await store.upsert([_order("O-1", status="shipped"), _order("O-2")])
-    written = await store.upsert([_order("O-1", status="delivered", carrier="UPS"), _order("O-3")])
+    await store.upsert([order("O-1", status="shipped"), order("O-2")])
+    written = await store.upsert([order("O-1", status="delivered", carrier="UPS"), order("O-3")])
     assert written == 2
     assert await store.count() == 3
     updated = await store.get("O-1")
@@ -94,7 +78,7 @@ async def test_upsert_updates_by_order_id(store: OrderStore) -> None:
 
 
 async def test_upsert_accepts_any_iterable_and_nothing(store: OrderStore) -> None:
-    assert await store.upsert(_order(f"O-{i}") for i in range(3)) == 3
+    assert await store.upsert(order(f"O-{i}") for i in range(3)) == 3
     assert await store.upsert([]) == 0
     assert await store.count() == 3
 
@@ -102,10 +86,10 @@ async def test_upsert_accepts_any_iterable_and_nothing(store: OrderStore) -> Non
 async def test_for_customer_is_most_recent_first_and_limited(store: OrderStore) -> None:
     await store.upsert(
         [
-            _order("O-old", day=2),
-            _order("O-new", day=20),
-            _order("O-mid", day=9),
-            _order("O-other", customer="C2", day=25),
+            order("O-old", day=2),
+            order("O-new", day=20),
+            order("O-mid", day=9),
+            order("O-other", customer="C2", day=25),
         ]
     )
     assert [o.order_id for o in await store.for_customer("C1")] == ["O-new", "O-mid", "O-old"]
@@ -117,8 +101,8 @@ async def test_for_customer_is_most_recent_first_and_limited(store: OrderStore) 
 async def test_times_in_other_zones_sort_by_instant(store: OrderStore) -> None:
     shanghai = timezone(timedelta(hours=8))
     # 08:00 in Shanghai on the 10th is 00:00 UTC, earlier than 06:00 UTC the same day.
-    early = _order("O-early", ordered_at=datetime(2026, 11, 10, 8, 0, tzinfo=shanghai))
-    late = _order("O-late", ordered_at=datetime(2026, 11, 10, 6, 0, tzinfo=UTC))
+    early = order("O-early", ordered_at=datetime(2026, 11, 10, 8, 0, tzinfo=shanghai))
+    late = order("O-late", ordered_at=datetime(2026, 11, 10, 6, 0, tzinfo=UTC))
     await store.upsert([early, late])
     assert [o.order_id for o in await store.for_customer("C1")] == ["O-late", "O-early"]
     stored = await store.get("O-early")
@@ -126,24 +110,24 @@ async def test_times_in_other_zones_sort_by_instant(store: OrderStore) -> None:
 
 
 async def test_naive_times_are_taken_as_utc(store: OrderStore) -> None:
-    await store.upsert([_order("O-1", ordered_at=datetime(2026, 11, 10, 8, 0))])
+    await store.upsert([order("O-1", ordered_at=datetime(2026, 11, 10, 8, 0))])
     stored = await store.get("O-1")
     assert stored is not None
     assert stored.ordered_at == datetime(2026, 11, 10, 8, 0, tzinfo=UTC)
 
 
 async def test_sql_looking_values_are_stored_verbatim(store: OrderStore) -> None:
-    order = _order(HOSTILE, customer=HOSTILE, product_name=HOSTILE, carrier=HOSTILE)
-    await store.upsert([order, _order("O-2")])
-    assert await store.get(HOSTILE) == order
-    assert await store.for_customer(HOSTILE) == [order]
+    hostile = order(HOSTILE, customer=HOSTILE, product_name=HOSTILE, carrier=HOSTILE)
+    await store.upsert([hostile, order("O-2")])
+    assert await store.get(HOSTILE) == hostile
+    assert await store.for_customer(HOSTILE) == [hostile]
     assert await store.for_customer("C1' OR '1'='1") == []
     assert await store.get("O-2' OR '1'='1") is None
     assert await store.count() == 2
 
 
 async def test_concurrent_calls_all_succeed(store: OrderStore) -> None:
-    writes = [store.upsert([_order(f"O-{i}", customer=f"C{i % 3}", day=1 + i)]) for i in range(20)]
+    writes = [store.upsert([order(f"O-{i}", customer=f"C{i % 3}", day=1 + i)]) for i in range(20)]
     assert await asyncio.gather(*writes) == [1] * 20
     reads = await asyncio.gather(*(store.for_customer(f"C{i}") for i in range(3)))
     assert sorted(len(r) for r in reads) == [6, 7, 7]
@@ -162,7 +146,7 @@ async def test_sqlite_store_on_a_directory_is_unavailable(tmp_path: Path) -> Non
     with pytest.raises(StoreUnavailable):
         await store.for_customer("C1")
     with pytest.raises(StoreUnavailable):
-        await store.upsert([_order("O-1")])
+        await store.upsert([order("O-1")])
     await store.close()
 
 
@@ -188,7 +172,7 @@ async def test_open_store_sqlite_url_creates_the_directory(tmp_path: Path) -> No
     path = tmp_path / "deep" / "er" / "orders.sqlite3"
     store = open_store(f"sqlite:///{path}")
     assert isinstance(store, SQLiteOrderStore) and store.path == path
-    await store.upsert([_order("O-1")])
+    await store.upsert([order("O-1")])
     await store.close()
     assert path.is_file()
     again = open_store(str(path))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
+from faust.types import TP
 
 from streams.observe.web import (
     UnsafeBind,
@@ -18,6 +18,7 @@ from streams.observe.web import (
     readiness,
 )
 from streams.settings import Settings
+from tests.fixtures.faust_app import FakeApp, FakeEvent, FakeRecovery, FakeTables
 
 TOKEN = "a-long-enough-token-0123"
 
@@ -78,13 +79,14 @@ async def test_every_path_needs_the_token() -> None:
             assert r.headers["WWW-Authenticate"].startswith("Bearer")
 
 
-def fake_app(completed: bool, rebalancing: bool = False, in_recovery: bool = False) -> object:
-    recovery = SimpleNamespace(
-        completed=SimpleNamespace(is_set=lambda: completed),
+def fake_app(completed: bool, rebalancing: bool = False, in_recovery: bool = False) -> FakeApp:
+    """An app with seven changelog records left to recover, over two partitions."""
+    recovery = FakeRecovery(
+        completed=FakeEvent(completed),
         in_recovery=in_recovery,
-        active_remaining_total=lambda: sum(Counter({"a": 3, "b": 4}).values()),
+        active=Counter({TP("c", 0): 3, TP("c", 1): 4}),
     )
-    return SimpleNamespace(tables=SimpleNamespace(recovery=recovery), rebalancing=rebalancing)
+    return FakeApp(FakeTables(recovery), rebalancing=rebalancing)
 
 
 def test_readiness() -> None:
