@@ -1,0 +1,119 @@
+"""ApacheKafka's checks and configuration, without starting a JVM."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from streams.kafka.apache import (
+    ApacheKafka,
+    ApacheKafkaError,
+    KafkaUnavailable,
+    consecutive_free_ports,
+    find_java,
+    java_major,
+    random_id,
+    resolve_jars,
+)
+from streams.kafka.embedded import BrokerError
+
+
+def test_java_versions_old_and_new_are_read() -> None:
+    assert java_major('openjdk version "17.0.15" 2025-04-15') == 17
+    assert java_major('openjdk version "25" 2025-09-16') == 25
+    assert java_major('java version "1.8.0_392"') == 8
+    assert java_major("no version here") is None
+
+
+def test_a_missing_java_says_what_to_install_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(KafkaUnavailable) as info:
+        find_java(str(tmp_path / "no-java"))
+    message = str(info.value)
+    assert "\n" not in message and "install" in message and "Java 17" in message
+    assert isinstance(info.value, BrokerError), "callers of EmbeddedBroker catch BrokerError"
+
+
+def test_an_old_java_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "java"
+    fake.write_text("#!/bin/sh\necho 'java version \"1.8.0_392\"' >&2\n")
+    fake.chmod(0o755)
+    with pytest.raises(KafkaUnavailable, match="is Java 8 but Kafka 4 needs 17"):
+        find_java(str(fake))
+
+
+def test_a_missing_maven_says_what_to_install_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(KafkaUnavailable) as info:
+        resolve_jars("4.3.1", tmp_path / "libs")
+    assert "\n" not in str(info.value) and "mvn not found" in str(info.value)
+
+
+def test_jars_already_there_are_used_without_maven(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "kafka_2.13-4.3.1.jar").touch()
+    assert resolve_jars("4.3.1", tmp_path / "dist") == tmp_path / "dist"
+    (tmp_path / "cached").mkdir()
+    (tmp_path / "cached" / ".complete").touch()
+    assert resolve_jars("4.3.1", tmp_path / "cached") == tmp_path / "cached"
+
+
+def test_ids_are_kafka_uuids() -> None:
+    ids = {random_id() for _ in range(50)}
+    assert len(ids) == 50
+    assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
+
+
+def test_one_node_urls_and_replication(tmp_path: Path) -> None:
+    kafka = ApacheKafka(port=41000, data_dir=tmp_path)
+    assert kafka.url == "kafka://127.0.0.1:41000"
+    assert kafka.bootstrap == "127.0.0.1:41000"
+    assert kafka.controller_ports == [41001]
+    conf = kafka.config(kafka._node(0))
+    assert conf["default.replication.factor"] == "1"
+    assert conf["offsets.topic.replication.factor"] == "1"
+    assert conf["transaction.state.log.min.isr"] == "1"
+    assert conf["controller.quorum.bootstrap.servers"] == "127.0.0.1:41001"
+    assert conf["auto.create.topics.enable"] == "false"
+
+
+def test_three_nodes_take_consecutive_ports_and_replicate_three_times(tmp_path: Path) -> None:
+    kafka = ApacheKafka(port=42000, nodes=3, data_dir=tmp_path)
+    assert kafka.url == "kafka://127.0.0.1:42000;127.0.0.1:42001;127.0.0.1:42002"
+    assert kafka.bootstrap == "127.0.0.1:42000,127.0.0.1:42001,127.0.0.1:42002"
+    conf = kafka.config(kafka._node(2))
+    assert conf["node.id"] == "3"
+    assert conf["listeners"] == "PLAINTEXT://127.0.0.1:42002,CONTROLLER://127.0.0.1:42005"
+    assert conf["controller.quorum.bootstrap.servers"] == (
+        "127.0.0.1:42003,127.0.0.1:42004,127.0.0.1:42005"
+    )
+    assert conf["default.replication.factor"] == "3"
+    assert conf["min.insync.replicas"] == "2"
+    assert conf["transaction.state.log.replication.factor"] == "3"
+
+
+def test_other_cluster_sizes_are_refused() -> None:
+    with pytest.raises(ValueError):
+        ApacheKafka(nodes=2)
+
+
+def test_a_kept_data_dir_brings_back_its_ports_and_size(tmp_path: Path) -> None:
+    first = ApacheKafka(port=43000, nodes=3, data_dir=tmp_path)
+    first.cluster_id = first._cluster_id()
+    again = ApacheKafka(nodes=3, data_dir=tmp_path)
+    assert again.ports == first.ports and again._cluster_id() == first.cluster_id
+    with pytest.raises(ApacheKafkaError, match="3-node cluster"):
+        ApacheKafka(nodes=1, data_dir=tmp_path)
+
+
+def test_free_port_runs_are_free() -> None:
+    base = consecutive_free_ports("127.0.0.1", 6)
+    for port in range(base, base + 6):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
