@@ -49,6 +49,8 @@ class Settings:
     max_buffered: int = 5_000
     turn_timeout_s: float = 300.0
     session_ttl_s: float = 7 * 24 * 3600.0
+    retention_days: float = 7.0
+    dead_letter_retention_days: float = 30.0
     expiry_interval_s: float = 60.0
     model_timeout_s: float = 60.0
     model_max_retries: int = 4
@@ -111,6 +113,8 @@ class Settings:
             "BATON_MAX_BUFFERED": str(self.max_buffered),
             "BATON_TURN_TIMEOUT": repr(self.turn_timeout_s),
             "BATON_SESSION_TTL": repr(self.session_ttl_s),
+            "BATON_RETENTION_DAYS": repr(self.retention_days),
+            "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
             "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
             "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
             "BATON_MODEL_MAX_RETRIES": str(self.model_max_retries),
@@ -224,6 +228,10 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         max_buffered=_int(env, "BATON_MAX_BUFFERED", defaults.max_buffered, 1),
         turn_timeout_s=_float(env, "BATON_TURN_TIMEOUT", defaults.turn_timeout_s),
         session_ttl_s=_float(env, "BATON_SESSION_TTL", defaults.session_ttl_s),
+        retention_days=_float(env, "BATON_RETENTION_DAYS", defaults.retention_days),
+        dead_letter_retention_days=_float(
+            env, "BATON_DEAD_LETTER_RETENTION_DAYS", defaults.dead_letter_retention_days
+        ),
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
         model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from streams.settings import Settings
 
@@ -77,14 +80,14 @@ async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
                     name,
                     1 if name == names.memory_index else settings.partitions,
                     settings.replication_factor,
+                    topic_configs=topic_configs(settings, name),
                 )
                 for name in names.all()
             ]
         )
-        described = await admin.describe_topics(list(names.all()))
+        counts = await _described(admin, list(names.all()))
     finally:
         await admin.close()
-    counts = {t["topic"]: len(t["partitions"]) for t in described}
     for name in (names.sessions, names.understood, names.matched):
         if counts.get(name) != settings.partitions:
             raise TopicMismatch(
@@ -92,3 +95,28 @@ async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
                 f"{settings.partitions}; use the same value as when it was created"
             )
     return counts
+
+
+def topic_configs(settings: Settings, name: str) -> dict[str, str]:
+    """Retention of a data topic: dead letters are kept longer, so they can be re-driven."""
+    days = (
+        settings.dead_letter_retention_days
+        if name == settings.topic(DEAD_LETTERS)
+        else settings.retention_days
+    )
+    return {"cleanup.policy": "delete", "retention.ms": str(int(days * 86_400_000))}
+
+
+async def _described(admin: Any, topics: list[str], patience_s: float = 10.0) -> dict[str, int]:
+    """Each topic's partition count, once the broker lists every one of them.
+
+    Apache Kafka answers a describe right after the create with "unknown topic" for up to
+    about half a second, until the new topics' metadata reaches the broker asked.
+    """
+    deadline = time.monotonic() + patience_s
+    while True:
+        described = await admin.describe_topics(topics)
+        counts = {t["topic"]: len(t["partitions"]) for t in described if t["partitions"]}
+        if len(counts) == len(topics) or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.1)

@@ -61,7 +61,14 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
             producer_max_batch_size=1,
         )
     else:
-        conf.update(producer_linger=0.005)
+        # Faust's defaults (60 s sessions and rebalances) leave a dead worker's partitions
+        # unread for about 90 s; 10 s is above Kafka's floor for sessions (6 s by default).
+        conf.update(
+            broker_session_timeout=10,
+            broker_heartbeat_interval=1,
+            broker_rebalance_timeout=20,
+            producer_linger=0.005,
+        )
     return conf
 
 
