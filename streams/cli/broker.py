@@ -1,9 +1,10 @@
-"""``baton broker``: the embedded Kafka-protocol broker in the foreground."""
+"""``baton broker``: a local broker in the foreground, the embedded one or Apache Kafka."""
 
 from __future__ import annotations
 
 import argparse
 import signal
+from pathlib import Path
 from typing import Any
 
 from streams.cli.errors import UsageError
@@ -12,10 +13,24 @@ from streams.settings import Settings
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
-        "broker", help="run the embedded Kafka-protocol broker in the foreground"
+        "broker", help="run a local Kafka broker in the foreground (embedded, or Apache Kafka)"
+    )
+    p.add_argument(
+        "--engine",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="tansu: the embedded broker, memory only (default); kafka: Apache Kafka (KRaft) "
+        "from Maven jars, needs java 17+ and mvn",
     )
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9092)
+    p.add_argument("--port", type=int, default=9092, help="the first broker's port")
+    p.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="Apache Kafka cluster size")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where Apache Kafka keeps its data (default: BATON_DATA_DIR/kafka); kept between runs",
+    )
     return p
 
 
@@ -24,13 +39,21 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.kafka.embedded import EmbeddedBroker
-
-    if not 0 < args.port < 65536:
+    if not 0 < args.port < 65536 - 2 * args.nodes:
         raise UsageError("baton broker: --port must be between 1 and 65535")
-    broker = EmbeddedBroker(args.host, args.port)
+    if args.engine == "tansu" and args.nodes != 1:
+        raise UsageError("baton broker: --nodes applies to --engine kafka only")
     # The broker runs in its own process group: stop it on SIGTERM too, not only on Ctrl-C.
     signal.signal(signal.SIGTERM, _interrupt)
+    if args.engine == "kafka":
+        return _apache_kafka(args, settings)
+    return _embedded(args)
+
+
+def _embedded(args: argparse.Namespace) -> int:
+    from streams.kafka.embedded import EmbeddedBroker
+
+    broker = EmbeddedBroker(args.host, args.port)
     broker.start()
     print(f"baton: embedded broker listening on {broker.url} (memory only; Ctrl-C stops it)")
     print(f"baton: export BATON_BROKER={broker.url}", flush=True)
@@ -41,4 +64,27 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         pass
     finally:
         broker.stop()
+    return 0
+
+
+def _apache_kafka(args: argparse.Namespace, settings: Settings) -> int:
+    from streams.kafka.apache import ApacheKafka
+
+    data_dir = args.data_dir or settings.data_dir / "kafka"
+    cluster = ApacheKafka(args.host, args.port, nodes=args.nodes, data_dir=data_dir)
+    try:
+        cluster.start()
+        size = "one node" if args.nodes == 1 else f"{args.nodes} nodes, RF 3, min ISR 2"
+        print(
+            f"baton: Apache Kafka {cluster.version} ({size}) listening on {cluster.bootstrap}; "
+            f"data in {data_dir} (Ctrl-C stops it)"
+        )
+        print(f"baton: export BATON_BROKER={cluster.url}", flush=args.nodes == 1)
+        if args.nodes == 3:
+            print("baton: export BATON_REPLICATION_FACTOR=3", flush=True)
+        cluster.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
     return 0

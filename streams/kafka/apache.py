@@ -373,9 +373,6 @@ class ApacheKafka:
             # Small-machine settings: no wait for more members before the first rebalance,
             # fewer internal partitions and threads than a production broker's defaults.
             "group.initial.rebalance.delay.ms": "0",
-            # Lets tests give consumers a session of a few seconds, so that a killed worker's
-            # partitions move on quickly (the broker's floor is 6 s).
-            "group.min.session.timeout.ms": "1000",
             "offsets.topic.num.partitions": "10",
             "transaction.state.log.num.partitions": "10",
             "num.network.threads": "2",

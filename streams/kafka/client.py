@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from streams.kafka.connect import BrokerUnreachable, bootstrap_servers, probe_broker
+from streams.kafka.topics import TopicNames, ensure_topics
 from streams.settings import Settings
 
 
@@ -49,6 +50,9 @@ async def publish(
 ) -> int:
     """Send ``(key, value)`` pairs in order and wait for every acknowledgement."""
     await probe_broker(settings)
+    if topic in TopicNames.of(settings).all():
+        # A broker that does not create topics on first use would refuse the records.
+        await ensure_topics(settings, bootstrap_servers(settings))
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap_servers(settings), acks="all", linger_ms=5
     )
