@@ -24,7 +24,8 @@ from tests.fixtures.observability import (
 )
 from tests.fixtures.paths import ARTIFACTS
 
-pytestmark = pytest.mark.integration
+# What the dashboard shows does not depend on the broker: one leg is enough.
+pytestmark = [pytest.mark.integration, pytest.mark.one_broker]
 
 # The committed docs/dashboard.png is refreshed by hand from this file (see docs/observability.md).
 SCREENSHOT = ARTIFACTS / "dashboard.png"

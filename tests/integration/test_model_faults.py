@@ -24,7 +24,8 @@ from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS_TWO_KETTLES, ticket_record
 from tests.fixtures.deployments import Deployment, open_deployment
 
-pytestmark = pytest.mark.integration
+# How model faults are handled does not depend on the broker: one leg is enough.
+pytestmark = [pytest.mark.integration, pytest.mark.one_broker]
 
 LEAK = "My kettle is leaking, I want a refund."
 AMBIGUOUS = "My electric kettle is leaking, please help."

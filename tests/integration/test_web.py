@@ -22,7 +22,8 @@ from tests.fixtures.observability import (
 )
 from tests.fixtures.paths import ROOT
 
-pytestmark = pytest.mark.integration
+# What the HTTP port serves does not depend on the broker: one leg is enough.
+pytestmark = [pytest.mark.integration, pytest.mark.one_broker]
 
 API_KEY = "sk-test-not-a-real-key"
 TOKEN = "web-token-for-tests-0123456789"
