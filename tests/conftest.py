@@ -13,6 +13,8 @@ pytest_plugins = [
     "tests.fixtures.brokers",
     "tests.fixtures.models",
     "tests.fixtures.data",
+    "tests.fixtures.agents",
+    "tests.fixtures.stores",
     "tests.fixtures.deployments",
     "tests.fixtures.delivery",
     "tests.fixtures.observability",

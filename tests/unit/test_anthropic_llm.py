@@ -20,7 +20,7 @@ from agents.models.llm import (
     Unavailable,
 )
 from agents.models.prices import PRICES, Price, cost, price_for
-from agents.testing import Request, StandIn
+from agents.testing import Request, Responder, StandIn
 from schemas import CallUsage, OrderChoice, Understanding
 from schemas.records import StageName
 from schemas.stages import OrderMatch
@@ -28,14 +28,14 @@ from tests.fixtures.agents import MODEL, ORDERS, OUTPUTS, client, prompt, respon
 
 
 @pytest.fixture
-async def standin() -> AsyncIterator[StandIn]:
-    async with StandIn(responder=respond, retry_after=0.01) as server:
-        yield server
+def responder() -> Responder:
+    """What ``own_standin`` answers with."""
+    return respond
 
 
 @pytest.fixture
-async def llm(standin: StandIn) -> AsyncIterator[AnthropicLLM]:
-    model = client(standin)
+async def llm(own_standin: StandIn) -> AsyncIterator[AnthropicLLM]:
+    model = client(own_standin)
     yield model
     await model.aclose()
 
@@ -70,20 +70,20 @@ async def test_second_call_reads_the_cached_system_prompt(llm: AnthropicLLM) -> 
     assert first.cost_usd == cost(first, PRICES[MODEL])
 
 
-async def test_stage_models_choose_the_model(standin: StandIn) -> None:
-    llm = client(standin, stage_models={"strategy": "claude-opus-4-1-20250805"})
+async def test_stage_models_choose_the_model(own_standin: StandIn) -> None:
+    llm = client(own_standin, stage_models={"strategy": "claude-opus-4-1-20250805"})
     try:
         assert llm.model_for("understand") == MODEL
         answer = await llm.ask(prompt("strategy"))
     finally:
         await llm.aclose()
     assert answer.usage.model == "claude-opus-4-1-20250805"
-    assert standin.stats()["requests"][0]["model"] == "claude-opus-4-1-20250805"
+    assert own_standin.stats()["requests"][0]["model"] == "claude-opus-4-1-20250805"
     assert answer.usage.cost_usd == cost(answer.usage, PRICES["claude-opus-4-1"])
 
 
-async def test_unknown_models_cost_nothing_and_are_flagged(standin: StandIn) -> None:
-    llm = client(standin, model="claude-unknown-9")
+async def test_unknown_models_cost_nothing_and_are_flagged(own_standin: StandIn) -> None:
+    llm = client(own_standin, model="claude-unknown-9")
     try:
         answer = await llm.ask(prompt("lookup"))
     finally:
@@ -91,15 +91,15 @@ async def test_unknown_models_cost_nothing_and_are_flagged(standin: StandIn) -> 
     assert answer.usage.cost_usd == 0 and llm.unpriced == {"claude-unknown-9"}
 
 
-async def test_feedback_and_max_tokens_reach_the_model(standin: StandIn) -> None:
+async def test_feedback_and_max_tokens_reach_the_model(own_standin: StandIn) -> None:
     seen: list[Request] = []
 
     def record(request: Request) -> BaseModel:
         seen.append(request)
         return respond(request)
 
-    standin.responder = record
-    llm = client(standin)
+    own_standin.responder = record
+    llm = client(own_standin)
     try:
         await llm.ask(prompt("lookup"), feedback="order_id: not a candidate", max_tokens=77)
     finally:
@@ -147,36 +147,36 @@ async def test_refusal_is_refused(llm: AnthropicLLM) -> None:
     assert len(caught.value.usage) == 1
 
 
-async def test_rate_limit_is_retried(llm: AnthropicLLM, standin: StandIn) -> None:
+async def test_rate_limit_is_retried(llm: AnthropicLLM, own_standin: StandIn) -> None:
     answer = await llm.ask(prompt("understand", "kettle [[fault:429]]"))
     assert isinstance(answer.value, Understanding)
-    stats = standin.stats()
+    stats = own_standin.stats()
     assert stats["calls"] == 2 and stats["by_fault"] == {"429": 1}
     assert [r["status"] for r in stats["requests"]] == [429, 200]
 
 
 @pytest.mark.parametrize("fault", ["529", "500", "429"])
 async def test_transient_errors_outlasting_retries_are_unavailable(
-    standin: StandIn, fault: str
+    own_standin: StandIn, fault: str
 ) -> None:
-    llm = client(standin, max_retries=1)
+    llm = client(own_standin, max_retries=1)
     try:
         with pytest.raises(Unavailable, match=fault):
             await llm.ask(prompt("lookup", f"kettle [[fault:{fault}:lookup:5]]"))
     finally:
         await llm.aclose()
-    assert standin.stats()["calls"] == 2
+    assert own_standin.stats()["calls"] == 2
 
 
-async def test_control_api_faults_reach_the_client(llm: AnthropicLLM, standin: StandIn) -> None:
-    standin.add_faults([{"fault": "529", "stage": "strategy", "times": 1}])
+async def test_control_api_faults_reach_the_client(llm: AnthropicLLM, own_standin: StandIn) -> None:
+    own_standin.add_faults([{"fault": "529", "stage": "strategy", "times": 1}])
     await llm.ask(prompt("understand"))
     await llm.ask(prompt("strategy"))
-    assert [r["status"] for r in standin.stats()["requests"]] == [200, 529, 200]
+    assert [r["status"] for r in own_standin.stats()["requests"]] == [200, 529, 200]
 
 
-async def test_a_hang_times_out(standin: StandIn) -> None:
-    llm = client(standin, timeout_s=0.5, max_retries=0)
+async def test_a_hang_times_out(own_standin: StandIn) -> None:
+    llm = client(own_standin, timeout_s=0.5, max_retries=0)
     started = time.monotonic()
     try:
         with pytest.raises(TimedOut):
@@ -186,10 +186,10 @@ async def test_a_hang_times_out(standin: StandIn) -> None:
     assert time.monotonic() - started < 3
 
 
-async def test_spend_limit_is_not_retried(llm: AnthropicLLM, standin: StandIn) -> None:
+async def test_spend_limit_is_not_retried(llm: AnthropicLLM, own_standin: StandIn) -> None:
     with pytest.raises(SpendLimit, match="usage limits"):
         await llm.ask(prompt("understand", "kettle [[fault:spend_limit:9]]"))
-    assert standin.stats()["calls"] == 1
+    assert own_standin.stats()["calls"] == 1
 
 
 async def test_an_unreachable_api_is_unavailable() -> None:
@@ -242,8 +242,8 @@ def test_cost_sums_every_kind_of_token() -> None:
     assert cost(usage, None) == 0
 
 
-async def test_constructor_prices_override_the_built_in_table(standin: StandIn) -> None:
-    llm = client(standin, prices={MODEL: Price(0, 0, 0, 0)})
+async def test_constructor_prices_override_the_built_in_table(own_standin: StandIn) -> None:
+    llm = client(own_standin, prices={MODEL: Price(0, 0, 0, 0)})
     try:
         assert llm.prices[MODEL] == Price(0, 0, 0, 0)
         assert (await llm.ask(prompt("lookup"))).usage.cost_usd == 0

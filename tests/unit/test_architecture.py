@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fixtures.paths import ROOT
+
 PACKAGES = ("schemas", "agents", "streams")
 
 

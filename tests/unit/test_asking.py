@@ -20,7 +20,8 @@ from agents.strategy import decide
 from agents.testing import ScriptedLLM
 from agents.understand import understand
 from schemas import CallUsage, StrategyDraft, UsageTotals
-from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, ticket, understanding
+from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, ticket
+from tests.fixtures.data import understanding
 
 
 async def test_an_understood_product_must_come_from_the_message_session_or_orders() -> None:

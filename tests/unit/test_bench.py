@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from streams.bench.stats import (
 from streams.bench.workloads import soak_expiry
 from streams.kafka.topics import TopicNames
 from streams.settings import Settings, load
+from tests.fixtures.data import KETTLE, order
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -175,17 +177,9 @@ def test_a_soaks_sessions_expire_only_after_three_idle_waves() -> None:
 
 
 def _order() -> Order:
-    return Order.model_validate(
-        {
-            "order_id": "O-1",
-            "customer_id": "c1",
-            "product_name": "Midea Electric Kettle 1.7L",
-            "status": "delivered",
-            "amount": 39.9,
-            "currency": "USD",
-            "ordered_at": "2026-10-02T10:00:00Z",
-        }
-    )
+    """c1's kettle, O-1: the order a minimal strategy prompt names."""
+    placed = datetime(2026, 10, 2, 10, tzinfo=UTC)
+    return order("O-1", "c1", product_name=KETTLE, amount=39.9, ordered_at=placed)
 
 
 def test_minimal_context_carries_message_core_problems_and_order_only() -> None:

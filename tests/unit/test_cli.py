@@ -14,8 +14,7 @@ from streams.cli.main import COMMANDS, main, parser
 from streams.jsonl import Progress
 from streams.kafka.embedded import free_port
 from streams.settings import Settings
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fixtures.paths import ROOT
 
 
 def run_cli(

@@ -25,6 +25,7 @@ from streams.kafka.client import Message
 from streams.kafka.reader import offset_or_none
 from streams.kafka.topics import TopicNames
 from streams.settings import Settings
+from tests.fixtures import data
 
 T0 = 1_800_000_000_000
 
@@ -42,7 +43,8 @@ def msg(
 
 
 def ticket(tid: str, session: str = "s1", text: str = "My kettle leaks.") -> Ticket:
-    return Ticket(ticket_id=tid, session_id=session, customer_id="c1", text=text)
+    """``data.ticket`` of customer c1, by default in session s1 about a leaking kettle."""
+    return data.ticket(tid, text, session, "c1")
 
 
 def reply(tid: str, **changes: object) -> Reply:

@@ -20,21 +20,15 @@ from agents.rules.understanding import understand_rules
 from schemas.baton import Baton, TicketMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
+from tests.fixtures import data
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def _order(oid: str, name: str, status: str = "delivered", **kw: Any) -> Order:
-    fields: dict[str, Any] = {
-        "order_id": oid,
-        "customer_id": "C1",
-        "product_name": name,
-        "status": status,
-        "amount": 59.99,
-        "currency": "USD",
-        "ordered_at": datetime(2026, 11, 10, tzinfo=UTC),
-    }
-    return Order.model_validate(fields | kw)
+    """``data.order`` of ``name``, by default 59.99 USD and placed on 2026-11-10."""
+    fields: dict[str, Any] = {"amount": 59.99, "ordered_at": datetime(2026, 11, 10, tzinfo=UTC)}
+    return data.order(oid, product_name=name, status=status, **(fields | kw))
 
 
 KETTLE = _order("O-1", "Midea Electric Kettle 1.7L", amount=39.99)

@@ -26,6 +26,7 @@ from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
+from tests.fixtures.data import ticket
 
 
 @pytest.fixture
@@ -72,10 +73,6 @@ async def run(p: Pipeline, *tickets: Ticket) -> list[Reply]:
         for _, value in sink(p).sent.pop(n.memory_index, []):
             await p.apply_index(value)
     return [Reply.model_validate_json(v) for _, v in sink(p).sent[n.replies]]
-
-
-def ticket(tid: str, text: str, session: str = "S1", customer: str | None = "C1") -> Ticket:
-    return Ticket(ticket_id=tid, session_id=session, customer_id=customer, text=text)
 
 
 def state(p: Pipeline) -> MemoryState:

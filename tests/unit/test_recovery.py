@@ -19,6 +19,7 @@ from streams.runtime.pipeline import Pipeline
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState, MemoryTable
+from tests.fixtures import data
 
 
 def _pipeline(store: SQLiteOrderStore, state: MemoryState) -> Pipeline:
@@ -54,10 +55,6 @@ async def _stage(p: Pipeline, stage: str, topic: str) -> None:
     await p.run_stage(stage, value, Source(topic, 0, 0))  # type: ignore[arg-type]
 
 
-def _ticket(tid: str, text: str) -> Ticket:
-    return Ticket(ticket_id=tid, session_id="S1", customer_id="C1", text=text)
-
-
 def _baton(p: Pipeline) -> Baton:
     baton = p.batons.get("S1")
     assert baton is not None
@@ -72,8 +69,8 @@ async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
     pipeline: Pipeline,
 ) -> None:
     p, p_topics = pipeline, pipeline.topics
-    first = _ticket("t1", "My kettle is leaking, I want a refund.")
-    second = _ticket("t2", "Can I send it back for repair instead?")
+    first = data.ticket("t1", "My kettle is leaking, I want a refund.")
+    second = data.ticket("t2", "Can I send it back for repair instead?")
     await p.intake(dumps(first), Source())
     for stage, topic in (
         ("understand", p_topics.sessions),
@@ -89,7 +86,7 @@ async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
     await _stage(p, "lookup", p_topics.understood)
     await _stage(p, "strategy", p_topics.matched)
     assert [r.ticket_id for r in _replies(p)] == ["t1", "t2"]
-    third = _ticket("t3", "How long will that take?")
+    third = data.ticket("t3", "How long will that take?")
     await p.intake(dumps(third), Source())
     await asyncio.wait_for(_stage(p, "understand", p_topics.sessions), timeout=3)
     assert _sent(p).sent[p_topics.understood], "the third ticket went on without waiting"
@@ -97,7 +94,7 @@ async def test_a_context_rebuilt_from_a_snapshot_does_not_hold_the_session(
 
 async def test_a_redelivered_copy_is_settled_from_the_baton(pipeline: Pipeline) -> None:
     p, topics = pipeline, pipeline.topics
-    ticket = _ticket("t1", "My kettle is leaking, I want a refund.")
+    ticket = data.ticket("t1", "My kettle is leaking, I want a refund.")
     for _ in range(3):
         await p.intake(dumps(ticket), Source())
     await _stage(p, "understand", topics.sessions)
@@ -127,7 +124,7 @@ async def test_a_redelivered_copy_is_settled_from_the_baton(pipeline: Pipeline) 
 async def test_a_session_holds_one_entry_in_flight(pipeline: Pipeline) -> None:
     p, topics = pipeline, pipeline.topics
     for i in range(5):
-        await p.intake(dumps(_ticket(f"t{i}", f"My kettle is leaking ({i}).")), Source())
+        await p.intake(dumps(data.ticket(f"t{i}", f"My kettle is leaking ({i}).")), Source())
         for stage, topic, out in (
             ("understand", topics.sessions, topics.understood),
             ("lookup", topics.understood, topics.matched),
@@ -142,7 +139,7 @@ async def test_a_session_holds_one_entry_in_flight(pipeline: Pipeline) -> None:
     assert [r.ticket_id for r in _replies(p)] == [f"t{i}" for i in range(5)]
     assert _baton(p).answered == [f"t{i}" for i in range(5)]
     # An early ticket's copy is known as answered from the baton.
-    await p.intake(dumps(_ticket("t1", "My kettle is leaking (1).")), Source())
+    await p.intake(dumps(data.ticket("t1", "My kettle is leaking (1).")), Source())
     await _stage(p, "understand", topics.sessions)
     assert not _sent(p).sent[topics.understood] and len(_replies(p)) == 5
 
@@ -276,11 +273,11 @@ async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_wr
         await _stage(p, "lookup", topics.understood)
         await _stage(p, "strategy", topics.matched)
 
-    first = _ticket("t1", "My kettle is leaking, I want a refund.")
+    first = data.ticket("t1", "My kettle is leaking, I want a refund.")
     await answer(first)
     batons.crash()
     # The session goes on after the restart; the next ticket takes over the entry in flight.
-    await answer(_ticket("t2", "Can it be repaired instead?"))
+    await answer(data.ticket("t2", "Can it be repaired instead?"))
     await p.intake(dumps(first), Source())
     await _stage(p, "understand", topics.sessions)
     assert [r.ticket_id for r in _replies(p)] == ["t1", "t2"]

@@ -23,16 +23,17 @@ from tests.fixtures.agents import (
     matched,
     order,
     ticket,
-    understanding,
 )
+from tests.fixtures.data import understanding
+from tests.fixtures.stores import sqlite_store
 
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
-    s = SQLiteOrderStore(tmp_path / "o.sqlite3")
-    await s.upsert([KETTLE_OLD, KETTLE_NEW, CONTROLLER, order("O-9", "Kettle", 1, customer="C2")])
-    yield s
-    await s.close()
+    """This module's store: C1's two kettles and controller, and C2's kettle."""
+    orders = [KETTLE_OLD, KETTLE_NEW, CONTROLLER, order("O-9", "Kettle", 1, customer="C2")]
+    async with sqlite_store(tmp_path / "o.sqlite3", orders) as s:
+        yield s
 
 
 async def test_understand_prompt_carries_baton_ticket_and_order_names() -> None:

@@ -9,8 +9,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,24 +17,18 @@ import pytest
 from pydantic import BaseModel
 
 from agents.prompts import build
-from agents.testing import Request, StandIn, directives, estimate_tokens, run_in_thread
-from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
-from schemas.records import StageName
-
-ROOT = Path(__file__).resolve().parents[2]
-ORDER = Order(
-    order_id="ORD-1001",
-    customer_id="c-1",
-    product_name="Aurora Kettle",
-    status="delivered",
-    amount=59.0,
-    ordered_at=datetime(2025, 5, 1, tzinfo=UTC),
+from agents.testing import (
+    Request,
+    Responder,
+    StandIn,
+    directives,
+    estimate_tokens,
+    run_in_thread,
 )
-OUTPUTS: dict[str, type[BaseModel]] = {
-    "understand": Understanding,
-    "lookup": OrderChoice,
-    "strategy": StrategyDraft,
-}
+from schemas import Baton, OrderChoice, StrategyDraft, Ticket
+from schemas.records import StageName
+from tests.fixtures.agents import ORDERS, OUTPUTS
+from tests.fixtures.paths import ROOT
 
 
 def choose(request: Request) -> BaseModel:
@@ -48,7 +40,7 @@ def choose(request: Request) -> BaseModel:
 def body(text: str, stage: StageName = "lookup", ticket_id: str = "t-1") -> dict[str, Any]:
     ticket = Ticket(ticket_id=ticket_id, session_id="s-1", customer_id="c-1", text=text)
     baton = Baton(session_id="s-1")
-    prompt = build(stage, OUTPUTS[stage], ticket=ticket, baton=baton, orders=[ORDER])
+    prompt = build(stage, OUTPUTS[stage], ticket=ticket, baton=baton, orders=ORDERS[:1])
     return {
         "model": "claude-haiku-4-5",
         "max_tokens": 256,
@@ -61,9 +53,9 @@ def body(text: str, stage: StageName = "lookup", ticket_id: str = "t-1") -> dict
 
 
 @pytest.fixture
-async def standin():
-    async with StandIn(responder=choose, retry_after=0.01) as server:
-        yield server
+def responder() -> Responder:
+    """What ``own_standin`` answers with."""
+    return choose
 
 
 @pytest.fixture
@@ -77,8 +69,8 @@ async def post(http: aiohttp.ClientSession, url: str, data: Any) -> tuple[int, A
         return response.status, await response.json(), response.headers
 
 
-async def test_answers_with_a_message_the_sdk_reads(standin: StandIn) -> None:
-    async with anthropic.AsyncAnthropic(api_key="test", base_url=standin.base_url) as client:
+async def test_answers_with_a_message_the_sdk_reads(own_standin: StandIn) -> None:
+    async with anthropic.AsyncAnthropic(api_key="test", base_url=own_standin.base_url) as client:
         message = await client.messages.create(**body("My kettle leaks"))
     assert message.type == "message" and message.role == "assistant"
     assert message.stop_reason == "end_turn" and message.stop_sequence is None
@@ -87,7 +79,7 @@ async def test_answers_with_a_message_the_sdk_reads(standin: StandIn) -> None:
     assert block.type == "text"
     assert OrderChoice.model_validate_json(block.text).order_id == "ORD-1001"
     assert message.usage.cache_creation_input_tokens and message.usage.input_tokens > 0
-    assert standin.stats()["requests"][0]["ticket_id"] == "t-1"
+    assert own_standin.stats()["requests"][0]["ticket_id"] == "t-1"
 
 
 @pytest.mark.parametrize(
@@ -101,17 +93,19 @@ async def test_answers_with_a_message_the_sdk_reads(standin: StandIn) -> None:
     ],
 )
 async def test_malformed_requests_get_invalid_request_errors(
-    standin: StandIn, http: aiohttp.ClientSession, data: Any, complaint: str
+    own_standin: StandIn, http: aiohttp.ClientSession, data: Any, complaint: str
 ) -> None:
-    status, error, headers = await post(http, f"{standin.base_url}/v1/messages", data)
+    status, error, headers = await post(http, f"{own_standin.base_url}/v1/messages", data)
     assert status == 400
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
     assert complaint in error["error"]["message"]
     assert headers["request-id"].startswith("req_")
 
 
-async def test_non_json_body_is_an_invalid_request(standin: StandIn, http: aiohttp.ClientSession):
-    async with http.post(f"{standin.base_url}/v1/messages", data=b"{nope") as response:
+async def test_non_json_body_is_an_invalid_request(
+    own_standin: StandIn, http: aiohttp.ClientSession
+):
+    async with http.post(f"{own_standin.base_url}/v1/messages", data=b"{nope") as response:
         assert response.status == 400
         assert (await response.json())["error"]["type"] == "invalid_request_error"
 
@@ -126,10 +120,10 @@ async def test_non_json_body_is_an_invalid_request(standin: StandIn, http: aioht
     ],
 )
 async def test_error_faults_look_like_the_api(
-    standin: StandIn, http: aiohttp.ClientSession, fault: str, status: int, kind: str
+    own_standin: StandIn, http: aiohttp.ClientSession, fault: str, status: int, kind: str
 ) -> None:
     got, error, headers = await post(
-        http, f"{standin.base_url}/v1/messages", body(f"hi [[fault:{fault}]]")
+        http, f"{own_standin.base_url}/v1/messages", body(f"hi [[fault:{fault}]]")
     )
     assert (got, error["type"], error["error"]["type"]) == (status, "error", kind)
     assert headers["request-id"]
@@ -147,22 +141,22 @@ def test_directives_parse_fault_stage_and_count() -> None:
 
 
 async def test_directive_counts_are_per_ticket_and_stage(
-    standin: StandIn, http: aiohttp.ClientSession
+    own_standin: StandIn, http: aiohttp.ClientSession
 ) -> None:
-    url = f"{standin.base_url}/v1/messages"
+    url = f"{own_standin.base_url}/v1/messages"
     text = "Kettle [[fault:529:lookup:2]]"
     statuses = [(await post(http, url, body(text)))[0] for _ in range(3)]
     assert statuses == [529, 529, 200]
     assert (await post(http, url, body(text, ticket_id="t-2")))[0] == 529
-    stats = standin.stats()
+    stats = own_standin.stats()
     assert stats["calls"] == 4 and stats["by_fault"] == {"529": 3}
     assert [r["ticket_id"] for r in stats["requests"]] == ["t-1"] * 3 + ["t-2"]
 
 
 async def test_control_api_queues_faults_in_order_and_resets(
-    standin: StandIn, http: aiohttp.ClientSession
+    own_standin: StandIn, http: aiohttp.ClientSession
 ) -> None:
-    base = standin.base_url
+    base = own_standin.base_url
     rules = [
         {"match": "kettle", "stage": "lookup", "fault": "500", "times": 1},
         {"match": None, "stage": None, "fault": "429", "times": 2},
@@ -176,13 +170,13 @@ async def test_control_api_queues_faults_in_order_and_resets(
     bad = await post(http, f"{base}/_control/faults", [{"fault": "nope"}])
     assert bad[0] == 400
     assert (await post(http, f"{base}/_control/reset", {}))[1] == {"reset": True}
-    assert standin.stats()["calls"] == 0
+    assert own_standin.stats()["calls"] == 0
 
 
 @pytest.mark.parametrize("fault", ["invalid_json", "schema", "rule", "max_tokens", "refusal"])
-async def test_output_faults(standin: StandIn, http: aiohttp.ClientSession, fault: str) -> None:
+async def test_output_faults(own_standin: StandIn, http: aiohttp.ClientSession, fault: str) -> None:
     status, message, _ = await post(
-        http, f"{standin.base_url}/v1/messages", body(f"kettle [[fault:{fault}]]")
+        http, f"{own_standin.base_url}/v1/messages", body(f"kettle [[fault:{fault}]]")
     )
     assert status == 200
     text = message["content"][0]["text"] if message["content"] else ""
@@ -211,9 +205,9 @@ def test_token_estimate_counts_cjk_characters_one_each() -> None:
 
 
 async def test_cached_system_is_written_once_then_read(
-    standin: StandIn, http: aiohttp.ClientSession
+    own_standin: StandIn, http: aiohttp.ClientSession
 ) -> None:
-    url = f"{standin.base_url}/v1/messages"
+    url = f"{own_standin.base_url}/v1/messages"
     first = (await post(http, url, body("kettle")))[1]["usage"]
     second = (await post(http, url, body("kettle", ticket_id="t-9")))[1]["usage"]
     assert first["cache_creation_input_tokens"] > 0 and first["cache_read_input_tokens"] == 0
@@ -243,16 +237,16 @@ async def test_latency_sleeps_without_blocking_the_loop(http: aiohttp.ClientSess
         assert server.stats()["max_in_flight"] == 4
 
 
-async def test_a_hang_ends_when_its_client_gives_up(standin: StandIn) -> None:
+async def test_a_hang_ends_when_its_client_gives_up(own_standin: StandIn) -> None:
     timeout = aiohttp.ClientTimeout(total=0.3)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         with pytest.raises(asyncio.TimeoutError):
-            await post(session, f"{standin.base_url}/v1/messages", body("x [[fault:hang]]"))
+            await post(session, f"{own_standin.base_url}/v1/messages", body("x [[fault:hang]]"))
     for _ in range(50):
-        if standin.stats()["in_flight"] == 0:
+        if own_standin.stats()["in_flight"] == 0:
             break
         await asyncio.sleep(0.02)
-    assert standin.stats()["in_flight"] == 0
+    assert own_standin.stats()["in_flight"] == 0
 
 
 async def test_stopping_cancels_a_hang_in_flight(http: aiohttp.ClientSession) -> None:
@@ -268,11 +262,11 @@ async def test_stopping_cancels_a_hang_in_flight(http: aiohttp.ClientSession) ->
         await call
 
 
-async def test_a_failing_responder_is_a_non_retryable_server_error(standin: StandIn) -> None:
-    async with anthropic.AsyncAnthropic(api_key="t", base_url=standin.base_url) as client:
+async def test_a_failing_responder_is_a_non_retryable_server_error(own_standin: StandIn) -> None:
+    async with anthropic.AsyncAnthropic(api_key="t", base_url=own_standin.base_url) as client:
         with pytest.raises(anthropic.InternalServerError, match="responder failed"):
             await client.messages.create(**body("kettle", stage="strategy"))
-    assert standin.stats()["calls"] == 1
+    assert own_standin.stats()["calls"] == 1
 
 
 def test_run_in_thread_serves_sync_code() -> None:
@@ -335,9 +329,9 @@ async def test_drift_fault_answers_strategy_with_a_reply_that_ignores_the_order(
 
 
 async def test_each_cache_breakpoint_is_a_prefix_of_its_own(
-    standin: StandIn, http: aiohttp.ClientSession
+    own_standin: StandIn, http: aiohttp.ClientSession
 ) -> None:
-    url = f"{standin.base_url}/v1/messages"
+    url = f"{own_standin.base_url}/v1/messages"
     shared, mine, other = "S" * 4000, "M" * 800, "O" * 1200
 
     def two_blocks(second: str) -> dict[str, Any]:
