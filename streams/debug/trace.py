@@ -13,7 +13,7 @@ from schemas.baton import Baton
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
 from schemas.stages import StageRecord
-from streams.kafka.topics import TopicNames
+from streams.kafka.topics import TopicNames, changelog_topic
 from streams.runtime.stages import STAGES
 from streams.settings import Settings
 
@@ -24,11 +24,6 @@ if TYPE_CHECKING:
 # stage's dead letter is acknowledged before its output is sent).
 _RANK = {"published": 0, "intake": 1, "dead_letter": 2, "understand": 3, "lookup": 4}
 _RANK |= {"reply": 5, "baton": 6}
-
-
-def changelog_topic(settings: Settings, table: str = "batons") -> str:
-    """The Faust changelog topic of one of the worker's tables."""
-    return f"{settings.app_id}-{table}-changelog"
 
 
 def _at(ms: int) -> str:

@@ -19,6 +19,23 @@ MEMORY_INDEX = "support.memory-index"
 
 ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX)
 
+# The worker's changelog-backed tables: batons by session, the customer index.
+BATON_TABLE = "batons"
+CUSTOMER_TABLE = "customers"
+
+
+def changelog_topic(settings: Settings, table: str = BATON_TABLE) -> str:
+    """The Faust changelog topic of one of the worker's tables."""
+    return f"{settings.app_id}-{table}-changelog"
+
+
+def changelogs(settings: Settings) -> dict[str, int]:
+    """Each table's changelog topic and its partition count (the index table is global)."""
+    return {
+        changelog_topic(settings, BATON_TABLE): settings.partitions,
+        changelog_topic(settings, CUSTOMER_TABLE): 1,
+    }
+
 
 @dataclass(frozen=True)
 class TopicNames:
@@ -69,23 +86,27 @@ async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
     names = TopicNames.of(settings)
+    # The memory index has one partition: one writer per key keeps the global index table
+    # consistent on every worker. Changelogs are created here too, compacted, so that a
+    # worker never subscribes before they exist (Faust would then leave them unassigned).
+    wanted = {
+        name: 1 if name == names.memory_index else settings.partitions for name in names.all()
+    } | changelogs(settings)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        # The memory index has one partition: one writer per key keeps the global
-        # index tables consistent on every worker.
         await admin.create_topics(
             [
                 NewTopic(
                     name,
-                    1 if name == names.memory_index else settings.partitions,
+                    partitions,
                     settings.replication_factor,
                     topic_configs=topic_configs(settings, name),
                 )
-                for name in names.all()
+                for name, partitions in wanted.items()
             ]
         )
-        counts = await _described(admin, list(names.all()))
+        counts = await _described(admin, list(wanted))
     finally:
         await admin.close()
     for name in (names.sessions, names.understood, names.matched):
@@ -98,7 +119,9 @@ async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
 
 
 def topic_configs(settings: Settings, name: str) -> dict[str, str]:
-    """Retention of a data topic: dead letters are kept longer, so they can be re-driven."""
+    """A changelog is compacted; a data topic has retention, dead letters the longest."""
+    if name in changelogs(settings):
+        return {"cleanup.policy": "compact"}
     days = (
         settings.dead_letter_retention_days
         if name == settings.topic(DEAD_LETTERS)

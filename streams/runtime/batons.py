@@ -10,8 +10,6 @@ from agents import memory
 from schemas.baton import Baton, MemoryIndex, SessionSummary
 from schemas.codec import dumps
 
-BATON_TABLE = "batons"
-CUSTOMER_TABLE = "customers"
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
 # much): a stage reads its session's baton several times in a row.
 PARSED_BATON_BYTES = 1 << 20

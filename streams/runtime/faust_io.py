@@ -9,8 +9,7 @@ from typing import Any
 
 import faust
 
-from streams.kafka.topics import TopicNames
-from streams.runtime.batons import BATON_TABLE, CUSTOMER_TABLE
+from streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE, TopicNames
 
 # How long a pending reply's check may read the replies partition before it is retried.
 SCAN_PATIENCE_S = 30.0

@@ -8,7 +8,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streams.kafka.topics import TopicNames, ensure_topics
+from streams.kafka.topics import TopicNames, changelog_topic, ensure_topics
 from streams.settings import Settings
 from tests.fixtures.brokers import Broker
 
@@ -29,7 +29,7 @@ async def test_baton_creates_its_topics_and_finds_them_on_a_second_start(broker:
     assert all(first[t] == 4 for t in names.all() if t != names.memory_index)
 
 
-async def test_data_topics_are_created_with_retention(broker: Broker) -> None:
+async def test_data_topics_have_retention_and_changelogs_are_compacted(broker: Broker) -> None:
     settings = Settings(
         broker=broker.url, namespace=unique("ns"), retention_days=2, dead_letter_retention_days=9
     )
@@ -38,12 +38,15 @@ async def test_data_topics_are_created_with_retention(broker: Broker) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
     await admin.start()
     try:
-        configs = await _configs(admin, [names.replies, names.dead_letters])
+        configs = await _configs(
+            admin, [names.replies, names.dead_letters, changelog_topic(settings)]
+        )
     finally:
         await admin.close()
     assert configs[names.replies]["retention.ms"] == str(2 * 86_400_000)
     assert configs[names.dead_letters]["retention.ms"] == str(9 * 86_400_000)
     assert configs[names.replies]["cleanup.policy"] == "delete"
+    assert configs[changelog_topic(settings)]["cleanup.policy"] == "compact"
 
 
 async def _configs(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, dict[str, str]]:

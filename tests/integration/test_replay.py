@@ -13,9 +13,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from agents.testing.standin import StandIn
 from schemas.codec import dumps
 from schemas.records import Reply
-from streams.debug.trace import changelog_topic
 from streams.kafka.reader import read_topics
-from streams.kafka.topics import TopicNames
+from streams.kafka.topics import TopicNames, changelog_topic
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, counts, open_deployment, settings_of

@@ -23,7 +23,7 @@ from streams.debug.replay_plan import (
 )
 from streams.kafka.client import Message
 from streams.kafka.reader import offset_or_none
-from streams.kafka.topics import TopicNames
+from streams.kafka.topics import TopicNames, changelog_topic
 from streams.settings import Settings
 from tests.fixtures import data
 
@@ -249,7 +249,7 @@ def _understanding() -> Understanding:
 
 def test_trace_builds_a_session_timeline_from_every_topic() -> None:
     names = TopicNames.of(Settings())
-    changelog = trace.changelog_topic(Settings())
+    changelog = changelog_topic(Settings())
     t = ticket("a")
     base = StageRecord(ticket=t)
     understood = base.model_copy(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.kafka.topics import _described, topic_configs
+from streams.kafka.topics import _described, changelogs, topic_configs
 from streams.settings import Settings
 
 
@@ -17,6 +17,15 @@ def test_dead_letters_are_kept_longer_than_the_hops() -> None:
     assert topic_configs(settings, "ns.support.dead-letters")["retention.ms"] == str(
         30 * 86_400_000
     )
+
+
+def test_changelogs_are_compacted_and_sized_like_their_tables() -> None:
+    settings = Settings(namespace="ns", partitions=6)
+    assert changelogs(settings) == {
+        "baton-ns-batons-changelog": 6,
+        "baton-ns-customers-changelog": 1,
+    }
+    assert topic_configs(settings, "baton-ns-batons-changelog") == {"cleanup.policy": "compact"}
 
 
 class LateAdmin:
