@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from streams.kafka.apache import pinned_version
 from tests.fixtures.paths import ROOT
 
 COMPOSE = ROOT / "docker-compose.yml"
@@ -121,6 +122,10 @@ def test_exactly_three_kafka_brokers_on_the_official_image(services: dict[str, A
     assert kafka == list(KAFKA_SERVICES)
     for name in KAFKA_SERVICES:
         assert services[name]["image"].startswith("apache/kafka:"), name
+
+
+def test_kafka_is_the_release_the_integration_suite_runs(services: dict[str, Any]) -> None:
+    assert {services[n]["image"] for n in KAFKA_SERVICES} == {f"apache/kafka:{pinned_version()}"}
 
 
 def test_kafka_runs_kraft_with_a_consistent_quorum(services: dict[str, Any]) -> None:
