@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from streams.kafka.connect import BrokerUnreachable, bootstrap_servers, probe_broker
+from streams.kafka.connect import BrokerUnreachable, new_consumer, new_producer, probe_broker
 from streams.settings import Settings
 
 
@@ -49,9 +49,7 @@ async def publish(
 ) -> int:
     """Send ``(key, value)`` pairs in order and wait for every acknowledgement."""
     await probe_broker(settings)
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap_servers(settings), acks="all", linger_ms=5
-    )
+    producer = new_producer(settings, acks="all", linger_ms=5)
     await producer.start()
     sent = 0
     try:
@@ -86,8 +84,8 @@ async def read(
 ) -> AsyncIterator[Message]:
     """Yield a topic's records (all partitions), stopping after ``idle_timeout`` s of silence."""
     await probe_broker(settings)
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers(settings),
+    consumer = new_consumer(
+        settings,
         group_id=None,
         enable_auto_commit=False,
         client_id=f"baton-tail-{uuid.uuid4().hex[:6]}",

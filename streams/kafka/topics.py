@@ -60,16 +60,18 @@ class TopicMismatch(RuntimeError):
     """An existing internal topic has a partition count the tables cannot work with."""
 
 
-async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
+async def ensure_topics(settings: Settings) -> dict[str, int]:
     """Create baton's topics if missing; return each topic's partition count.
 
     Created before Faust starts: a broker that auto-creates topics on first use would give
     them its default partition count, and tables need every session-keyed topic alike.
     """
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import NewTopic
+
+    from streams.kafka.connect import new_admin
 
     names = TopicNames.of(settings)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = new_admin(settings)
     await admin.start()
     try:
         # The memory index has one partition: one writer per key keeps the global
