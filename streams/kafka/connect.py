@@ -196,10 +196,11 @@ def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
             f"cannot authenticate to {where} ({sec.mechanism} as user {sec.username!r}): "
             "authentication failed"
         )
-    if isinstance(exc, KafkaConnectionError) and not sec.tls:
-        # A TLS or SASL listener hangs up on a client that starts in the clear.
+    if isinstance(exc, KafkaConnectionError):
+        # A listener hangs up on a client that speaks another protocol: the clear to a TLS
+        # port, TLS to a plain one, no SASL login where one is expected.
         return BrokerRefused(
-            f"cannot connect to {where}: it closed the connection; does it expect TLS or "
-            f"SASL? BATON_KAFKA_SECURITY_PROTOCOL is {sec.protocol}"
+            f"cannot connect to {where}: it closed the connection; is "
+            f"BATON_KAFKA_SECURITY_PROTOCOL={sec.protocol} the protocol of that listener?"
         )
     return None

@@ -162,9 +162,12 @@ def test_refusals_name_the_cause_and_never_the_password(ca: tuple[Path, Path]) -
         "(unable to get local issuer certificate); check BATON_KAFKA_CA_FILE"
     )
     plain = load({"BATON_BROKER": BROKER})
-    assert "does it expect TLS or SASL" in str(refusal(plain, KafkaConnectionError("closed")))
+    assert str(refusal(plain, KafkaConnectionError("closed"))) == (
+        f"cannot connect to the Kafka broker at {BROKER}: it closed the connection; "
+        "is BATON_KAFKA_SECURITY_PROTOCOL=PLAINTEXT the protocol of that listener?"
+    )
+    assert "PROTOCOL=SASL_SSL" in str(refusal(s, KafkaConnectionError("closed")))
     assert refusal(plain, ConnectionRefusedError()) is None
-    assert refusal(s, KafkaConnectionError("closed")) is None
     for error in (login, refusal(s, untrusted)):
         assert "kafka-secret-pw" not in str(error)
 
