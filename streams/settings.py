@@ -27,6 +27,52 @@ class SettingsError(ValueError):
     """A ``BATON_*`` variable has a value baton cannot use."""
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class KafkaSecurity:
+    """How clients authenticate to Kafka and encrypt the connection (``BATON_KAFKA_*``)."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str = "PLAIN"
+    username: str = ""
+    password: str = ""
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    key_password: str = ""
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("password", "key_password"):
+            if shown[name]:
+                shown[name] = SECRET
+        return f"KafkaSecurity({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as the ``BATON_KAFKA_*`` variables :func:`kafka_security` reads."""
+        return {
+            "BATON_KAFKA_SECURITY_PROTOCOL": self.protocol,
+            "BATON_KAFKA_SASL_MECHANISM": self.mechanism,
+            "BATON_KAFKA_USERNAME": self.username,
+            "BATON_KAFKA_PASSWORD": self.password,
+            "BATON_KAFKA_CA_FILE": str(self.ca_file or ""),
+            "BATON_KAFKA_CERT_FILE": str(self.cert_file or ""),
+            "BATON_KAFKA_KEY_FILE": str(self.key_file or ""),
+            "BATON_KAFKA_KEY_PASSWORD": self.key_password,
+        }
+
+
 @dataclass(frozen=True)
 class Settings:
     """Runtime configuration; build it with :func:`load`, render it with :meth:`to_env`."""
@@ -64,6 +110,7 @@ class Settings:
     prices: Mapping[str, Price] = field(default_factory=dict)
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
+    kafka: KafkaSecurity = KafkaSecurity()
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)
 
@@ -133,6 +180,7 @@ class Settings:
                 m: [p.input, p.output, p.cache_write, p.cache_read] for m, p in self.prices.items()
             }
             env["BATON_PRICES"] = orjson.dumps(rows).decode()
+        env |= self.kafka.to_env()
         if self.anthropic_api_key:
             env["ANTHROPIC_API_KEY"] = self.anthropic_api_key
         if self.anthropic_base_url:
@@ -182,6 +230,53 @@ def _prices(env: Mapping[str, str]) -> dict[str, Price]:
         return parse_prices(env.get("BATON_PRICES", ""), "BATON_PRICES")
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = (env.get(name) or default).upper()
+    if value not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {env[name]!r}")
+    return value
+
+
+def _file(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file():
+        raise SettingsError(f"{name} names no readable file: {raw}")
+    return path
+
+
+def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
+    """The ``BATON_KAFKA_*`` variables, checked: raises ``SettingsError`` on a bad combination."""
+    sec = KafkaSecurity(
+        protocol=_choice(env, "BATON_KAFKA_SECURITY_PROTOCOL", SECURITY_PROTOCOLS, "PLAINTEXT"),
+        mechanism=_choice(env, "BATON_KAFKA_SASL_MECHANISM", SASL_MECHANISMS, "PLAIN"),
+        username=env.get("BATON_KAFKA_USERNAME", ""),
+        password=env.get("BATON_KAFKA_PASSWORD", ""),
+        ca_file=_file(env, "BATON_KAFKA_CA_FILE"),
+        cert_file=_file(env, "BATON_KAFKA_CERT_FILE"),
+        key_file=_file(env, "BATON_KAFKA_KEY_FILE"),
+        key_password=env.get("BATON_KAFKA_KEY_PASSWORD", ""),
+    )
+    protocol = f"BATON_KAFKA_SECURITY_PROTOCOL={sec.protocol}"
+    if sec.sasl and not (sec.username and sec.password):
+        raise SettingsError(f"{protocol} needs BATON_KAFKA_USERNAME and BATON_KAFKA_PASSWORD")
+    # Credentials or certificates the protocol would not use are a forgotten protocol, and
+    # silently connecting without them would send data in the clear.
+    if not sec.sasl and (sec.username or sec.password):
+        raise SettingsError(f"{protocol} does not use a user name or password: use SASL_SSL")
+    if not sec.tls and (sec.ca_file or sec.cert_file or sec.key_file):
+        raise SettingsError(f"{protocol} does not use TLS files: use SSL or SASL_SSL")
+    if sec.key_file and not sec.cert_file:
+        raise SettingsError(
+            "BATON_KAFKA_KEY_FILE needs BATON_KAFKA_CERT_FILE (the client certificate)"
+        )
+    if sec.key_password and not sec.cert_file:
+        raise SettingsError("BATON_KAFKA_KEY_PASSWORD needs BATON_KAFKA_CERT_FILE")
+    return sec
 
 
 def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -249,6 +344,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         prices=_prices(env),
         anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
         anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+        kafka=kafka_security(env),
     )
     known = {f.name for f in fields(Settings)}
     unknown = set(overrides) - known

@@ -77,22 +77,19 @@ def run_faust(settings: Settings) -> None:
 
 async def run_aiokafka(settings: Settings) -> None:
     """Three consumer-group loops sharing one producer; offsets auto-committed."""
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from streams.kafka.connect import new_consumer, new_producer
 
-    from streams.kafka.connect import bootstrap_servers
-
-    servers = bootstrap_servers(settings)
     topics = chain_topics(settings, "aiokafka")
-    producer = AIOKafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=5)
+    producer = new_producer(settings, acks="all", linger_ms=5)
     await producer.start()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
 
     async def hop(index: int) -> None:
-        consumer = AIOKafkaConsumer(
+        consumer = new_consumer(
+            settings,
             topics[index],
-            bootstrap_servers=servers,
             group_id=f"{settings.app_id}-bench-aiokafka-{index}",
             auto_offset_reset="earliest",
         )

@@ -9,20 +9,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas.codec import dumps
 from schemas.records import Ticket
 from streams.bench.procs import BenchError, Child
+from streams.kafka.connect import new_admin, new_consumer, new_producer
+from streams.settings import Settings
 
 
 async def create_topics(
-    bootstrap: str, names: Iterable[str], partitions: int, replication: int = 1
+    settings: Settings, names: Iterable[str], partitions: int, replication: int = 1
 ) -> None:
     """Create topics (an existing one is left as it is)."""
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import NewTopic
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = new_admin(settings)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(n, partitions, replication) for n in names])
@@ -33,10 +35,10 @@ async def create_topics(
 class Publisher:
     """Sends tickets keyed by session and remembers when each was sent (epoch seconds)."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, settings: Settings, topic: str) -> None:
         self.topic = topic
         self.sent_at: dict[str, float] = {}
-        self._producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+        self._producer = new_producer(settings, acks="all", linger_ms=5)
 
     async def __aenter__(self) -> Publisher:
         await self._producer.start()
@@ -93,19 +95,19 @@ def stage_record_ids(value: bytes) -> tuple[str, str]:
 class Collector:
     """Reads an output topic from the start into ``outputs``, in each partition's order."""
 
-    def __init__(self, bootstrap: str, topic: str, identify: Identify) -> None:
+    def __init__(self, settings: Settings, topic: str, identify: Identify) -> None:
         self.topic = topic
         self.identify = identify
         self.outputs: list[Output] = []
         self.seen: set[str] = set()
         self.on_new: Callable[[int], None] | None = None
-        self._bootstrap = bootstrap
+        self._settings = settings
         self._task: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
 
     async def start(self) -> None:
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap,
+        consumer = new_consumer(
+            self._settings,
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -187,16 +189,14 @@ class Collector:
 
 
 async def read_topics(
-    bootstrap: str, topics: Iterable[str], idle_s: float = 2.0, first_s: float = 30.0
+    settings: Settings, topics: Iterable[str], idle_s: float = 2.0, first_s: float = 30.0
 ) -> list[tuple[str, bytes | None, bytes | None]]:
     """Every ``(topic, key, value)`` of some topics, stopping after ``idle_s`` s of silence.
 
     The first records may take up to ``first_s``: a broker holding many records answers the
     first fetch slowly, and stopping then would read an empty topic.
     """
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False
-    )
+    consumer = new_consumer(settings, group_id=None, enable_auto_commit=False)
     await consumer.start()
     records: list[tuple[str, bytes | None, bytes | None]] = []
     try:
@@ -223,17 +223,15 @@ async def read_topics(
 
 
 async def read_topic(
-    bootstrap: str, topic: str, idle_s: float = 2.0
+    settings: Settings, topic: str, idle_s: float = 2.0
 ) -> list[tuple[bytes | None, bytes | None]]:
     """Every ``(key, value)`` of a topic, stopping after ``idle_s`` seconds of silence."""
-    return [(k, v) for _, k, v in await read_topics(bootstrap, [topic], idle_s)]
+    return [(k, v) for _, k, v in await read_topics(settings, [topic], idle_s)]
 
 
-async def topics_named(bootstrap: str, prefixes: tuple[str, ...]) -> list[str]:
+async def topics_named(settings: Settings, prefixes: tuple[str, ...]) -> list[str]:
     """The broker's topics whose names start with one of ``prefixes``."""
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = new_admin(settings)
     await admin.start()
     try:
         return sorted(t for t in await admin.list_topics() if t.startswith(prefixes))
@@ -241,10 +239,10 @@ async def topics_named(bootstrap: str, prefixes: tuple[str, ...]) -> list[str]:
         await admin.close()
 
 
-async def latest_values(bootstrap: str, topic: str, idle_s: float = 2.0) -> dict[str, bytes]:
+async def latest_values(settings: Settings, topic: str, idle_s: float = 2.0) -> dict[str, bytes]:
     """The last value per key of a (changelog) topic; tombstones remove the key."""
     latest: dict[str, bytes] = {}
-    for key, value in await read_topic(bootstrap, topic, idle_s):
+    for key, value in await read_topic(settings, topic, idle_s):
         name = (key or b"").decode("utf-8", "replace")
         if value is None:
             latest.pop(name, None)

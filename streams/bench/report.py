@@ -151,7 +151,6 @@ def records_per_ticket(
 
 
 async def describe(
-    bootstrap: str,
     s: Settings,
     row: Row,
     tickets: list[Ticket],
@@ -170,18 +169,18 @@ async def describe(
     wanted = {t.ticket_id for t in tickets}
     letters = [
         DeadLetter.model_validate_json(v)
-        for _, v in await read_topic(bootstrap, TopicNames.of(s).dead_letters)
+        for _, v in await read_topic(s, TopicNames.of(s).dead_letters)
         if v
     ]
     row.extra["dead_letters"] = counts(d.reason for d in letters if d.ticket_id in wanted)
-    topics = await topics_named(bootstrap, (f"{s.namespace}.", f"{s.app_id}-"))
-    written = Counter(topic for topic, _, _ in await read_topics(bootstrap, topics))
+    topics = await topics_named(s, (f"{s.namespace}.", f"{s.app_id}-"))
+    written = Counter(topic for topic, _, _ in await read_topics(s, topics))
     per_ticket = records_per_ticket(written, len(tickets) + warm_tickets, s)
     if per_ticket is not None:
         row.extra["kafka_records_per_ticket"] = per_ticket
     else:
         row.extra["kafka_records_unread"] = "the broker did not return every published ticket"
-    raw = await latest_values(bootstrap, f"{s.app_id}-batons-changelog")
+    raw = await latest_values(s, f"{s.app_id}-batons-changelog")
     batons = {}
     for value in raw.values():
         baton = Baton.model_validate_json(value)

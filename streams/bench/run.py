@@ -188,7 +188,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 
     from streams.bench.procs import BenchError
     from streams.bench.workloads import Context
-    from streams.kafka.connect import TANSU_CLUSTER_ID, bootstrap_servers, probe_broker
+    from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
     from streams.kafka.embedded import EmbeddedBroker
 
     if options.partitions:
@@ -211,7 +211,6 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
             say(f"embedded broker on {broker.url}")
         ctx = Context(
             settings=settings,
-            bootstrap=bootstrap_servers(settings),
             embedded=embedded,
             workdir=workdir,
             workers=options.workers,

@@ -45,7 +45,6 @@ class Context:
     """What every workload of one run shares."""
 
     settings: Settings
-    bootstrap: str
     embedded: bool
     workdir: Path
     workers: int
@@ -172,7 +171,7 @@ async def pipeline(
     load = Workload(name, sessions, per_session)
     warm = _warm_tickets(s)
     await _import_orders(s, load.orders() + warm.orders())
-    await ensure_topics(s, ctx.bootstrap)
+    await ensure_topics(s)
     names = TopicNames.of(s)
     others: dict[str, Child] = {}
     worker_settings = ctx.child(s)
@@ -197,11 +196,11 @@ async def pipeline(
     for i in range(ctx.workers):
         log = s.data_dir / f"worker-{i}.log"
         workers.append(Child(f"worker {i}", spawn_worker(worker_settings, log), log))
-    collector = Collector(ctx.bootstrap, names.replies, reply_ids)
+    collector = Collector(s, names.replies, reply_ids)
     sampler = Sampler(workers, interval=2.0 if soak_s else 0.5)
     try:
         await collector.start()
-        async with Publisher(ctx.bootstrap, names.tickets) as publisher:
+        async with Publisher(s, names.tickets) as publisher:
             await _warm_up(collector, publisher, warm.tickets(), [*workers, *others.values()])
             # Tickets published and not answered yet: what waits in the worker and the broker.
             sampler.backlog = lambda: max(0, len(publisher.sent_at) - len(collector.seen))
@@ -222,7 +221,7 @@ async def pipeline(
         row.peak_rss_mib = max(peaks, default=None)
         replies = {t: Reply.model_validate_json(o.value) for t, o in first.items()}
         row.extra.update(phases(tickets, first, replies, m.sent_at))
-        await describe(ctx.bootstrap, s, row, tickets, replies, load.orders(), len(warm.tickets()))
+        await describe(s, row, tickets, replies, load.orders(), len(warm.tickets()))
         if latency is not None:
             stats = _standin_stats(base_url)
             row.extra["model_calls_seen_by_standin"] = stats["calls"] - warm_stats["calls"]
@@ -288,18 +287,18 @@ async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> 
     load = Workload("cpu", sessions, per_session)
     warm = _warm_tickets(s)
     topics = chain_topics(s, kind)
-    await create_topics(ctx.bootstrap, topics, s.partitions, s.replication_factor)
+    await create_topics(s, topics, s.partitions, s.replication_factor)
     child = spawn(
         f"{kind} chain",
         ["-m", "streams.bench.chains", kind],
         child_env(ctx.child(s)),
         s.data_dir / f"{kind}.log",
     )
-    collector = Collector(ctx.bootstrap, topics[-1], stage_record_ids)
+    collector = Collector(s, topics[-1], stage_record_ids)
     sampler = Sampler([child])
     try:
         await collector.start()
-        async with Publisher(ctx.bootstrap, topics[0]) as publisher:
+        async with Publisher(s, topics[0]) as publisher:
             await _warm_up(collector, publisher, warm.tickets(), [child])
             sampler.start()
             tickets = load.tickets()

@@ -152,11 +152,9 @@ async def _read(settings: Settings, *topics: str) -> dict[str, list[Message]]:
 async def _send(
     settings: Settings, topic: str, records: Sequence[tuple[str | None, bytes, dict[str, str]]]
 ) -> None:
-    from aiokafka import AIOKafkaProducer
+    from streams.kafka.connect import new_producer
 
-    from streams.kafka.connect import bootstrap_servers
-
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers(settings), acks="all")
+    producer = new_producer(settings, acks="all")
     await producer.start()
     try:
         for key, value, headers in records:

@@ -91,7 +91,6 @@ def replay(
     """Publish what the target namespace lacks, run its worker (unless one runs already),
     collect its replies; returns them and how many tickets were published."""
     from streams.kafka.client import publish
-    from streams.kafka.connect import bootstrap_servers
     from streams.kafka.topics import ensure_topics
 
     into = TopicNames.of(target)
@@ -106,7 +105,7 @@ def replay(
     wanted = {t.ticket_id for t in tickets}
     if wanted <= replies.keys():
         return replies, 0
-    asyncio.run(ensure_topics(target, bootstrap_servers(target)))
+    asyncio.run(ensure_topics(target))
     asyncio.run(publish(target, into.tickets, ((t.session_id, dumps(t)) for t in todo)))
     log = target.data_dir / "replay" / f"{target.namespace}-worker.log"
     proc = spawn_worker(target, log) if worker else None

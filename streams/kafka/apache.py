@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +46,8 @@ KAFKA_VERSION = pinned_version()
 MIN_JAVA = 17
 MAX_PORT = 65535
 CLUSTER_FILE = "cluster.json"
+CLIENT_LISTENER = "CLIENT"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 INSTALL_JAVA = "apt-get install openjdk-17-jre-headless"
 
 LOG4J2 = """\
@@ -287,8 +289,13 @@ class Node:
 class ApacheKafka:
     """A KRaft cluster of ``nodes`` (1 or 3) combined broker+controller JVMs on ``host``.
 
-    Broker ports are ``port .. port+nodes-1`` and the controller ports follow them. With no
-    ``data_dir`` the data lives in a temporary folder that :meth:`stop` removes; a given
+    Broker ports are ``port .. port+nodes-1`` and the controller ports follow them. A
+    ``client_listener`` protocol (``SASL_SSL``, say) adds a listener for clients named
+    ``CLIENT`` on the ports after those (its TLS and SASL settings go in ``extra_config``); the
+    nodes keep talking PLAINTEXT among themselves. ``scram_users`` (name: password) are written
+    into the storage when it is formatted, for both SCRAM mechanisms.
+
+    With no ``data_dir`` the data lives in a temporary folder that :meth:`stop` removes; a given
     ``data_dir`` is kept, and a cluster started again on it has its topics and ports back.
     Each JVM logs to ``<data_dir>/node-<n>/server.log``.
     """
@@ -306,6 +313,8 @@ class ApacheKafka:
         auto_create_topics: bool = False,
         class_archive: bool = True,
         extra_config: dict[str, str] | None = None,
+        client_listener: str | None = None,
+        scram_users: Mapping[str, str] | None = None,
     ):
         if nodes not in (1, 3):
             raise ValueError("nodes must be 1 or 3")
@@ -321,14 +330,20 @@ class ApacheKafka:
         self.auto_create_topics = auto_create_topics
         self.class_archive = class_archive
         self.extra_config = dict(extra_config or {})
+        self.client_listener = client_listener
+        self.scram_users = dict(scram_users or {})
+        listeners = 3 if client_listener else 2
         # A kept cluster restarts on its old ports: the controllers' addresses are in its log.
         self.port = (
             port
             or (int(saved["port"]) if saved else None)
-            or consecutive_free_ports(host, 2 * nodes)
+            or consecutive_free_ports(host, listeners * nodes)
         )
         self.ports = [self.port + i for i in range(nodes)]
         self.controller_ports = [self.port + nodes + i for i in range(nodes)]
+        self.client_ports = (
+            [self.port + 2 * nodes + i for i in range(nodes)] if client_listener else []
+        )
         self._own_data_dir = data_dir is None
         self.data_dir = data_dir
         self.members: list[Node] = []
@@ -342,19 +357,38 @@ class ApacheKafka:
     def bootstrap(self) -> str:
         return ",".join(f"{self.host}:{p}" for p in self.ports)
 
+    @property
+    def client_url(self) -> str:
+        """``BATON_BROKER`` of the client listener (``url`` when there is none)."""
+        if not self.client_ports:
+            return self.url
+        return "kafka://" + ";".join(f"{self.host}:{p}" for p in self.client_ports)
+
+    @property
+    def client_bootstrap(self) -> str:
+        """Bootstrap list of the client listener (``bootstrap`` when there is none)."""
+        if not self.client_ports:
+            return self.bootstrap
+        return ",".join(f"{self.host}:{p}" for p in self.client_ports)
+
     def config(self, node: Node) -> dict[str, str]:
         """The ``server.properties`` of ``node``."""
         replicas = str(self.nodes)
         min_isr = "2" if self.nodes == 3 else "1"
+        listeners = f"PLAINTEXT://{self.host}:{node.port}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        advertised = listeners
+        if self.client_listener:
+            client = f"{CLIENT_LISTENER}://{self.host}:{self.client_ports[node.node_id - 1]}"
+            advertised = f"{advertised},{client}"
+            listeners = f"{listeners},{client}"
+            protocols = f"{protocols},{CLIENT_LISTENER}:{self.client_listener}"
         conf = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
-            "listeners": (
-                f"PLAINTEXT://{self.host}:{node.port},"
-                f"CONTROLLER://{self.host}:{node.controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{node.port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners": f"{listeners},CONTROLLER://{self.host}:{node.controller_port}",
+            "advertised.listeners": advertised,
+            "listener.security.protocol.map": protocols,
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "controller.quorum.bootstrap.servers": ",".join(
@@ -386,7 +420,7 @@ class ApacheKafka:
         """Fetch the jars if needed, format storage, start every node, wait until all answer."""
         java = find_java(self.java)
         libs = resolve_jars(self.version, self.libs)
-        for port in self.ports + self.controller_ports:
+        for port in self.ports + self.controller_ports + self.client_ports:
             if not _bindable(self.host, port):
                 raise ApacheKafkaError(f"port {port} on {self.host} is already in use")
         if self.data_dir is None:
@@ -465,6 +499,7 @@ class ApacheKafka:
                 "--cluster-id",
                 str(self.cluster_id),
                 *quorum,
+                *self._scram_args(),
             ]
             # All nodes at once: each format is a JVM start of a few seconds.
             proc = subprocess.Popen(
@@ -484,6 +519,15 @@ class ApacheKafka:
                 )
         if failures:
             raise ApacheKafkaError("\n".join(failures))
+
+    def _scram_args(self) -> list[str]:
+        """``--add-scram`` arguments of the storage tool: each user, for both mechanisms."""
+        return [
+            arg
+            for name, password in self.scram_users.items()
+            for mechanism in SCRAM_MECHANISMS
+            for arg in ("--add-scram", f"{mechanism}=[name={name},password={password}]")
+        ]
 
     def _log_flags(self, node: Node) -> list[str]:
         return [

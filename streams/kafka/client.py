@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from streams.kafka.connect import BrokerUnreachable, bootstrap_servers, probe_broker
+from streams.kafka.connect import BrokerUnreachable, new_consumer, new_producer, probe_broker
 from streams.kafka.topics import TopicNames, ensure_topics
 from streams.settings import Settings
 
@@ -52,10 +52,8 @@ async def publish(
     await probe_broker(settings)
     if topic in TopicNames.of(settings).all():
         # A broker that does not create topics on first use would refuse the records.
-        await ensure_topics(settings, bootstrap_servers(settings))
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap_servers(settings), acks="all", linger_ms=5
-    )
+        await ensure_topics(settings)
+    producer = new_producer(settings, acks="all", linger_ms=5)
     await producer.start()
     sent = 0
     try:
@@ -90,8 +88,8 @@ async def read(
 ) -> AsyncIterator[Message]:
     """Yield a topic's records (all partitions), stopping after ``idle_timeout`` s of silence."""
     await probe_broker(settings)
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers(settings),
+    consumer = new_consumer(
+        settings,
         group_id=None,
         enable_auto_commit=False,
         client_id=f"baton-tail-{uuid.uuid4().hex[:6]}",

@@ -1,11 +1,22 @@
-"""Reaching a Kafka cluster: the bootstrap list of ``BATON_BROKER`` and a probe that fails fast."""
+"""Reaching a Kafka cluster: the one place aiokafka clients are built, and a probe that fails fast.
+
+Every client baton makes (producer, consumer, admin) takes its bootstrap list and its
+``BATON_KAFKA_*`` security options from here, so each command honours the same settings.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
+from typing import TYPE_CHECKING, Any
 
 from streams.kafka.embedded import parse_broker_url
-from streams.settings import Settings
+from streams.settings import KafkaSecurity, Settings, SettingsError
+
+if TYPE_CHECKING:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient
 
 TANSU_CLUSTER_ID = "tansu_cluster"
 
@@ -14,26 +25,8 @@ class BrokerUnreachable(RuntimeError):
     """The Kafka broker did not answer."""
 
 
-async def probe_broker(settings: Settings, timeout: float = 10.0) -> str | None:
-    """Connect to the broker; return its cluster id. Raises ``BrokerUnreachable``."""
-    from aiokafka.admin import AIOKafkaAdminClient
-    from aiokafka.errors import KafkaError
-
-    servers = ",".join(
-        f"{h}:{p}"
-        for h, p in (parse_broker_url("kafka://" + part) for part in _hosts(settings.broker))
-    )
-    admin = AIOKafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=int(timeout * 1000))
-    try:
-        await asyncio.wait_for(admin.start(), timeout)
-        cluster = await asyncio.wait_for(admin.describe_cluster(), timeout)
-        return str(cluster.get("cluster_id")) if cluster else None
-    except (TimeoutError, KafkaError, OSError) as exc:
-        raise BrokerUnreachable(
-            f"cannot reach the Kafka broker at {settings.broker} ({type(exc).__name__})"
-        ) from None
-    finally:
-        await admin.close()
+class BrokerRefused(BrokerUnreachable):
+    """The broker answered but refused the connection: credentials or certificates are wrong."""
 
 
 def _hosts(url: str) -> list[str]:
@@ -43,3 +36,171 @@ def _hosts(url: str) -> list[str]:
 def bootstrap_servers(settings: Settings) -> str:
     """The ``host:port,...`` list of ``settings.broker``."""
     return ",".join(_hosts(settings.broker))
+
+
+@functools.cache
+def ssl_context(security: KafkaSecurity) -> ssl.SSLContext | None:
+    """The TLS context of ``security`` (None without TLS), built once per process.
+
+    Without a CA file the system's trusted CAs verify the broker, as for a managed service.
+    Raises ``SettingsError`` for files that hold no usable certificate or key.
+    """
+    if not security.tls:
+        return None
+    ca_file = str(security.ca_file) if security.ca_file else None
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise SettingsError(f"BATON_KAFKA_CA_FILE holds no usable certificate ({exc})") from None
+    if security.cert_file:
+        try:
+            context.load_cert_chain(
+                str(security.cert_file),
+                str(security.key_file) if security.key_file else None,
+                password=security.key_password or None,
+            )
+        except (ssl.SSLError, OSError) as exc:
+            raise SettingsError(
+                "BATON_KAFKA_CERT_FILE and BATON_KAFKA_KEY_FILE are not a usable certificate "
+                f"and key (a wrong key, or BATON_KAFKA_KEY_PASSWORD is needed: {exc})"
+            ) from None
+    return context
+
+
+def security_options(security: KafkaSecurity) -> dict[str, Any]:
+    """The aiokafka client options of ``security`` (no bootstrap list)."""
+    options: dict[str, Any] = {"security_protocol": security.protocol}
+    if security.tls:
+        options["ssl_context"] = ssl_context(security)
+    if security.sasl:
+        options |= {
+            "sasl_mechanism": security.mechanism,
+            "sasl_plain_username": security.username,
+            "sasl_plain_password": security.password,
+        }
+    return options
+
+
+def client_options(settings: Settings) -> dict[str, Any]:
+    """Everything an aiokafka client needs to reach and log in to ``settings.broker``."""
+    return {"bootstrap_servers": bootstrap_servers(settings), **security_options(settings.kafka)}
+
+
+def new_consumer(settings: Settings, *topics: str, **options: Any) -> AIOKafkaConsumer:
+    """An (unstarted) aiokafka consumer of ``settings.broker``; ``options`` as aiokafka's."""
+    from aiokafka import AIOKafkaConsumer
+
+    return AIOKafkaConsumer(*topics, **client_options(settings), **options)
+
+
+def new_producer(settings: Settings, **options: Any) -> AIOKafkaProducer:
+    """An (unstarted) aiokafka producer of ``settings.broker``; ``options`` as aiokafka's."""
+    from aiokafka import AIOKafkaProducer
+
+    return AIOKafkaProducer(**client_options(settings), **options)
+
+
+def new_admin(settings: Settings, **options: Any) -> AIOKafkaAdminClient:
+    """An (unstarted) aiokafka admin client of ``settings.broker``."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    return AIOKafkaAdminClient(**client_options(settings), **options)
+
+
+async def probe_broker(settings: Settings, timeout: float = 10.0) -> str | None:
+    """Connect to the broker; return its cluster id.
+
+    Raises ``BrokerRefused`` when the broker rejects the TLS handshake or the login, and
+    ``BrokerUnreachable`` when it does not answer.
+    """
+    from aiokafka.errors import KafkaError
+
+    await _login(settings, timeout)
+    client = new_admin(settings, request_timeout_ms=int(timeout * 1000))
+    try:
+        await asyncio.wait_for(client.start(), timeout)
+        cluster = await asyncio.wait_for(client.describe_cluster(), timeout)
+        return str(cluster.get("cluster_id")) if cluster else None
+    except (TimeoutError, KafkaError, OSError) as exc:
+        raise BrokerUnreachable(
+            f"cannot reach the Kafka broker at {settings.broker} ({type(exc).__name__})"
+        ) from None
+    finally:
+        await client.close()
+
+
+async def _login(settings: Settings, timeout: float) -> None:
+    """Open one connection to a bootstrap server, TLS handshake and SASL login included.
+
+    aiokafka's clients only log why a bootstrap server refused them and then report that
+    none could be reached; this connection keeps the reason, so it can be told.
+    """
+    from aiokafka.conn import create_conn
+    from aiokafka.errors import KafkaError
+
+    options = security_options(settings.kafka)
+    reasons: list[BrokerRefused] = []
+    for host in _hosts(settings.broker):
+        name, port = parse_broker_url("kafka://" + host)
+        try:
+            conn = await asyncio.wait_for(
+                create_conn(name, port, request_timeout_ms=int(timeout * 1000), **options),
+                timeout,
+            )
+        except (TimeoutError, KafkaError, OSError) as exc:
+            refused = refusal(settings, exc)
+            if refused is not None:
+                reasons.append(refused)
+            continue
+        conn.close()
+        return
+    if reasons:
+        raise reasons[0]
+
+
+def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
+    """The refusal ``exc`` stands for (a rejected login or certificate), or None."""
+    from aiokafka.errors import (
+        IllegalSaslStateError,
+        KafkaConnectionError,
+        SaslAuthenticationFailed,
+        UnsupportedSaslMechanismError,
+    )
+
+    sec = settings.kafka
+    where = f"the Kafka broker at {settings.broker}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        detail = exc.verify_message or exc.reason or "verification failed"
+        return BrokerRefused(
+            f"cannot connect to {where}: TLS certificate not trusted ({detail}); "
+            f"check BATON_KAFKA_CA_FILE"
+        )
+    if isinstance(exc, ssl.SSLError) and exc.reason == "WRONG_VERSION_NUMBER":
+        return BrokerRefused(
+            f"cannot connect to {where}: it does not speak TLS on that port; "
+            f"check BATON_KAFKA_SECURITY_PROTOCOL ({sec.protocol}) and the port"
+        )
+    if isinstance(exc, ssl.SSLError):
+        # The broker closing the handshake is how a missing or rejected client
+        # certificate (mTLS) shows on this side.
+        return BrokerRefused(
+            f"cannot connect to {where}: TLS handshake failed ({exc.reason or exc}); "
+            f"check BATON_KAFKA_CERT_FILE and BATON_KAFKA_KEY_FILE"
+        )
+    if isinstance(exc, UnsupportedSaslMechanismError):
+        return BrokerRefused(
+            f"cannot authenticate to {where}: it does not offer SASL mechanism {sec.mechanism}"
+        )
+    if isinstance(exc, SaslAuthenticationFailed | IllegalSaslStateError):
+        return BrokerRefused(
+            f"cannot authenticate to {where} ({sec.mechanism} as user {sec.username!r}): "
+            "authentication failed"
+        )
+    if isinstance(exc, KafkaConnectionError):
+        # A listener hangs up on a client that speaks another protocol: the clear to a TLS
+        # port, TLS to a plain one, no SASL login where one is expected.
+        return BrokerRefused(
+            f"cannot connect to {where}: it closed the connection; is "
+            f"BATON_KAFKA_SECURITY_PROTOCOL={sec.protocol} the protocol of that listener?"
+        )
+    return None

@@ -10,15 +10,15 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams.kafka.client import Message
-from streams.kafka.connect import bootstrap_servers, probe_broker
+from streams.kafka.connect import new_consumer, probe_broker
 from streams.settings import Settings
 
 IDLE_TIMEOUT_S = 5.0
 
 
 def _consumer(settings: Settings) -> AIOKafkaConsumer:
-    return AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers(settings),
+    return new_consumer(
+        settings,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",

@@ -77,13 +77,15 @@ class TopicMismatch(RuntimeError):
     """An existing internal topic has a partition count the tables cannot work with."""
 
 
-async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
+async def ensure_topics(settings: Settings) -> dict[str, int]:
     """Create baton's topics if missing; return each topic's partition count.
 
     Created before Faust starts: a broker that auto-creates topics on first use would give
     them its default partition count, and tables need every session-keyed topic alike.
     """
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import NewTopic
+
+    from streams.kafka.connect import new_admin
 
     names = TopicNames.of(settings)
     # The memory index has one partition: one writer per key keeps the global index table
@@ -92,7 +94,7 @@ async def ensure_topics(settings: Settings, bootstrap: str) -> dict[str, int]:
     wanted = {
         name: 1 if name == names.memory_index else settings.partitions for name in names.all()
     } | changelogs(settings)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = new_admin(settings)
     await admin.start()
     try:
         await admin.create_topics(

@@ -170,7 +170,12 @@ def faust_loglevel(settings: Settings) -> str:
 
 def logging_config(settings: Settings) -> dict[str, Any]:
     """The worker's ``dictConfig``: handed to ``faust.Worker(logging_config=...)``."""
-    secrets = [settings.anthropic_api_key or "", settings.web_token or ""]
+    secrets = [
+        settings.anthropic_api_key or "",
+        settings.web_token or "",
+        settings.kafka.password,
+        settings.kafka.key_password,
+    ]
     formatter = JsonFormatter if settings.log_format == "json" else TextFormatter
     return {
         "version": 1,

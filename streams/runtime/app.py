@@ -10,7 +10,7 @@ import faust
 
 from agents.models.llm import LLM
 from agents.orders import OrderStore
-from streams.kafka.connect import bootstrap_servers
+from streams.kafka.faust_auth import broker_credentials
 from streams.kafka.faust_consumer import seeking_consumer
 from streams.kafka.topics import TopicNames
 from streams.observe import web
@@ -35,6 +35,7 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
     """Faust configuration; the embedded broker gets fast timeouts and one record per batch."""
     conf: dict[str, Any] = {
         "broker": settings.broker,
+        "broker_credentials": broker_credentials(settings),
         "store": "memory://",
         "processing_guarantee": "at_least_once",
         "topic_partitions": settings.partitions,
@@ -96,7 +97,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         sources | {names.memory_index},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
     )
-    sink = FaustSink(app, names, settings.partitions, bootstrap_servers(settings))
+    sink = FaustSink(app, names, settings.partitions, settings)
     gate = SessionGate(settings.turn_timeout_s)
     schedulers: dict[str, SessionScheduler] = {
         s.name: SessionScheduler(

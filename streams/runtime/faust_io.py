@@ -10,6 +10,7 @@ from typing import Any
 import faust
 
 from streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE, TopicNames
+from streams.settings import Settings
 
 # How long a pending reply's check may read the replies partition before it is retried.
 SCAN_PATIENCE_S = 30.0
@@ -19,10 +20,11 @@ class FaustSink:
     """Sends through the app's producer and waits for the broker's acknowledgement."""
 
     def __init__(
-        self, app: faust.App, names: TopicNames, partitions: int, bootstrap: str = ""
+        self, app: faust.App, names: TopicNames, partitions: int, settings: Settings | None = None
     ) -> None:
         self.partitions = partitions
-        self.bootstrap = bootstrap
+        # The broker and credentials of the scans in ``contains``.
+        self.settings = settings
         self.topics = {
             name: app.topic(
                 name,
@@ -51,12 +53,13 @@ class FaustSink:
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
     ) -> bool:
         """Scan ``key``'s partition of ``topic`` from ``since`` to its end for a match."""
-        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka import TopicPartition
 
+        from streams.kafka.connect import new_consumer
+
+        assert self.settings is not None, "FaustSink.contains needs the settings"
         tp = TopicPartition(topic, session_partition(key, self.partitions))
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False
-        )
+        consumer = new_consumer(self.settings, group_id=None, enable_auto_commit=False)
         await consumer.start()
         try:
             consumer.assign([tp])

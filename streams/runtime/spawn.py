@@ -65,14 +65,12 @@ async def read_replies(
 ) -> dict[str, Reply]:
     """Read ``topic`` from the beginning until every wanted ticket has a reply, ``timeout``
     seconds pass or the worker exits; returns the first reply of every ticket read."""
-    from aiokafka import AIOKafkaConsumer
-
-    from streams.kafka.connect import bootstrap_servers
+    from streams.kafka.connect import new_consumer
 
     replies: dict[str, Reply] = {}
-    consumer = AIOKafkaConsumer(
+    consumer = new_consumer(
+        settings,
         topic,
-        bootstrap_servers=bootstrap_servers(settings),
         group_id=None,
         auto_offset_reset="earliest",
         enable_auto_commit=False,

@@ -8,7 +8,7 @@ import sys
 
 from agents.models.llm import LLM
 from agents.orders import OrderStore, open_store
-from streams.kafka.connect import TANSU_CLUSTER_ID, bootstrap_servers, probe_broker
+from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
 from streams.settings import Settings
 
 log = logging.getLogger("baton.worker")
@@ -68,7 +68,7 @@ def run(settings: Settings) -> None:
     from streams.runtime.app import create_app
 
     cluster = asyncio.run(probe_broker(settings))
-    asyncio.run(ensure_topics(settings, bootstrap_servers(settings)))
+    asyncio.run(ensure_topics(settings))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:
         settings = settings.with_(embedded_broker=True)

@@ -21,8 +21,8 @@ def unique(prefix: str) -> str:
 
 async def test_baton_creates_its_topics_and_finds_them_on_a_second_start(broker: Broker) -> None:
     settings = Settings(broker=broker.url, namespace=unique("ns"), partitions=4)
-    first = await ensure_topics(settings, broker.bootstrap)
-    again = await ensure_topics(settings, broker.bootstrap)
+    first = await ensure_topics(settings)
+    again = await ensure_topics(settings)
     names = TopicNames.of(settings)
     assert first == again
     assert first[names.memory_index] == 1
@@ -33,7 +33,7 @@ async def test_data_topics_have_retention_and_changelogs_are_compacted(broker: B
     settings = Settings(
         broker=broker.url, namespace=unique("ns"), retention_days=2, dead_letter_retention_days=9
     )
-    await ensure_topics(settings, broker.bootstrap)
+    await ensure_topics(settings)
     names = TopicNames.of(settings)
     admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
     await admin.start()

@@ -117,3 +117,45 @@ def test_free_port_runs_are_free() -> None:
     for port in range(base, base + 6):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
+
+
+def test_a_client_listener_takes_the_ports_after_the_controllers(tmp_path: Path) -> None:
+    kafka = ApacheKafka(
+        port=44000,
+        nodes=3,
+        data_dir=tmp_path,
+        client_listener="SASL_SSL",
+        extra_config={"listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-256"},
+    )
+    assert kafka.client_ports == [44006, 44007, 44008]
+    assert kafka.client_url == "kafka://127.0.0.1:44006;127.0.0.1:44007;127.0.0.1:44008"
+    assert kafka.client_bootstrap == "127.0.0.1:44006,127.0.0.1:44007,127.0.0.1:44008"
+    conf = kafka.config(kafka._node(1))
+    assert conf["listeners"] == (
+        "PLAINTEXT://127.0.0.1:44001,CLIENT://127.0.0.1:44007,CONTROLLER://127.0.0.1:44004"
+    )
+    assert conf["advertised.listeners"] == "PLAINTEXT://127.0.0.1:44001,CLIENT://127.0.0.1:44007"
+    assert conf["listener.security.protocol.map"] == (
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:SASL_SSL"
+    )
+    # The nodes keep talking PLAINTEXT among themselves; the extra settings are passed on.
+    assert conf["inter.broker.listener.name"] == "PLAINTEXT"
+    assert conf["listener.name.client.sasl.enabled.mechanisms"] == "SCRAM-SHA-256"
+
+
+def test_without_a_client_listener_clients_use_the_plaintext_one(tmp_path: Path) -> None:
+    kafka = ApacheKafka(port=45000, data_dir=tmp_path)
+    assert kafka.client_ports == [] and kafka.client_url == kafka.url
+    assert kafka.client_bootstrap == kafka.bootstrap
+    assert "CLIENT" not in kafka.config(kafka._node(0))["listeners"]
+    assert kafka._scram_args() == []
+
+
+def test_scram_users_are_added_when_storage_is_formatted(tmp_path: Path) -> None:
+    kafka = ApacheKafka(port=46000, data_dir=tmp_path, scram_users={"baton": "pw1"})
+    assert kafka._scram_args() == [
+        "--add-scram",
+        "SCRAM-SHA-256=[name=baton,password=pw1]",
+        "--add-scram",
+        "SCRAM-SHA-512=[name=baton,password=pw1]",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,84 @@ def test_a_child_gets_the_settings_not_the_parents_variables(
     assert "ANTHROPIC_API_KEY" not in env
     assert env["BATON_NAMESPACE"] == "child" and env["SOMETHING_ELSE"] == "kept"
     assert load(env).namespace == "child"
+
+
+def _kafka_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not read here\n")
+    return {
+        "BATON_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
+        "BATON_KAFKA_SASL_MECHANISM": "scram-sha-512",
+        "BATON_KAFKA_USERNAME": "baton",
+        "BATON_KAFKA_PASSWORD": "kafka-secret-pw",
+        "BATON_KAFKA_CA_FILE": str(ca),
+        **extra,
+    }
+
+
+def test_kafka_security_is_read_checked_and_rendered_back(tmp_path: Path) -> None:
+    assert load({}).kafka.protocol == "PLAINTEXT" and not load({}).kafka.tls
+    s = load(_kafka_env(tmp_path))
+    assert s.kafka.protocol == "SASL_SSL" and s.kafka.mechanism == "SCRAM-SHA-512"
+    assert s.kafka.sasl and s.kafka.tls and s.kafka.ca_file == tmp_path / "ca.pem"
+    assert load(s.to_env()) == s
+    cert = tmp_path / "client.pem"
+    cert.write_text("x")
+    mtls = load(
+        {
+            "BATON_KAFKA_SECURITY_PROTOCOL": "SSL",
+            "BATON_KAFKA_CERT_FILE": str(cert),
+            "BATON_KAFKA_KEY_FILE": str(cert),
+            "BATON_KAFKA_KEY_PASSWORD": "key-secret-pw",
+        }
+    )
+    assert mtls.kafka.cert_file == cert and mtls.kafka.ca_file is None
+    assert load(mtls.to_env()) == mtls
+
+
+def test_the_repr_hides_the_kafka_passwords(tmp_path: Path) -> None:
+    s = load(_kafka_env(tmp_path, BATON_KAFKA_SECURITY_PROTOCOL="SASL_SSL"))
+    s = s.with_(kafka=replace(s.kafka, key_password="key-secret-pw"))
+    shown = repr(s)
+    assert "kafka-secret-pw" not in shown and "key-secret-pw" not in shown
+    assert "password='***'" in shown and "username='baton'" in shown
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"BATON_KAFKA_SECURITY_PROTOCOL": "TLS"}, "BATON_KAFKA_SECURITY_PROTOCOL must be one of"),
+        (
+            {"BATON_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "BATON_KAFKA_SASL_MECHANISM": "GSSAPI"},
+            "BATON_KAFKA_SASL_MECHANISM must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512",
+        ),
+        (
+            {"BATON_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "BATON_KAFKA_USERNAME": "u"},
+            "SASL_SSL needs BATON_KAFKA_USERNAME and BATON_KAFKA_PASSWORD",
+        ),
+        (
+            {"BATON_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "BATON_KAFKA_PASSWORD": "p"},
+            "needs BATON_KAFKA_USERNAME",
+        ),
+        ({"BATON_KAFKA_PASSWORD": "p"}, "PLAINTEXT does not use a user name or password"),
+        (
+            {"BATON_KAFKA_SECURITY_PROTOCOL": "SSL", "BATON_KAFKA_CA_FILE": "/no/such/ca.pem"},
+            "BATON_KAFKA_CA_FILE names no readable file: /no/such/ca.pem",
+        ),
+    ],
+)
+def test_bad_kafka_security_is_one_line(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message) as raised:
+        load(env)
+    assert "\n" not in str(raised.value)
+
+
+def test_tls_files_without_tls_and_a_key_without_its_certificate_are_refused(
+    tmp_path: Path,
+) -> None:
+    pem = tmp_path / "x.pem"
+    pem.write_text("x")
+    with pytest.raises(SettingsError, match="does not use TLS files: use SSL or SASL_SSL"):
+        load({"BATON_KAFKA_CA_FILE": str(pem)})
+    with pytest.raises(SettingsError, match="BATON_KAFKA_KEY_FILE needs BATON_KAFKA_CERT_FILE"):
+        load({"BATON_KAFKA_SECURITY_PROTOCOL": "SSL", "BATON_KAFKA_KEY_FILE": str(pem)})

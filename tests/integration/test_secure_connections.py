@@ -1,0 +1,121 @@
+"""Baton over SASL_SSL (SCRAM-SHA-256) to a real Apache Kafka: the worker, publish and tail work;
+a wrong password or an untrusted certificate is one clear line, fast, with no secret shown."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from schemas.records import Reply
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment
+from tests.fixtures.secure_kafka import PASSWORD, SecureKafka, make_ca, secure_kafka
+
+pytestmark = pytest.mark.integration
+
+WRONG_PASSWORD = "not-the-password-93b1"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    """One secured Kafka node for the module (a JVM start costs seconds)."""
+    with secure_kafka(tmp_path_factory.mktemp("secure-kafka")) as kafka:
+        yield kafka
+
+
+def deployment_on(secured: SecureKafka, data_dir: Path, namespace: str) -> Deployment:
+    """A namespace on the secured broker with the offline model: no model server needed."""
+    return Deployment(
+        broker=secured.broker,
+        namespace=namespace,
+        data_dir=data_dir,
+        env_extra={"BATON_LLM": "offline"},
+    )
+
+
+def assert_one_line_failure(
+    done: subprocess.CompletedProcess[bytes], elapsed: float, *expected: str
+) -> str:
+    """The command failed with exit code 1 and one line naming ``expected``, in time."""
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert elapsed < 15, f"took {elapsed:.1f}s"
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert "Traceback" not in stderr
+    for text in expected:
+        assert text in stderr, stderr
+    for secret in (PASSWORD, WRONG_PASSWORD):
+        assert secret not in stderr and secret not in done.stdout.decode()
+    return stderr
+
+
+def test_a_worker_answers_over_sasl_ssl_and_publish_and_tail_work(
+    secured: SecureKafka, tmp_path: Path, namespace: str
+) -> None:
+    d = deployment_on(secured, tmp_path, namespace)
+    try:
+        d.import_orders(ORDERS)
+        worker = d.start_worker()
+        tickets = tmp_path / "tickets.jsonl"
+        ticket = ticket_record("sec-1", "s-sec", "c-ana", "My kettle is leaking, I want a refund.")
+        tickets.write_bytes(orjson.dumps(ticket) + b"\n")
+        published = d.baton("publish", str(tickets))
+        assert published.returncode == 0, published.stderr.decode()
+        assert "published 1 ticket(s)" in published.stderr.decode()
+        tailed = d.baton(
+            "tail", d.topic("support.replies"), "--from-beginning", "--limit", "1", timeout=120
+        )
+        assert tailed.returncode == 0, tailed.stderr.decode() + worker.tail_log()
+        reply = Reply.model_validate_json(tailed.stdout.decode().strip())
+        assert reply.ticket_id == "sec-1" and reply.session_id == "s-sec"
+        assert reply.status == "answered" and reply.order_id == "O-1001"
+    finally:
+        d.stop()
+    log = worker.log.read_text(errors="replace")
+    assert "sec-1" in log or "s-sec" in log, log[-2000:]
+    assert PASSWORD not in log
+
+
+def test_a_wrong_password_is_one_line_naming_the_login(
+    secured: SecureKafka, tmp_path: Path, namespace: str
+) -> None:
+    d = deployment_on(secured, tmp_path, namespace)
+    started = time.monotonic()
+    done = d.baton("tail", "anything", "--limit", "1", BATON_KAFKA_PASSWORD=WRONG_PASSWORD)
+    line = assert_one_line_failure(
+        done, time.monotonic() - started, "cannot authenticate", "SCRAM-SHA-256", "'baton'"
+    )
+    assert "authentication failed" in line
+
+
+def test_a_worker_with_a_wrong_password_stops_with_one_line(
+    secured: SecureKafka, tmp_path: Path, namespace: str
+) -> None:
+    d = deployment_on(secured, tmp_path, namespace)
+    worker = d.start_worker(BATON_KAFKA_PASSWORD=WRONG_PASSWORD)
+    try:
+        worker.proc.wait(15)
+    finally:
+        d.stop()
+    log = worker.log.read_text(errors="replace")
+    assert worker.proc.returncode == 1, log
+    assert "cannot authenticate" in log and "Traceback" not in log
+    assert WRONG_PASSWORD not in log and PASSWORD not in log
+
+
+def test_a_ca_that_did_not_sign_the_broker_is_one_tls_line(
+    secured: SecureKafka, tmp_path: Path, namespace: str
+) -> None:
+    other_ca, _ = make_ca(tmp_path / "other", "some-other-ca")
+    d = deployment_on(secured, tmp_path, namespace)
+    started = time.monotonic()
+    ticket = orjson.dumps(ticket_record("ca-1", "s-ca", "c-ana", "Where is my kettle?"))
+    done = d.baton("publish", "-", input=ticket + b"\n", BATON_KAFKA_CA_FILE=str(other_ca))
+    assert_one_line_failure(
+        done, time.monotonic() - started, "TLS certificate not trusted", "BATON_KAFKA_CA_FILE"
+    )
