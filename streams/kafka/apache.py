@@ -1,268 +1,48 @@
 """A real Apache Kafka cluster (KRaft, one or three combined nodes) run from Maven-resolved jars.
 
-Shaped like :class:`streams.broker.EmbeddedBroker`: ``url``, ``bootstrap``, ``start``, ``stop``
-and a context manager. It needs ``java`` (17 or newer) and, the first time a Kafka version is
-used, ``mvn`` to fetch its jars into a cache folder.
+Shaped like :class:`streams.kafka.embedded.EmbeddedBroker`: ``url``, ``bootstrap``, ``start``,
+``stop`` and a context manager. It needs ``java`` (17 or newer) and, the first time a Kafka
+version is used, ``mvn`` to fetch its jars into a cache folder.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import contextlib
-import hashlib
 import json
-import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
-from streams.kafka.embedded import BrokerError, free_port, port_open
+from streams.kafka.embedded import port_open
+from streams.kafka.jars import (
+    KAFKA_VERSION,
+    ApacheKafkaError,
+    KafkaUnavailable,
+    pinned_version,
+    resolve_jars,
+)
+from streams.kafka.jvm import ClassArchive, Java, find_java, signal_group
+from streams.kafka.kraft import (
+    CLUSTER_FILE,
+    LOG4J2,
+    bindable,
+    broker_count,
+    consecutive_free_ports,
+    random_id,
+    saved_cluster,
+    tail,
+)
 
-POM = Path(__file__).with_name("pom.xml")
+__all__ = ["ApacheKafka", "ApacheKafkaError", "KafkaUnavailable", "pinned_version"]
 
-
-def pinned_version(pom: Path = POM) -> str:
-    """The Kafka release that ``pom.xml`` pins (its one place); another 4.x can be asked for."""
-    found = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom.read_text())
-    if found is None:
-        raise RuntimeError(f"{pom} pins no kafka.version")
-    return found[1]
-
-
-KAFKA_VERSION = pinned_version()
-MIN_JAVA = 17
-MAX_PORT = 65535
-CLUSTER_FILE = "cluster.json"
 CLIENT_LISTENER = "CLIENT"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-INSTALL_JAVA = "apt-get install openjdk-17-jre-headless"
-
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-# Per-request and per-partition chatter that drowns the lines worth reading.
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-logger.state.name = state.change.logger
-logger.state.level = WARN
-logger.authorizer.name = kafka.authorizer.logger
-logger.authorizer.level = WARN
-"""
-
-
-class ApacheKafkaError(BrokerError):
-    """The Kafka cluster could not be prepared, started or reached."""
-
-
-class KafkaUnavailable(ApacheKafkaError):
-    """A tool needed to run Kafka (java, mvn) is missing or too old."""
-
-
-def cache_root() -> Path:
-    """``~/.cache/baton`` (or under ``$XDG_CACHE_HOME``): jars and class archives live there."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "baton"
-
-
-def default_libs(version: str) -> Path:
-    """Where the jars of Kafka ``version`` are kept between runs."""
-    return cache_root() / f"kafka-{version}" / "libs"
-
-
-@dataclass(frozen=True)
-class Java:
-    """A Java runtime: its executable, major version and ``java -version`` text."""
-
-    path: str
-    major: int
-    version: str
-
-
-def find_java(java: str | None = None) -> Java:
-    """The ``java`` to run Kafka with (argument, ``$JAVA_HOME`` or ``PATH``); must be 17+."""
-    java_home = os.environ.get("JAVA_HOME")
-    candidate = java or (str(Path(java_home) / "bin" / "java") if java_home else "java")
-    path = shutil.which(candidate)
-    if path is None:
-        raise KafkaUnavailable(
-            f"java not found ({candidate}): install Java {MIN_JAVA}+, e.g. {INSTALL_JAVA}"
-        )
-    out = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=60)
-    text = (out.stderr + out.stdout).strip()
-    major = java_major(text)
-    if major is None or major < MIN_JAVA:
-        raise KafkaUnavailable(
-            f"{path} is Java {major or '?'} but Kafka 4 needs {MIN_JAVA}+, e.g. {INSTALL_JAVA}"
-        )
-    return Java(path=path, major=major, version=text)
-
-
-def java_major(version_text: str) -> int | None:
-    """The major version in ``java -version`` output (``1.8.0`` is 8, ``17.0.15`` is 17)."""
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', version_text)
-    if not found:
-        return None
-    first = int(found.group(1))
-    return int(found.group(2) or 0) if first == 1 else first
-
-
-def resolve_jars(
-    version: str = KAFKA_VERSION,
-    libs: Path | None = None,
-    say: Callable[[str], None] | None = None,
-) -> Path:
-    """The folder of Kafka ``version``'s jars, fetched with Maven into ``libs`` on first use.
-
-    A given ``libs`` that already holds a ``kafka_2.13`` jar (an unpacked Kafka release's
-    ``libs/``, say) is used as it is.
-    """
-    if libs is not None and any(libs.glob("kafka_2.13-*.jar")):
-        return libs
-    libs = libs or default_libs(version)
-    if (libs / ".complete").exists():
-        return libs
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaUnavailable(
-            f"mvn not found: install Maven 3.6+ (e.g. apt-get install maven) to fetch the "
-            f"Kafka {version} jars into {libs}"
-        )
-    say = say or _say
-    libs.parent.mkdir(parents=True, exist_ok=True)
-    # Gathered beside the target and renamed into place, so an interrupted or concurrent
-    # fetch never leaves a half-filled libs folder that a later run would trust.
-    staging = Path(tempfile.mkdtemp(prefix=".libs-", dir=libs.parent))
-    say(f"baton: fetching the Apache Kafka {version} jars with Maven into {libs} (first use)")
-    started = time.monotonic()
-    cmd = [
-        mvn,
-        "-B",
-        "-f",
-        str(POM),
-        f"-Dkafka.version={version}",
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}",
-    ]
-    tail: list[str] = []
-    try:
-        with subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        ) as proc:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                line = line.rstrip()
-                tail = [*tail[-30:], line]
-                # Maven's "Downloaded <url> (<size> at <rate>)" lines are the progress; its
-                # build chatter and the matching "Downloading" lines are not worth showing.
-                text = line.removeprefix("[INFO] ")
-                if text.startswith("Downloaded") or line.startswith("[ERROR]"):
-                    say(f"  {text}")
-        if proc.returncode != 0:
-            raise ApacheKafkaError(
-                f"mvn could not fetch Kafka {version} (exit {proc.returncode}):\n" + "\n".join(tail)
-            )
-        (staging / ".complete").write_text(f"{version}\n")
-        try:
-            staging.rename(libs)
-        except OSError:
-            if not (libs / ".complete").exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    jars = list(libs.glob("*.jar"))
-    size = sum(j.stat().st_size for j in jars) / 1e6
-    say(f"baton: {len(jars)} jars, {size:.0f} MB, fetched in {time.monotonic() - started:.0f}s")
-    return libs
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def random_id() -> str:
-    """A Kafka ``Uuid`` in its text form (URL-safe base64 of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-def consecutive_free_ports(host: str, count: int, attempts: int = 50) -> int:
-    """First of ``count`` consecutive ports on ``host`` that were all free a moment ago."""
-    for _ in range(attempts):
-        base = free_port(host)
-        if base + count - 1 <= MAX_PORT and all(
-            _bindable(host, p) for p in range(base, base + count)
-        ):
-            return base
-    raise ApacheKafkaError(f"no {count} consecutive free ports on {host}")
-
-
-def _bindable(host: str, port: int) -> bool:
-    with socket.socket() as sock:
-        # As Kafka binds: connections of a previous run in TIME_WAIT do not block the port.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-        return True
-
-
-@dataclass
-class ClassArchive:
-    """JVM flags that share one program's loaded classes between runs (AppCDS).
-
-    The first run writes the archive when its JVM exits; later runs map it, which cut the
-    CPU a broker start costs from about 10 s to 6 s on a loaded two-core machine.
-    """
-
-    path: Path
-    pending: Path | None = None
-
-    @classmethod
-    def of(cls, java: Java, libs: Path, program: str) -> ClassArchive:
-        """The archive of ``program`` run by ``java`` from ``libs`` (any change: a new one)."""
-        key = hashlib.sha256(f"{java.path}\n{java.version}\n{libs.resolve()}".encode())
-        return cls(cache_root() / "cds" / f"{program}-{key.hexdigest()[:16]}.jsa")
-
-    def flags(self, record: bool) -> list[str]:
-        """Use the archive if there is one, else (when ``record``) write it at exit."""
-        if self.path.exists():
-            return [f"-XX:SharedArchiveFile={self.path}"]
-        if not record:
-            return []
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Written under a name of its own and published once the JVM exited cleanly, so no
-        # other JVM maps a half-written archive.
-        self.pending = self.path.with_name(f"{self.path.name}.{os.getpid()}-{id(self)}.tmp")
-        # The dump warns about every old-format class it skips: hundreds of useless lines.
-        return [f"-XX:ArchiveClassesAtExit={self.pending}", "-Xlog:cds=off,cds+dynamic=off"]
-
-    def publish(self, exit_code: int | None) -> None:
-        """Move the archive written by a JVM that exited with ``exit_code`` into place."""
-        pending, self.pending = self.pending, None
-        if pending is None:
-            return
-        # 143: the JVM's own exit after SIGTERM, shutdown hooks (and the archive dump) run.
-        if exit_code in (0, 143) and pending.exists() and pending.stat().st_size > 0:
-            with contextlib.suppress(OSError):
-                os.replace(pending, self.path)
-        pending.unlink(missing_ok=True)
 
 
 @dataclass
@@ -318,7 +98,7 @@ class ApacheKafka:
     ):
         if nodes not in (1, 3):
             raise ValueError("nodes must be 1 or 3")
-        saved = _saved_cluster(data_dir)
+        saved = saved_cluster(data_dir)
         if saved and int(saved["nodes"]) != nodes:
             raise ApacheKafkaError(f"{data_dir} holds a {saved['nodes']}-node cluster, not {nodes}")
         self.host = host
@@ -421,7 +201,7 @@ class ApacheKafka:
         java = find_java(self.java)
         libs = resolve_jars(self.version, self.libs)
         for port in self.ports + self.controller_ports + self.client_ports:
-            if not _bindable(self.host, port):
+            if not bindable(self.host, port):
                 raise ApacheKafkaError(f"port {port} on {self.host} is already in use")
         if self.data_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix="baton-kafka-"))
@@ -441,7 +221,7 @@ class ApacheKafka:
 
     def _cluster_id(self) -> str:
         assert self.data_dir is not None
-        saved = _saved_cluster(self.data_dir)
+        saved = saved_cluster(self.data_dir)
         if saved:
             return str(saved["cluster_id"])
         cluster_id = random_id()
@@ -574,7 +354,7 @@ class ApacheKafka:
                 if node.process.poll() is not None:
                     raise ApacheKafkaError(
                         f"Kafka node {node.node_id} exited with code "
-                        f"{node.process.returncode}; see {node.log}:\n{_tail(node.log)}"
+                        f"{node.process.returncode}; see {node.log}:\n{tail(node.log)}"
                     )
             # Metadata is asked for only once every port listens: a client that cannot connect
             # logs errors into the caller's log.
@@ -585,7 +365,7 @@ class ApacheKafka:
             if time.monotonic() > deadline:
                 raise ApacheKafkaError(
                     f"Kafka did not answer on {self.bootstrap} in {timeout:.0f}s; "
-                    f"see {self.members[0].log}:\n{_tail(self.members[0].log)}"
+                    f"see {self.members[0].log}:\n{tail(self.members[0].log)}"
                 )
             time.sleep(0.25)
 
@@ -610,7 +390,7 @@ class ApacheKafka:
         # for a controller quorum that is already gone.
         for node in running:
             assert node.process is not None
-            _signal_group(node.process, signal.SIGTERM)
+            signal_group(node.process, signal.SIGTERM)
         # Writing the class archive at exit took 8 to 20 s on a loaded two-core machine.
         recording = any(n.archive and n.archive.pending for n in running)
         deadline = time.monotonic() + timeout + (60 if recording else 0)
@@ -621,7 +401,7 @@ class ApacheKafka:
         for node in running:
             assert node.process is not None
             # The group, even after a clean exit: nothing the JVM started may outlive it.
-            _signal_group(node.process, signal.SIGKILL)
+            signal_group(node.process, signal.SIGKILL)
             if node.process.poll() is None:
                 node.process.wait(10)
             if node.archive is not None:
@@ -641,60 +421,3 @@ class ApacheKafka:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _saved_cluster(data_dir: Path | None) -> dict[str, Any] | None:
-    if data_dir is None or not (data_dir / CLUSTER_FILE).exists():
-        return None
-    saved: dict[str, Any] = json.loads((data_dir / CLUSTER_FILE).read_text())
-    return saved
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-
-
-def _tail(path: Path, chars: int = 3000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return "(no log)"
-
-
-def broker_count(bootstrap: str, timeout: float) -> int:
-    """How many brokers the cluster's metadata lists; raises when it does not answer.
-
-    Runs on a thread of its own so that it works whether or not the caller is inside an
-    event loop.
-    """
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    async def probe() -> int:
-        admin = AIOKafkaAdminClient(
-            bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000)
-        )
-        try:
-            await asyncio.wait_for(admin.start(), timeout)
-            cluster = await asyncio.wait_for(admin.describe_cluster(), timeout)
-            return len(cluster.get("brokers") or [])
-        finally:
-            await admin.close()
-
-    result: list[int] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(asyncio.run(probe()))
-        except BaseException as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, name="kafka-probe", daemon=True)
-    thread.start()
-    thread.join(timeout * 3)
-    if errors:
-        raise errors[0]
-    if not result:
-        raise TimeoutError(f"no metadata from {bootstrap} in {timeout:.0f}s")
-    return result[0]
