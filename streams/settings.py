@@ -107,6 +107,7 @@ class Settings:
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
+    processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
     prices: Mapping[str, Price] = field(default_factory=dict)
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
@@ -172,6 +173,7 @@ class Settings:
             "BATON_LOG_LEVEL": self.log_level,
             "BATON_LOG_FORMAT": self.log_format,
             "BATON_EVENT_LOOP": self.event_loop,
+            "BATON_PROCESSING_GUARANTEE": self.processing_guarantee,
         }
         # BATON_MODEL is always given, so the stage models must all be spelled out.
         env |= {f"BATON_MODEL_{stage.upper()}": m for stage, m in self.stage_models.items()}
@@ -291,6 +293,12 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     event_loop = env.get("BATON_EVENT_LOOP", "uvloop")
     if event_loop not in ("uvloop", "asyncio"):
         raise SettingsError(f"BATON_EVENT_LOOP must be 'uvloop' or 'asyncio', got {event_loop!r}")
+    guarantee = env.get("BATON_PROCESSING_GUARANTEE") or "at_least_once"
+    if guarantee not in ("at_least_once", "exactly_once"):
+        raise SettingsError(
+            "BATON_PROCESSING_GUARANTEE must be 'at_least_once' or 'exactly_once', "
+            f"got {guarantee!r}"
+        )
     broker = env.get("BATON_BROKER", Settings.broker)
     if not broker.startswith("kafka://"):
         raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
@@ -341,6 +349,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
         log_format=log_format,  # type: ignore[arg-type]
         event_loop=event_loop,  # type: ignore[arg-type]
+        processing_guarantee=guarantee,  # type: ignore[arg-type]
         prices=_prices(env),
         anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
         anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,

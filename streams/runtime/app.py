@@ -37,7 +37,7 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
         "broker": settings.broker,
         "broker_credentials": broker_credentials(settings),
         "store": "memory://",
-        "processing_guarantee": "at_least_once",
+        "processing_guarantee": settings.processing_guarantee,
         "topic_partitions": settings.partitions,
         "topic_replication_factor": settings.replication_factor,
         "consumer_auto_offset_reset": "earliest",

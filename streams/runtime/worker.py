@@ -9,7 +9,7 @@ import sys
 from agents.models.llm import LLM
 from agents.orders import OrderStore, open_store
 from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
-from streams.settings import Settings
+from streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.worker")
 
@@ -59,6 +59,15 @@ def use_event_loop(settings: Settings) -> str:
     return "asyncio"
 
 
+def check_guarantee(settings: Settings) -> None:
+    """Refuse ``exactly_once`` on the embedded broker, whose missing transactions kill Faust."""
+    if settings.processing_guarantee == "exactly_once" and settings.embedded_broker:
+        raise SettingsError(
+            "BATON_PROCESSING_GUARANTEE=exactly_once needs a broker with transactions; "
+            "the embedded broker has none (use at_least_once, or Apache Kafka)"
+        )
+
+
 def run(settings: Settings) -> None:
     """Run one worker in the foreground until interrupted."""
     import faust
@@ -72,6 +81,7 @@ def run(settings: Settings) -> None:
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:
         settings = settings.with_(embedded_broker=True)
+    check_guarantee(settings)
     llm = build_llm(settings)
     if settings.llm == "offline":
         print(

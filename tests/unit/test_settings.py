@@ -198,3 +198,24 @@ def test_tls_files_without_tls_and_a_key_without_its_certificate_are_refused(
         load({"BATON_KAFKA_CA_FILE": str(pem)})
     with pytest.raises(SettingsError, match="BATON_KAFKA_KEY_FILE needs BATON_KAFKA_CERT_FILE"):
         load({"BATON_KAFKA_SECURITY_PROTOCOL": "SSL", "BATON_KAFKA_KEY_FILE": str(pem)})
+
+
+def test_the_processing_guarantee_is_a_closed_choice() -> None:
+    assert load({}).processing_guarantee == "at_least_once"
+    assert load({"BATON_PROCESSING_GUARANTEE": "exactly_once"}).processing_guarantee == (
+        "exactly_once"
+    )
+    with pytest.raises(SettingsError, match="BATON_PROCESSING_GUARANTEE must be"):
+        load({"BATON_PROCESSING_GUARANTEE": "twice"})
+
+
+def test_exactly_once_is_refused_on_the_embedded_broker_in_one_line() -> None:
+    from streams.runtime.app import faust_settings
+    from streams.runtime.worker import check_guarantee
+
+    on_kafka = Settings(processing_guarantee="exactly_once")
+    check_guarantee(on_kafka)
+    assert faust_settings(on_kafka)["processing_guarantee"] == "exactly_once"
+    with pytest.raises(SettingsError, match="the embedded broker has none") as info:
+        check_guarantee(on_kafka.with_(embedded_broker=True))
+    assert "\n" not in str(info.value)
