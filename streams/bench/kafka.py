@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from schemas.codec import dumps
 from schemas.records import Ticket
 from streams.bench.procs import BenchError, Child
-from streams.kafka.connect import new_admin, new_consumer, new_producer
+from streams.kafka.connect import new_admin, new_consumer, new_producer, topic_partitions
 from streams.settings import Settings
 
 
@@ -113,14 +113,11 @@ class Collector:
             auto_offset_reset="earliest",
         )
         await consumer.start()
-        partitions = consumer.partitions_for_topic(self.topic)
-        if not partitions:
-            await consumer._client.force_metadata_update()
-            partitions = consumer.partitions_for_topic(self.topic)
+        partitions = (await topic_partitions(self._settings, [self.topic])).get(self.topic)
         if not partitions:
             await consumer.stop()
             raise BenchError(f"topic {self.topic} does not exist")
-        tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+        tps = [TopicPartition(self.topic, p) for p in partitions]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         self._task = asyncio.create_task(self._run(consumer))
@@ -200,12 +197,9 @@ async def read_topics(
     await consumer.start()
     records: list[tuple[str, bytes | None, bytes | None]] = []
     try:
-        await consumer._client.force_metadata_update()
-        tps = [
-            TopicPartition(topic, p)
-            for topic in topics
-            for p in sorted(consumer.partitions_for_topic(topic) or ())
-        ]
+        wanted = list(topics)
+        found = await topic_partitions(settings, wanted)
+        tps = [TopicPartition(topic, p) for topic in wanted for p in found.get(topic, [])]
         if not tps:
             return records
         consumer.assign(tps)

@@ -11,7 +11,13 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from streams.kafka.connect import BrokerUnreachable, new_consumer, new_producer, probe_broker
+from streams.kafka.connect import (
+    BrokerUnreachable,
+    new_consumer,
+    new_producer,
+    probe_broker,
+    topic_partitions,
+)
 from streams.kafka.topics import TopicNames, ensure_topics
 from streams.settings import Settings
 
@@ -96,13 +102,10 @@ async def read(
     )
     await consumer.start()
     try:
-        partitions = consumer.partitions_for_topic(topic)
-        if partitions is None:
-            await consumer._client.force_metadata_update()
-            partitions = consumer.partitions_for_topic(topic)
+        partitions = (await topic_partitions(settings, [topic])).get(topic)
         if not partitions:
             raise BrokerUnreachable(f"topic {topic!r} does not exist")
-        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        tps = [TopicPartition(topic, p) for p in partitions]
         consumer.assign(tps)
         if from_beginning:
             await consumer.seek_to_beginning(*tps)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from streams.kafka.embedded import parse_broker_url
@@ -105,6 +106,25 @@ def new_admin(settings: Settings, **options: Any) -> AIOKafkaAdminClient:
     from aiokafka.admin import AIOKafkaAdminClient
 
     return AIOKafkaAdminClient(**client_options(settings), **options)
+
+
+async def topic_partitions(settings: Settings, topics: Iterable[str]) -> dict[str, list[int]]:
+    """The partition ids of each of ``topics`` that exists (missing topics are left out).
+
+    Asked of the cluster itself: a consumer knows only the topics its bootstrap metadata
+    named, which on Apache Kafka is none until it subscribes.
+    """
+    admin = new_admin(settings)
+    await admin.start()
+    try:
+        described = await admin.describe_topics(list(topics))
+    finally:
+        await admin.close()
+    return {
+        t["topic"]: sorted(p["partition"] for p in t["partitions"])
+        for t in described
+        if t["error_code"] == 0 and t["partitions"]
+    }
 
 
 async def probe_broker(settings: Settings, timeout: float = 10.0) -> str | None:

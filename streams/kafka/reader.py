@@ -10,7 +10,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams.kafka.client import Message
-from streams.kafka.connect import new_consumer, probe_broker
+from streams.kafka.connect import new_consumer, probe_broker, topic_partitions
 from streams.settings import Settings
 
 IDLE_TIMEOUT_S = 5.0
@@ -26,15 +26,9 @@ def _consumer(settings: Settings) -> AIOKafkaConsumer:
     )
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topics: Sequence[str]) -> list[TopicPartition]:
-    existing = await consumer.topics()
-    tps = []
-    for topic in topics:
-        if topic not in existing:
-            continue
-        for p in sorted(consumer.partitions_for_topic(topic) or ()):
-            tps.append(TopicPartition(topic, p))
-    return tps
+async def _partitions(settings: Settings, topics: Sequence[str]) -> list[TopicPartition]:
+    found = await topic_partitions(settings, topics)
+    return [TopicPartition(t, p) for t in topics for p in found.get(t, [])]
 
 
 async def read_topics(
@@ -56,7 +50,7 @@ async def read_topics(
     await consumer.start()
     out: dict[str, list[Message]] = {t: [] for t in topics}
     try:
-        tps = await _partitions(consumer, topics)
+        tps = await _partitions(settings, topics)
         if not tps:
             return out
         consumer.assign(tps)
@@ -116,7 +110,7 @@ async def offsets_at(settings: Settings, topic: str, timestamp_ms: int) -> dict[
     consumer = _consumer(settings)
     await consumer.start()
     try:
-        tps = await _partitions(consumer, [topic])
+        tps = await _partitions(settings, [topic])
         if not tps:
             return {}
         answers = await consumer.offsets_for_times(dict.fromkeys(tps, timestamp_ms))
