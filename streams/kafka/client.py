@@ -56,7 +56,7 @@ async def publish(
 ) -> int:
     """Send ``(key, value)`` pairs in order and wait for every acknowledgement."""
     await probe_broker(settings)
-    if topic in TopicNames.of(settings).all():
+    if topic in TopicNames.of(settings).all() and not await topic_partitions(settings, [topic]):
         # A broker that does not create topics on first use would refuse the records.
         await ensure_topics(settings)
     producer = new_producer(settings, acks="all", linger_ms=5)

@@ -9,8 +9,9 @@ import sys
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from streams.kafka.connect import topic_partitions
 from tests.fixtures.data import ORDERS, ticket_record
-from tests.fixtures.deployments import Deployment
+from tests.fixtures.deployments import Deployment, settings_of
 from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -82,7 +83,7 @@ async def test_forwarder_queues_exactly_the_handoff_replies(deployment: Deployme
     await consumer.start()
     try:
         topic = deployment.topic("support.replies")
-        partitions = consumer.partitions_for_topic(topic) or set()
+        partitions = (await topic_partitions(settings_of(deployment), [topic]))[topic]
         committed = [await consumer.committed(TopicPartition(topic, p)) for p in partitions]
     finally:
         await consumer.stop()
