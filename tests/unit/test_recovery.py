@@ -246,6 +246,27 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(
         thread.thread_loop.close()  # the never-started consumer thread's own loop
 
 
+@pytest.mark.parametrize(
+    ("embedded", "acks", "idempotent"),
+    [(False, "all", True), (False, "1", False), (True, "all", False)],
+)
+async def test_the_producer_is_idempotent_on_kafka_with_acks_all(
+    tmp_path: Path, embedded: bool, acks: str, idempotent: bool
+) -> None:
+    """A send retried after a leader change is written once (a real broker, acks=all)."""
+    settings = Settings(
+        namespace="u", embedded_broker=embedded, producer_acks=acks, data_dir=tmp_path
+    )
+    store = SQLiteOrderStore(tmp_path / "o.sqlite3")
+    runtime = create_app(settings, OfflineLLM(), store)
+    client = runtime.app.producer._new_producer()
+    try:
+        assert (client._txn_manager is not None) is idempotent
+    finally:
+        await client.stop()
+        await store.close()
+
+
 @dataclass
 class _LossyTable(MemoryTable):
     """A crash keeps only the writes whose changelog record was waited for (the worst case)."""
