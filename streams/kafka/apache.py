@@ -212,7 +212,8 @@ class ApacheKafka:
         try:
             self._format(java, libs)
             for node in self.members:
-                self._launch(java, libs, node)
+                # One node records the class archive: several JVMs writing one file would clash.
+                self._launch(java, libs, node, record=node is self.members[0])
             self._wait_ready(deadline, timeout)
         except BaseException:
             self.stop()
@@ -317,12 +318,11 @@ class ApacheKafka:
             "-Dlog4j2.shutdownHookEnabled=false",
         ]
 
-    def _launch(self, java: Java, libs: Path, node: Node) -> None:
+    def _launch(self, java: Java, libs: Path, node: Node, record: bool = False) -> None:
         cds: list[str] = []
         if self.class_archive:
             node.archive = ClassArchive.of(java, libs, "kafka-server")
-            # One node records the archive: several JVMs writing one file would clash.
-            cds = node.archive.flags(record=node is self.members[0])
+            cds = node.archive.flags(record=record)
         cmd = [
             java.path,
             f"-Xmx{self.heap}",
@@ -350,7 +350,8 @@ class ApacheKafka:
         """Return once every broker is listed in the cluster's metadata (so: unfenced)."""
         while True:
             for node in self.members:
-                assert node.process is not None
+                if node.process is None:
+                    raise ApacheKafkaError(f"Kafka node {node.node_id} is not running")
                 if node.process.poll() is not None:
                     raise ApacheKafkaError(
                         f"Kafka node {node.node_id} exited with code "
@@ -378,6 +379,50 @@ class ApacheKafka:
             if not any(n.process for n in self.members):
                 raise ApacheKafkaError("the cluster is not running")
             time.sleep(poll)
+
+    def node(self, node_id: int) -> Node:
+        """The member whose Kafka ``node.id`` is ``node_id`` (1 to ``nodes``)."""
+        for node in self.members:
+            if node.node_id == node_id:
+                return node
+        known = [n.node_id for n in self.members]
+        raise ApacheKafkaError(f"no node {node_id} in this cluster (its nodes: {known})")
+
+    def kill(
+        self, node_id: int, sig: signal.Signals = signal.SIGKILL, timeout: float = 60.0
+    ) -> int:
+        """Stop one node with ``sig`` and wait until it exited; its exit code.
+
+        ``SIGKILL`` is a crash; ``SIGTERM`` a controlled shutdown (leadership moves away
+        first), which becomes a ``SIGKILL`` after ``timeout``. The node's data is kept, so
+        :meth:`restart` brings it back.
+        """
+        node = self.node(node_id)
+        if node.process is None or node.process.poll() is not None:
+            raise ApacheKafkaError(f"Kafka node {node_id} is not running")
+        process = node.process
+        signal_group(process, sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            signal_group(process, signal.SIGKILL)
+            process.wait(10)
+        # The group, even after a clean exit: nothing the JVM started may outlive it.
+        signal_group(process, signal.SIGKILL)
+        if node.archive is not None:
+            node.archive.publish(process.returncode)
+        node.process = None
+        return process.returncode
+
+    def restart(self, node_id: int, timeout: float = 120.0) -> None:
+        """Start a stopped node again on its kept data; return once every node answers."""
+        node = self.node(node_id)
+        if node.process is not None and node.process.poll() is None:
+            raise ApacheKafkaError(f"Kafka node {node_id} is running already")
+        java = find_java(self.java)
+        libs = resolve_jars(self.version, self.libs)
+        self._launch(java, libs, node)
+        self._wait_ready(time.monotonic() + timeout, timeout)
 
     def pids(self) -> list[int]:
         """Process ids of the running JVMs."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from faust.transport.consumer import ensure_TPset
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer
+from faust.types import TP
 
 
 def seeking_consumer(
@@ -18,6 +20,9 @@ def seeking_consumer(
     worker was still recovering its tables are dropped by Faust, so such a partition would
     silently skip them until the next commit elsewhere. Rewinding makes the
     ``earliest`` reset policy hold for them too; the baton's entry in flight absorbs any re-read.
+
+    Source partitions are handed on again only once they were sought: see
+    ``SeekingConsumer.resume_partitions``.
     """
 
     class SeekingThread(AIOKafkaConsumerThread):
@@ -42,7 +47,26 @@ def seeking_consumer(
             return committed
 
     class SeekingConsumer(Consumer):
+        # Source partitions Faust resumed whose seek to the committed offset is still to come.
+        _unsought: frozenset[TP] = frozenset()
+
         def _new_consumer_thread(self) -> AIOKafkaConsumerThread:
             return SeekingThread(self, loop=self.loop, beacon=self.beacon)
+
+        def resume_partitions(self, tps: Iterable[TP]) -> None:
+            """Resume ``tps``, but source partitions only once :meth:`perform_seek` ran."""
+            # After a rebalance Faust resumes the source partitions, then seeks them in a task
+            # of its own. A fetch in between hands on records from wherever the fetcher got to
+            # while they were paused, past records Faust dropped then, and the seek re-reads
+            # those afterwards: a session's later ticket was answered before its earlier one.
+            tps = ensure_TPset(tps)
+            held = {tp for tp in tps if tp.topic in source_topics}
+            self._unsought = self._unsought | held
+            super().resume_partitions(tps - held)
+
+        async def perform_seek(self) -> None:
+            await super().perform_seek()
+            sought, self._unsought = self._unsought, frozenset()
+            super().resume_partitions(sought & self.assignment())
 
     return SeekingConsumer

@@ -12,6 +12,7 @@ from agents.models.llm import LLM
 from agents.orders import OrderStore
 from streams.kafka.faust_auth import broker_credentials
 from streams.kafka.faust_consumer import seeking_consumer
+from streams.kafka.faust_producer import IdempotentProducer
 from streams.kafka.topics import TopicNames
 from streams.observe import web
 from streams.observe.dashboard import Recent
@@ -97,6 +98,9 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         sources | {names.memory_index},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
     )
+    if not settings.embedded_broker and settings.producer_acks == "all":
+        # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.
+        app.transport.Producer = IdempotentProducer  # type: ignore[misc]
     sink = FaustSink(app, names, settings.partitions, settings)
     gate = SessionGate(settings.turn_timeout_s)
     schedulers: dict[str, SessionScheduler] = {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,40 @@ def test_scram_users_are_added_when_storage_is_formatted(tmp_path: Path) -> None
         "--add-scram",
         "SCRAM-SHA-512=[name=baton,password=pw1]",
     ]
+
+
+def fake_node_process() -> subprocess.Popen[bytes]:
+    """A process standing in for a node's JVM, in a session of its own as the JVM is."""
+    return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+
+def test_one_node_is_killed_and_only_a_stopped_one_restarted(tmp_path: Path) -> None:
+    kafka = ApacheKafka(port=44000, nodes=3, data_dir=tmp_path, class_archive=False)
+    kafka.members = [kafka._node(i) for i in range(3)]
+    processes = [fake_node_process() for _ in kafka.members]
+    try:
+        for node, process in zip(kafka.members, processes, strict=True):
+            node.process = process
+        assert kafka.node(2) is kafka.members[1]
+        with pytest.raises(ApacheKafkaError, match="running already"):
+            kafka.restart(2)
+
+        assert kafka.kill(2) == -signal.SIGKILL
+        assert kafka.node(2).process is None and processes[1].poll() is not None
+        assert kafka.pids() == [processes[0].pid, processes[2].pid]
+        with pytest.raises(ApacheKafkaError, match="not running"):
+            kafka.kill(2)
+        assert kafka.kill(3, signal.SIGTERM) == -signal.SIGTERM
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+
+
+def test_an_unknown_node_is_named(tmp_path: Path) -> None:
+    kafka = ApacheKafka(port=45000, nodes=3, data_dir=tmp_path)
+    kafka.members = [kafka._node(i) for i in range(3)]
+    with pytest.raises(
+        ApacheKafkaError, match=r"no node 4 in this cluster \(its nodes: \[1, 2, 3\]\)"
+    ):
+        kafka.kill(4)

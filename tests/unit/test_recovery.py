@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from faust.types import TP
 
 from agents.orders import SQLiteOrderStore
 from agents.rules.offline import OfflineLLM
@@ -244,6 +245,57 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(
         await consumer.stop()
         await store.close()
         thread.thread_loop.close()  # the never-started consumer thread's own loop
+
+
+async def test_a_source_partition_hands_on_records_only_once_it_was_sought(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resumed after a rebalance, a source partition stays held until its seek has run."""
+    settings = Settings(namespace="u", data_dir=tmp_path)
+    store = SQLiteOrderStore(tmp_path / "o.sqlite3")
+    consumer = create_app(settings, OfflineLLM(), store).app.consumer
+    source = TP(settings.topic("support.tickets"), 0)
+    changelog = TP("baton-u-batons-changelog", 0)
+    active_at_seek: list[set[TP]] = []
+
+    async def seek_to_committed() -> dict[TP, int]:
+        active_at_seek.append(set(consumer._get_active_partitions()))
+        return {source: 7}
+
+    monkeypatch.setattr(consumer, "assignment", lambda: {source, changelog})
+    monkeypatch.setattr(consumer, "seek_to_committed", seek_to_committed)
+    try:
+        consumer.pause_partitions({source, changelog})  # as at the start of a rebalance
+        consumer.resume_partitions({source, changelog})  # as recovery does before its seek
+        assert consumer._get_active_partitions() == {changelog}
+        await consumer.perform_seek()
+        assert active_at_seek == [{changelog}]
+        assert consumer._get_active_partitions() == {source, changelog}
+        assert consumer._read_offset[source] == 7
+    finally:
+        await store.close()
+        consumer._thread.thread_loop.close()  # the never-started consumer thread's own loop
+
+
+@pytest.mark.parametrize(
+    ("embedded", "acks", "idempotent"),
+    [(False, "all", True), (False, "1", False), (True, "all", False)],
+)
+async def test_the_producer_is_idempotent_on_kafka_with_acks_all(
+    tmp_path: Path, embedded: bool, acks: str, idempotent: bool
+) -> None:
+    """A send retried after a leader change is written once (a real broker, acks=all)."""
+    settings = Settings(
+        namespace="u", embedded_broker=embedded, producer_acks=acks, data_dir=tmp_path
+    )
+    store = SQLiteOrderStore(tmp_path / "o.sqlite3")
+    runtime = create_app(settings, OfflineLLM(), store)
+    client = runtime.app.producer._new_producer()
+    try:
+        assert (client._txn_manager is not None) is idempotent
+    finally:
+        await client.stop()
+        await store.close()
 
 
 @dataclass
