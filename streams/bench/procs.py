@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streams import processes
 from streams.bench.stats import cpu_seconds, memory_mib
 
 
@@ -48,13 +49,7 @@ class Child:
             return ""
 
     def stop(self, timeout: float = 20.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        processes.stop(self.proc, timeout)
 
 
 def spawn(name: str, args: list[str], env: Mapping[str, str], log: Path) -> Child:

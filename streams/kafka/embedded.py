@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from streams import processes
+
 
 class BrokerError(RuntimeError):
     """The embedded broker could not be started or reached."""
@@ -114,13 +116,8 @@ class EmbeddedBroker:
 
     def stop(self) -> None:
         """Terminate the broker (all its data is lost)."""
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        if self.process:
+            processes.stop(self.process, timeout=5)
         self.process = None
 
     def __enter__(self) -> EmbeddedBroker:

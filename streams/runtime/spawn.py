@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from schemas.records import Reply
+from streams import processes
 from streams.kafka.embedded import free_port
 from streams.settings import Settings
 
@@ -46,13 +47,7 @@ def spawn_worker(settings: Settings, log_path: Path) -> WorkerProcess:
 
 def stop_worker(proc: WorkerProcess, timeout: float = 20.0) -> None:
     """Stop a worker gracefully, then forcefully."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    processes.stop(proc, timeout)
 
 
 async def read_replies(
