@@ -3,7 +3,8 @@
 Workloads: ``latency`` (the Messages-API stand-in answering after ``--latency`` s), ``cpu`` (the
 offline model, next to a bare Faust chain and a plain aiokafka chain over the same records),
 ``tokens`` (prompt tokens against the smallest prompts with the same facts) and ``soak`` (worker
-memory at a steady rate). The embedded broker is started unless ``BATON_BROKER`` is set.
+memory at a steady rate). The run starts its own broker (``tansu``, the embedded one, or a one-node
+Apache Kafka) unless ``BATON_BROKER`` is set.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,7 @@ WORKLOADS = ("latency", "cpu", "tokens", "soak")
 DEFAULT_SESSIONS = {"latency": 600, "cpu": 600, "tokens": 200, "soak": 600}
 DEFAULT_PER_SESSION = 5
 DEFAULT_SOAK_RATE = 50.0
+BROKERS = ("tansu", "kafka")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,61 @@ class BenchOptions:
     model_concurrency: int | None = None
     soak_minutes: float = 2.0
     rate: float | None = None
+    broker: str = "tansu"
+
+
+@dataclass
+class BrokerRun:
+    """The broker a run uses: what it is, where, its processes and how to stop it."""
+
+    kind: str
+    url: str
+    version: str | None = None
+    started: bool = False
+    pids: Callable[[], list[int]] = list
+    stop: Callable[[], None] = lambda: None
+
+    @property
+    def embedded(self) -> bool:
+        return self.kind == "tansu"
+
+    def describe(self) -> dict[str, Any]:
+        """The result's ``broker`` field."""
+        return {"kind": self.kind, "version": self.version, "started_by_bench": self.started}
+
+
+def start_broker(kind: str, workdir: Path) -> BrokerRun:
+    """Start the run's own broker: ``tansu`` (embedded) or a one-node Apache Kafka in
+    ``workdir``; ``KafkaUnavailable`` without java/mvn."""
+    if kind == "kafka":
+        from streams.kafka.apache import ApacheKafka
+
+        # A one-node cluster with the settings `baton broker --engine kafka` uses: the worker
+        # tells it from the embedded broker by its cluster id and applies no workaround.
+        kafka = ApacheKafka(nodes=1, data_dir=workdir / "kafka").start()
+        return BrokerRun(
+            "kafka", kafka.url, kafka.version, started=True, pids=kafka.pids, stop=kafka.stop
+        )
+    if kind != "tansu":
+        raise ValueError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}")
+    from streams.kafka.embedded import EmbeddedBroker
+
+    tansu = EmbeddedBroker(log=workdir / "broker.log").start()
+
+    def pids() -> list[int]:
+        process = tansu.process
+        return [process.pid] if process is not None and process.poll() is None else []
+
+    return BrokerRun("tansu", tansu.url, started=True, pids=pids, stop=tansu.stop)
+
+
+def given_broker(settings: Settings) -> BrokerRun:
+    """The broker ``BATON_BROKER`` names, told apart by its cluster id (version unknown)."""
+    from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
+
+    cluster = asyncio.run(probe_broker(settings))
+    embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
+    return BrokerRun("tansu" if embedded else "kafka", settings.broker)
 
 
 class BenchFailed(RuntimeError):
@@ -188,33 +246,37 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 
     from streams.bench.procs import BenchError
     from streams.bench.workloads import Context
-    from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
-    from streams.kafka.embedded import EmbeddedBroker
+    from streams.kafka.jars import KafkaUnavailable
 
     if options.partitions:
         settings = settings.with_(partitions=options.partitions)
     if options.model_concurrency:
         settings = settings.with_(model_concurrency=options.model_concurrency)
     workdir = Path(tempfile.mkdtemp(prefix="baton-bench-"))
-    broker: EmbeddedBroker | None = None
+    broker: BrokerRun | None = None
     info = machine()
     ok = False
     try:
         if settings.broker_given:
-            cluster = asyncio.run(probe_broker(settings))
-            embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
+            broker = given_broker(settings)
             say(f"using the broker at {settings.broker} (namespace prefix 'bench')")
         else:
-            broker = EmbeddedBroker(log=workdir / "broker.log").start()
+            if options.broker == "kafka":
+                say("starting Apache Kafka (one node) in the run's folder")
+            try:
+                broker = start_broker(options.broker, workdir)
+            except KafkaUnavailable:
+                # Nothing was started or written: no folder to keep.
+                shutil.rmtree(workdir, ignore_errors=True)
+                raise
             settings = settings.with_(broker=broker.url)
-            embedded = True
-            say(f"embedded broker on {broker.url}")
+            say(f"{broker_line(broker.describe())} on {broker.url}")
         ctx = Context(
             settings=settings,
-            embedded=embedded,
+            embedded=broker.embedded,
             workdir=workdir,
             workers=options.workers,
-            broker_pid=broker.process.pid if broker and broker.process else None,
+            broker_pids=broker.pids,
         )
         try:
             result = asyncio.run(_run(options, ctx))
@@ -227,6 +289,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
             ) from None
         ok = True
     finally:
+        # Also on Ctrl-C and failures: no broker (no JVM) outlives the run.
         if broker is not None:
             broker.stop()
         if ok:
@@ -242,8 +305,9 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
             "max_in_flight": settings.max_in_flight,
             "max_buffered": settings.max_buffered,
             "model_latency_s": options.latency,
-            "broker": "embedded" if broker is not None else settings.broker,
+            "broker": "embedded" if broker.started and broker.embedded else settings.broker,
         },
+        "broker": broker.describe(),
         **result,
     }
     return result, rows
@@ -251,7 +315,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 
 def notes(result: dict[str, Any]) -> list[str]:
     """The figures the table has no column for, one line each."""
-    lines = [""]
+    lines = ["", f"broker: {broker_line(result.get('broker'))}"]
     if "cpu_ratio" in result:
         ratios = ", ".join(f"{k.replace('_', ' ')} {v}x" for k, v in result["cpu_ratio"].items())
         lines.append(f"CPU per ticket: {ratios}")
@@ -263,6 +327,8 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f"{split['stages_without_model']} + transport/tables/scheduling "
                 f"{split['transport_and_tables']}"
             )
+        if (broker_ms := row.get("other_cpu_ms_per_ticket", {}).get("broker")) is not None:
+            lines.append(f"{name}: broker CPU {broker_ms} ms/ticket")
         if prompt := row.get("prompt"):
             lines.append(
                 f"{name}: prompt tokens {prompt['ratio']}x the minimal prompts "
@@ -290,3 +356,16 @@ def notes(result: dict[str, Any]) -> list[str]:
         if steady := row.get("steady_rate"):
             lines.append(f"{name}: {steady:.1f} tickets/s between 10% and 90% answered")
     return lines
+
+
+def broker_line(broker: dict[str, Any] | None) -> str:
+    """A result's broker for people: ``Apache Kafka 4.3.1 (one node, started by the bench)``."""
+    if not broker:
+        return "unknown"
+    name = "Apache Kafka" if broker["kind"] == "kafka" else "Tansu (embedded)"
+    if broker.get("version"):
+        name = f"{name} {broker['version']}"
+    if broker.get("started_by_bench"):
+        size = "one node, " if broker["kind"] == "kafka" else ""
+        return f"{name} ({size}started by the bench)"
+    return f"{name} (BATON_BROKER)"

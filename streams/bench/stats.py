@@ -112,6 +112,19 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def processes_cpu(pids: Sequence[int]) -> float | None:
+    """CPU seconds several live processes used so far, summed; None if none or one is gone."""
+    if not pids:
+        return None
+    total = 0.0
+    for pid in pids:
+        used = cpu_seconds(pid)
+        if used is None:
+            return None
+        total += used
+    return total
+
+
 def memory_mib(pid: int) -> tuple[float, float] | None:
     """Current and peak resident memory of a live process, in MiB; None once it is gone."""
     try:

@@ -6,7 +6,7 @@ import asyncio
 import time
 import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,8 @@ class Context:
     embedded: bool
     workdir: Path
     workers: int
-    broker_pid: int | None = None
+    # The broker's processes (the JVMs of a Kafka cluster); none when it runs elsewhere.
+    broker_pids: Callable[[], list[int]] = list
     notes: list[str] = field(default_factory=list)
 
     def space(self, name: str) -> Settings:
@@ -73,9 +74,9 @@ class Context:
 
 
 def _broker_cpu(ctx: Context) -> float | None:
-    from streams.bench.stats import cpu_seconds
+    from streams.bench.stats import processes_cpu
 
-    return cpu_seconds(ctx.broker_pid) if ctx.broker_pid else None
+    return processes_cpu(ctx.broker_pids())
 
 
 async def _import_orders(s: Settings, orders: list[Order]) -> None:

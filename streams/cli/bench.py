@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from streams.bench.run import WORKLOADS
+from streams.bench.run import BROKERS, WORKLOADS
 from streams.cli.errors import Fail, UsageError
 from streams.settings import Settings
 
@@ -24,11 +24,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--model-concurrency", type=int, default=None, help="model calls per worker")
     p.add_argument("--soak-minutes", type=float, default=2.0)
     p.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
+    p.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default=None,
+        help="the broker the run starts for itself: tansu (embedded, default) or kafka "
+        "(one-node Apache Kafka; needs java and mvn); not with BATON_BROKER",
+    )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return p
 
 
-def _validate(args: argparse.Namespace) -> None:
+def _validate(args: argparse.Namespace, settings: Settings) -> None:
     names = ("tickets", "sessions", "workers", "partitions", "model_concurrency")
     for name in (*names, "latency", "soak_minutes", "rate"):
         value = getattr(args, name)
@@ -36,6 +43,10 @@ def _validate(args: argparse.Namespace) -> None:
             raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
     if args.tickets is not None and args.sessions is not None and args.tickets < args.sessions:
         raise UsageError("baton bench: --tickets must be at least --sessions")
+    if args.broker is not None and settings.broker_given:
+        raise UsageError(
+            "baton bench: --broker starts a broker of its own; unset BATON_BROKER or drop --broker"
+        )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -44,7 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from streams.bench.run import BenchFailed, BenchOptions, measure, notes
     from streams.bench.stats import table
 
-    _validate(args)
+    _validate(args, settings)
     options = BenchOptions(
         workload=args.workload,
         tickets=args.tickets,
@@ -55,6 +66,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         model_concurrency=args.model_concurrency,
         soak_minutes=args.soak_minutes,
         rate=args.rate,
+        broker=args.broker or "tansu",
     )
     try:
         result, rows = measure(settings, options)

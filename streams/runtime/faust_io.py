@@ -59,7 +59,16 @@ class FaustSink:
 
         assert self.settings is not None, "FaustSink.contains needs the settings"
         tp = TopicPartition(topic, session_partition(key, self.partitions))
-        consumer = new_consumer(self.settings, group_id=None, enable_auto_commit=False)
+        # Under exactly_once a reply of an aborted transaction (a killed worker's) is in the log
+        # but was never delivered: only committed replies count as sent.
+        isolation = (
+            "read_committed"
+            if self.settings.processing_guarantee == "exactly_once"
+            else "read_uncommitted"
+        )
+        consumer = new_consumer(
+            self.settings, group_id=None, enable_auto_commit=False, isolation_level=isolation
+        )
         await consumer.start()
         try:
             consumer.assign([tp])

@@ -51,11 +51,31 @@ def ids_of(records: list[delivery.Read], model: type[Any]) -> set[str]:
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.parametrize(
+    "guarantee",
+    [
+        "at_least_once",
+        pytest.param(
+            "exactly_once",
+            marks=[
+                pytest.mark.kafka_only,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="Faust 0.15.3 sends replies outside its transactions while the "
+                    "baton's pending entry is aborted with them: every reply of the open "
+                    "transaction is sent twice (docs/guarantees.md)",
+                ),
+            ],
+        ),
+    ],
+)
 async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
-    deployment: Deployment, slow_models: tuple[StandIn, StandIn]
+    deployment: Deployment, slow_models: tuple[StandIn, StandIn], guarantee: str
 ) -> None:
     before, after = slow_models
     prefix = deployment.namespace
+    deployment.env_extra["BATON_PROCESSING_GUARANTEE"] = guarantee
+    exactly_once = guarantee == "exactly_once"
     tickets, expected_order = conversations(prefix, 20)
     deployment.import_orders(o for i in range(20) for o in orders_of(f"{prefix}c{i}"))
     worker = deployment.start_worker(**model_env(before))
@@ -83,11 +103,24 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
     # A reply is sent only after the baton holding it as pending is acknowledged, so no acked
     # reply can lack one; a crash in between is resolved from the replies topic, not repeated.
     window = {t for t in done_at_kill["strategy"] if (t, "strategy") not in recorded}
-    assert not window, f"replies acknowledged without a pending entry: {window}"
+    # Under exactly_once the pending entry is written in the open transaction, which the kill
+    # aborts, while Faust sends the reply outside it (no agent of the app reads the replies
+    # topic): only the at_least_once protocol can promise this.
+    if not exactly_once:
+        assert not window, f"replies acknowledged without a pending entry: {window}"
 
     restarted_at = time.time()
-    deployment.start_worker(**model_env(after))
+    restarted = deployment.start_worker(**model_env(after))
     tally = Tally(delivery.sessions(tickets), await delivery.replies(deployment, len(tickets)))
+    figures(
+        f"kill -9 mid-stream, {deployment.broker.kind}, {guarantee}, first {len(tickets)} tickets",
+        lost=len(tally.lost),
+        duplicates=len(tally.duplicates),
+        reordered=len(tally.out_of_order()),
+        acked_replies_without_pending_entry=len(window),
+        settled_from_entry_in_flight=delivery.reused_copies(restarted),
+        worker_ready_after_restart_s=delivery.ready_after(restarted, restarted_at),
+    )
     tally.assert_exactly_once_in_order()
 
     # No stage whose entry in flight was durable at the kill was asked again.
@@ -101,6 +134,7 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
     # What the restarted worker re-read: every record at or past the committed offset whose
     # ticket had already passed that stage was settled from the baton (a model call saved).
     hits: dict[str, int] = {}
+    rereads: dict[str, int] = {}
     saved = 0
     for stage, (inp, _, _) in stage_topics.items():
         records = await delivery.drain(deployment, inp, quiet=1.0)
@@ -111,7 +145,10 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
         ]
         hits[stage] = sum(t in done_at_kill[stage] for t in reread)
         saved += sum(first_pass[(t, stage)] for t in reread if t in done_at_kill[stage])
-    assert sum(hits.values()) > 0, "the kill left nothing to redeliver: the test proves nothing"
+        rereads[stage] = len(reread)
+    assert sum(rereads.values()) > 0, "the kill left nothing to redeliver: the test proves nothing"
+    if not exactly_once:
+        assert sum(hits.values()) > 0, "no redelivered copy of a finished stage: proves nothing"
 
     # Batons came back from the changelog: a follow-up after the restart continues the session.
     follow = [
@@ -132,7 +169,7 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
     replied = sorted(r.replied_at.timestamp() for r in tally.replies if r.ticket_id[-1] != "3")
     after_restart = [t for t in replied if t > killed_at]
     figures(
-        "kill -9 mid-stream",
+        f"kill -9 mid-stream, {deployment.broker.kind}, {guarantee}",
         tickets=len(tickets) + len(follow),
         replied_before_kill=len(replied) - len(after_restart),
         lost=len(tally.lost),
@@ -141,11 +178,14 @@ async def test_kill_9_mid_stream_loses_nothing_and_repeats_no_finished_stage(
         calls_in_flight_at_kill=len(in_flight),
         calls_repeated=sum(second_pass[p] for p in repeated),
         calls_repeated_in_flight=len(repeated & in_flight),
+        reread_past_commit=rereads,
         redelivered_hits=hits,
+        settled_from_entry_in_flight=delivery.reused_copies(restarted),
         model_calls_saved=saved,
         model_calls_total=sum(first_pass.values()) + sum(second_pass.values()),
         first_reply_after_restart_s=round(after_restart[0] - restarted_at, 1),
         all_replied_after_restart_s=round(after_restart[-1] - restarted_at, 1),
+        worker_ready_after_restart_s=delivery.ready_after(restarted, restarted_at),
     )
 
 

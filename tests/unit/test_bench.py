@@ -15,6 +15,7 @@ from schemas.records import Order, Reply, UsageTotals
 from streams.bench.inproc import baton_growth, measure
 from streams.bench.load import Workload, minimal_context, prompt_sizes
 from streams.bench.report import records_per_ticket
+from streams.bench.run import BenchOptions, BrokerRun, broker_line, notes
 from streams.bench.stats import (
     Row,
     check_delivery,
@@ -22,6 +23,7 @@ from streams.bench.stats import (
     cpu_seconds_of,
     first_and_last_tenth,
     percentile,
+    processes_cpu,
     rss_drift,
     split_sessions,
     status_kib,
@@ -29,6 +31,8 @@ from streams.bench.stats import (
     table,
 )
 from streams.bench.workloads import soak_expiry
+from streams.cli.main import main, parser
+from streams.kafka.apache import KafkaUnavailable
 from streams.kafka.topics import TopicNames
 from streams.settings import Settings, load
 from tests.fixtures.data import KETTLE, order
@@ -259,3 +263,63 @@ def test_records_per_ticket_need_every_published_ticket_read_back() -> None:
     # A broker too slow to answer within the read's patience: no figure rather than a low one.
     assert records_per_ticket({tickets: 3}, 10, s) is None
     assert records_per_ticket({}, 10, s) is None
+
+
+def test_broker_and_baton_broker_together_are_a_one_line_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BATON_BROKER", "kafka://127.0.0.1:1")
+    assert main(["bench", "--broker", "kafka", "--workload", "cpu"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [
+        "baton bench: --broker starts a broker of its own; unset BATON_BROKER or drop --broker"
+    ]
+
+
+def test_an_unknown_broker_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--broker", "redpanda"]) == 2
+    assert "invalid choice: 'redpanda'" in capsys.readouterr().err
+
+
+def test_the_broker_defaults_to_tansu() -> None:
+    args = parser().parse_args(["bench"])
+    assert args.broker is None
+    assert BenchOptions().broker == "tansu"
+
+
+def test_kafka_without_java_is_the_one_line_kafka_unavailable_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import streams.kafka.apache as apache
+
+    def no_java(_: str | None = None) -> None:
+        raise KafkaUnavailable("java not found; install a JRE 17+ (apt-get install default-jre)")
+
+    monkeypatch.setattr(apache, "find_java", no_java)
+    assert main(["bench", "--broker", "kafka", "--workload", "cpu", "--tickets", "4"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1] == "baton: java not found; install a JRE 17+ (apt-get install default-jre)"
+    assert not any("Traceback" in line for line in err)
+
+
+def test_the_result_names_its_broker_and_the_report_shows_it() -> None:
+    kafka = BrokerRun("kafka", "kafka://127.0.0.1:9092", "4.3.1", started=True)
+    assert kafka.describe() == {"kind": "kafka", "version": "4.3.1", "started_by_bench": True}
+    assert not kafka.embedded and BrokerRun("tansu", "kafka://x:1").embedded
+    row = {"workload": "cpu", "other_cpu_ms_per_ticket": {"broker": 3.25}}
+    lines = notes({"broker": kafka.describe(), "rows": [row]})
+    assert "broker: Apache Kafka 4.3.1 (one node, started by the bench)" in lines
+    assert "cpu: broker CPU 3.25 ms/ticket" in lines
+    tansu = BrokerRun("tansu", "kafka://127.0.0.1:9092", started=True).describe()
+    assert broker_line(tansu) == "Tansu (embedded) (started by the bench)"
+    given = BrokerRun("kafka", "kafka://kafka:9092").describe()
+    assert broker_line(given) == "Apache Kafka (BATON_BROKER)"
+
+
+def test_broker_cpu_sums_every_process_and_is_unknown_once_one_is_gone() -> None:
+    own = cpu_seconds(os.getpid())
+    assert own is not None
+    both = processes_cpu([os.getpid(), os.getpid()])
+    assert both is not None and both >= 2 * own
+    assert processes_cpu([os.getpid(), 2**22 + 12345]) is None
+    assert processes_cpu([]) is None
