@@ -82,6 +82,14 @@ def run(settings: Settings) -> None:
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:
         settings = settings.with_(embedded_broker=True)
     check_guarantee(settings)
+    if settings.processing_guarantee == "exactly_once":
+        print(
+            "baton: exactly_once puts changelogs and offsets in Kafka transactions, but Faust "
+            "sends replies and dead letters outside them: a crash can repeat a reply "
+            "(docs/guarantees.md); at_least_once is what baton guarantees one reply with.",
+            file=sys.stderr,
+            flush=True,
+        )
     llm = build_llm(settings)
     if settings.llm == "offline":
         print(
