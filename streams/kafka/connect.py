@@ -117,7 +117,11 @@ async def topic_partitions(settings: Settings, topics: Iterable[str]) -> dict[st
     admin = new_admin(settings)
     await admin.start()
     try:
-        described = await admin.describe_topics(list(topics))
+        # Only topics that exist are described: a broker that creates topics on first use
+        # (the embedded one) would create the others when asked about them.
+        existing = set(await admin.list_topics())
+        wanted = [t for t in topics if t in existing]
+        described = await admin.describe_topics(wanted) if wanted else []
     finally:
         await admin.close()
     return {
