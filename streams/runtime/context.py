@@ -18,7 +18,8 @@ def restore(
     """The baton a stage starts from, and how much of the session's context it holds.
 
     Full: the table's, which saw stage ``previous`` of this ticket (the first stage always
-    starts full); partial: rebuilt from the record's snapshot; minimal: a new one.
+    starts full); partial: rebuilt from the record's snapshot; minimal: a new one. A rebuilt
+    baton keeps what a stale table baton still knows for sure: the tickets answered.
     """
     ticket = record.ticket
     if previous is None:
@@ -37,6 +38,17 @@ def restore(
     else:
         level = "minimal"
         baton = memory.new_baton(ticket)
+    if held is not None:
+        # The table's baton is stale (a crash lost its last writes), but what it does hold
+        # stays true: the tickets already answered (a rebuilt baton that forgot them would let
+        # a redelivered copy be answered twice), and a version that only moves forward.
+        baton = baton.model_copy(
+            update={
+                "answered": held.answered,
+                "version": max(baton.version, held.version),
+                "usage": held.usage,
+            }
+        )
     if record.understanding is not None:
         baton = memory.apply_understanding(baton, ticket, record.understanding)
     return level, baton
