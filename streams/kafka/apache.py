@@ -277,8 +277,7 @@ class ApacheKafka:
                 "format",
                 "--config",
                 str(node.properties),
-                "--cluster-id",
-                str(self.cluster_id),
+                f"--cluster-id={self.cluster_id}",
                 *quorum,
                 *self._scram_args(),
             ]

@@ -36,8 +36,15 @@ logger.authorizer.level = WARN
 
 
 def random_id() -> str:
-    """A Kafka ``Uuid`` in its text form (URL-safe base64 of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka ``Uuid`` in its text form (URL-safe base64 of 16 bytes, no padding).
+
+    Never one that starts with "-", as Kafka's own ``Uuid.randomUuid`` ensures: a command line
+    would read it as an option (1 id in 64 would make the storage format fail).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def consecutive_free_ports(host: str, count: int, attempts: int = 50) -> int:

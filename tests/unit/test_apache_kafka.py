@@ -66,6 +66,11 @@ def test_ids_are_kafka_uuids() -> None:
     assert all(len(i) == 22 and "=" not in i and "+" not in i and "/" not in i for i in ids)
 
 
+def test_no_id_reads_as_a_command_line_option() -> None:
+    # One raw id in 64 starts with "-"; 2,000 draws would show it many times over.
+    assert not any(random_id().startswith("-") for _ in range(2000))
+
+
 def test_one_node_urls_and_replication(tmp_path: Path) -> None:
     kafka = ApacheKafka(port=41000, data_dir=tmp_path)
     assert kafka.url == "kafka://127.0.0.1:41000"
