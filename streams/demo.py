@@ -14,7 +14,7 @@ from typing import Any
 from schemas.codec import dumps, parse
 from schemas.records import Order, Reply, Ticket
 from streams.kafka.embedded import EmbeddedBroker
-from streams.kafka.topics import REPLIES, TICKETS
+from streams.kafka.topics import REPLIES
 from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
 from streams.settings import Settings
 
@@ -60,7 +60,7 @@ async def collect_replies(
 
 def run_demo(settings: Settings, timeout: float = 180.0) -> int:
     """Run the demo; human lines go to stderr, the replies to stdout as JSON Lines."""
-    from streams.kafka.client import publish
+    from streams.kafka.client import publish_tickets
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
@@ -80,13 +80,7 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
             proc = spawn_worker(settings, Path(tmp) / "worker.log")
             try:
                 started = time.monotonic()
-                asyncio.run(
-                    publish(
-                        settings,
-                        settings.topic(TICKETS),
-                        ((t.session_id, dumps(t)) for t in tickets),
-                    )
-                )
+                asyncio.run(publish_tickets(settings, tickets))
                 say(f"published {len(tickets)} tickets; waiting for replies")
                 try:
                     replies = asyncio.run(

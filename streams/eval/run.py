@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from schemas.codec import InvalidRecord, dumps, parse
+from schemas.codec import InvalidRecord, parse
 from schemas.records import Order, Reply
 from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
 from streams.runtime.spawn import spawn_worker, stop_worker
@@ -172,9 +172,8 @@ def run_pipeline(
     """Publish the tickets phase by phase through a fresh pipeline; return each one's reply."""
     from agents.testing.standin import run_in_thread
     from streams.demo import collect_replies, import_orders
-    from streams.kafka.client import publish
+    from streams.kafka.client import publish_tickets
     from streams.kafka.embedded import EmbeddedBroker
-    from streams.kafka.topics import TICKETS
 
     replies: dict[str, Reply] = {}
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
@@ -198,13 +197,7 @@ def run_pipeline(
         phases = sorted({c.label.phase for c in cases})
         for i, phase in enumerate(phases):
             tickets = [c.ticket for c in cases if c.label.phase == phase]
-            asyncio.run(
-                publish(
-                    settings,
-                    settings.topic(TICKETS),
-                    ((t.session_id, dumps(t)) for t in tickets),
-                )
-            )
+            asyncio.run(publish_tickets(settings, tickets))
             say(f"phase {phase}: published {len(tickets)} tickets; waiting for replies")
             try:
                 replies |= asyncio.run(

@@ -11,6 +11,8 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
+from schemas.codec import dumps
+from schemas.records import Ticket
 from streams.kafka.connect import (
     BrokerUnreachable,
     new_consumer,
@@ -18,7 +20,7 @@ from streams.kafka.connect import (
     probe_broker,
     topic_partitions,
 )
-from streams.kafka.topics import TopicNames, ensure_topics
+from streams.kafka.topics import TICKETS, TopicNames, ensure_topics
 from streams.settings import Settings
 
 
@@ -82,6 +84,13 @@ async def publish(
     finally:
         await producer.stop()
     return sent
+
+
+async def publish_tickets(settings: Settings, tickets: Iterable[Ticket]) -> int:
+    """Publish ``tickets`` to this namespace's tickets topic, keyed by session, in order."""
+    return await publish(
+        settings, settings.topic(TICKETS), ((t.session_id, dumps(t)) for t in tickets)
+    )
 
 
 async def read(
