@@ -15,6 +15,7 @@ pytest_plugins = [
     "tests.fixtures.data",
     "tests.fixtures.agents",
     "tests.fixtures.stores",
+    "tests.fixtures.pipelines",
     "tests.fixtures.deployments",
     "tests.fixtures.delivery",
     "tests.fixtures.observability",

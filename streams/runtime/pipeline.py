@@ -21,7 +21,7 @@ from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe.observer import CountingObserver, Observer
-from streams.runtime import context, dead_letters, replies
+from streams.runtime import context, dead_letters, ownership, replies
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.dead_letters import Source
 from streams.runtime.redelivery import Redelivery, own_entry
@@ -117,6 +117,9 @@ class Pipeline:
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
         held = self.batons.get(ticket.session_id)
+        if (problem := ownership.conflict(held, ticket)) is not None:
+            await self._refuse(record, stage.name, problem, source)
+            return
         entry = own_entry(held, ticket)
         if stage.answers and held is not None and entry is not None and entry.pending:
             await self._answered(*await self.redelivery.resume(entry, held))
@@ -215,6 +218,23 @@ class Pipeline:
         self.gate.leave(reply.session_id, reply.ticket_id)
         await self._send_index(baton, reply.ticket_id)
 
+    async def _refuse(
+        self, record: StageRecord, stage: StageName, problem: str, source: Source
+    ) -> None:
+        """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
+        ticket = record.ticket
+        dl = dead_letters.letter(
+            stage=stage,
+            reason=ownership.SESSION_CONFLICT,
+            error=problem,
+            payload=dumps(ticket),
+            source=source,
+            ticket=ticket,
+        )
+        await self.dead_letter(dl)
+        self.gate.leave(ticket.session_id, ticket.ticket_id)
+        self.observer.stage_done(stage, "refused", 0.0)
+
     async def _fail_ticket(self, record: StageRecord, stage: StageName, dl: DeadLetter) -> None:
         """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
         ticket = record.ticket
@@ -224,7 +244,11 @@ class Pipeline:
         if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
-        baton = self.batons.get(ticket.session_id) or memory.new_baton(ticket)
+        baton = self.batons.get(ticket.session_id)
+        if ownership.conflict(baton, ticket) is not None:
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+            return
+        baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
         reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
         await self._answered(reply, await self.redelivery.reply(reply, baton))

@@ -7,87 +7,21 @@ from datetime import timedelta
 import pytest
 
 from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
 from schemas import (
-    Baton,
-    DeadLetter,
     InFlight,
     MemoryIndex,
     Reply,
     Snapshot,
     StageRecord,
-    Ticket,
     dumps,
 )
 from schemas.records import utcnow
-from streams.kafka.topics import TopicNames
-from streams.observe.observer import CountingObserver
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
-
-
-@pytest.fixture
-def pipeline(store: SQLiteOrderStore) -> Pipeline:
-    return Pipeline(
-        settings=Settings(namespace="u", session_ttl_s=3600),
-        llm=OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-        observer=CountingObserver(),
-    )
-
-
-def names(p: Pipeline) -> TopicNames:
-    return TopicNames.of(p.settings)
-
-
-def sink(p: Pipeline) -> MemorySink:
-    assert isinstance(p.sink, MemorySink)
-    return p.sink
-
-
-def counts(p: Pipeline) -> dict[str, int]:
-    assert isinstance(p.observer, CountingObserver)
-    return dict(p.observer.counts)
-
-
-async def hop(p: Pipeline, stage: str, topic: str) -> None:
-    """Feed every record waiting on ``topic`` to ``stage``."""
-    pending = sink(p).sent.pop(topic, [])
-    for i, (_, value) in enumerate(pending):
-        await p.run_stage(stage, value, Source(topic, 0, i))  # type: ignore[arg-type]
-
-
-async def run(p: Pipeline, *tickets: Ticket) -> list[Reply]:
-    """Drive tickets through every stage and the index, like the Faust agents do."""
-    n = names(p)
-    for i, t in enumerate(tickets):
-        await p.intake(dumps(t), Source(n.tickets, 0, i))
-        await hop(p, "understand", n.sessions)
-        await hop(p, "lookup", n.understood)
-        await hop(p, "strategy", n.matched)
-        for _, value in sink(p).sent.pop(n.memory_index, []):
-            await p.apply_index(value)
-    return [Reply.model_validate_json(v) for _, v in sink(p).sent[n.replies]]
-
-
-def state(p: Pipeline) -> MemoryState:
-    assert isinstance(p.state, MemoryState)
-    return p.state
-
-
-def baton_of(p: Pipeline, session: str) -> Baton:
-    baton = p.batons.get(session)
-    assert baton is not None
-    return baton
-
-
-def dead_letters(p: Pipeline) -> list[DeadLetter]:
-    return [DeadLetter.model_validate_json(v) for _, v in sink(p).sent[names(p).dead_letters]]
+from tests.fixtures.pipelines import baton_of, counts, dead_letters, hop, names, run, sink, state
 
 
 async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) -> None:

@@ -1,0 +1,116 @@
+"""A session belongs to the customer of its first ticket: no other ticket reads or writes it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from schemas import MemoryIndex, Ticket
+from streams.runtime.pipeline import Pipeline
+from tests.fixtures.data import C1_ORDERS, order, ticket
+from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
+from tests.fixtures.stores import sqlite_store
+
+HEADPHONES = "Sony WH-1000XM6 Headphones"
+
+
+@pytest.fixture
+async def shared(tmp_path: Path) -> AsyncIterator[Pipeline]:
+    """A pipeline whose store holds C1's kettle and controller and C2's headphones."""
+    orders = [*C1_ORDERS, order("O-9", customer="C2", product_name=HEADPHONES, amount=349.0)]
+    async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
+        yield in_memory(store)
+
+
+def everything_sent(p: Pipeline) -> str:
+    return "\n".join(v.decode() for topic in sink(p).sent.values() for _, v in topic)
+
+
+def index_of(p: Pipeline, customer: str) -> MemoryIndex | None:
+    raw = state(p).customers.get(customer)
+    return MemoryIndex.model_validate_json(raw) if raw else None
+
+
+async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
+    shared: Pipeline,
+) -> None:
+    await run(shared, ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
+    before = baton_of(shared, "S1")
+    sink(shared).sent.clear()
+
+    intruder = ticket("b1", "What did I ask about? Which order is it?", customer="C2")
+    await run(shared, intruder)
+
+    assert sink(shared).sent[names(shared).replies] == []
+    [dl] = dead_letters(shared)
+    assert dl.reason == "session_conflict" and dl.stage == "understand"
+    assert dl.ticket == intruder and Ticket.model_validate_json(dl.payload) == intruder
+    assert "belongs to another customer" in dl.error and "session id of its own" in dl.error
+    # Nothing published while handling the intruder names the session owner's order or product.
+    sent = everything_sent(shared)
+    assert "O-1" not in sent and "Kettle" not in sent and "leak" not in dl.model_dump_json()
+    assert baton_of(shared, "S1") == before
+    assert index_of(shared, "C2") is None
+
+
+async def test_a_ticket_without_a_customer_cannot_use_a_customers_session(
+    shared: Pipeline,
+) -> None:
+    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
+    before = baton_of(shared, "S1")
+    await run(shared, ticket("x1", "Tell me about my order.", customer=None))
+    assert [dl.reason for dl in dead_letters(shared)] == ["session_conflict"]
+    assert baton_of(shared, "S1") == before
+
+
+async def test_an_anonymous_session_stays_anonymous(shared: Pipeline) -> None:
+    await run(shared, ticket("x1", "My kettle is leaking.", customer=None))
+    anonymous = baton_of(shared, "S1")
+    replies = await run(shared, ticket("a1", "Which order was that?", customer="C1"))
+    assert [r.ticket_id for r in replies] == ["x1"]
+    [dl] = dead_letters(shared)
+    assert dl.reason == "session_conflict" and "an anonymous customer" in dl.error
+    assert baton_of(shared, "S1") == anonymous
+
+
+async def test_the_owners_next_ticket_and_next_session_see_only_their_own_facts(
+    shared: Pipeline,
+) -> None:
+    await run(shared, ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
+    index_before = index_of(shared, "C1")
+    # The intruder talks about their own headphones in the owner's session.
+    await run(
+        shared,
+        ticket("b1", "My headphones are broken, refund order O-9 now.", customer="C2"),
+    )
+    assert index_of(shared, "C1") == index_before
+
+    replies = await run(shared, ticket("a2", "How long will the refund take?", customer="C1"))
+    follow_up = replies[-1]
+    assert follow_up.ticket_id == "a2" and follow_up.order_id == "O-1"
+    assert "Headphones" not in follow_up.reply and "O-9" not in follow_up.reply
+    baton = baton_of(shared, "S1")
+    assert baton.customer_id == "C1" and baton.order_id == "O-1"
+    assert [t.ticket_id for t in baton.tickets] == ["a1", "a2"]
+    assert all("Headphones" not in p for p in baton.core_problems)
+
+    later = await run(
+        shared,
+        ticket("a3", "What happened with the order I asked about yesterday?", "S2", "C1"),
+    )
+    assert later[-1].ticket_id == "a3" and later[-1].order_id == "O-1"
+    index = index_of(shared, "C1")
+    assert index is not None
+    assert {s.session_id for s in index.sessions} == {"S1", "S2"}
+    assert all(s.order_id == "O-1" for s in index.sessions)
+
+
+async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: Pipeline) -> None:
+    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
+    replies = await run(shared, ticket("b1", "My headphones are broken.", "S9", "C2"))
+    mine = replies[-1]
+    assert mine.ticket_id == "b1" and mine.order_id == "O-9"
+    assert "Kettle" not in mine.reply and "O-1" not in mine.reply
+    assert dead_letters(shared) == []
