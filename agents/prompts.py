@@ -15,7 +15,7 @@ from schemas.baton import Baton, SessionSummary
 from schemas.records import Order, StageName, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 
-PROMPT_VERSION = "p2"
+PROMPT_VERSION = "p3"
 # Every stage's system prompt starts with it, so it is a cache breakpoint of its own.
 SHARED_PREFIX = HANDBOOK
 
@@ -118,6 +118,25 @@ class Facts(BaseModel):
     earlier: list[EarlierSession] = Field(default_factory=list)
     understanding: Understanding | None = None
     match: OrderMatch | None = None
+    from_customer: list[str] = Field(
+        default_factory=list,
+        description="The fields above that were derived from what the customer wrote.",
+    )
+
+
+# Facts derived from customer text: a model reads them as data, never as instructions.
+_FROM_CUSTOMER = (
+    ("session.core_problems", lambda f: f.session.core_problems),
+    ("session.product", lambda f: f.session.product),
+    ("session.problem", lambda f: f.session.problem),
+    ("earlier", lambda f: f.earlier),
+    ("understanding", lambda f: f.understanding),
+)
+
+
+def from_customer(facts: Facts) -> list[str]:
+    """The fields of ``facts`` present and derived from customer text."""
+    return [name for name, value in _FROM_CUSTOMER if value(facts)]
 
 
 _OUTPUTS: dict[StageName, type[BaseModel]] = {
@@ -156,17 +175,23 @@ def _compact(value: Any) -> Any:
     return value
 
 
+def _inert_json(value: Any) -> str:
+    """JSON in which no ``<``, ``>`` or ``&`` appears, so no text inside can open or close a tag."""
+    text = orjson.dumps(value).decode()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def render_context(facts: Facts) -> str:
-    """The per-ticket part: facts as compact JSON, then the customer's message verbatim."""
+    """The per-ticket part: facts as compact JSON, then the customer's message as a JSON string."""
     data = _compact(facts.model_dump(mode="json", exclude={"message"}))
     return (
-        f"<facts>\n{orjson.dumps(data).decode()}\n</facts>\n"
-        f"<customer_message>\n{facts.message}\n</customer_message>"
+        f"<facts>\n{_inert_json(data)}\n</facts>\n"
+        f"<customer_message>\n{_inert_json(facts.message)}\n</customer_message>"
     )
 
 
 _FACTS_RE = re.compile(r"<facts>\n(.*?)\n</facts>", re.S)
-_MESSAGE_RE = re.compile(r"<customer_message>\n(.*)\n</customer_message>", re.S)
+_MESSAGE_RE = re.compile(r"<customer_message>\n(.*?)\n</customer_message>", re.S)
 
 
 def parse_context(context: str) -> Facts:
@@ -176,7 +201,7 @@ def parse_context(context: str) -> Facts:
     if not facts or not message:
         raise ValueError("context has no <facts> or <customer_message> block")
     data = orjson.loads(facts.group(1))
-    data["message"] = message.group(1)
+    data["message"] = orjson.loads(message.group(1))
     return Facts.model_validate(data)
 
 
@@ -204,6 +229,7 @@ def build(
         understanding=understanding,
         match=match.model_copy(update={"candidates": [], "order": None}) if match else None,
     )
+    facts.from_customer = from_customer(facts)
     return Prompt(
         stage=stage,
         system=system_prompt(stage),
