@@ -29,6 +29,7 @@ DeadLetterReason = Literal[
     "stage_error",
     "drift",
     "session_conflict",
+    "untrusted_record",
 ]
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 

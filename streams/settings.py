@@ -112,6 +112,8 @@ class Settings:
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     kafka: KafkaSecurity = KafkaSecurity()
+    # (key id, secret) pairs: the first signs records between stages, every one verifies.
+    signing_keys: tuple[tuple[str, str], ...] = ()
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)
 
@@ -121,6 +123,7 @@ class Settings:
             if shown[name]:
                 shown[name] = SECRET
         shown["orders_dsn"] = mask_dsn(self.orders_dsn)
+        shown["signing_keys"] = tuple((kid, SECRET) for kid, _ in self.signing_keys)
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def topic(self, name: str) -> str:
@@ -183,6 +186,8 @@ class Settings:
             }
             env["BATON_PRICES"] = orjson.dumps(rows).decode()
         env |= self.kafka.to_env()
+        if self.signing_keys:
+            env["BATON_SIGNING_KEYS"] = ",".join(f"{k}:{v}" for k, v in self.signing_keys)
         if self.anthropic_api_key:
             env["ANTHROPIC_API_KEY"] = self.anthropic_api_key
         if self.anthropic_base_url:
@@ -281,6 +286,31 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
     return sec
 
 
+_KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+MIN_SIGNING_SECRET = 16
+
+
+def _signing_keys(raw: str) -> tuple[tuple[str, str], ...]:
+    """``id:secret[,id:secret...]``: the first signs, all verify (so keys rotate live)."""
+    keys: list[tuple[str, str]] = []
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        kid, sep, secret = item.partition(":")
+        if not sep or not _KEY_ID.fullmatch(kid):
+            raise SettingsError(
+                "BATON_SIGNING_KEYS must be id:secret[,id:secret...] with ids of letters, "
+                "digits, '.', '_' or '-'"
+            )
+        if len(secret) < MIN_SIGNING_SECRET:
+            raise SettingsError(
+                f"BATON_SIGNING_KEYS: the secret of key {kid!r} must have at least "
+                f"{MIN_SIGNING_SECRET} characters"
+            )
+        if any(kid == known for known, _ in keys):
+            raise SettingsError(f"BATON_SIGNING_KEYS: key id {kid!r} given twice")
+        keys.append((kid, secret))
+    return tuple(keys)
+
+
 def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``env`` (default: ``os.environ``); raises ``SettingsError``."""
     env = os.environ if env is None else env
@@ -354,6 +384,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
         anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
         kafka=kafka_security(env),
+        signing_keys=_signing_keys(env.get("BATON_SIGNING_KEYS", "")),
     )
     known = {f.name for f in fields(Settings)}
     unknown = set(overrides) - known

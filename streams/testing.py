@@ -20,10 +20,14 @@ class MemorySink:
     """Topics in memory: ``sent`` holds every record sent, ``take`` hands out the new ones.
 
     Tests may edit ``sent`` (pop a record to feed it to a stage, clear a topic to lose it);
-    ``contains`` answers from ``sent``.
+    ``contains`` answers from ``sent``. ``headers`` holds each record's headers, in the order
+    sent (not edited with ``sent``).
     """
 
     sent: defaultdict[str, Records] = field(default_factory=lambda: defaultdict(list))
+    headers: defaultdict[str, list[list[tuple[str, bytes]]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     _untaken: defaultdict[str, deque[tuple[str | None, bytes]]] = field(
         default_factory=lambda: defaultdict(deque), init=False, repr=False
     )
@@ -36,6 +40,7 @@ class MemorySink:
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         self.sent[topic].append((key, value))
+        self.headers[topic].append(list(headers or []))
         self._untaken[topic].append((key, value))
 
     async def contains(

@@ -89,6 +89,12 @@ def _source(event: Any) -> Source:
     return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
 
 
+def _headers(event: Any) -> list[tuple[str, bytes]]:
+    """The record's headers as pairs, however the Faust version hands them over."""
+    raw = event.message.headers or []
+    return list(raw.items()) if isinstance(raw, dict) else [(k, v) for k, v in raw]
+
+
 def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     """Build the Faust app with its topics, tables and agents for ``settings``."""
     app = faust.App(settings.app_id, **faust_settings(settings))
@@ -127,7 +133,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     @app.agent(sink.topics[names.memory_index], name="index")
     async def index(stream: Any) -> None:
         async for event in stream.events():
-            await pipeline.apply_index(event.value)
+            await pipeline.apply_index(event.value, _headers(event))
 
     @app.timer(interval=settings.expiry_interval_s)
     async def expire() -> None:
@@ -149,7 +155,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         scheduler = schedulers[stage.name]
 
         async def handle(event: Any) -> None:
-            await pipeline.run_stage(stage.name, event.value, _source(event))
+            await pipeline.run_stage(stage.name, event.value, _source(event), _headers(event))
 
         async def agent(stream: Any) -> None:
             await scheduler.run(stream.noack(), handle)

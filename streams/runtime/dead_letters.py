@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from agents.outcome import Failure
+from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, StageName, Ticket
+from schemas.stages import StageRecord
 
 HEADER_PREFIX = "__connect.errors."
 
@@ -86,6 +88,38 @@ def from_failure(
         attempts=failure.attempts,
         model=failure.model,
         prompt_version=failure.prompt_version,
+    )
+
+
+def conflict(stage: StageName, ticket: Ticket, problem: str, source: Source) -> DeadLetter:
+    """The dead letter of a ticket that may not use its session; it carries the ticket."""
+    return letter(
+        stage=stage,
+        reason="session_conflict",
+        error=problem,
+        payload=dumps(ticket),
+        source=source,
+        ticket=ticket,
+    )
+
+
+def untrusted(stage: StageName, value: bytes | None, problem: str, source: Source) -> DeadLetter:
+    """The dead letter of a record whose signature is missing or wrong: its bytes as they came.
+
+    The ticket inside, if the record parses, is kept for a re-drive through the public tickets
+    topic (where it is validated and signed again like any customer's ticket).
+    """
+    try:
+        ticket: Ticket | None = parse(StageRecord, value).ticket
+    except InvalidRecord:
+        ticket = None
+    return letter(
+        stage=stage,
+        reason="untrusted_record",
+        error=problem,
+        payload=value or b"",
+        source=source,
+        ticket=ticket,
     )
 
 

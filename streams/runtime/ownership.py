@@ -5,8 +5,6 @@ from __future__ import annotations
 from schemas.baton import Baton
 from schemas.records import Ticket
 
-SESSION_CONFLICT = "session_conflict"
-
 
 def conflict(held: Baton | None, ticket: Ticket) -> str | None:
     """Why ``ticket`` may not use the session's baton ``held``, or None when it may.

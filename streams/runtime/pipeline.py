@@ -26,6 +26,7 @@ from streams.runtime.batons import BatonStore, State
 from streams.runtime.dead_letters import Source
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
+from streams.runtime.signing import UNTRUSTED, Headers, SignedSink, Signer
 from streams.runtime.sink import Sink
 from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
 from streams.settings import Settings
@@ -53,8 +54,14 @@ class Pipeline:
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
         self.batons = BatonStore(self.state)
+        self.signer = Signer(self.settings.signing_keys)
+        # What the stages read from each other is signed; replies and dead letters go to users.
+        internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
+        self.out = SignedSink(
+            self.sink, self.signer, frozenset({*internal, self.topics.memory_index})
+        )
         self.redelivery = Redelivery(
-            self.batons, self.sink, self.gate, self.observer, self.topics.replies
+            self.batons, self.out, self.gate, self.observer, self.topics.replies
         )
 
     async def intake(self, value: bytes | None, source: Source) -> None:
@@ -73,11 +80,19 @@ class Pipeline:
             source_partition=source.partition,
             source_offset=source.offset,
         )
-        await self.sink.send(self.topics.sessions, ticket.session_id, dumps(record))
+        await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
 
-    async def run_stage(self, stage: StageName, value: bytes | None, source: Source) -> None:
-        """Run ``stage`` on one stage record, up to ``STAGE_ATTEMPTS`` times."""
+    async def run_stage(
+        self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> None:
+        """Run ``stage`` on one signed stage record, up to ``STAGE_ATTEMPTS`` times."""
         self.observer.record_in(stage)
+        step = BY_NAME[stage]
+        problem = self.signer.problem(step.source_topic(self.topics), value, headers)
+        if problem is not None:
+            await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
+            self.observer.stage_done(stage, "refused", 0.0)
+            return
         try:
             record = parse(StageRecord, value)
         except InvalidRecord as exc:
@@ -85,7 +100,6 @@ class Pipeline:
             self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
-        step = BY_NAME[stage]
         if step.name == "understand":
             await self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
@@ -223,15 +237,7 @@ class Pipeline:
     ) -> None:
         """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
         ticket = record.ticket
-        dl = dead_letters.letter(
-            stage=stage,
-            reason=ownership.SESSION_CONFLICT,
-            error=problem,
-            payload=dumps(ticket),
-            source=source,
-            ticket=ticket,
-        )
-        await self.dead_letter(dl)
+        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source))
         self.gate.leave(ticket.session_id, ticket.ticket_id)
         self.observer.stage_done(stage, "refused", 0.0)
 
@@ -267,8 +273,11 @@ class Pipeline:
         key = dl.session_id or dl.ticket_id
         await self.sink.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
-    async def apply_index(self, value: bytes | None) -> None:
-        """Fold one session summary into the customer's index."""
+    async def apply_index(self, value: bytes | None, headers: Headers | None = None) -> None:
+        """Fold one signed session summary into the customer's index."""
+        if problem := self.signer.problem(self.topics.memory_index, value, headers):
+            log.error("ignoring an index update (%s): %s", UNTRUSTED, problem)
+            return
         try:
             update = parse(IndexUpdate, value)
         except InvalidRecord as exc:
@@ -301,4 +310,4 @@ class Pipeline:
                 customer_id=baton.customer_id,
                 summary=memory.summarize(baton, ticket_id, expired=expired),
             )
-            await self.sink.send(self.topics.memory_index, baton.customer_id, dumps(update))
+            await self.out.send(self.topics.memory_index, baton.customer_id, dumps(update))

@@ -90,6 +90,13 @@ def run(settings: Settings) -> None:
             file=sys.stderr,
             flush=True,
         )
+    if not settings.signing_keys and not settings.embedded_broker:
+        print(
+            "baton: BATON_SIGNING_KEYS is not set, so records between stages are not signed: "
+            "anyone who can write an internal topic can steer a reply (README, Security).",
+            file=sys.stderr,
+            flush=True,
+        )
     llm = build_llm(settings)
     if settings.llm == "offline":
         print(
