@@ -3,6 +3,7 @@
 from schemas.baton import (
     Baton,
     ChainEntry,
+    Erasure,
     IndexUpdate,
     InFlight,
     MemoryIndex,
@@ -37,6 +38,7 @@ __all__ = [
     "CallUsage",
     "ChainEntry",
     "DeadLetter",
+    "Erasure",
     "InFlight",
     "IndexUpdate",
     "MemoryIndex",

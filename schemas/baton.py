@@ -124,3 +124,17 @@ class IndexUpdate(BaseModel):
     schema_version: int = SCHEMA_VERSION
     customer_id: str
     summary: SessionSummary
+
+
+class Erasure(BaseModel):
+    """A request to forget a customer's data: one per session (key: session_id), one for the
+    customer's index (key: customer_id, ``session_id`` null). Sent with the header
+    ``baton-control: erase`` on the topic whose worker holds that data."""
+
+    schema_version: int = SCHEMA_VERSION
+    request_id: str = Field(description="Shared by every record of one `baton forget`.")
+    customer_id: str = Field(description="Whose data is erased.")
+    session_id: str | None = Field(
+        default=None, description="The session whose baton is erased; null: the index entry."
+    )
+    requested_at: datetime = Field(default_factory=utcnow)

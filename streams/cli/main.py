@@ -8,7 +8,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
 
-from streams.cli import bench, broker, demo, dlq, orders, publish, replay, tail, trace, worker
+from streams.cli import (
+    bench,
+    broker,
+    demo,
+    dlq,
+    forget,
+    orders,
+    publish,
+    replay,
+    tail,
+    trace,
+    worker,
+)
 from streams.cli import eval as evaluate
 from streams.cli.errors import UsageError, reported
 from streams.settings import Settings, load
@@ -32,6 +44,7 @@ COMMANDS: tuple[Command, ...] = (
     trace,
     replay,
     dlq,
+    forget,
     bench,
     evaluate,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +55,12 @@ async def publish(
     topic: str,
     records: Iterable[tuple[str | None, bytes]],
     on_sent: object = None,
+    headers_of: Callable[[bytes], list[tuple[str, bytes]]] | None = None,
 ) -> int:
-    """Send ``(key, value)`` pairs in order and wait for every acknowledgement."""
+    """Send ``(key, value)`` pairs in order and wait for every acknowledgement.
+
+    ``headers_of(value)`` gives each record's headers (a signature depends on the value).
+    """
     await probe_broker(settings)
     if topic in TopicNames.of(settings).all() and not await topic_partitions(settings, [topic]):
         # A broker that does not create topics on first use would refuse the records.
@@ -67,7 +71,12 @@ async def publish(
     try:
         pending = []
         for key, value in records:
-            fut = await producer.send(topic, value, key=key.encode() if key else None)
+            fut = await producer.send(
+                topic,
+                value,
+                key=key.encode() if key else None,
+                headers=headers_of(value) if headers_of else None,
+            )
             pending.append(fut)
             if len(pending) >= 500:
                 await asyncio.gather(*pending)

@@ -121,9 +121,14 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
 
 
 def topic_configs(settings: Settings, name: str) -> dict[str, str]:
-    """A changelog is compacted; a data topic has retention, dead letters the longest."""
+    """A changelog is compacted; a data topic has retention, dead letters the longest.
+
+    A changelog is compacted at the latest ``retention_days`` after a write, so an erased or
+    expired baton's older values leave the log within the data topics' retention.
+    """
     if name in changelogs(settings):
-        return {"cleanup.policy": "compact"}
+        lag = str(int(settings.retention_days * 86_400_000))
+        return {"cleanup.policy": "compact", "max.compaction.lag.ms": lag}
     days = (
         settings.dead_letter_retention_days
         if name == settings.topic(DEAD_LETTERS)

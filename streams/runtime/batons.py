@@ -42,6 +42,10 @@ class IndexTable(Protocol):
 
     def put(self, key: str, value: bytes) -> None: ...
 
+    def delete(self, key: str) -> None:
+        """Remove the customer ``key``; every worker's replica follows the tombstone."""
+        ...
+
 
 class State(Protocol):
     """The tables a pipeline keeps: batons by session, the memory index by customer."""
@@ -108,6 +112,10 @@ class BatonStore:
         """Fold one session summary into the customer's index."""
         merged = memory.index_with(self.index(customer_id), customer_id, summary)
         self.state.customers.put(customer_id, dumps(merged))
+
+    def delete_index(self, customer_id: str) -> None:
+        """Tombstone the customer's memory index."""
+        self.state.customers.delete(customer_id)
 
     def earlier(self, customer_id: str | None, session_id: str) -> list[SessionSummary]:
         """The customer's other sessions (warm memory), most recent first."""

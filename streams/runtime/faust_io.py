@@ -165,6 +165,11 @@ class FaustIndexTable:
     def put(self, key: str, value: bytes) -> None:
         self.table[key] = value
 
+    def delete(self, key: str) -> None:
+        """Remove ``key``; its tombstone goes to the one changelog partition, from any caller."""
+        self.table.data.pop(key, None)
+        self.table.send_changelog(0, key, None, value_serializer="raw")
+
 
 class FaustState:
     """The pipeline's tables as changelog-backed Faust tables of raw JSON bytes."""

@@ -21,7 +21,7 @@ from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe.observer import CountingObserver, Observer
-from streams.runtime import context, dead_letters, ownership, replies
+from streams.runtime import context, dead_letters, erasure, ownership, replies
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.dead_letters import Source
 from streams.runtime.redelivery import Redelivery, own_entry
@@ -92,6 +92,9 @@ class Pipeline:
         if problem is not None:
             await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
             self.observer.stage_done(stage, "refused", 0.0)
+            return
+        if step.name == "understand" and erasure.requested(headers):
+            await erasure.erase_session(self.batons, self.gate, value)
             return
         try:
             record = parse(StageRecord, value)
@@ -277,6 +280,9 @@ class Pipeline:
         """Fold one signed session summary into the customer's index."""
         if problem := self.signer.problem(self.topics.memory_index, value, headers):
             log.error("ignoring an index update (%s): %s", UNTRUSTED, problem)
+            return
+        if erasure.requested(headers):
+            erasure.erase_index(self.batons, value)
             return
         try:
             update = parse(IndexUpdate, value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from schemas import StageRecord, Ticket, dumps
@@ -53,3 +54,40 @@ async def test_intruders_and_forged_records_are_dead_lettered_and_never_answered
     replies = await deployment.replies(2)
     assert [r.ticket_id for r in replies] == ["a1", "a2"]
     assert replies[1].order_id == "O-1001" and "9999" not in replies[1].reply
+
+
+async def test_forget_erases_a_customers_sessions_and_index(deployment: Deployment) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [
+            ticket_record("a1", "s-a1", "c-ana", "My kettle is leaking, I want a refund."),
+            ticket_record("a2", "s-a2", "c-ana", "My headphones crackle."),
+            ticket_record("l1", "s-l1", "c-li", "我的水壶漏水了"),
+        ]
+    )
+    await deployment.replies(3)
+    done = deployment.baton("forget", "c-ana", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    doc = orjson.loads(done.stdout)
+    assert doc["sessions"] == ["s-a1", "s-a2"] and doc["erased_sessions"] == ["s-a1", "s-a2"]
+    assert sorted(doc["index_sessions"]) == ["s-a1", "s-a2"] and doc["index_erased"] is True
+    assert doc["confirmed"] is True
+    assert doc["retention_days"][deployment.topic("support.dead-letters")] == 30
+
+    again = deployment.baton("forget", "c-ana")
+    assert again.returncode == 0 and b"no session or index entry held" in again.stdout
+    # The other customer's data is untouched, and the first customer starts from nothing.
+    other = deployment.baton("forget", "c-nobody", "--json")
+    assert orjson.loads(other.stdout)["sessions"] == []
+    await deployment.publish_tickets(
+        [ticket_record("a3", "s-a3", "c-ana", "What happened with the order I asked about?")]
+    )
+    replies = await deployment.replies(4)
+    assert replies[-1].ticket_id == "a3" and replies[-1].order_id is None
+
+
+def test_forget_refuses_a_bad_customer_id(deployment: Deployment) -> None:
+    done = deployment.baton("forget", "")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip().startswith("baton forget: invalid customer id")

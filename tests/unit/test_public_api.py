@@ -19,6 +19,7 @@ PINNED: dict[str, list[str]] = {
         "CallUsage",
         "ChainEntry",
         "DeadLetter",
+        "Erasure",
         "InFlight",
         "IndexUpdate",
         "MemoryIndex",

@@ -25,7 +25,10 @@ def test_changelogs_are_compacted_and_sized_like_their_tables() -> None:
         "baton-ns-batons-changelog": 6,
         "baton-ns-customers-changelog": 1,
     }
-    assert topic_configs(settings, "baton-ns-batons-changelog") == {"cleanup.policy": "compact"}
+    assert topic_configs(settings, "baton-ns-batons-changelog") == {
+        "cleanup.policy": "compact",
+        "max.compaction.lag.ms": str(7 * 86_400_000),
+    }
 
 
 class LateAdmin:

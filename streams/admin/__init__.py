@@ -1,0 +1,1 @@
+"""Operations an operator runs against a live deployment (``baton forget``)."""
