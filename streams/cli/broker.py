@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +33,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if not 0 < args.port < 65536 - 2 * args.nodes:
         raise UsageError("baton broker: --port must be between 1 and 65535")
     if args.engine == "tansu" and args.nodes != 1:
         raise UsageError("baton broker: --nodes applies to --engine kafka only")
-    # The broker runs in its own process group: stop it on SIGTERM too, not only on Ctrl-C.
-    signal.signal(signal.SIGTERM, _interrupt)
     if args.engine == "kafka":
         return _apache_kafka(args, settings)
     return _embedded(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
@@ -74,8 +75,15 @@ def dispatch(argv: Sequence[str]) -> int:
     return int(args.run(args, load()))
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``baton`` command."""
+    # SIGTERM (what a supervisor sends) stops a command as Ctrl-C does, so the brokers, workers
+    # and stand-ins it started are stopped too. A worker's Faust installs its own handler.
+    signal.signal(signal.SIGTERM, _terminated)
     # Client commands report failures themselves, in one line; the Kafka client's own
     # connection errors would otherwise print through logging's last-resort handler.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)

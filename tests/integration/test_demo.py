@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,52 @@ def test_the_demo_answers_every_sample_ticket_and_says_the_model_is_offline(
     by_id = {r.ticket_id: r for r in replies}
     kettle = next(t for t in tickets if "kettle" in t.text.lower())
     assert by_id[kettle.ticket_id].order_id is not None
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            children = (task / "children").read_text().split()
+            for c in map(int, children):
+                if c not in found:
+                    found.add(c)
+                    todo.append(c)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.timeout(200)
+def test_sigterm_stops_the_demo_and_everything_it_started(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "streams", "demo"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert demo.stderr is not None
+    children: set[int] = set()
+    for line in demo.stderr:
+        children |= _descendants(demo.pid)
+        if b"waiting for replies" in line:
+            break
+    assert len(children) >= 2, "the demo started no broker and worker"
+    demo.send_signal(signal.SIGTERM)
+    demo.stderr.close()
+    assert demo.wait(timeout=60) != 0
+    deadline = time.monotonic() + 30
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not [c for c in children if _alive(c)], "processes left running after SIGTERM"
