@@ -7,17 +7,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.topics import (
+    DEAD_LETTERS,
+    MATCHED,
+    MEMORY_INDEX,
+    REPLIES,
+    SESSIONS,
+    TICKETS,
+    UNDERSTOOD,
+)
 from streams.settings import Settings
-
-TICKETS = "support.tickets"
-SESSIONS = "support.tickets-by-session"
-UNDERSTOOD = "support.understood"
-MATCHED = "support.order-matched"
-REPLIES = "support.replies"
-DEAD_LETTERS = "support.dead-letters"
-MEMORY_INDEX = "support.memory-index"
-
-ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX)
 
 # The worker's changelog-backed tables: batons by session, the customer index.
 BATON_TABLE = "batons"

@@ -1,16 +1,19 @@
-"""Downstream consumers: ``schemas`` alone, and the hand-off forwarder against a real run."""
+"""Downstream consumers: ``schemas`` alone, the hand-off forwarder against a real run, and a
+Node.js consumer that knows only the JSON Schemas."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from schemas import DeadLetter, Ticket, dumps
 from streams.kafka.connect import topic_partitions
-from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.data import ORDERS, reply, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 from tests.fixtures.paths import ROOT
 
@@ -88,3 +91,60 @@ async def test_forwarder_queues_exactly_the_handoff_replies(deployment: Deployme
     finally:
         await consumer.stop()
     assert sum(c or 0 for c in committed) == len(replies)
+
+
+NODE_CONSUMER = ROOT / "examples" / "node-consumer"
+
+
+@pytest.fixture(scope="module")
+def node_consumer() -> Path:
+    """The Node.js example with its locked dependencies installed."""
+    done = subprocess.run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--silent"],
+        cwd=NODE_CONSUMER,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return NODE_CONSUMER / "validate.mjs"
+
+
+def _validate(script: Path, record: str, lines: list[bytes]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["node", str(script), record],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def test_a_node_consumer_validates_records_with_the_json_schemas_alone(
+    node_consumer: Path,
+) -> None:
+    good_reply = dumps(reply("t1", "s1", order_id="O-1001", reply="Your refund is on its way."))
+    letter = DeadLetter(
+        id="d1",
+        ticket_id=None,
+        session_id=None,
+        stage="intake",
+        reason="invalid_input",
+        error="not JSON",
+        payload="x",
+    )
+    ticket = dumps(Ticket(ticket_id="t1", session_id="s1", customer_id="c1", text="hi"))
+    for record, value in (
+        ("reply", good_reply),
+        ("dead-letter", dumps(letter)),
+        ("ticket", ticket),
+    ):
+        done = _validate(node_consumer, record, [value])
+        assert done.returncode == 0, (record, done.stdout.decode(), done.stderr.decode())
+        assert b"1 valid, 0 invalid" in done.stderr
+
+    wrong = json.loads(good_reply)
+    wrong["status"] = "maybe"
+    del wrong["ticket_id"]
+    done = _validate(node_consumer, "reply", [good_reply, json.dumps(wrong).encode()])
+    assert done.returncode == 1
+    out = done.stdout.decode()
+    assert out.startswith("line 2:") and "ticket_id" in out and "status" in out

@@ -1,0 +1,162 @@
+"""The contract in language-neutral files: a JSON Schema per record and an AsyncAPI document.
+
+``python -m schemas.contracts`` writes them under ``schemas/json/``; ``--check`` fails when the
+committed files differ from the models (a test runs it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel
+
+from schemas.baton import Erasure, IndexUpdate
+from schemas.records import SCHEMA_VERSION, DeadLetter, Order, Reply, Ticket
+from schemas.stages import StageRecord
+from schemas.topics import (
+    DEAD_LETTERS,
+    MATCHED,
+    MEMORY_INDEX,
+    REPLIES,
+    SESSIONS,
+    TICKETS,
+    UNDERSTOOD,
+)
+
+FOLDER = Path(__file__).parent / "json"
+ID_BASE = "urn:baton:schema:"
+Mode = Literal["validation", "serialization"]
+
+# Records users write are described as baton accepts them; records baton writes as it writes.
+RECORDS: dict[str, tuple[type[BaseModel], Mode]] = {
+    "ticket": (Ticket, "validation"),
+    "order": (Order, "validation"),
+    "reply": (Reply, "serialization"),
+    "dead-letter": (DeadLetter, "serialization"),
+    "stage-record": (StageRecord, "serialization"),
+    "index-update": (IndexUpdate, "serialization"),
+    "erasure": (Erasure, "serialization"),
+}
+
+# topic: (record, key, who writes it, what it is for)
+TOPICS: dict[str, tuple[str, str, str, str]] = {
+    TICKETS: ("ticket", "any (session_id advised)", "users", "customer messages in"),
+    SESSIONS: ("stage-record", "session_id", "baton", "valid tickets, keyed by session"),
+    UNDERSTOOD: ("stage-record", "session_id", "baton", "after the understand stage"),
+    MATCHED: ("stage-record", "session_id", "baton", "after the look-up stage"),
+    REPLIES: ("reply", "session_id", "baton", "one reply per ticket, out"),
+    DEAD_LETTERS: ("dead-letter", "session_id or none", "baton", "what could not be processed"),
+    MEMORY_INDEX: ("index-update", "customer_id", "baton", "session summaries for the index"),
+}
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of record ``name``."""
+    model, mode = RECORDS[name]
+    schema = model.model_json_schema(mode=mode)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"{ID_BASE}{name}",
+        **schema,
+    }
+
+
+def _headers(topic: str) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    if topic in (SESSIONS, UNDERSTOOD, MATCHED, MEMORY_INDEX):
+        props["baton-signature"] = {
+            "type": "string",
+            "description": "<key id>:<hex HMAC-SHA256 of topic NUL value>, when signing is on.",
+        }
+    if topic in (SESSIONS, MEMORY_INDEX):
+        props["baton-control"] = {
+            "type": "string",
+            "enum": ["erase"],
+            "description": "Marks an erasure request (value: an erasure record), not data.",
+        }
+    if topic == DEAD_LETTERS:
+        props["baton.reason"] = {"type": "string"}
+        props["baton.dead_letter_id"] = {"type": "string"}
+        props["__connect.errors.topic"] = {"type": "string"}
+        props["__connect.errors.partition"] = {"type": "string"}
+        props["__connect.errors.offset"] = {"type": "string"}
+        props["__connect.errors.stage"] = {"type": "string"}
+        props["__connect.errors.exception.class.name"] = {"type": "string"}
+        props["__connect.errors.exception.message"] = {"type": "string"}
+    return {"type": "object", "properties": props}
+
+
+def asyncapi() -> dict[str, Any]:
+    """An AsyncAPI 3.0 document of every topic: name, key, value schema, headers."""
+    channels: dict[str, Any] = {}
+    operations: dict[str, Any] = {}
+    messages: dict[str, Any] = {}
+    for topic, (record, key, writer, purpose) in TOPICS.items():
+        channel = topic.replace(".", "-")
+        message = f"{channel}-{record}"
+        messages[message] = {
+            "name": record,
+            "contentType": "application/json",
+            "payload": {"$ref": f"./{record}.schema.json"},
+            "headers": _headers(topic),
+            "bindings": {"kafka": {"key": {"type": "string", "description": key}}},
+        }
+        channels[channel] = {
+            "address": topic,
+            "description": f"{purpose}; written by {writer}. A namespace prefixes the name.",
+            "messages": {record: {"$ref": f"#/components/messages/{message}"}},
+        }
+        action = "send" if writer == "users" else "receive"
+        operations[f"{action}-{channel}"] = {
+            "action": action,
+            "channel": {"$ref": f"#/channels/{channel}"},
+        }
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "baton topics",
+            "version": str(SCHEMA_VERSION),
+            "description": "Kafka topics of a baton deployment; values are JSON (UTF-8).",
+        },
+        "channels": channels,
+        "operations": operations,
+        "components": {"messages": messages},
+    }
+
+
+def rendered() -> dict[str, bytes]:
+    """Every contract file's name and bytes."""
+    files = {f"{name}.schema.json": json_schema(name) for name in RECORDS}
+    files["asyncapi.json"] = asyncapi()
+    opts = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+    return {name: orjson.dumps(doc, option=opts) + b"\n" for name, doc in files.items()}
+
+
+def stale(folder: Path = FOLDER) -> list[str]:
+    """The contract files missing from ``folder`` or different from the models."""
+    out = []
+    for name, data in rendered().items():
+        path = folder / name
+        if not path.exists() or path.read_bytes() != data:
+            out.append(name)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Write the files, or with ``--check`` say which are stale (exit 1)."""
+    if argv[1:] == ["--check"]:
+        names = stale()
+        for name in names:
+            print(f"schemas/json/{name} is stale: run python -m schemas.contracts", file=sys.stderr)
+        return 1 if names else 0
+    FOLDER.mkdir(exist_ok=True)
+    for name, data in rendered().items():
+        (FOLDER / name).write_bytes(data)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
