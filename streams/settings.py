@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Literal
 
 import orjson
 
+from agents.dsn import MASK, mask_dsn
 from agents.models.prices import Price, parse_prices
 
 LLMKind = Literal["anthropic", "offline"]
@@ -18,9 +18,6 @@ LLMKind = Literal["anthropic", "offline"]
 
 DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haiku-4-5"}
 STAGES = ("understand", "lookup", "strategy")
-SECRET = "***"
-# The password of a URL's user part (scheme://user:password@host) or a password= parameter.
-_DSN_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*(@)|((?:^|[?&\s])password=)[^&\s]*")
 
 
 class SettingsError(ValueError):
@@ -48,7 +45,7 @@ class KafkaSecurity:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("password", "key_password"):
             if shown[name]:
-                shown[name] = SECRET
+                shown[name] = MASK
         return f"KafkaSecurity({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
@@ -119,8 +116,11 @@ class Settings:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
         for name in ("web_token", "anthropic_api_key"):
             if shown[name]:
-                shown[name] = SECRET
-        shown["orders_dsn"] = mask_dsn(self.orders_dsn)
+                shown[name] = MASK
+        # Every URL may carry a user:password@ part.
+        for name in ("orders_dsn", "broker", "anthropic_base_url"):
+            if shown[name]:
+                shown[name] = mask_dsn(shown[name])
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def topic(self, name: str) -> str:
@@ -188,11 +188,6 @@ class Settings:
         if self.anthropic_base_url:
             env["ANTHROPIC_BASE_URL"] = self.anthropic_base_url
         return env
-
-
-def mask_dsn(dsn: str) -> str:
-    """``dsn`` with its password replaced by ``***``."""
-    return _DSN_PASSWORD.sub(lambda m: f"{m[1]}{SECRET}{m[2]}" if m[1] else f"{m[3]}{SECRET}", dsn)
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
