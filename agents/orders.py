@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from agents.dsn import mask_dsn, scrub
 from schemas.records import Order
 
 _COLUMNS = (
@@ -249,14 +250,14 @@ class PostgresOrderStore:
                 if self._conn is None or self._conn.closed:
                     self._conn = await self._connect()
             except psycopg.Error as exc:
-                raise StoreUnavailable(f"order store: {exc}") from exc
+                raise StoreUnavailable(f"order store: {scrub(str(exc), self.dsn)}") from None
             try:
                 return await work(self._conn)
             except (psycopg.IntegrityError, psycopg.DataError):
                 raise
             except psycopg.Error as exc:
                 await self._drop()
-                raise StoreUnavailable(f"order store: {exc}") from exc
+                raise StoreUnavailable(f"order store: {scrub(str(exc), self.dsn)}") from None
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -330,7 +331,7 @@ def open_store(url: str) -> OrderStore:
         path = Path("/" + url.removeprefix("sqlite:///").lstrip("/"))
     elif "://" in url or not url.strip():
         raise ValueError(
-            f"unsupported order store URL {url!r}: use sqlite:///path or postgresql://"
+            f"unsupported order store URL {mask_dsn(url)!r}: use sqlite:///path or postgresql://"
         )
     else:
         path = Path(url)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
 
 SCHEMA_VERSION = 1
 MAX_TEXT_CHARS = 20_000
@@ -34,6 +42,14 @@ DeadLetterReason = Literal[
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Ids reach shell commands (the dashboard's trace command), Kafka keys, logs and file names:
+# ASCII only, so two ids that look alike are the same id, and never an option or a path.
+_ID_CHAR = re.compile(r"[A-Za-z0-9._:@-]")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
+MAX_ID_CHARS = 200
+ID_RULE = (
+    f"1 to {MAX_ID_CHARS} ASCII letters, digits and . _ : @ -, starting with a letter or digit"
+)
 
 
 def utcnow() -> datetime:
@@ -48,14 +64,43 @@ def _clean_text(value: str) -> str:
     return cleaned
 
 
-def _printable_id(value: str) -> str:
-    if _CONTROL.search(value) or not value.strip():
-        raise ValueError("must be a non-blank string without control characters")
-    return value
+def _describe(char: str) -> str:
+    code = f"U+{ord(char):04X}"
+    if char == " ":
+        return "a space"
+    if unicodedata.category(char) == "Cc":
+        return f"a control character ({code})"
+    if not char.isprintable():
+        return f"an invisible character ({code})"
+    if not char.isascii():
+        return f"{char!r} ({code}, not ASCII)"
+    return repr(char)
+
+
+def _safe_id(value: str) -> str:
+    if _ID.fullmatch(value):
+        return value
+    if not value.strip():
+        raise ValueError(f"is blank: an id is {ID_RULE}")
+    bad = next((c for c in value if not _ID_CHAR.fullmatch(c)), None)
+    if bad is None:
+        raise ValueError(f"starts with {value[0]!r}: an id is {ID_RULE}")
+    raise ValueError(f"holds {_describe(bad)}: an id is {ID_RULE}")
 
 
 Identifier = Annotated[
-    str, StringConstraints(min_length=1, max_length=200), AfterValidator(_printable_id)
+    str,
+    StringConstraints(min_length=1, max_length=MAX_ID_CHARS),
+    AfterValidator(_safe_id),
+    # What the validator checks, stated for consumers of the JSON Schema.
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_ID_CHARS,
+            "pattern": f"^{_ID.pattern}$",
+        }
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 import orjson
 
+from agents.dsn import MASK, mask_dsn
 from agents.models.prices import Price, parse_prices
 
 LLMKind = Literal["anthropic", "offline"]
@@ -18,9 +19,6 @@ LLMKind = Literal["anthropic", "offline"]
 
 DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haiku-4-5"}
 STAGES = ("understand", "lookup", "strategy")
-SECRET = "***"
-# The password of a URL's user part (scheme://user:password@host) or a password= parameter.
-_DSN_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*(@)|((?:^|[?&\s])password=)[^&\s]*")
 
 
 class SettingsError(ValueError):
@@ -48,7 +46,7 @@ class KafkaSecurity:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("password", "key_password"):
             if shown[name]:
-                shown[name] = SECRET
+                shown[name] = MASK
         return f"KafkaSecurity({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
@@ -121,9 +119,12 @@ class Settings:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
         for name in ("web_token", "anthropic_api_key"):
             if shown[name]:
-                shown[name] = SECRET
-        shown["orders_dsn"] = mask_dsn(self.orders_dsn)
-        shown["signing_keys"] = tuple((kid, SECRET) for kid, _ in self.signing_keys)
+                shown[name] = MASK
+        # Every URL may carry a user:password@ part.
+        for name in ("orders_dsn", "broker", "anthropic_base_url"):
+            if shown[name]:
+                shown[name] = mask_dsn(shown[name])
+        shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def topic(self, name: str) -> str:
@@ -193,11 +194,6 @@ class Settings:
         if self.anthropic_base_url:
             env["ANTHROPIC_BASE_URL"] = self.anthropic_base_url
         return env
-
-
-def mask_dsn(dsn: str) -> str:
-    """``dsn`` with its password replaced by ``***``."""
-    return _DSN_PASSWORD.sub(lambda m: f"{m[1]}{SECRET}{m[2]}" if m[1] else f"{m[3]}{SECRET}", dsn)
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:

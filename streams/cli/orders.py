@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
+from agents.dsn import mask_dsn
 from schemas.records import Order
 from streams import jsonl
 from streams.cli.errors import Fail
@@ -47,5 +48,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         count = asyncio.run(upsert())
     except StoreUnavailable as exc:
         raise Fail(f"baton: order store unavailable: {exc}") from None
-    print(f"baton: imported {count} order(s) into {settings.orders_url}")
+    print(f"baton: imported {count} order(s) into {mask_dsn(settings.orders_url)}")
     return 0

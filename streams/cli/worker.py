@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.observe.web import UnsafeBind, check_bind
+    from streams.observe.guard import UnsafeBind, check_bind
     from streams.runtime import worker
 
     if args.log_format:

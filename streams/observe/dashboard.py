@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import shlex
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
@@ -98,7 +99,7 @@ class Recent:
                 "calls": reply.usage.calls,
                 "cost_usd": reply.usage.cost_usd,
                 "replied_at": reply.replied_at.isoformat(timespec="seconds"),
-                "trace": f"baton trace {reply.session_id}",
+                "trace": trace_command(reply.session_id),
             }
         )
 
@@ -126,6 +127,13 @@ class Recent:
             "p95_ms": _ms(percentile(latencies, 95)),
             "series": series,
         }
+
+
+def trace_command(session_id: str) -> str:
+    """``baton trace SESSION`` for the copy button, quoted for a POSIX shell; an id that
+    starts with ``-`` comes after ``--``, so it is never read as an option."""
+    end_of_options = ["--"] if session_id.startswith("-") else []
+    return shlex.join(["baton", "trace", *end_of_options, session_id])
 
 
 def percentile(ordered: list[float], p: float) -> float | None:

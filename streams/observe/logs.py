@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from agents.dsn import mask_dsn, passwords
 from schemas.records import CallUsage, Reply
 from streams.settings import Settings
 
@@ -45,6 +46,7 @@ class Redactor:
         value = _API_KEY.sub("sk-ant-" + REDACTED, value)
         value = _HEADER_SECRET.sub(r"\1" + REDACTED, value)
         value = _BEARER.sub(r"\1" + REDACTED, value)
+        value = mask_dsn(value)
         return _PAYLOAD_TEXT.sub(r"\1" + REDACTED, value)
 
     def value(self, value: Any, depth: int = 0) -> Any:
@@ -175,6 +177,8 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         settings.web_token or "",
         settings.kafka.password,
         settings.kafka.key_password,
+        *passwords(settings.orders_dsn),
+        *(secret for _, secret in settings.signing_keys),
     ]
     formatter = JsonFormatter if settings.log_format == "json" else TextFormatter
     return {

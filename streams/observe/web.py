@@ -1,10 +1,11 @@
-"""The worker's HTTP views: /metrics, /health, /dashboard; bearer-token auth off loopback."""
+"""The worker's HTTP views: /metrics, /health, /dashboard; nothing else on the port."""
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-from collections.abc import Awaitable, Callable, Mapping
+import base64
+import hashlib
+import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,60 +16,22 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streams.observe.dashboard import Recent, summary
+from streams.observe.guard import guard
 from streams.observe.metrics import PrometheusObserver
 from streams.settings import Settings
 
 ASSETS = Path(__file__).with_name("static")
-LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
-
-
-class UnsafeBind(ValueError):
-    """The web port would listen beyond loopback without a token: the worker does not start."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) only accepts local connections."""
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(settings: Settings) -> None:
-    """Raise ``UnsafeBind`` when the port binds beyond loopback and no token is configured."""
-    if not is_loopback(settings.web_bind) and not settings.web_token:
-        raise UnsafeBind(
-            f"refusing to serve the web port on {settings.web_bind} without a token: "
-            "set BATON_WEB_TOKEN or bind to 127.0.0.1 (BATON_WEB_BIND)"
-        )
-
-
-def authorized(request: Any, token: str) -> bool:
-    """A matching ``Authorization: Bearer`` header, or ``?token=`` on the dashboard page."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token):
-        return True
-    query = request.query.get("token")
-    return request.path == "/dashboard" and query is not None and hmac.compare_digest(query, token)
-
-
-def bearer_auth(token: str) -> Callable[..., Awaitable[Any]]:
-    """aiohttp middleware: 401 for every request without the token (Faust's own views too)."""
-
-    @aioweb.middleware
-    async def middleware(request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        if authorized(request, token):
-            return await handler(request)
-        return aioweb.json_response(
-            {"error": "unauthorized"},
-            status=401,
-            headers={"WWW-Authenticate": 'Bearer realm="baton"'},
-        )
-
-    return middleware
+PATHS = ("/metrics", "/health", "/dashboard", "/dashboard/data.json")
+# Faust's built-in views: tables read key by key (a whole baton, ticket text included), the
+# cluster's routing, sensor statistics, the service graph. baton serves none of them.
+FAUST_VIEWS_OFF = {
+    "web_tables_enabled": False,
+    "web_router_enabled": False,
+    "web_stats_enabled": False,
+    "web_graph_enabled": False,
+    "web_metrics_enabled": False,
+}
+_INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 
 def readiness(app: Any) -> tuple[bool, str]:
@@ -92,6 +55,21 @@ def dashboard_page() -> str:
     return html.replace("/*{{css}}*/", css).replace("/*{{js}}*/", js)
 
 
+def page_policy(page: str) -> str:
+    """A Content-Security-Policy allowing ``page``'s own inline script and style, by hash, and
+    requests to its own origin; nothing else (no other script, no framing, no forms)."""
+    hashes: dict[str, list[str]] = {"script": [], "style": []}
+    for tag, body in _INLINE.findall(page):
+        digest = base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
+        hashes[tag].append(f"'sha256-{digest}'")
+    scripts = " ".join(hashes["script"]) or "'none'"
+    styles = " ".join(hashes["style"]) or "'none'"
+    return (
+        f"default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
 def _json(data: Mapping[str, Any], status: int = 200) -> Any:
     return aioweb.Response(
         body=orjson.dumps(data),
@@ -102,11 +80,14 @@ def _json(data: Mapping[str, Any], status: int = 200) -> Any:
 
 
 def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: Recent) -> None:
-    """Add the views (and the token check when a token is set) to the Faust app's web server."""
-    check_bind(settings)
-    if settings.web_token:
-        app.web.web_app.middlewares.append(bearer_auth(settings.web_token))
+    """Add the views, and the checks of ``streams.observe.guard``, to the Faust app's web port.
+
+    The app must be built with ``FAUST_VIEWS_OFF``; any view of Faust's still routed answers
+    404 all the same.
+    """
+    guard(app.web.web_app, settings, PATHS)
     page = dashboard_page()
+    page_headers = {"Cache-Control": "no-store", "Content-Security-Policy": page_policy(page)}
 
     async def metrics_view(view: Any, request: Any) -> Any:
         return aioweb.Response(
@@ -124,9 +105,7 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
         return _json({"status": "not_ready", "reason": reason}, status=503)
 
     async def dashboard_view(view: Any, request: Any) -> Any:
-        return aioweb.Response(
-            text=page, content_type="text/html", headers={"Cache-Control": "no-store"}
-        )
+        return aioweb.Response(text=page, content_type="text/html", headers=page_headers)
 
     async def dashboard_data_view(view: Any, request: Any) -> Any:
         try:

@@ -45,6 +45,7 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
         "key_serializer": "raw",
         "value_serializer": "raw",
         "web_enabled": True,
+        **web.FAUST_VIEWS_OFF,
         "web_port": settings.web_port,
         "web_bind": settings.web_bind,
         "web_host": settings.web_bind,

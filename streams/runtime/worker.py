@@ -36,9 +36,13 @@ def build_llm(settings: Settings) -> LLM:
 
 
 def build_store(settings: Settings) -> OrderStore:
-    """The order store of ``settings.orders_url`` (default: SQLite in the data dir)."""
+    """The order store of ``settings.orders_url`` (default: SQLite in the data dir); raises
+    ``SettingsError`` for a URL of another kind."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return open_store(settings.orders_url)
+    try:
+        return open_store(settings.orders_url)
+    except ValueError as exc:
+        raise SettingsError(f"BATON_ORDERS_DSN: {exc}") from None
 
 
 def use_event_loop(settings: Settings) -> str:

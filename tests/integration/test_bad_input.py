@@ -27,9 +27,10 @@ from tests.fixtures.deployments import Deployment, open_deployment
 pytestmark = pytest.mark.integration
 
 SQL = "'; DROP TABLE orders; --"
+# Ids cannot hold quotes or spaces (schemas.records.Identifier): SQL goes in the free text.
 SQL_ORDER = {
-    "order_id": f"O-7{SQL}",
-    "customer_id": f"c-sql' OR '1'='1{SQL}",
+    "order_id": "O-7sql",
+    "customer_id": "c-sql",
     "product_name": f"Electric Kettle{SQL}",
     "status": "delivered",
     "amount": 39.9,
@@ -97,8 +98,26 @@ INVALID: dict[str, tuple[bytes | None, str]] = {
         _json(_ticket("long", text="my kettle leaks " * 1251)),
         f"at most {MAX_TEXT_CHARS} characters",
     ),
-    "control character in an id": (_json(_ticket("bad\x07id", text="hi")), "control characters"),
+    "control character in an id": (_json(_ticket("bad\x07id", text="hi")), "control character"),
     "blank session_id": (_json({**_ticket("sid-blank", text="hi"), "session_id": "  "}), "blank"),
+    "space in an id": (_json(_ticket("has space", text="hi")), "holds a space"),
+    "shell metacharacters in an id": (
+        _json({**_ticket("shell", text="hi"), "ticket_id": "t$(id);`id`"}),
+        "ticket_id: Value error, holds '$'",
+    ),
+    "quote in customer_id": (
+        _json({**_ticket("quote", text="hi"), "customer_id": "c-ana' OR '1'='1"}),
+        "customer_id: Value error, holds",
+    ),
+    "slash in session_id": (
+        _json({**_ticket("slash", text="hi"), "session_id": "../../etc/passwd"}),
+        "session_id: Value error, holds '/'",
+    ),
+    "id starting with a dash": (
+        _json({**_ticket("dash", text="hi"), "session_id": "-rf"}),
+        "session_id: Value error, starts with '-'",
+    ),
+    "non-ASCII id": (_json(_ticket("票-1", text="hi")), "not ASCII"),
 }
 
 INJECTION_EN = (
@@ -129,12 +148,15 @@ VALID: dict[str, dict[str, Any]] = {
     "text of exactly the limit": _ticket(
         "at-limit", text=("My kettle is leaking. " * 1000)[:MAX_TEXT_CHARS]
     ),
-    "SQL in every field": {
-        "ticket_id": f"t-sql{SQL}",
-        "session_id": f"s-sql' OR '1'='1{SQL}",
+    "SQL in every free-text field": {
+        "ticket_id": "t-sql",
+        "session_id": "s-sql",
         "customer_id": SQL_ORDER["customer_id"],
         "text": f"My kettle is leaking{SQL} UNION SELECT * FROM orders; I want a refund.",
     },
+    "every character an id may hold": _ticket(
+        "T.1_a:b@c-D", text="My kettle is leaking, can it be repaired?"
+    ),
     "prompt injection (English)": _ticket("inject-en", text=INJECTION_EN),
     "prompt injection (Chinese)": _ticket("inject-zh", text=INJECTION_ZH),
     "a model number is not money": _ticket(
@@ -246,7 +268,7 @@ def test_unknown_customers_get_no_order(corpus: Run) -> None:
 
 
 def test_sql_looking_values_pass_through_verbatim(corpus: Run) -> None:
-    (reply,) = corpus.replies[VALID["SQL in every field"]["ticket_id"]]
+    (reply,) = corpus.replies[VALID["SQL in every free-text field"]["ticket_id"]]
     assert reply.order_id == SQL_ORDER["order_id"]
     assert SQL_ORDER["order_id"] in reply.reply
     for order in CORPUS_ORDERS:

@@ -10,6 +10,7 @@ from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from agents.testing.standin import StandIn
@@ -131,6 +132,12 @@ async def test_dashboard_shows_what_metrics_report(
     page = Figures()
     page.feed(dumped.stdout.decode())
     assert page.loaded, dumped.stdout.decode()[:2000]
+    # It ran under its Content-Security-Policy: its own script and style allowed by hash only.
+    async with aiohttp.ClientSession() as http, http.get(url) as r:
+        policy = r.headers["Content-Security-Policy"]
+        assert r.headers["X-Frame-Options"] == "DENY"
+    assert "script-src 'sha256-" in policy and "style-src 'sha256-" in policy
+    assert "unsafe-inline" not in policy and "default-src 'none'" in policy
     shown = page.values
 
     assert number(shown["records_in.intake"]) == total(

@@ -87,6 +87,10 @@ async def test_metrics_and_health_after_a_known_run(
 
     status, _, body = await get(worker, "/health")
     assert (status, orjson.loads(body)) == (200, {"status": "ready"})
+    # Faust's own views are off: no baton (with the ticket's text) by session over HTTP.
+    for path in (f"/table/batons/{namespace}-s1/", "/table/", "/router/", "/"):
+        status, _, body = await get(worker, path)
+        assert status == 404 and namespace.encode() not in body, path
 
     # The worker logged one JSON line per event, with ids, and never the key.
     log = worker.log.read_text()
@@ -126,11 +130,21 @@ def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) 
 async def test_token_protects_every_view(deployment: Deployment) -> None:
     worker = deployment.start_worker(BATON_WEB_TOKEN=TOKEN, BATON_LOG_FORMAT="text")
     await health_until_ready(worker, TOKEN)
-    for path in ("/health", "/metrics", "/dashboard", "/dashboard/data.json", "/router/"):
+    for path in (
+        "/health",
+        "/metrics",
+        "/dashboard",
+        "/dashboard/data.json",
+        "/router/",
+        "/table/",
+    ):
         status, _, _ = await get(worker, path)
         assert status == 401, path
         status, _, _ = await get(worker, path, token="not-the-token")
         assert status == 401, path
+    for path in ("/router/", "/table/", "/table/batons/", "/"):
+        status, _, _ = await get(worker, path, TOKEN)
+        assert status == 404, path
     status, content_type, _ = await get(worker, "/metrics", TOKEN)
     assert status == 200 and content_type.startswith("text/plain")
     status, content_type, page = await get(worker, f"/dashboard?token={TOKEN}")

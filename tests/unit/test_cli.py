@@ -46,6 +46,8 @@ def one_line(text: str) -> str:
         (["tail", "x", "--limit", "nope"], "invalid int value"),
         (["broker", "--port", "70000"], "--port must be between 1 and 65535"),
         (["tail", "x", "--limit", "0"], "--limit must be positive"),
+        (["forget", "c1;rm"], "invalid customer id"),
+        (["forget", "c1", "--timeout", "0"], "--timeout must be positive"),
     ],
 )
 def test_wrong_arguments_get_one_line_and_exit_2(
@@ -59,7 +61,7 @@ def test_every_command_module_is_one_subcommand() -> None:
     sub = next(a for a in parser()._actions if a.dest == "command")
     assert list(sub.choices or ()) == [
         "broker", "worker", "orders", "publish", "tail", "demo",
-        "trace", "replay", "dlq", "bench", "eval",
+        "trace", "replay", "dlq", "forget", "bench", "eval",
     ]  # fmt: skip
     assert len(COMMANDS) == len(sub.choices or ())
 

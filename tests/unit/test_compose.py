@@ -110,7 +110,7 @@ def settings_load() -> Any:
 
 
 def resolved_worker_env(services: Mapping[str, Any], **host_env: str) -> dict[str, str]:
-    host = {"BATON_WEB_TOKEN": "t0ken", **host_env}
+    host = {"BATON_WEB_TOKEN": "t0ken", "POSTGRES_PASSWORD": "pg-pass", **host_env}
     return {k: interpolate(v, host) for k, v in env_of(services["worker"]).items()}
 
 
@@ -228,7 +228,10 @@ def test_postgres_service(services: dict[str, Any]) -> None:
     env = env_of(postgres)
     assert env["POSTGRES_DB"] == "baton"
     assert env["POSTGRES_USER"] == "baton"
-    assert env["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:-baton}"
+    # Required: no default password; `docker compose up` stops and says to set it.
+    with pytest.raises(LookupError, match="set POSTGRES_PASSWORD"):
+        interpolate(env["POSTGRES_PASSWORD"], {})
+    assert interpolate(env["POSTGRES_PASSWORD"], {"POSTGRES_PASSWORD": "s3cret"}) == "s3cret"
     assert "/var/lib/postgresql/data" in named_volume_mounts(postgres)
     assert "ports" not in postgres, "the order store need not be reachable from the host"
 
@@ -280,7 +283,8 @@ def test_worker_settings_match_the_cluster(services: dict[str, Any]) -> None:
 
 def test_worker_orders_dsn_points_at_postgres(services: dict[str, Any]) -> None:
     dsn = env_of(services["worker"])["BATON_ORDERS_DSN"]
-    assert interpolate(dsn, {}) == "postgresql://baton:baton@postgres:5432/baton"
+    with pytest.raises(LookupError, match="POSTGRES_PASSWORD"):
+        interpolate(dsn, {})
     assert interpolate(dsn, {"POSTGRES_PASSWORD": "s3cret"}) == (
         "postgresql://baton:s3cret@postgres:5432/baton"
     )
@@ -299,7 +303,7 @@ def test_worker_environment_is_accepted_by_baton_settings(services: dict[str, An
     load = settings_load()
     settings = load(resolved_worker_env(services))
     assert settings.broker == "kafka://kafka-1:9092;kafka-2:9092;kafka-3:9092"
-    assert settings.orders_dsn == "postgresql://baton:baton@postgres:5432/baton"
+    assert settings.orders_dsn == "postgresql://baton:pg-pass@postgres:5432/baton"
     assert settings.partitions == 12
     assert settings.web_bind == "0.0.0.0"
     assert settings.web_port == 6066

@@ -232,17 +232,20 @@ class FakeEvent:
 def test_ids_come_from_the_record_being_processed() -> None:
     from faust.streams import _current_event
 
-    ticket = Ticket(ticket_id='T-"42"', session_id="S-42", text="hello " * 500)
+    ticket = Ticket(ticket_id="T-42", session_id="S-42", text="hello " * 500)
     record = StageRecord(ticket=ticket)
     event = FakeEvent(SimpleNamespace(value=dumps(record)))
     token = _current_event.set(weakref.ref(event))  # type: ignore[arg-type]
     try:
-        assert current_ids() == {"ticket_id": 'T-"42"', "session_id": "S-42"}
+        assert current_ids() == {"ticket_id": "T-42", "session_id": "S-42"}
         event.message.value = b"not json at all"
         assert current_ids() == {}
         raw = {"text": "x", "session_id": "S-1", "ticket_id": "T-1"}
         event.message.value = orjson.dumps(raw)
         assert current_ids() == {"ticket_id": "T-1", "session_id": "S-1"}
+        # An invalid record is read as it is, escaped quotes included.
+        event.message.value = orjson.dumps({**raw, "ticket_id": 'T-"42"'})
+        assert current_ids() == {"ticket_id": 'T-"42"', "session_id": "S-1"}
     finally:
         _current_event.reset(token)
     assert current_ids() == {}

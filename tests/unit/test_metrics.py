@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from schemas.records import CallUsage
+from streams.cli.main import parser
 from streams.observe.dashboard import Recent, percentile, summary
 from streams.observe.metrics import PrometheusObserver, partition_lag
 from tests.fixtures.data import reply
@@ -240,6 +244,49 @@ def test_recent_keeps_the_newest_tickets() -> None:
     assert recent.tickets[0]["status"] == "handoff"
     assert recent.tickets[0]["end_to_end_ms"] == 5000
     assert recent.tickets[0]["trace"] == "baton trace S-1"
+
+
+# Payloads that only ever name harmless commands: the shell below finds no program at all.
+@pytest.mark.parametrize(
+    "session",
+    [
+        "S-1",
+        "s1; touch injected",
+        "$(touch injected)",
+        "`touch injected`",
+        "s1 && echo x > injected",
+        'it\'s "quoted"',
+        "a b\tc\nd",
+        "x | true",
+        "*",
+        "-rf",
+        "--json",
+        "",
+    ],
+)
+def test_the_copy_button_command_is_quoted_for_a_posix_shell(session: str, tmp_path: Path) -> None:
+    recent = Recent()
+    recent.reply(reply("T-1", session=session), 1.0)
+    command = recent.tickets[0]["trace"]
+    # A shell runs it with a stand-in `baton` that prints its arguments, NUL separated, and
+    # a PATH with no programs in it, so an unquoted id could run nothing but shell builtins.
+    empty, cwd = tmp_path / "bin", tmp_path / "cwd"
+    empty.mkdir()
+    cwd.mkdir()
+    done = subprocess.run(
+        ["/bin/sh", "-c", f"baton() {{ printf '%s\\0' \"$@\"; }}; {command}"],
+        capture_output=True,
+        cwd=cwd,
+        env={"PATH": str(empty)},
+        timeout=10,
+    )
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    args = [a.decode() for a in done.stdout.split(b"\0")[:-1]]
+    assert args in (["trace", session], ["trace", "--", session]), args
+    assert not list(cwd.iterdir()), "the shell ran something from the id"
+    # And `baton trace` reads the id as the session, never as an option.
+    parsed = parser().parse_args(shlex.split(command)[1:])
+    assert parsed.command == "trace" and parsed.session_id == session and not parsed.json
 
 
 def test_dashboard_totals_are_the_registry_values() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import orjson
 import pytest
 
 from agents.orders import SQLiteOrderStore
@@ -75,6 +76,49 @@ async def test_a_republished_ticket_is_answered_once(pipeline: Pipeline) -> None
     assert counts(pipeline)["done.understand.reused"] == 1
     # The copy of an answered ticket stops at the first stage: no later stage re-reads it.
     assert counts(pipeline)["in.lookup"] == 1 and "done.strategy.reused" not in counts(pipeline)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "phrase"),
+    [
+        ("session_id", "s1 rm -rf ~", "holds a space"),
+        ("session_id", "s1;reboot", "holds ';'"),
+        ("ticket_id", "t1$(id)", "holds '$'"),
+        ("ticket_id", "t1`id`", "holds '`'"),
+        ("customer_id", "C1'||'", 'holds "\'"'),
+        ("customer_id", 'C1"', "holds '\"'"),
+        ("session_id", "../etc/passwd", "holds '/'"),
+        ("session_id", "s1|cat", "holds '|'"),
+        ("ticket_id", "t1\x1b[2J", "holds a control character (U+001B)"),
+        ("ticket_id", "t1\tx", "holds a control character (U+0009)"),
+        ("session_id", "-rf", "starts with '-'"),
+        ("session_id", "..", "starts with '.'"),
+        ("customer_id", "客户1", "not ASCII"),
+        ("session_id", "s\u200b1", "an invisible character (U+200B)"),
+        ("session_id", "x" * 201, "at most 200 characters"),
+    ],
+)
+async def test_a_ticket_with_an_unsafe_id_is_an_invalid_input_dead_letter(
+    pipeline: Pipeline, field: str, value: str, phrase: str
+) -> None:
+    n = names(pipeline)
+    raw = orjson.dumps({**ticket("t1", "My kettle is leaking.").model_dump(), field: value})
+    await pipeline.intake(raw, Source(n.tickets, 0, 7))
+    (letter,) = dead_letters(pipeline)
+    assert (letter.stage, letter.reason) == ("intake", "invalid_input")
+    assert letter.error.startswith(f"{field}: ") and phrase in letter.error, letter.error
+    assert letter.payload == raw.decode() and letter.source_offset == 7
+    assert n.sessions not in sink(pipeline).sent
+    assert counts(pipeline)["done.intake.invalid"] == 1
+
+
+async def test_ids_of_letters_digits_and_dot_underscore_colon_at_dash_pass(
+    pipeline: Pipeline,
+) -> None:
+    odd = ticket("T.1_a:b@c-D", "My kettle is leaking.", session="sess:2026@web_1", customer="C1")
+    (reply,) = await run(pipeline, odd)
+    assert (reply.ticket_id, reply.session_id) == ("T.1_a:b@c-D", "sess:2026@web_1")
+    assert names(pipeline).dead_letters not in sink(pipeline).sent
 
 
 async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) -> None:

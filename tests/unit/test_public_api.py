@@ -123,6 +123,7 @@ PINNED: dict[str, list[str]] = {
     "streams.testing": ["MemorySink", "MemoryState", "MemoryTable"],
     "streams.observe": [],
     "streams.cli": [],
+    "streams.admin": [],
     "streams.debug": [],
     "streams.eval": [],
     "streams.bench": [],
