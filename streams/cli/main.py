@@ -58,11 +58,21 @@ class CommandParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("baton")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     """The parser of every command; the parsed ``run`` is the command's ``run``."""
     p = CommandParser(
         prog="baton", description="Chains of LLM agents over Kafka with explicit context."
     )
+    p.add_argument("--version", action="version", version=f"baton {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for command in COMMANDS:
         command.add_parser(sub).set_defaults(run=command.run)

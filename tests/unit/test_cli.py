@@ -173,3 +173,12 @@ def test_the_worker_runs_on_uvloop_unless_told_otherwise() -> None:
         asyncio.set_event_loop_policy(policy)
     with pytest.raises(AttributeError):
         Settings().broker = "x"  # type: ignore[misc]
+
+
+def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"baton {version('baton')}"
