@@ -5,13 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration lint format typecheck check bench clean
+.PHONY: demo test unit integration lint format typecheck check bench clean constraints
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -n "$(PYTHON)" || { echo "baton needs Python 3.11 or newer" >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,postgres,embedded]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -44,3 +44,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .baton .pytest_cache .mypy_cache .ruff_cache
+
+# Re-pin every dependency after changing pyproject.toml: the versions the suite last passed with.
+constraints: $(STAMP)
+	@{ echo "# Every dependency's version, as the suite last passed with (make constraints)."; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^baton'; } > constraints.txt

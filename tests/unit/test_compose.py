@@ -394,6 +394,26 @@ def test_dockerfile_installs_the_project() -> None:
     assert "postgres" in project["optional-dependencies"]
 
 
+def test_the_dependency_layer_does_not_depend_on_the_sources() -> None:
+    instructions = _instructions()
+    copies = [i for i, (keyword, _) in enumerate(instructions) if keyword == "COPY"]
+    first, sources = copies[0], next(i for i in copies if instructions[i][1] == ". .")
+    assert instructions[first][1] == "pyproject.toml constraints.txt ./"
+    pinned = [
+        i
+        for i, (keyword, rest) in enumerate(instructions)
+        if keyword == "RUN" and "pip install -c constraints.txt" in rest
+    ]
+    assert pinned and first < pinned[0] < sources
+    after = [rest for keyword, rest in instructions[sources:] if keyword == "RUN"]
+    assert any("pip install --no-deps" in run for run in after)
+    # What the dependency layer installs is read from pyproject.toml, so it cannot drift.
+    script = instructions[pinned[0]][1].split('python -c "', 1)[1].split('" >', 1)[0]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "tomllib.load(open('pyproject.toml', 'rb'))['project']" in script
+    assert project["optional-dependencies"]["postgres"]
+
+
 def test_dockerignore_keeps_what_the_build_needs() -> None:
     patterns = [
         line.strip()
@@ -405,7 +425,7 @@ def test_dockerignore_keeps_what_the_build_needs() -> None:
     assert any("__pycache__" in pattern for pattern in patterns)
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    needed = ["pyproject.toml", pyproject["project"]["readme"]]
+    needed = ["pyproject.toml", "constraints.txt", pyproject["project"]["readme"]]
     packages = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     needed += [package.rstrip("*") for package in packages]
     for path in needed:
