@@ -95,12 +95,22 @@ def authorized(request: Any, token: str) -> bool:
     return request.path == "/dashboard" and query is not None and _same(query, token)
 
 
+# Answered without the token too, but without details: a liveness probe carries no secret.
+OPEN_PATHS = frozenset({"/health"})
+# Set on every request: whether it may see details (no token configured, or the right one).
+AUTHORIZED = aioweb.RequestKey("baton.authorized", bool)
+
+
 def bearer_auth(token: str) -> Callable[..., Awaitable[Any]]:
-    """aiohttp middleware: 401 for every request without the token."""
+    """aiohttp middleware: 401 for every request without the token, but ``OPEN_PATHS``."""
 
     @aioweb.middleware
     async def middleware(request: Any, handler: Handler) -> Any:
         if authorized(request, token):
+            request[AUTHORIZED] = True
+            return await handler(request)
+        if request.path in OPEN_PATHS:
+            request[AUTHORIZED] = False
             return await handler(request)
         return aioweb.json_response(
             {"error": "unauthorized"},

@@ -16,7 +16,7 @@ from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from streams.observe.dashboard import Recent, summary
-from streams.observe.guard import guard
+from streams.observe.guard import AUTHORIZED, guard
 from streams.observe.metrics import PrometheusObserver
 from streams.settings import Settings
 
@@ -102,6 +102,8 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
             ready, reason = False, f"starting ({type(exc).__name__})"
         if ready:
             return _json({"status": "ready"})
+        if not request.get(AUTHORIZED, True):
+            return _json({"status": "not_ready"}, status=503)
         return _json({"status": "not_ready", "reason": reason}, status=503)
 
     async def dashboard_view(view: Any, request: Any) -> Any:

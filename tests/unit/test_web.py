@@ -86,6 +86,19 @@ async def test_every_path_needs_the_token() -> None:
             assert r.headers["WWW-Authenticate"].startswith("Bearer")
 
 
+async def test_health_answers_without_the_token_but_without_details(
+    tmp_path: Path, store: SQLiteOrderStore
+) -> None:
+    async with worker_port(tmp_path, store, web_token=TOKEN) as (server, _):
+        # The app is not started, so the worker is not ready: a probe sees only that.
+        status, _, body = await fetch(server, "/health")
+        assert status == 503 and orjson.loads(body) == {"status": "not_ready"}
+        status, _, body = await fetch(server, "/health", Authorization=f"Bearer {TOKEN}")
+        assert status == 503 and orjson.loads(body)["reason"]
+        assert (await fetch(server, "/metrics"))[0] == 401
+        assert (await fetch(server, "/dashboard/data.json"))[0] == 401
+
+
 def fake_app(completed: bool, rebalancing: bool = False, in_recovery: bool = False) -> FakeApp:
     """An app with seven changelog records left to recover, over two partitions."""
     recovery = FakeRecovery(
