@@ -28,6 +28,7 @@ DeadLetterReason = Literal[
     "order_store_unavailable",
     "stage_error",
     "drift",
+    "session_flood",
 ]
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 

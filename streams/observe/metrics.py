@@ -39,7 +39,8 @@ class PrometheusObserver:
         )
         self.outputs = Counter(
             "baton_stage_outputs",
-            "Stage results by outcome: ok, degraded, reused (a redelivered copy), invalid, failed.",
+            "Stage results by outcome: ok, degraded, reused (a redelivered copy), invalid, failed, "
+            "flooded (shed: the session's queue was full).",
             ["stage", "outcome"],
             registry=r,
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from agents.outcome import Failure
+from schemas.codec import dumps
 from schemas.records import DeadLetter, StageName, Ticket
 
 HEADER_PREFIX = "__connect.errors."
@@ -86,6 +87,22 @@ def from_failure(
         attempts=failure.attempts,
         model=failure.model,
         prompt_version=failure.prompt_version,
+    )
+
+
+def flood(stage: StageName, ticket: Ticket, source: Source, cap: int) -> DeadLetter:
+    """The dead letter of a ticket its session had no room for: it gets no reply."""
+    return letter(
+        stage=stage,
+        reason="session_flood",
+        error=(
+            f"session {ticket.session_id} already had {cap} tickets waiting in {stage} "
+            "(BATON_MAX_QUEUED_PER_SESSION): this ticket was not processed and got no reply; "
+            "re-drive it with `baton dlq requeue` once the session is quiet"
+        ),
+        payload=dumps(ticket),
+        source=source,
+        ticket=ticket,
     )
 
 

@@ -165,6 +165,14 @@ class FaustIndexTable:
     def put(self, key: str, value: bytes) -> None:
         self.table[key] = value
 
+    def keys(self) -> list[str]:
+        return [k for k, v in list(self.table.data.items()) if v is not None]
+
+    def delete(self, key: str) -> None:
+        """Remove ``key``; the table's partitioner sends the tombstone (no current event needed)."""
+        if key in self.table.data:
+            del self.table[key]
+
 
 class FaustState:
     """The pipeline's tables as changelog-backed Faust tables of raw JSON bytes."""
