@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from schemas.baton import Baton, ChainEntry, MemoryIndex, SessionSummary, TicketMemory
 from schemas.records import Reply, StageName, Ticket, utcnow
 from schemas.stages import OrderMatch, Snapshot, Understanding
@@ -195,12 +197,28 @@ def summarize(baton: Baton, ticket_id: str | None = None, expired: bool = False)
     )
 
 
-def index_with(index: MemoryIndex | None, key: str, summary: SessionSummary) -> MemoryIndex:
-    """Put ``summary`` first in the index, replacing the session's previous entry."""
+def index_with(
+    index: MemoryIndex | None,
+    key: str,
+    summary: SessionSummary,
+    keep: int = INDEX_KEEP,
+    since: datetime | None = None,
+) -> MemoryIndex:
+    """Put ``summary`` in the index, replacing the session's previous entry.
+
+    The newest ``keep`` sessions are kept, and none older than ``since``.
+    """
     previous = index.sessions if index else []
     others = [s for s in previous if s.session_id != summary.session_id]
     merged = sorted([summary, *others], key=lambda s: s.at, reverse=True)
-    return MemoryIndex(key=key, sessions=merged[:INDEX_KEEP])
+    if since is not None:
+        merged = [s for s in merged if s.at >= since]
+    return MemoryIndex(key=key, sessions=merged[:keep])
+
+
+def index_since(index: MemoryIndex, since: datetime) -> MemoryIndex:
+    """The index without the sessions whose last ticket is older than ``since``."""
+    return index.model_copy(update={"sessions": [s for s in index.sessions if s.at >= since]})
 
 
 def earlier_sessions(

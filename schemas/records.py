@@ -38,6 +38,7 @@ DeadLetterReason = Literal[
     "drift",
     "session_conflict",
     "untrusted_record",
+    "session_flood",
 ]
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 

@@ -91,6 +91,8 @@ class Settings:
     producer_acks: str = "all"
     max_in_flight: int = 512
     max_buffered: int = 5_000
+    # Beyond it a session's tickets are dead-lettered (session_flood) instead of queued.
+    max_queued_per_session: int = 100
     turn_timeout_s: float = 300.0
     session_ttl_s: float = 7 * 24 * 3600.0
     retention_days: float = 7.0
@@ -102,6 +104,13 @@ class Settings:
     ticket_model_budget_s: float = 180.0
     reask_limit: int = 1
     session_token_budget: int = 200_000
+    # Per customer and per worker process (a customer's sessions may live on several workers);
+    # 0 turns it off.
+    customer_token_budget: int = 2_000_000
+    customer_budget_window_s: float = 3600.0
+    # How long the customer index keeps a session's summary after the session's last ticket.
+    index_retention_days: float = 30.0
+    index_keep: int = 20
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
@@ -163,6 +172,7 @@ class Settings:
             "BATON_PRODUCER_ACKS": self.producer_acks,
             "BATON_MAX_IN_FLIGHT": str(self.max_in_flight),
             "BATON_MAX_BUFFERED": str(self.max_buffered),
+            "BATON_MAX_QUEUED_PER_SESSION": str(self.max_queued_per_session),
             "BATON_TURN_TIMEOUT": repr(self.turn_timeout_s),
             "BATON_SESSION_TTL": repr(self.session_ttl_s),
             "BATON_RETENTION_DAYS": repr(self.retention_days),
@@ -174,6 +184,10 @@ class Settings:
             "BATON_TICKET_MODEL_BUDGET": repr(self.ticket_model_budget_s),
             "BATON_REASK_LIMIT": str(self.reask_limit),
             "BATON_SESSION_TOKEN_BUDGET": str(self.session_token_budget),
+            "BATON_CUSTOMER_TOKEN_BUDGET": str(self.customer_token_budget),
+            "BATON_CUSTOMER_BUDGET_WINDOW_S": repr(self.customer_budget_window_s),
+            "BATON_INDEX_RETENTION_DAYS": repr(self.index_retention_days),
+            "BATON_INDEX_KEEP": str(self.index_keep),
             "BATON_LOG_LEVEL": self.log_level,
             "BATON_LOG_FORMAT": self.log_format,
             "BATON_EVENT_LOOP": self.event_loop,
@@ -355,6 +369,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         producer_acks=_acks(env.get("BATON_PRODUCER_ACKS", defaults.producer_acks)),
         max_in_flight=_int(env, "BATON_MAX_IN_FLIGHT", defaults.max_in_flight, 1),
         max_buffered=_int(env, "BATON_MAX_BUFFERED", defaults.max_buffered, 1),
+        max_queued_per_session=_int(
+            env, "BATON_MAX_QUEUED_PER_SESSION", defaults.max_queued_per_session, 1
+        ),
         turn_timeout_s=_float(env, "BATON_TURN_TIMEOUT", defaults.turn_timeout_s),
         session_ttl_s=_float(env, "BATON_SESSION_TTL", defaults.session_ttl_s),
         retention_days=_float(env, "BATON_RETENTION_DAYS", defaults.retention_days),
@@ -372,6 +389,16 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         session_token_budget=_int(
             env, "BATON_SESSION_TOKEN_BUDGET", defaults.session_token_budget, 1
         ),
+        customer_token_budget=_int(
+            env, "BATON_CUSTOMER_TOKEN_BUDGET", defaults.customer_token_budget
+        ),
+        customer_budget_window_s=_float(
+            env, "BATON_CUSTOMER_BUDGET_WINDOW_S", defaults.customer_budget_window_s
+        ),
+        index_retention_days=_float(
+            env, "BATON_INDEX_RETENTION_DAYS", defaults.index_retention_days
+        ),
+        index_keep=_int(env, "BATON_INDEX_KEEP", defaults.index_keep, 1),
         log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
         log_format=log_format,  # type: ignore[arg-type]
         event_loop=event_loop,  # type: ignore[arg-type]

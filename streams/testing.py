@@ -75,6 +75,9 @@ class MemoryTable:
     def items(self) -> list[tuple[str, bytes]]:
         return list(self.data.items())
 
+    def keys(self) -> list[str]:
+        return list(self.data)
+
     def delete(self, key: str) -> None:
         self.data.pop(key, None)
         self.tombstones.append(key)

@@ -66,6 +66,9 @@ _KINDS: tuple[tuple[str, ...], ...] = (
 )
 
 
+# The rules normalize one message many times (each product score, mention and phrase scan):
+# a few cached texts save most of that work on a long ticket.
+@functools.lru_cache(maxsize=16)
 def normalize(text: str) -> str:
     """Casefolded NFKC text with punctuation and symbols replaced by single spaces."""
     text = unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)

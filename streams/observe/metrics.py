@@ -40,7 +40,7 @@ class PrometheusObserver:
         self.outputs = Counter(
             "baton_stage_outputs",
             "Stage results by outcome: ok, degraded, reused (a redelivered copy), invalid,"
-            " refused, failed.",
+            " refused, failed, flooded (shed: the session's queue was full).",
             ["stage", "outcome"],
             registry=r,
         )

@@ -85,6 +85,23 @@ class Runtime:
     schedulers: dict[str, SessionScheduler]
 
 
+def stage_schedulers(settings: Settings) -> dict[str, SessionScheduler]:
+    """One scheduler per stage; the first stage, where tickets enter, caps each session's queue.
+
+    Later stages see at most one ticket per session at a time (the session gate), and a ticket
+    past the first stage must get its reply, so only the first stage sheds a flood.
+    """
+    return {
+        s.name: SessionScheduler(
+            s.name,
+            max_running=settings.max_in_flight,
+            max_buffered=settings.max_buffered,
+            max_queued_per_key=settings.max_queued_per_session if s is STAGES[0] else None,
+        )
+        for s in STAGES
+    }
+
+
 def _source(event: Any) -> Source:
     msg = event.message
     return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
@@ -110,12 +127,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         app.transport.Producer = IdempotentProducer  # type: ignore[misc]
     sink = FaustSink(app, names, settings.partitions, settings)
     gate = SessionGate(settings.turn_timeout_s)
-    schedulers: dict[str, SessionScheduler] = {
-        s.name: SessionScheduler(
-            s.name, max_running=settings.max_in_flight, max_buffered=settings.max_buffered
-        )
-        for s in STAGES
-    }
+    schedulers = stage_schedulers(settings)
     metrics = PrometheusObserver()
     metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(gate))
     metrics.watch_llm(llm)
@@ -138,14 +150,22 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
 
     @app.timer(interval=settings.expiry_interval_s)
     async def expire() -> None:
-        owned = {
-            tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.sessions
-        }
+        actives = app.assignor.assigned_actives()
+        owned = {tp.partition for tp in actives if tp.topic == names.sessions}
         expired = await pipeline.expire_sessions(
             lambda sid: session_partition(sid, settings.partitions) in owned
         )
         if expired:
             log.info("expired %d idle sessions", expired)
+        # The worker reading the index topic is the index table's one writer: it sweeps it.
+        if any(tp.topic == names.memory_index for tp in actives):
+            swept = await pipeline.sweep_index()
+            if swept.sessions or swept.customers:
+                log.info(
+                    "dropped %d index entries past the retention, %d customers emptied",
+                    swept.sessions,
+                    swept.customers,
+                )
 
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:
@@ -158,8 +178,11 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         async def handle(event: Any) -> None:
             await pipeline.run_stage(stage.name, event.value, _source(event), _headers(event))
 
+        async def shed(event: Any) -> None:
+            await pipeline.shed(stage.name, event.value, _source(event))
+
         async def agent(stream: Any) -> None:
-            await scheduler.run(stream.noack(), handle)
+            await scheduler.run(stream.noack(), handle, shed)
 
         app.agent(sink.topics[stage.source_topic(names)], name=stage.name)(agent)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Protocol
 
 from agents import memory
@@ -42,8 +43,12 @@ class IndexTable(Protocol):
 
     def put(self, key: str, value: bytes) -> None: ...
 
+    def keys(self) -> list[str]:
+        """Every key this worker's replica holds."""
+        ...
+
     def delete(self, key: str) -> None:
-        """Remove the customer ``key``; every worker's replica follows the tombstone."""
+        """Remove ``key`` and write its tombstone to the changelog."""
         ...
 
 
@@ -60,8 +65,9 @@ class State(Protocol):
 class BatonStore:
     """Batons by session (parsed once per version) and the customers' memory indexes."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, index_keep: int = memory.INDEX_KEEP) -> None:
         self.state = state
+        self.index_keep = index_keep
         self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
         self._parsed_bytes = 0
 
@@ -108,10 +114,41 @@ class BatonStore:
         raw = self.state.customers.get(customer_id)
         return MemoryIndex.model_validate_json(raw) if raw else None
 
-    def merge_index(self, customer_id: str, summary: SessionSummary) -> None:
-        """Fold one session summary into the customer's index."""
-        merged = memory.index_with(self.index(customer_id), customer_id, summary)
-        self.state.customers.put(customer_id, dumps(merged))
+    def merge_index(
+        self, customer_id: str, summary: SessionSummary, since: datetime | None = None
+    ) -> None:
+        """Fold one session summary into the customer's index, without sessions before ``since``.
+
+        An index left empty (the summary itself is older) is tombstoned.
+        """
+        merged = memory.index_with(
+            self.index(customer_id), customer_id, summary, self.index_keep, since
+        )
+        if merged.sessions:
+            self.state.customers.put(customer_id, dumps(merged))
+        elif self.state.customers.get(customer_id) is not None:
+            self.state.customers.delete(customer_id)
+
+    def customers(self) -> list[str]:
+        """The customers this worker's replica of the index holds."""
+        return self.state.customers.keys()
+
+    def prune_index(self, customer_id: str, since: datetime) -> tuple[int, bool]:
+        """Drop the customer's sessions older than ``since``, tombstoning an index left empty.
+
+        Returns how many sessions were dropped and whether the customer's key was tombstoned.
+        """
+        index = self.index(customer_id)
+        if index is None:
+            return 0, False
+        pruned = memory.index_since(index, since)
+        dropped = len(index.sessions) - len(pruned.sessions)
+        if not pruned.sessions:
+            self.state.customers.delete(customer_id)
+            return dropped, True
+        if dropped:
+            self.state.customers.put(customer_id, dumps(pruned))
+        return dropped, False
 
     def delete_index(self, customer_id: str) -> None:
         """Tombstone the customer's memory index."""

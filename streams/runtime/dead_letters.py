@@ -103,6 +103,22 @@ def conflict(stage: StageName, ticket: Ticket, problem: str, source: Source) -> 
     )
 
 
+def flood(stage: StageName, ticket: Ticket, source: Source, cap: int) -> DeadLetter:
+    """The dead letter of a ticket its session had no room for: it gets no reply."""
+    return letter(
+        stage=stage,
+        reason="session_flood",
+        error=(
+            f"session {ticket.session_id} already had {cap} tickets waiting in {stage} "
+            "(BATON_MAX_QUEUED_PER_SESSION): this ticket was not processed and got no reply; "
+            "re-drive it with `baton dlq requeue` once the session is quiet"
+        ),
+        payload=dumps(ticket),
+        source=source,
+        ticket=ticket,
+    )
+
+
 def untrusted(stage: StageName, value: bytes | None, problem: str, source: Source) -> DeadLetter:
     """The dead letter of a record whose signature is missing or wrong: its bytes as they came.
 

@@ -165,10 +165,13 @@ class FaustIndexTable:
     def put(self, key: str, value: bytes) -> None:
         self.table[key] = value
 
+    def keys(self) -> list[str]:
+        return [k for k, v in list(self.table.data.items()) if v is not None]
+
     def delete(self, key: str) -> None:
-        """Remove ``key``; its tombstone goes to the one changelog partition, from any caller."""
-        self.table.data.pop(key, None)
-        self.table.send_changelog(0, key, None, value_serializer="raw")
+        """Remove ``key``; the table's partitioner sends the tombstone (no current event needed)."""
+        if key in self.table.data:
+            del self.table[key]
 
 
 class FaustState:

@@ -21,8 +21,9 @@ from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe.observer import CountingObserver, Observer
-from streams.runtime import context, dead_letters, erasure, ownership, replies
+from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
 from streams.runtime.batons import BatonStore, State
+from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
@@ -53,7 +54,10 @@ class Pipeline:
 
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
-        self.batons = BatonStore(self.state)
+        self.batons = BatonStore(self.state, self.settings.index_keep)
+        self.budgets = CustomerBudgets(
+            self.settings.customer_token_budget, self.settings.customer_budget_window_s
+        )
         self.signer = Signer(self.settings.signing_keys)
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
@@ -131,6 +135,24 @@ class Pipeline:
                 await self._fail_ticket(record, stage, dl)
                 self.observer.stage_done(stage, "failed", 0.0)
 
+    async def shed(self, stage: StageName, value: bytes | None, source: Source) -> None:
+        """Dead-letter a record its session's full queue has no room for: no model, no reply.
+
+        A copy of a ticket the baton knows (in flight or answered) is settled as usual instead:
+        the session's later tickets may be waiting for it at the gate.
+        """
+        try:
+            ticket: Ticket | None = parse(StageRecord, value).ticket
+        except InvalidRecord:
+            ticket = None  # run_stage dead-letters it as invalid
+        if ticket is None or self.redelivery.known(ticket):
+            await self.run_stage(stage, value, source)
+            return
+        self.observer.record_in(stage)
+        cap = self.settings.max_queued_per_session
+        await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
+        self.observer.stage_done(stage, "flooded", 0.0)
+
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
         held = self.batons.get(ticket.session_id)
@@ -159,11 +181,12 @@ class Pipeline:
         started = time.monotonic()
         level, baton = context.restore(record, held, PREVIOUS.get(stage.name))
         self.observer.context(stage.name, level)
-        tokens_left = (
+        session_left = (
             self.settings.session_token_budget
             - budget_tokens(baton.usage)
             - budget_tokens(record.usage)
         )
+        allowance = self.budgets.allowance(ticket.customer_id, session_left)
         inputs = Inputs(
             record=record,
             baton=baton,
@@ -171,9 +194,9 @@ class Pipeline:
             store=self.store,
             batons=self.batons,
             reask_limit=self.settings.reask_limit,
-            tokens_left=tokens_left,
+            tokens_left=allowance.tokens,
         )
-        outcome = await stage.run(inputs)
+        outcome = self.budgets.settle(ticket.customer_id, allowance, await stage.run(inputs))
         await self._finish(stage, record, baton, outcome, source, started)
 
     async def _finish(
@@ -289,26 +312,26 @@ class Pipeline:
         except InvalidRecord as exc:
             log.error("ignoring an invalid index update: %s", exc)
             return
-        self.batons.merge_index(update.customer_id, update.summary)
+        since = expiry.index_since(self.settings)
+        self.batons.merge_index(update.customer_id, update.summary, since)
 
     async def expire_sessions(
         self, owned: Callable[[str], bool], now: datetime | None = None
     ) -> int:
-        """Tombstone batons idle longer than the TTL.
+        """Tombstone batons idle longer than the TTL; forget idle customers' budgets.
 
-        The customer index keeps each expired session's summary, so "the order I asked about
-        before" still resolves after expiry.
+        The customer index keeps each expired session's summary (for the index retention), so
+        "the order I asked about before" still resolves after expiry.
         """
-        now = now or utcnow()
-        cutoff = now - timedelta(seconds=self.settings.session_ttl_s)
-        expired = 0
-        for baton in self.batons.owned(owned):
-            if baton.updated_at >= cutoff:
-                continue
-            await self._send_index(baton, None, expired=True)
-            self.batons.delete(baton.session_id)
-            expired += 1
-        return expired
+        cutoff = (now or utcnow()) - timedelta(seconds=self.settings.session_ttl_s)
+        self.budgets.sweep()
+        return await expiry.expire_batons(
+            self.batons, owned, cutoff, lambda b: self._send_index(b, None, expired=True)
+        )
+
+    async def sweep_index(self, now: datetime | None = None) -> expiry.IndexSweep:
+        """Drop index entries past the retention; only the index agent's worker calls it."""
+        return await expiry.sweep_index(self.batons, expiry.index_since(self.settings, now))
 
     async def _send_index(self, baton: Baton, ticket_id: str | None, expired: bool = False) -> None:
         if baton.customer_id:

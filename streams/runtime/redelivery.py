@@ -41,6 +41,11 @@ class Redelivery:
         """The ticket's entry in flight, if its session's baton holds one."""
         return own_entry(self.batons.get(ticket.session_id), ticket)
 
+    def known(self, ticket: Ticket) -> bool:
+        """The baton holds the ticket in flight or answered: a copy is settled from it."""
+        entry = self.entry(ticket)
+        return entry is not None or self.finished(ticket, entry)
+
     def finished(self, ticket: Ticket, entry: InFlight | None) -> bool:
         """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
         if entry is not None and entry.pending:

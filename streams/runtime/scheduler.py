@@ -28,13 +28,29 @@ class SessionScheduler:
 
     An event is acked only when its handler and those of every earlier record of its partition
     finished. Faust commits the acked offsets, so a crash replays every unfinished record.
+
+    With ``max_queued_per_key``, a key that already has that many records held gets its next
+    ones passed to the ``overflow`` handler of :meth:`run` at once instead of queued: one busy
+    key cannot take every buffered place and stall the other keys.
     """
 
-    def __init__(self, name: str, *, max_running: int, max_buffered: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_running: int,
+        max_buffered: int,
+        max_queued_per_key: int | None = None,
+    ) -> None:
         self.name = name
         self._running = asyncio.Semaphore(max_running)
         self._buffered = asyncio.Semaphore(max_buffered)
+        self.max_queued_per_key = max_queued_per_key
         self._tails: dict[bytes, asyncio.Task[None]] = {}
+        # Per key, its records held and not finished (running or waiting their turn).
+        self._queued: dict[bytes, int] = {}
+        # Overflow tasks, referenced until done (the loop keeps only weak references).
+        self._overflowing: set[asyncio.Task[None]] = set()
         # Per partition, its records in offset order with a "handler finished" mark. Acks go
         # out strictly in this order: Faust (0.15) commits past a single unacked record at the
         # head of a partition when the offsets acked after it are consecutive.
@@ -42,22 +58,44 @@ class SessionScheduler:
         self._ack_lock = asyncio.Lock()
         self.in_flight = 0
 
-    async def run(self, stream: Any, handle: Handler) -> None:
-        """Consume ``stream`` (a Faust stream with acks disabled) until it ends."""
+    async def run(self, stream: Any, handle: Handler, overflow: Handler | None = None) -> None:
+        """Consume ``stream`` (a Faust stream with acks disabled) until it ends.
+
+        ``overflow`` takes the records of a key beyond ``max_queued_per_key``; it runs at once,
+        beside the key's queued records, and its record is acked like any other once it returns.
+        """
+        if self.max_queued_per_key is not None and overflow is None:
+            raise ValueError("a scheduler with max_queued_per_key needs an overflow handler")
         async for event in stream.events():
             await self._buffered.acquire()
             key = bytes(event.key or b"")
-            previous = self._tails.get(key)
             held = self._hold(event)
+            queued = self._queued.get(key, 0)
+            cap = self.max_queued_per_key
+            if overflow is not None and cap is not None and queued >= cap:
+                task = asyncio.create_task(self._one(None, held, overflow, stream))
+                self._overflowing.add(task)
+                task.add_done_callback(self._overflowing.discard)
+                continue
+            self._queued[key] = queued + 1
             # The task copies this context, so Faust's current event stays this record's:
             # table writes go to the record's changelog partition.
-            task = asyncio.create_task(self._one(previous, held, handle, stream))
+            task = asyncio.create_task(self._one(self._tails.get(key), held, handle, stream))
             self._tails[key] = task
             task.add_done_callback(functools.partial(self._forget, key))
 
     def _forget(self, key: bytes, task: asyncio.Task[None]) -> None:
         if self._tails.get(key) is task:
             del self._tails[key]
+        left = self._queued.get(key, 1) - 1
+        if left > 0:
+            self._queued[key] = left
+        else:
+            self._queued.pop(key, None)
+
+    def queued(self, key: bytes) -> int:
+        """Records of ``key`` held and not finished."""
+        return self._queued.get(key, 0)
 
     def _hold(self, event: Any) -> _Held:
         queue = self._unacked.setdefault(event.message.tp, deque())

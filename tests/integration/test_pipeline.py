@@ -207,3 +207,42 @@ async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
     )
     replies = {r.ticket_id: r for r in await deployment.replies(2)}
     assert replies["e2"].order_id == "O-1002" and "O-1002" in replies["e2"].reply
+
+
+async def test_the_customer_index_forgets_a_customer_past_its_retention(
+    deployment: Deployment,
+) -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    deployment.import_orders(ORDERS)
+    # Three seconds of retention: the index sweep on the worker running the index agent drops
+    # the summary and tombstones the customer's key, outside any stream.
+    worker = deployment.start_worker(
+        BATON_INDEX_RETENTION_DAYS=repr(3 / 86400), BATON_EXPIRY_INTERVAL="1"
+    )
+    await deployment.publish_tickets(
+        [ticket_record("r1", "s-gone", "c-ana", "My headphones stopped working, I want a repair.")]
+    )
+    assert (await deployment.replies(1))[0].order_id == "O-1002"
+
+    changelog = f"baton-{deployment.namespace}-customers-changelog"
+    consumer = AIOKafkaConsumer(
+        changelog,
+        bootstrap_servers=deployment.broker.bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=500,
+    )
+    await consumer.start()
+    records: list[tuple[bytes | None, bytes | None]] = []
+    try:
+        for _ in range(60):
+            batch = await consumer.getmany(timeout_ms=500)
+            records += [(r.key, r.value) for rs in batch.values() for r in rs]
+            if any(value is None for _, value in records):
+                break
+    finally:
+        await consumer.stop()
+    assert records and all(key and b"c-ana" in key for key, _ in records), records
+    assert records[0][1] is not None and records[-1][1] is None
+    assert "1 customers emptied" in worker.log.read_text()

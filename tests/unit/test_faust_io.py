@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from aiokafka import TopicPartition
@@ -54,3 +56,27 @@ async def test_a_partition_that_cannot_be_read_in_time_is_unknown_not_absent() -
     with pytest.raises(ScanIncomplete, match=r"support.replies\[3\] not read to offset 1"):
         await scan(consumer, TP, end=1, match=lambda v: v == b"wanted", patience_s=0.05)
     assert all(ms <= 50 for ms in consumer.fetches)
+
+
+def test_the_index_table_lists_its_keys_and_tombstones_a_key_outside_any_stream() -> None:
+    import faust
+
+    from streams.runtime.faust_io import FaustIndexTable
+
+    app = faust.App("t-index", broker="kafka://127.0.0.1:1", store="memory://", autodiscover=False)
+    table = FaustIndexTable(app, "customers")
+    sent: list[tuple[int | None, str, bytes | None]] = []
+
+    def send_changelog(partition: int | None, key: str, value: bytes | None, **_: Any) -> Any:
+        sent.append((partition, key, value))
+        return SimpleNamespace(message=SimpleNamespace(partition=0))
+
+    table.table.send_changelog = send_changelog  # type: ignore[method-assign]
+    table.put("C1", b"{}")
+    table.put("C2", b"{}")
+    assert table.keys() == ["C1", "C2"]
+    table.delete("C1")
+    table.delete("C9")  # not there: no tombstone
+    assert table.keys() == ["C2"] and table.get("C1") is None
+    # No partition given: the one-partition changelog's partitioner places the tombstone.
+    assert sent[-1] == (None, "C1", None) and len(sent) == 3

@@ -16,6 +16,7 @@ from agents.memory import (
     apply_understanding,
     earlier_sessions,
     from_snapshot,
+    index_since,
     index_with,
     new_baton,
     snapshot,
@@ -332,6 +333,21 @@ def test_the_index_keeps_the_most_recent_sessions() -> None:
     assert index is not None and len(index.sessions) == INDEX_KEEP
     assert index.sessions[0].session_id == f"S{INDEX_KEEP + 4}"
     assert index.sessions[-1].session_id == "S5"
+
+
+def test_the_index_keeps_what_it_is_told_and_nothing_older_than_its_retention() -> None:
+    index = None
+    for i in range(6):
+        index = index_with(
+            index, "C1", summary(f"S{i}", i), keep=4, since=T0 + timedelta(minutes=3)
+        )
+    assert index is not None
+    assert [s.session_id for s in index.sessions] == ["S5", "S4", "S3"]
+    capped = index_with(index, "C1", summary("S9", 9), keep=2)
+    assert [s.session_id for s in capped.sessions] == ["S9", "S5"]
+    pruned = index_since(index, T0 + timedelta(minutes=4))
+    assert [s.session_id for s in pruned.sessions] == ["S5", "S4"] and pruned.key == "C1"
+    assert index_since(index, T0 + timedelta(minutes=6)).sessions == []
 
 
 def test_earlier_sessions_are_the_others_most_recent_first() -> None:

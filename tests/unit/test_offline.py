@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+import time
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -14,11 +16,13 @@ from agents import prompts
 from agents.models.llm import LLM, OutputInvalid, Prompt
 from agents.prompts import EarlierSession, Facts, parse_context
 from agents.rules.choosing import choose_rules
+from agents.rules.matching import normalize
 from agents.rules.offline import OfflineLLM
+from agents.rules.phrases import DEMANDS, NEGATED, PROBLEM_RX, hits
 from agents.rules.reply import strategy_rules
 from agents.rules.understanding import understand_rules
 from schemas.baton import Baton, TicketMemory
-from schemas.records import Order, Ticket
+from schemas.records import MAX_TEXT_CHARS, Order, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 from tests.fixtures import data
 
@@ -263,6 +267,58 @@ def test_naming_a_product_is_not_a_reference_to_earlier() -> None:
 def test_problem_and_demand_keywords(text: str, problem: str, demand: str) -> None:
     u = _understand(text)
     assert (u.problem, u.demand) == (problem, demand)
+
+
+def _hits_searching_the_whole_prefix(rx: re.Pattern[str], norm: str) -> list[str]:
+    """The negation scan as it was: correct, but quadratic in the text."""
+    return [m.group(0) for m in rx.finditer(norm) if not NEGATED.search(norm[: m.start()])]
+
+
+def test_hits_leave_out_the_same_negated_finds_as_a_scan_of_the_whole_text() -> None:
+    rng = random.Random(11)
+    words = [
+        *("do not", "dont", "not", "no", "instead of", "rather than", "want", "a", "an", "the"),
+        *("to", "refund", "repair", "a new one", "leaking", "broken", "kettle", "piano", "now"),
+        *("不要", "不想", "不用", "不需要", "退款", "维修", "换一个", "漏水", "坏了", "请"),
+    ]
+    patterns = [*PROBLEM_RX.values(), *DEMANDS.values()]
+    negated = 0
+    for _ in range(300):
+        norm = normalize(" ".join(rng.choices(words, k=rng.randint(1, 40))))
+        for rx in patterns:
+            expected = _hits_searching_the_whole_prefix(rx, norm)
+            assert hits(rx, norm) == expected, norm
+            negated += len(rx.findall(norm)) - len(expected)
+    assert negated > 100  # the texts do exercise the negations
+
+
+def _long(unit: str) -> str:
+    return (unit * (MAX_TEXT_CHARS // len(unit) + 1))[:MAX_TEXT_CHARS]
+
+
+LONG_TICKETS = {
+    "en negations": (_long("I do not want a refund, not the exchange. "), False),
+    "en phrases": (_long("refund repair leak broken exchange kettle "), True),
+    "zh negations": (_long("我不要退款不想换货不需要维修"), False),
+    "zh phrases": (_long("退款维修漏水坏了换货水壶"), True),
+}
+
+
+@pytest.mark.parametrize("shape", LONG_TICKETS)
+def test_a_ticket_of_the_largest_size_is_scanned_in_linear_time(shape: str) -> None:
+    text, found = LONG_TICKETS[shape]
+    norm = normalize(text)
+    started = time.perf_counter()
+    finds = [h for rx in (*PROBLEM_RX.values(), *DEMANDS.values()) for h in hits(rx, norm)]
+    elapsed = time.perf_counter() - started
+    # Linear, the scan takes tens of milliseconds; the quadratic scan took seconds.
+    assert elapsed < 0.25, f"{shape}: {elapsed * 1000:.0f} ms"
+    assert bool(finds) == found
+    started = time.perf_counter()
+    u = _understand(text)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"{shape}: understanding took {elapsed * 1000:.0f} ms"
+    assert (u.demand != "other") == found
 
 
 def test_keywords_are_capped_at_eight() -> None:

@@ -7,6 +7,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 
 
@@ -165,3 +167,68 @@ async def test_gate_gives_up_after_its_timeout() -> None:
     gate = SessionGate(timeout_s=0.3)
     await gate.enter("s", "t1", lambda: None)
     await asyncio.wait_for(gate.enter("s", "t2", lambda: None), 2)
+
+
+async def test_a_key_beyond_its_queue_cap_overflows_at_once_and_other_keys_go_on() -> None:
+    flood = [FakeEvent(b"s0", k, FakeMessage(offset=k)) for k in range(10)]
+    other = [FakeEvent(b"s1", k, FakeMessage(offset=10 + k)) for k in range(2)]
+    stream = FakeStream(flood + other)
+    release = asyncio.Event()
+    handled: list[tuple[bytes, int]] = []
+    overflowed: list[int] = []
+
+    async def handle(event: FakeEvent) -> None:
+        if event.key == b"s0":
+            await release.wait()
+        handled.append((event.key, event.value))
+
+    async def overflow(event: FakeEvent) -> None:
+        overflowed.append(event.value)
+
+    # Room for 5 records in all: without the cap, s0 would take it and s1 would never be read.
+    scheduler = SessionScheduler("t", max_running=4, max_buffered=5, max_queued_per_key=3)
+    await asyncio.wait_for(scheduler.run(stream, handle, overflow), 1)
+    for _ in range(100):
+        if len(handled) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert handled == [(b"s1", 0), (b"s1", 1)]
+    assert overflowed == list(range(3, 10)) and scheduler.queued(b"s0") == 3
+    assert stream.acked == []  # s0's first record holds the partition's acks back
+    release.set()
+    for _ in range(100):
+        if len(stream.acked) == 12:
+            break
+        await asyncio.sleep(0.01)
+    assert [v for k, v in handled if k == b"s0"] == [0, 1, 2]
+    assert stream.acked == list(range(12)) and scheduler.queued(b"s0") == 0
+
+
+async def test_an_overflowed_record_is_acked_only_once_its_handler_returned() -> None:
+    stream = FakeStream(events(sessions=1, per_session=2))
+    handled, dead_lettered = asyncio.Event(), asyncio.Event()
+
+    async def handle(event: FakeEvent) -> None:
+        await handled.wait()
+
+    async def overflow(event: FakeEvent) -> None:
+        await dead_lettered.wait()
+
+    scheduler = SessionScheduler("t", max_running=4, max_buffered=10, max_queued_per_key=1)
+    await scheduler.run(stream, handle, overflow)
+    handled.set()
+    await asyncio.sleep(0.05)
+    assert stream.acked == [0]
+    dead_lettered.set()
+    await asyncio.sleep(0.05)
+    assert stream.acked == [0, 1]
+
+
+async def test_a_queue_cap_needs_an_overflow_handler() -> None:
+    scheduler = SessionScheduler("t", max_running=1, max_buffered=1, max_queued_per_key=1)
+
+    async def handle(event: FakeEvent) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="overflow handler"):
+        await scheduler.run(FakeStream([]), handle)

@@ -229,3 +229,30 @@ def test_exactly_once_is_refused_on_the_embedded_broker_in_one_line() -> None:
     with pytest.raises(SettingsError, match="the embedded broker has none") as info:
         check_guarantee(on_kafka.with_(embedded_broker=True))
     assert "\n" not in str(info.value)
+
+
+def test_fair_sharing_and_memory_bounds_are_read_checked_and_rendered_back() -> None:
+    s = load({})
+    assert (s.max_queued_per_session, s.customer_token_budget) == (100, 2_000_000)
+    assert (s.customer_budget_window_s, s.index_retention_days, s.index_keep) == (3600, 30, 20)
+    env = {
+        "BATON_MAX_QUEUED_PER_SESSION": "7",
+        "BATON_CUSTOMER_TOKEN_BUDGET": "0",
+        "BATON_CUSTOMER_BUDGET_WINDOW_S": "60",
+        "BATON_INDEX_RETENTION_DAYS": "0.5",
+        "BATON_INDEX_KEEP": "3",
+    }
+    custom = load(env)
+    assert (custom.max_queued_per_session, custom.customer_token_budget) == (7, 0)
+    assert (custom.customer_budget_window_s, custom.index_retention_days) == (60, 0.5)
+    assert custom.index_keep == 3 and load(custom.to_env()) == custom
+    for name, bad in [
+        ("BATON_MAX_QUEUED_PER_SESSION", "0"),
+        ("BATON_CUSTOMER_TOKEN_BUDGET", "-1"),
+        ("BATON_CUSTOMER_BUDGET_WINDOW_S", "0"),
+        ("BATON_INDEX_RETENTION_DAYS", "soon"),
+        ("BATON_INDEX_KEEP", "0"),
+    ]:
+        with pytest.raises(SettingsError, match=name) as raised:
+            load({name: bad})
+        assert "\n" not in str(raised.value)
