@@ -28,6 +28,7 @@ DeadLetterReason = Literal[
     "order_store_unavailable",
     "stage_error",
     "drift",
+    "untrusted_record",
 ]
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from agents import memory
 from agents.asking import budget_tokens
+from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
 from agents.orders import OrderStore
 from agents.outcome import Outcome
@@ -189,6 +190,7 @@ class Pipeline:
                 handoff=handoff,
                 llm=self.llm.name,
                 timings=replies.reply_timings(record, stage.name, started),
+                order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
             )
             await self._answered(reply, await self.redelivery.reply(reply, baton))
         else:
