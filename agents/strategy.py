@@ -1,79 +1,43 @@
-"""The strategy agent: solution and reply from baton, ticket, understanding and order."""
+"""The strategy stage: solution and reply from baton, ticket, understanding and the stored order."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from agents import prompts
 from agents.asking import Validator, ask
+from agents.guards import (
+    DRIFT,
+    CustomerOrders,
+    audit,
+    check,
+    drift_problems,
+    product_names,
+)
 from agents.models.llm import LLM, OutputInvalid
-from agents.outcome import Outcome
-from agents.rules.matching import normalize, product_score
+from agents.orders import OrderStore
+from agents.outcome import Failure, Outcome
 from agents.rules.reply import strategy_rules
 from schemas.baton import Baton
 from schemas.records import Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding
 
-DRIFT = "drift"
-_AMOUNT = re.compile(r"(?<![\w.])(\d{1,3}(?:[,，]\d{3})+|\d+)(?:\.\d+)?")
-_MONEY_WORDS = ("refund", "compensat", "退款", "赔偿", "补偿", "退还", "$", "¥", "元", "cny", "usd")
 
-
-def covers_core_problem(draft: StrategyDraft, u: Understanding, match: OrderMatch) -> list[str]:
-    """Drift problems: the reply must name the matched order and address the product."""
-    problems = []
-    text = f"{draft.reply}\n{draft.solution}"
-    if match.order_id and match.order_id not in draft.reply:
-        problems.append(f"{DRIFT}: the reply must name order {match.order_id}")
-    product = match.order.product_name if match.order else u.product
-    if (
-        product
-        and product_score(product, text) < 0.35
-        and normalize(product) not in normalize(text)
-    ):
-        problems.append(f"{DRIFT}: the reply must address the core problem about {product}")
-    return problems
-
-
-def policy_problems(draft: StrategyDraft, match: OrderMatch) -> list[str]:
-    """Business rules the schema cannot state: no money beyond the order, none without one."""
-    text = f"{draft.reply}\n{draft.solution}".lower()
-    if not any(word in text for word in _MONEY_WORDS):
-        return []
-    order = match.order
-    if order is not None:
-        # Model numbers in the product's name ("WH-1000XM5") are not amounts of money.
-        # Whole tokens only: the "2" of "AirPods Pro 2" must not eat the "2" of "O-6002".
-        for token in order.product_name.lower().split():
-            if any(ch.isdigit() for ch in token):
-                text = re.sub(rf"(?<![0-9a-z]){re.escape(token)}(?![0-9a-z])", " ", text)
-    amounts = [float(m.group(0).replace(",", "").replace("，", "")) for m in _AMOUNT.finditer(text)]
-    ids = set(re.findall(r"\d+", match.order_id or ""))
-    amounts = [a for a in amounts if str(int(a)) not in ids and not 1900 <= a <= 2100]
-    if order is None:
-        return [f"promises money ({amounts[0]:g}) without a known order"] if amounts else []
-    too_high = [a for a in amounts if a > order.amount + 0.005]
-    if too_high:
-        return [f"amount {too_high[0]:g} exceeds the order amount {order.amount:g}"]
-    return []
-
-
-def on_topic(u: Understanding, match: OrderMatch) -> Validator[StrategyDraft]:
+def on_topic(names: list[str], match: OrderMatch) -> Validator[StrategyDraft]:
     """Rejects a draft that drifts from the matched order or the customer's product."""
 
     def validate(draft: StrategyDraft) -> None:
-        if problems := covers_core_problem(draft, u, match):
+        if problems := drift_problems(draft, names, match.order_id):
             raise OutputInvalid("; ".join(problems))
 
     return validate
 
 
-def within_policy(match: OrderMatch) -> Validator[StrategyDraft]:
-    """Rejects a draft that promises money the order does not allow."""
+def within_policy(books: CustomerOrders) -> Validator[StrategyDraft]:
+    """Rejects a draft with money or ids the customer's own orders do not allow."""
 
     def validate(draft: StrategyDraft) -> None:
-        if problems := policy_problems(draft, match):
+        if problems := audit(draft, books):
             raise OutputInvalid("; ".join(problems))
 
     return validate
@@ -103,37 +67,64 @@ async def decide(
     baton: Baton,
     understanding: Understanding,
     match: OrderMatch,
+    store: OrderStore,
     llm: LLM,
     *,
     reask_limit: int = 1,
     tokens_left: int | None = None,
 ) -> Outcome[StrategyDraft]:
-    """Write solution, reply, note and confidence; re-ask on drift or broken rules."""
+    """Write solution, reply, note and confidence; re-ask on drift or broken rules.
+
+    The matched order is re-read from ``store``: a record's order that the store does not hold
+    for this customer, unchanged, is not used (the draft is written as if none matched) and is
+    reported as ``untrusted_record``.
+    """
+    checked = await check(ticket, match, store)
+    match = checked.match
+    order = match.order
+    books = CustomerOrders.of(order, checked.orders, baton, ticket)
+    names = product_names(order, understanding, baton, ticket.text)
     prompt = prompts.build(
         "strategy",
         StrategyDraft,
         ticket=ticket,
         baton=baton,
-        orders=[match.order] if match.order else [],
+        orders=[order] if order else [],
         understanding=understanding,
         match=match,
     )
     asked = await ask(
         llm,
         prompt,
-        validators=[on_topic(understanding, match), within_policy(match)],
+        validators=[on_topic(names, match), within_policy(books)],
         reask_limit=reask_limit,
         tokens_left=tokens_left,
     )
     if asked.value is not None:
-        return Outcome(asked.value, calls=asked.calls)
-    failure = asked.failure
-    assert failure is not None
-    errors = failure.error.split("; ")
-    if failure.reason == "validation_failed" and all(e.startswith(DRIFT) for e in errors):
-        failure = replace(failure, reason="drift")
-    if failure.reason in ("drift", "model_error", "timeout"):
-        draft = strategy_rules(prompt.facts)
-        return Outcome(draft, calls=asked.calls, failure=failure, degraded=True)
-    failure = replace(failure, handoff=True)
-    return Outcome(holding_reply(understanding, match), asked.calls, failure, degraded=True)
+        outcome = Outcome(asked.value, calls=asked.calls)
+    else:
+        failure = asked.failure
+        assert failure is not None
+        errors = failure.error.split("; ")
+        if failure.reason == "validation_failed" and all(e.startswith(DRIFT) for e in errors):
+            failure = replace(failure, reason="drift")
+        if failure.reason in ("drift", "model_error", "timeout"):
+            draft = strategy_rules(prompt.facts)
+            outcome = Outcome(draft, calls=asked.calls, failure=failure, degraded=True)
+        else:
+            failure = replace(failure, handoff=True)
+            held = holding_reply(understanding, match)
+            outcome = Outcome(held, asked.calls, failure, degraded=True)
+    return _reporting(outcome, checked.failure)
+
+
+def _reporting(outcome: Outcome[StrategyDraft], distrust: Failure | None) -> Outcome[StrategyDraft]:
+    """The outcome, reporting why the record's order was not used ahead of any model failure."""
+    if distrust is None:
+        return outcome
+    later = outcome.failure
+    if later is None:
+        return replace(outcome, failure=distrust, degraded=True)
+    error = f"{distrust.error}; then the model failed too ({later.reason}: {later.error})"
+    combined = replace(later, reason=distrust.reason, error=error, payload=distrust.payload)
+    return replace(outcome, failure=combined, degraded=True)

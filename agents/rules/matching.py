@@ -36,7 +36,7 @@ _KINDS: tuple[tuple[str, ...], ...] = (
     ("laptop", "notebook", "macbook", "笔记本", "笔记本电脑"),
     ("vacuum", "vacuum cleaner", "hoover", "吸尘器", "扫地机", "扫地机器人"),
     ("shoes", "shoe", "sneaker", "trainers", "鞋", "鞋子", "球鞋", "运动鞋"),
-    ("jacket", "coat", "parka", "外套", "夹克", "羽绒服"),
+    ("jacket", "coat", "parka", "外套", "夹克", "羽绒服", "冲锋衣", "风衣"),
     ("watch", "smartwatch", "wristwatch", "手表", "智能手表"),
     ("keyboard", "键盘"),
     ("mouse", "mice", "鼠标"),
@@ -45,7 +45,7 @@ _KINDS: tuple[tuple[str, ...], ...] = (
     ("coffee machine", "coffee maker", "espresso machine", "咖啡机"),
     ("blender", "juicer", "搅拌机", "破壁机", "料理机", "榨汁机"),
     ("rice cooker", "电饭煲", "电饭锅"),
-    ("air fryer", "空气炸锅"),
+    ("air fryer", "空气炸锅", "炸锅"),
     ("monitor", "显示器"),
     ("tablet", "ipad", "平板", "平板电脑"),
     ("speaker", "soundbar", "音箱", "音响"),
@@ -170,6 +170,11 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
 @_cached_if_short
 def _kinds(text: str) -> frozenset[str]:
     return frozenset(term.kind for _, term in _found_terms(text))
+
+
+def product_kinds(text: str) -> frozenset[str]:
+    """The product kinds the text mentions ("kettle", "headphones"), by the synonym table."""
+    return _kinds(text)
 
 
 def mentioned_products(text: str) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from agents import memory
 from agents.asking import budget_tokens
+from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
 from agents.orders import OrderStore
 from agents.outcome import Outcome
@@ -27,7 +28,7 @@ from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
-from streams.runtime.signing import UNTRUSTED, Headers, SignedSink, Signer
+from streams.runtime.signing import Headers, SignedSink, Signer
 from streams.runtime.sink import Sink
 from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
 from streams.settings import Settings
@@ -232,6 +233,7 @@ class Pipeline:
                 handoff=handoff,
                 llm=self.llm.name,
                 timings=replies.reply_timings(record, stage.name, started),
+                order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
             )
             await self._answered(reply, await self.redelivery.reply(reply, baton))
         else:

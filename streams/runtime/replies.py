@@ -48,11 +48,17 @@ def answer(
     handoff: bool,
     llm: str,
     timings: dict[str, float],
+    order_trusted: bool = True,
 ) -> Reply:
-    """The reply strategy's draft makes; ``handoff``/``degraded`` from the stages before."""
+    """The reply strategy's draft makes; ``handoff``/``degraded`` from the stages before.
+
+    ``order_trusted`` False: the strategy stage could not verify the record's order, so the
+    reply names no order and no product of it either.
+    """
     ticket, u, match = record.ticket, record.understanding, record.match
     if u is None or match is None:
         raise ValueError("a reply needs the record's understanding and order match")
+    order = match.order if order_trusted else None
     handoff = draft.needs_human or handoff
     return Reply(
         ticket_id=ticket.ticket_id,
@@ -63,8 +69,8 @@ def answer(
         solution=draft.solution,
         internal_note=draft.internal_note,
         confidence=draft.confidence,
-        order_id=match.order_id,
-        product=match.order.product_name if match.order else u.product,
+        order_id=match.order_id if order_trusted else None,
+        product=order.product_name if order else u.product,
         language=u.language,
         baton_version=baton.version + 1,
         llm=llm,

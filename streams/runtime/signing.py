@@ -17,7 +17,7 @@ from datetime import datetime
 from streams.runtime.sink import Sink
 
 HEADER = "baton-signature"
-UNTRUSTED = "untrusted_record"
+
 
 Headers = list[tuple[str, bytes]]
 

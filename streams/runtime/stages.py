@@ -133,6 +133,7 @@ async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
         i.baton,
         i.understanding,
         i.match,
+        i.store,
         i.llm,
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,

@@ -16,6 +16,7 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
+from agents.orders import SQLiteOrderStore
 from agents.strategy import decide
 from agents.testing import ScriptedLLM
 from agents.understand import understand
@@ -84,7 +85,9 @@ def test_budget_tokens_leave_out_cache_reads() -> None:
     assert budget_tokens(UsageTotals().add(call).add(call)) == 920
 
 
-async def test_a_spent_budget_skips_the_model_and_one_stage_reports_it() -> None:
+async def test_a_spent_budget_skips_the_model_and_one_stage_reports_it(
+    kettle_store: SQLiteOrderStore,
+) -> None:
     llm = ScriptedLLM()
     understood = await understand(
         ticket("My kettle is leaking"), BATON, llm, orders=[KETTLE_OLD], tokens_left=0
@@ -93,20 +96,35 @@ async def test_a_spent_budget_skips_the_model_and_one_stage_reports_it() -> None
     assert understood.value.product == "Midea Electric Kettle 1.7L"
     u = understood.value
     out = await decide(
-        ticket("My kettle is leaking"), BATON, u, matched(KETTLE_OLD), llm, tokens_left=0
+        ticket("My kettle is leaking"),
+        BATON,
+        u,
+        matched(KETTLE_OLD),
+        kettle_store,
+        llm,
+        tokens_left=0,
     )
     assert not llm.calls
     assert out.failure is not None and out.failure.reason == "budget_exceeded"
     assert out.failure.handoff and out.value.needs_human and "O-1" in out.value.reply
 
 
-async def test_a_budget_crossed_while_reasking_stops_the_reasks() -> None:
+async def test_a_budget_crossed_while_reasking_stops_the_reasks(
+    kettle_store: SQLiteOrderStore,
+) -> None:
     spent = CallUsage(stage="strategy", model="m", input_tokens=100, output_tokens=20)
     invalid = OutputInvalid("confidence: must be <= 1", raw="{}", usage=[spent])
     llm = ScriptedLLM([invalid, invalid])
     u = understanding("Midea Electric Kettle 1.7L")
     out = await decide(
-        ticket("kettle"), BATON, u, matched(KETTLE_OLD), llm, reask_limit=5, tokens_left=150
+        ticket("kettle"),
+        BATON,
+        u,
+        matched(KETTLE_OLD),
+        kettle_store,
+        llm,
+        reask_limit=5,
+        tokens_left=150,
     )
     assert len(llm.calls) == 2  # 2 x 120 budget tokens: the third call is not made
     assert out.failure is not None and out.failure.reason == "budget_exceeded"
@@ -124,12 +142,14 @@ async def test_a_budget_crossed_while_reasking_stops_the_reasks() -> None:
     ],
 )
 async def test_strategy_failures_fall_back_to_rules_or_hand_off(
-    failure: ModelFailure, reason: str, handoff: bool
+    failure: ModelFailure, reason: str, handoff: bool, kettle_store: SQLiteOrderStore
 ) -> None:
     assert classify(failure) == (reason, handoff)
     u = understanding("Midea Electric Kettle 1.7L")
     llm = ScriptedLLM([failure])
-    out = await decide(ticket("My kettle is leaking"), BATON, u, matched(KETTLE_OLD), llm)
+    out = await decide(
+        ticket("My kettle is leaking"), BATON, u, matched(KETTLE_OLD), kettle_store, llm
+    )
     assert out.failure is not None and (out.failure.reason, out.failure.handoff) == (
         reason,
         handoff,
@@ -139,22 +159,24 @@ async def test_strategy_failures_fall_back_to_rules_or_hand_off(
     assert out.value.needs_human == handoff  # the rules' answer, or the hand-off reply
 
 
-async def test_strategy_business_rule_breaks_hand_off_after_one_reask() -> None:
+async def test_strategy_business_rule_breaks_hand_off_after_one_reask(
+    kettle_store: SQLiteOrderStore,
+) -> None:
     u = understanding("Midea Electric Kettle 1.7L")
     blank = OutputInvalid("confidence: Input should be less than or equal to 1", raw='{"c":1.7}')
     llm = ScriptedLLM([blank, blank])
-    out = await decide(ticket("kettle"), BATON, u, matched(KETTLE_OLD), llm)
+    out = await decide(ticket("kettle"), BATON, u, matched(KETTLE_OLD), kettle_store, llm)
     assert len(llm.calls) == 2 and llm.calls[1].feedback == blank.message
     assert out.failure is not None and out.failure.reason == "validation_failed"
     assert out.failure.handoff and out.failure.payload == '{"c":1.7}'
     assert out.value.needs_human and out.value.confidence == 0.0
 
 
-async def test_drift_fixed_by_the_reask_is_answered() -> None:
+async def test_drift_fixed_by_the_reask_is_answered(kettle_store: SQLiteOrderStore) -> None:
     u = understanding("Midea Electric Kettle 1.7L")
     good = draft("Your Midea Electric Kettle 1.7L (order O-1) will be repaired.")
     llm = ScriptedLLM([draft("We will help you."), good])
-    out = await decide(ticket("kettle leaks"), BATON, u, matched(KETTLE_OLD), llm)
+    out = await decide(ticket("kettle leaks"), BATON, u, matched(KETTLE_OLD), kettle_store, llm)
     assert out.failure is None and not out.degraded and out.value.reply == good["reply"]
     assert "drift" in (llm.calls[1].feedback or "")
 

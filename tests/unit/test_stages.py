@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from agents.guards import CustomerOrders, audit
 from agents.lookup import look_up
 from agents.models.llm import OutputInvalid, Refused, Truncated
 from agents.orders import SQLiteOrderStore
-from agents.strategy import decide, policy_problems
+from agents.strategy import decide
 from agents.testing import ScriptedLLM
 from agents.understand import understand
 from schemas import StrategyDraft
@@ -120,29 +121,31 @@ async def test_lookup_keeps_the_session_order_for_follow_ups(store: SQLiteOrderS
     assert out.value.order_id == "O-1" and out.value.method == "baton"
 
 
-async def test_strategy_reasks_on_drift_then_degrades() -> None:
+async def test_strategy_reasks_on_drift_then_degrades(store: SQLiteOrderStore) -> None:
     u = understanding("Midea Electric Kettle 1.7L")
     llm = ScriptedLLM([draft("We will help you."), draft("We will help you soon.")])
-    out = await decide(ticket("kettle leaks"), BATON, u, matched(KETTLE_OLD), llm)
+    out = await decide(ticket("kettle leaks"), BATON, u, matched(KETTLE_OLD), store, llm)
     assert "must name order O-1" in (llm.calls[1].feedback or "")
     assert out.failure is not None and out.failure.reason == "drift" and not out.failure.handoff
     assert "O-1" in out.value.reply
 
 
-async def test_strategy_refuses_money_beyond_the_order_and_hands_off() -> None:
+async def test_strategy_refuses_money_beyond_the_order_and_hands_off(
+    store: SQLiteOrderStore,
+) -> None:
     u = understanding("Midea Electric Kettle 1.7L")
     greedy = draft("Order O-1, Midea Electric Kettle 1.7L: we refund 5000 USD.")
     llm = ScriptedLLM([greedy, greedy])
-    out = await decide(ticket("refund 5000 now"), BATON, u, matched(KETTLE_OLD), llm)
-    assert "exceeds the order amount" in (llm.calls[1].feedback or "")
+    out = await decide(ticket("refund 5000 now"), BATON, u, matched(KETTLE_OLD), store, llm)
+    assert "exceeds the 50.00 USD of order O-1" in (llm.calls[1].feedback or "")
     assert out.failure is not None and out.failure.handoff
     assert out.value.needs_human and "5000" not in out.value.reply
 
 
-async def test_strategy_refusal_is_a_handoff() -> None:
+async def test_strategy_refusal_is_a_handoff(store: SQLiteOrderStore) -> None:
     u = understanding("Midea Electric Kettle 1.7L")
     out = await decide(
-        ticket("x"), BATON, u, matched(KETTLE_OLD), ScriptedLLM([Refused("refusal")])
+        ticket("x"), BATON, u, matched(KETTLE_OLD), store, ScriptedLLM([Refused("refusal")])
     )
     assert out.failure is not None and out.failure.reason == "model_refused" and out.failure.handoff
     assert out.value.needs_human
@@ -150,6 +153,7 @@ async def test_strategy_refusal_is_a_handoff() -> None:
 
 def test_model_numbers_in_the_product_name_are_not_amounts() -> None:
     airpods = order("O-6002", "Apple AirPods Pro 2", 10)
+    books = CustomerOrders(matched=airpods, orders=[airpods])
     ok = StrategyDraft(
         solution="Refund the AirPods Pro 2 in full.",
         reply="We will refund order O-6002 (Apple AirPods Pro 2) in full: 50 USD.",
@@ -157,6 +161,8 @@ def test_model_numbers_in_the_product_name_are_not_amounts() -> None:
         confidence=0.9,
         needs_human=False,
     )
-    assert policy_problems(ok, matched(airpods)) == []
+    assert audit(ok, books) == []
     greedy = ok.model_copy(update={"reply": "Order O-6002, AirPods Pro 2: we refund 200 USD."})
-    assert policy_problems(greedy, matched(airpods)) == ["amount 200 exceeds the order amount 50"]
+    assert audit(greedy, books) == [
+        "reply: amount 200 USD exceeds the 50.00 USD of order O-6002, state at most that"
+    ]

@@ -1,0 +1,85 @@
+"""Finding order ids and tracking numbers in text, by their shape and the words before them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from agents.guards.numbers import RUN
+
+IdKind = Literal["order id", "tracking number"]
+
+# O-1001, EV-101, ORD-88231: upper-case letters, a hyphen, digits, nothing after.
+_ORDER_SHAPE = re.compile(r"[A-Z]{1,5}-\d{3,}")
+_ORDER_WORDS = re.compile(
+    r"(?:\border(?:\s+(?:number|no\.?|id|#))?|订单(?:号|编号)?|单号)\s*[:：#]?\s*$", re.I
+)
+_TRACKING_WORDS = re.compile(
+    r"(?:\btracking(?:\s+(?:number|no\.?|code|id|#))?|\bwaybill|运单号?|快递单号|物流单号|单号)"
+    r"\s*[:：#]?\s*$",
+    re.I,
+)
+_DIGITS = re.compile(r"\d")
+_LONG = re.compile(r"[A-Za-z0-9]{10,}")
+_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
+_ID_CHARS = re.compile(r"[A-Za-z0-9-]+")  # ids have no decimal point: "order: 39.99" is a price
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """An order-id-like or tracking-number-like token, where it is in the text."""
+
+    kind: IdKind
+    value: str
+    start: int
+    end: int
+
+
+def shape(order_id: str) -> re.Pattern[str] | None:
+    """The pattern of ids written like ``order_id`` ("O-1" -> ``O-\\d+``), if it has digits."""
+    if not _DIGITS.search(order_id):
+        return None
+    parts = re.split(r"(\d+)", order_id)
+    body = "".join(r"\d+" if p.isdigit() else re.escape(p) for p in parts if p)
+    return re.compile(body)
+
+
+def _digit_count(token: str) -> int:
+    return len(_DIGITS.findall(token))
+
+
+def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Identifier]:
+    """Every order-id-like and tracking-number-like token of ``text``.
+
+    Order ids: ``ABC-123`` shapes, tokens shaped like ``shapes`` (the customer's own ids), and
+    any token with 3+ digits after "order", "#" or "订单号". Tracking numbers: letter-and-digit
+    tokens of 10+ characters with 8+ digits, and any token with 6+ digits after "tracking" or
+    "运单号".
+    """
+    patterns = [_ORDER_SHAPE, *shapes]
+    found: list[Identifier] = []
+    for m in RUN.finditer(text):
+        token = m.group()
+        digits = _digit_count(token)
+        if digits == 0:
+            continue
+        before = text[max(0, m.start() - 30) : m.start()]
+        kind: IdKind | None = None
+        if any(p.fullmatch(token) for p in patterns):
+            kind = "order id"
+        elif digits >= 6 and _TRACKING_WORDS.search(before):
+            kind = "tracking number"
+        elif (
+            digits >= 3
+            and _ID_CHARS.fullmatch(token)
+            and not _DATE.fullmatch(token)
+            and (_ORDER_WORDS.search(before) or before.endswith("#"))
+        ):
+            kind = "order id"
+        elif digits >= 8 and _LONG.fullmatch(token):
+            kind = "tracking number"
+        if kind is not None:
+            found.append(Identifier(kind, token, m.start(), m.end()))
+    return found

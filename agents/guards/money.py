@@ -1,0 +1,286 @@
+"""Money in text: each amount with its currency, and whether its sentence promises money."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from agents.guards.numbers import Number, all_numbers
+
+_DOLLARS = frozenset({"USD", "HKD", "CAD", "AUD", "SGD", "TWD", "NZD"})
+_ANY: frozenset[str] = frozenset()  # "元", "块": a currency unit, which one is not said
+_SYMBOLS = {
+    "US$": {"USD"},
+    "HK$": {"HKD"},
+    "NT$": {"TWD"},
+    "C$": {"CAD"},
+    "A$": {"AUD"},
+    "S$": {"SGD"},
+    "$": _DOLLARS,
+    "¥": {"CNY", "JPY"},
+    "￥": {"CNY", "JPY"},
+    "€": {"EUR"},
+    "£": {"GBP"},
+    "₩": {"KRW"},
+    "₹": {"INR"},
+}
+_WORDS = {
+    **{code: {code} for code in ("USD", "CNY", "EUR", "GBP", "HKD", "JPY", "AUD", "CAD")},
+    "RMB": {"CNY"},
+    "YUAN": {"CNY"},
+    "人民币": {"CNY"},
+    "美元": {"USD"},
+    "美金": {"USD"},
+    "刀": {"USD"},
+    "欧元": {"EUR"},
+    "EURO": {"EUR"},
+    "EUROS": {"EUR"},
+    "英镑": {"GBP"},
+    "POUND": {"GBP"},
+    "POUNDS": {"GBP"},
+    "QUID": {"GBP"},
+    "港元": {"HKD"},
+    "港币": {"HKD"},
+    "日元": {"JPY"},
+    "DOLLAR": _DOLLARS,
+    "DOLLARS": _DOLLARS,
+    "BUCK": _DOLLARS,
+    "BUCKS": _DOLLARS,
+    "CENT": _DOLLARS,
+    "CENTS": _DOLLARS,
+    "元": _ANY,
+    "圆": _ANY,
+    "块": _ANY,
+    "块钱": _ANY,
+}
+_CODES = r"USD|CNY|RMB|EUR|GBP|HKD|JPY|AUD|CAD|usd|cny|rmb|eur|gbp|hkd|jpy"
+_BEFORE = re.compile(
+    rf"(?:(?P<sym>US\$|HK\$|NT\$|C\$|A\$|S\$|\$|¥|￥|€|£|₩|₹)|(?<![A-Za-z])(?P<code>{_CODES})"
+    r"|(?P<zh>人民币|美元))\s*[:：]?\s*$"
+)
+_AFTER = re.compile(
+    rf"\s*(?:(?P<code>{_CODES})(?![A-Za-z])"
+    r"|(?P<word>dollars?|bucks?|cents?|yuan|euros?|pounds?|quid)(?![A-Za-z])"
+    r"|(?P<zh>块钱|人民币|美元|美金|欧元|英镑|港元|港币|日元|元|圆|块|刀)"
+    r"|(?P<sym>[€$¥￥£]))",
+    re.I,
+)
+# 块 also counts things ("一块手表"): money only before 钱, punctuation or a money word.
+_KUAI_MONEY_NEXT = "钱的给作补红代优礼积购现左吧呢哦啊"
+_PERCENT_AFTER = re.compile(r"\s*(?:%|％|percent\b|per\s?cent\b)", re.I)
+_DISCOUNT_AFTER = re.compile(r"\s*折")
+_RANGE_TAIL = re.compile(
+    r"\s*(?:-|–|—|~|～|to|至|到|or|或)\s*(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千]+)", re.I
+)
+_UNIT_AFTER = re.compile(
+    r"\s*(?:(?:business|working|calendar|more|extra|additional|full|whole)\s+)?"
+    r"(?:days?|hours?|hrs?|h|minutes?|mins?|seconds?|secs?|weeks?|wks?|months?|years?|yrs?"
+    r"|am|pm|a\.m\.|p\.m\.|o'clock|pairs?|pcs|pieces?|items?|units?|boxes|box|packs?"
+    r"|packages?|parcels?|bottles?|sets?|oz|ounces?|lbs?|kg|g|grams?|ml|l|liters?|litres?"
+    r"|cm|mm|m|km|meters?|metres?|inch(?:es)?|ft|feet|foot|w|watts?|v|volts?|mah|gb|tb|mb"
+    r"|hz|x|times|stars?|steps?|orders?|tickets?|emails?|messages?|calls?|attempts?|people"
+    r"|persons?|customers?|colou?rs?|sizes?|seats?|rooms?|nights?|digits?|st|nd|rd|th"
+    r"|of\s+(?:them|the|your|our|these|those))(?![A-Za-z])"
+    r"|\s*(?:多|余|几)?(?:个?工作日|个?自然日|个?小时|分钟|秒钟?|天|日|周|星期|个?礼拜|个?月|年|岁"
+    r"|次|件|个|双|台|部|只|张|份|套|盒|瓶|包|箱|支|条|号|点|时|升|毫升|克|千克|公斤|斤|米|厘米"
+    r"|毫米|寸|英寸|瓦|伏|倍|步|位|名|颗|星|楼|层|单|笔|成|款|种|项|封|通|码|期|批|轮|度|℃|°)",
+    re.I,
+)
+_NOT_MONEY_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?:size|model|version|v|step|option|no\.?|number|item|page|line|room|gate"
+    r"|level|chapter|section|part|generation|gen|series|ending(?:\s+in)?|pin|code|floor"
+    r"|apt|suite|unit|batch|lot|serial|phase|round|day|week|ref|reference|ext|extension"
+    r"|channel|port|slot|row|seat|question|point|rule|article|clause|tier|out\s+of"
+    # a product or software name before a bare number: "iOS 26.1", "iPhone 17", "Pro 3"
+    r"|ios|ipados|macos|android|windows|firmware|build|pro|mini|ultra|air|lite|edition"
+    r"|iphone|ipad|galaxy|pixel|watch|switch|xbox|playstation|ps)"
+    r"\s*[:#]?\s*|第|型号|尺码|编号|尾号|批次|序号|步骤|选项)$",
+    re.I,
+)
+_MONTHS = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_MONTH_BEFORE = re.compile(
+    rf"(?<![A-Za-z]){_MONTHS}\.?\s*(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s*)?$", re.I
+)
+_YEAR_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:in|by|since|until|till|before|after|from|of|during|through|early|late"
+    r"|mid|end|start|spring|summer|autumn|fall|winter|fy)\s*$",
+    re.I,
+)
+_DATE_AFTER = re.compile(rf"\s*(?:st|nd|rd|th)?\s*(?:of\s+)?{_MONTHS}(?![A-Za-z])", re.I)
+_LIST_MARK = re.compile(r"\s*[.)、]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
+_CLAUSE_END = re.compile(
+    r"(?<=[.!?])\s+|[。！？；;\n、]+|(?<!\d)[,，:：]|[,，:：](?!\d)"
+    r"|\s+(?:but|however|although|though|whereas)\s+|但是?|不过|然而",
+    re.I,
+)
+PROMISE = re.compile(
+    r"refund|reimburs|compensat|credit(?!\s*card)|voucher|coupon|gift\s?card|gift\s+certificate"
+    r"|cash\s?back|money\s+back|discount|goodwill|rebate|pay\s+(?:you|back)|payout"
+    r"|price\s+adjustment|退款|退还|退回|退钱|退费|返还|返现|赔偿|补偿|赔付|补贴|代金券|优惠券"
+    r"|礼品卡|积分|红包|购物金|折扣|优惠|打折|减免|抵扣|现金券|抵用券|礼金|[退赔返补](?:给)?[您你]",
+    re.I,
+)
+_CREDIT = re.compile(
+    r"store\s+credit|credit(?!\s*card)|voucher|coupon|gift\s?card|gift\s+certificate|e-?gift"
+    r"|discount"
+    r"|points|cash\s?back|代金券|优惠券|礼品卡|积分|红包|购物金|购物卡|现金券|抵用券|礼金|返现|余额",
+    re.I,
+)
+_CREDIT_GAP = 20
+_OFF_AFTER = re.compile(r"\s*off(?![A-Za-z])", re.I)  # "60 off your next order"
+_REPORTED = re.compile(
+    r"(?<![A-Za-z])(?:asked|ask(?:ing|s)?\s+for|requested|request(?:ing|s)?|wants?|wanted"
+    r"|demand(?:ed|s|ing)?|claim(?:ed|s|ing)?|mention(?:ed|s)?|said|says|wrote|would\s+like"
+    r"|expect(?:ed|s|ing)?|hop(?:ed|ing)|were\s+charged|was\s+charged|you\s+paid|reported)"
+    r"(?![A-Za-z])|要求|希望|想要|提到|表示|称|说|申请|反映|反馈|索赔|索要",
+    re.I,
+)
+_COMMITS = re.compile(
+    r"(?<![A-Za-z])(?:we|i)\s*(?:will|'ll|’ll|can|shall|are\s+going\s+to)(?![A-Za-z])"
+    r"|(?<![A-Za-z])(?:approv|grant|authori[sz]|issu)\w*|我们(?:会|将|可以|已)|为您|给您|批准"
+    r"|同意|已退|发放",
+    re.I,
+)
+
+Kind = Literal["amount", "percent"]
+
+
+@dataclass(frozen=True)
+class Money:
+    """One mention of money: an amount (or a percentage off), as a reader would take it."""
+
+    value: float
+    kind: Kind
+    written: str  # as written, with its currency or unit ("80元", "$5k", "fifty dollars")
+    currencies: frozenset[str]  # the currencies its marker allows; empty when not said
+    marked: bool  # a currency, a credit word or a percent sign says it is money
+    promise: bool  # its sentence promises money (refund, compensation, voucher, ...)
+    reported: bool  # its clause reports what the customer asked for, not a promise
+
+
+def _spans(text: str, ends: re.Pattern[str]) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for m in ends.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    return spans
+
+
+def _around(spans: list[tuple[int, int]], at: int) -> tuple[int, int]:
+    return next((s for s in spans if s[0] <= at <= s[1]), (0, 0))
+
+
+@dataclass(frozen=True)
+class _Marker:
+    currencies: frozenset[str]
+    word: str
+    start: int
+    end: int
+
+
+def _currency(text: str, n: Number, left_at: int, right_at: int) -> _Marker | None:
+    """The currency symbol, code or word next to ``n``, and the span it and ``n`` cover."""
+    before = _BEFORE.search(text[max(0, left_at - 24) : left_at])
+    if before:
+        word = (before.group("sym") or before.group("code") or before.group("zh")).strip()
+        start = max(0, left_at - 24) + before.start()
+        return _Marker(frozenset(_SYMBOLS.get(word) or _WORDS[word.upper()]), word, start, n.end)
+    if n.k:
+        return None  # "4K" without a currency symbol is a screen, not money
+    after = _AFTER.match(text, right_at)
+    if after is None:
+        return None
+    word = after.group().strip()
+    if word == "块":
+        nxt = text[after.end() : after.end() + 1]
+        if nxt and "\u4e00" <= nxt <= "\u9fff" and nxt not in _KUAI_MONEY_NEXT:
+            return None
+    currencies = frozenset(_SYMBOLS.get(word) or _WORDS[word.upper()])
+    return _Marker(currencies, word, n.start, after.end())
+
+
+def _credit_near(text: str, n: Number, clause: tuple[int, int]) -> bool:
+    """A credit word ("voucher", "积分", ...) right before or after ``n`` in its clause."""
+    for m in _CREDIT.finditer(text, clause[0], clause[1]):
+        gap = text[n.end : m.start()] if m.start() >= n.end else text[m.end() : n.start]
+        if len(gap) <= _CREDIT_GAP and not re.search(r"\d", gap):
+            return True
+    return False
+
+
+def _not_money(text: str, n: Number, left: str, right_at: int) -> bool:
+    """A quantity, duration, date, ordinal or list number: not an amount of money."""
+    if _UNIT_AFTER.match(text, right_at) or _NOT_MONEY_BEFORE.search(left):
+        return True
+    if _MONTH_BEFORE.search(left) or _DATE_AFTER.match(text, right_at):
+        return True
+    year = n.value.is_integer() and 1900 <= n.value <= 2100 and n.end - n.start == 4
+    if year and _YEAR_BEFORE.search(left):
+        return True
+    line_start = left.rsplit("\n", 1)[-1].strip() in ("", "(")
+    return line_start and _LIST_MARK.match(text, n.end) is not None
+
+
+def money(text: str, skip: list[tuple[int, int]], names: Collection[float] = ()) -> list[Money]:
+    """Every mention of money in ``text``, numbers inside ``skip`` (ids, tracking) left out.
+
+    A number is money when a currency symbol, code or word stands next to it ("80元", "$5k",
+    "fifty dollars"), when a credit word does ("a 20 voucher", "500积分"), when a percent sign
+    or "折" follows it, or, without any unit, when its sentence promises money ("we will refund
+    120"). Bare numbers in ``names`` (digits of the customer's own product names, "Pro 3") are
+    names there. Durations, quantities, dates, sizes and list numbers are not money.
+    """
+    numbers = all_numbers(text, skip)
+    if not numbers:
+        return []
+    sentences, clauses = _spans(text, _SENTENCE_END), _spans(text, _CLAUSE_END)
+    found = (_read(text, n, sentences, clauses, names) for n in numbers)
+    return [m for m in found if m is not None]
+
+
+def _read(
+    text: str,
+    n: Number,
+    sentences: list[tuple[int, int]],
+    clauses: list[tuple[int, int]],
+    names: Collection[float],
+) -> Money | None:
+    """``n`` as money, or None when it is a quantity, a date, a name or a bare number."""
+    first, last = n.start, n.end
+    if n.partner:  # a range: the unit or currency of either end applies to both
+        first, last = min(first, n.partner[0]), max(last, n.partner[1])
+    left = text[max(0, first - 24) : first]
+    right_at = last
+    if tail := _RANGE_TAIL.match(text, last):
+        right_at = tail.end()
+    clause = _around(clauses, n.start)
+    promise = bool(PROMISE.search(text, *_around(sentences, n.start)))
+    reported = bool(_REPORTED.search(text, *clause)) and not _COMMITS.search(text, *clause)
+    written = text[n.start : n.end]
+    if (pct := _PERCENT_AFTER.match(text, right_at)) or left.endswith("百分之"):
+        written = text[n.start : pct.end()] if pct else written
+        return Money(n.value, "percent", written, _ANY, True, promise, reported)
+    if off := _DISCOUNT_AFTER.match(text, right_at):
+        # "8折" (pay 80%) is 20% off, and always an offer of money.
+        tenths = n.value if n.value < 10 else n.value / 10
+        off_pct = round(100 - 10 * tenths, 2)
+        return Money(off_pct, "percent", text[n.start : off.end()], _ANY, True, True, reported)
+    if marker := _currency(text, n, first, right_at):
+        value = n.value / 100 if marker.word.lower().startswith("cent") else n.value
+        written = text[min(marker.start, first) : max(marker.end, n.end)].strip()
+        return Money(value, "amount", written, marker.currencies, True, promise, reported)
+    if n.k or _not_money(text, n, left, right_at):
+        return None
+    if _credit_near(text, n, clause) or _OFF_AFTER.match(text, right_at):
+        return Money(n.value, "amount", written, _ANY, True, promise, reported)
+    small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
+    if small_word or (not n.spelled and n.value in names) or not promise:
+        return None
+    return Money(n.value, "amount", written, _ANY, False, promise, reported)
