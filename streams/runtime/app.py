@@ -179,7 +179,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
             await pipeline.run_stage(stage.name, event.value, _source(event), _headers(event))
 
         async def shed(event: Any) -> None:
-            await pipeline.shed(stage.name, event.value, _source(event))
+            await pipeline.shed(stage.name, event.value, _source(event), _headers(event))
 
         async def agent(stream: Any) -> None:
             await scheduler.run(stream.noack(), handle, shed)

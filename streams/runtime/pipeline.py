@@ -16,7 +16,7 @@ from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
 from agents.orders import OrderStore
 from agents.outcome import Outcome
-from schemas.baton import Baton, IndexUpdate
+from schemas.baton import Baton
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
@@ -26,6 +26,7 @@ from streams.runtime import context, dead_letters, erasure, expiry, ownership, r
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
+from streams.runtime.index import CustomerIndex
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
@@ -67,6 +68,9 @@ class Pipeline:
         )
         self.redelivery = Redelivery(
             self.batons, self.out, self.gate, self.observer, self.topics.replies
+        )
+        self.index = CustomerIndex(
+            self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
 
     async def intake(self, value: bytes | None, source: Source) -> None:
@@ -136,18 +140,22 @@ class Pipeline:
                 await self._fail_ticket(record, stage, dl)
                 self.observer.stage_done(stage, "failed", 0.0)
 
-    async def shed(self, stage: StageName, value: bytes | None, source: Source) -> None:
+    async def shed(
+        self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> None:
         """Dead-letter a record its session's full queue has no room for: no model, no reply.
 
-        A copy of a ticket the baton knows (in flight or answered) is settled as usual instead:
-        the session's later tickets may be waiting for it at the gate.
+        A copy of a ticket the baton knows (in flight or answered), an erasure request and a
+        record that is not a valid signed one go through ``run_stage`` as usual: the session's
+        later tickets may be waiting for the copy at the gate, an erasure is never dropped.
         """
         try:
             ticket: Ticket | None = parse(StageRecord, value).ticket
         except InvalidRecord:
             ticket = None  # run_stage dead-letters it as invalid
-        if ticket is None or self.redelivery.known(ticket):
-            await self.run_stage(stage, value, source)
+        untrusted = self.signer.problem(BY_NAME[stage].source_topic(self.topics), value, headers)
+        if ticket is None or untrusted or self.redelivery.known(ticket):
+            await self.run_stage(stage, value, source, headers)
             return
         self.observer.record_in(stage)
         cap = self.settings.max_queued_per_session
@@ -258,7 +266,7 @@ class Pipeline:
         """The reply is published and recorded: report it, free the session, index it."""
         self.observer.reply(reply, replies.age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
-        await self._send_index(baton, reply.ticket_id)
+        await self.index.send(baton, reply.ticket_id)
 
     async def _refuse(
         self, record: StageRecord, stage: StageName, problem: str, source: Source
@@ -303,19 +311,7 @@ class Pipeline:
 
     async def apply_index(self, value: bytes | None, headers: Headers | None = None) -> None:
         """Fold one signed session summary into the customer's index."""
-        if problem := self.signer.problem(self.topics.memory_index, value, headers):
-            log.error("ignoring an index update (%s): %s", UNTRUSTED, problem)
-            return
-        if erasure.requested(headers):
-            erasure.erase_index(self.batons, value)
-            return
-        try:
-            update = parse(IndexUpdate, value)
-        except InvalidRecord as exc:
-            log.error("ignoring an invalid index update: %s", exc)
-            return
-        since = expiry.index_since(self.settings)
-        self.batons.merge_index(update.customer_id, update.summary, since)
+        self.index.apply(value, headers)
 
     async def expire_sessions(
         self, owned: Callable[[str], bool], now: datetime | None = None
@@ -328,17 +324,9 @@ class Pipeline:
         cutoff = (now or utcnow()) - timedelta(seconds=self.settings.session_ttl_s)
         self.budgets.sweep()
         return await expiry.expire_batons(
-            self.batons, owned, cutoff, lambda b: self._send_index(b, None, expired=True)
+            self.batons, owned, cutoff, lambda b: self.index.send(b, None, expired=True)
         )
 
     async def sweep_index(self, now: datetime | None = None) -> expiry.IndexSweep:
         """Drop index entries past the retention; only the index agent's worker calls it."""
-        return await expiry.sweep_index(self.batons, expiry.index_since(self.settings, now))
-
-    async def _send_index(self, baton: Baton, ticket_id: str | None, expired: bool = False) -> None:
-        if baton.customer_id:
-            update = IndexUpdate(
-                customer_id=baton.customer_id,
-                summary=memory.summarize(baton, ticket_id, expired=expired),
-            )
-            await self.out.send(self.topics.memory_index, baton.customer_id, dumps(update))
+        return await self.index.sweep(now)

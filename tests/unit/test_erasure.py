@@ -61,3 +61,12 @@ async def test_an_erasure_waits_for_the_ticket_in_flight(pipeline: Pipeline) -> 
 def test_only_the_marked_records_are_requests() -> None:
     assert erasure.requested(erasure.headers())
     assert not erasure.requested(None) and not erasure.requested([("baton-control", b"x")])
+
+
+async def test_an_erasure_is_never_shed_with_a_flooding_sessions_tickets(
+    pipeline: Pipeline,
+) -> None:
+    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
+    request = dumps(Erasure(request_id="r2", customer_id="C1", session_id="S1"))
+    await pipeline.shed("understand", request, Source(), erasure.headers())
+    assert state(pipeline).batons.tombstones == ["S1"]

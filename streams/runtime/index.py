@@ -1,0 +1,59 @@
+"""The customer index as the pipeline keeps it: session summaries sent, applied and swept."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from agents import memory
+from agents.guards import UNTRUSTED
+from schemas.baton import Baton, IndexUpdate
+from schemas.codec import InvalidRecord, dumps, parse
+from streams.runtime import erasure, expiry
+from streams.runtime.batons import BatonStore
+from streams.runtime.signing import Headers, Signer
+from streams.runtime.sink import Sink
+from streams.settings import Settings
+
+log = logging.getLogger("baton.index")
+
+
+@dataclass(frozen=True)
+class CustomerIndex:
+    """Sends a session's summary to the index topic; folds, erases and sweeps on its worker."""
+
+    settings: Settings
+    batons: BatonStore
+    signer: Signer
+    out: Sink
+    topic: str
+
+    async def send(self, baton: Baton, ticket_id: str | None, expired: bool = False) -> None:
+        """Send the session's summary keyed by its own customer (none for a guest's session)."""
+        if baton.customer_id:
+            update = IndexUpdate(
+                customer_id=baton.customer_id,
+                summary=memory.summarize(baton, ticket_id, expired=expired),
+            )
+            await self.out.send(self.topic, baton.customer_id, dumps(update))
+
+    def apply(self, value: bytes | None, headers: Headers | None = None) -> None:
+        """Fold one signed summary into the customer's index, or apply an erasure request."""
+        if problem := self.signer.problem(self.topic, value, headers):
+            log.error("ignoring an index update (%s): %s", UNTRUSTED, problem)
+            return
+        if erasure.requested(headers):
+            erasure.erase_index(self.batons, value)
+            return
+        try:
+            update = parse(IndexUpdate, value)
+        except InvalidRecord as exc:
+            log.error("ignoring an invalid index update: %s", exc)
+            return
+        since = expiry.index_since(self.settings)
+        self.batons.merge_index(update.customer_id, update.summary, since)
+
+    async def sweep(self, now: datetime | None = None) -> expiry.IndexSweep:
+        """Drop entries past the retention; only the index agent's worker calls it."""
+        return await expiry.sweep_index(self.batons, expiry.index_since(self.settings, now))
