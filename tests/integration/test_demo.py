@@ -18,12 +18,18 @@ from tests.fixtures.paths import ROOT
 pytestmark = pytest.mark.integration
 
 
+def _clean_env() -> dict[str, str]:
+    """The environment of a fresh shell: none of the developer's baton or Anthropic settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
 @pytest.mark.timeout(300)
 def test_the_demo_answers_every_sample_ticket_and_says_the_model_is_offline(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
-    env["PYTHONPATH"] = str(ROOT)
+    env = _clean_env()
     done = subprocess.run(
         [sys.executable, "-m", "streams", "demo"],
         env=env,
@@ -67,8 +73,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.timeout(200)
 def test_sigterm_stops_the_demo_and_everything_it_started(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
-    env["PYTHONPATH"] = str(ROOT)
+    env = _clean_env()
     demo = subprocess.Popen(
         [sys.executable, "-m", "streams", "demo"],
         env=env,

@@ -173,8 +173,6 @@ async def test_a_later_session_resolves_the_earlier_order_after_a_restart(
 async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
     deployment: Deployment,
 ) -> None:
-    from aiokafka import AIOKafkaConsumer
-
     deployment.import_orders(ORDERS)
     deployment.start_worker(BATON_SESSION_TTL="2", BATON_EXPIRY_INTERVAL="1")
     await deployment.publish_tickets(
@@ -183,13 +181,7 @@ async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
     assert (await deployment.replies(1))[0].order_id == "O-1002"
 
     changelog = f"baton-{deployment.namespace}-batons-changelog"
-    consumer = AIOKafkaConsumer(
-        changelog,
-        bootstrap_servers=deployment.broker.bootstrap,
-        group_id=None,
-        auto_offset_reset="earliest",
-        metadata_max_age_ms=500,
-    )
+    consumer = deployment.reader(changelog)
     await consumer.start()
     tombstones: list[bytes] = []
     try:
@@ -212,8 +204,6 @@ async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
 async def test_the_customer_index_forgets_a_customer_past_its_retention(
     deployment: Deployment,
 ) -> None:
-    from aiokafka import AIOKafkaConsumer
-
     deployment.import_orders(ORDERS)
     # Three seconds of retention: the index sweep on the worker running the index agent drops
     # the summary and tombstones the customer's key, outside any stream.
@@ -226,13 +216,7 @@ async def test_the_customer_index_forgets_a_customer_past_its_retention(
     assert (await deployment.replies(1))[0].order_id == "O-1002"
 
     changelog = f"baton-{deployment.namespace}-customers-changelog"
-    consumer = AIOKafkaConsumer(
-        changelog,
-        bootstrap_servers=deployment.broker.bootstrap,
-        group_id=None,
-        auto_offset_reset="earliest",
-        metadata_max_age_ms=500,
-    )
+    consumer = deployment.reader(changelog)
     await consumer.start()
     records: list[tuple[bytes | None, bytes | None]] = []
     try:

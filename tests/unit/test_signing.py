@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 
 from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
 from schemas import DeadLetter, MemoryIndex, Reply, StageRecord, dumps
-from streams.observe.observer import CountingObserver
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.signing import HEADER, Signer
-from streams.settings import Settings, SettingsError, load
-from streams.testing import MemorySink, MemoryState
+from streams.settings import SettingsError, load
+from streams.testing import MemorySink
 from tests.fixtures.data import ticket
+from tests.fixtures.pipelines import in_memory
 
 OLD = ("k1", "an-old-secret-of-32-characters!!")
 NEW = ("k2", "a-new-secret-of-32-characters!!!")
@@ -60,14 +59,7 @@ def test_signing_keys_setting() -> None:
 
 @pytest.fixture
 def signed(store: SQLiteOrderStore) -> Pipeline:
-    return Pipeline(
-        settings=Settings(namespace="u", signing_keys=(NEW, OLD)),
-        llm=OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-        observer=CountingObserver(),
-    )
+    return in_memory(store, signing_keys=(NEW, OLD))
 
 
 def out(p: Pipeline) -> MemorySink:
