@@ -391,12 +391,20 @@ async def test_a_poison_record_is_dead_lettered_after_bounded_attempts_and_the_p
         ticket_record(
             f"{p}from-text", f"{p}s-text", f"{p}c", "My kettle, bought 5000 years ago, leaks."
         ),
-        ticket_record(f"{p}next", poison.session_id, f"{p}c", "Can it be repaired instead?"),
         *(ticket_record(f"{p}t-{s}", s, f"{p}c", OPENING[KETTLE]) for s in neighbours),
     ]
     await deployment.publish_tickets(after)
-    replies = {r.ticket_id: r for r in await delivery.replies(deployment, 1 + len(after))}
     letters = [dl for dl, _ in await deployment.dead_letters(1)]
+    # The other system repairs its row; the session (its owner's) goes on where it was.
+    with sqlite3.connect(deployment.data_dir / "orders.sqlite3") as db:
+        db.execute(
+            "UPDATE orders SET ordered_at = ? WHERE customer_id = ?",
+            ("2026-11-01T09:30:00+00:00", f"{p}bad"),
+        )
+    follow_up = ticket_record(f"{p}next", poison.session_id, f"{p}bad", "Can it be repaired?")
+    await deployment.publish_tickets([follow_up])
+    after.append(follow_up)
+    replies = {r.ticket_id: r for r in await delivery.replies(deployment, 1 + len(after))}
     assert sorted(replies) == sorted([poison.ticket_id, *(t["ticket_id"] for t in after)])
     (dl,) = letters
     assert (dl.ticket_id, dl.stage, dl.reason, dl.attempts) == (

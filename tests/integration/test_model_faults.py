@@ -17,6 +17,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from agents.models.prices import PRICES, cost, price_for
+from agents.prompts import PROMPT_VERSION
 from schemas import Baton, CallUsage, DeadLetter, Reply
 from schemas.records import UsageTotals
 from tests.fixtures import delivery
@@ -180,7 +181,7 @@ def test_every_ticket_is_answered_exactly_once_and_no_letter_is_extra(run: Run) 
         assert (reply.status == "answered") == (not letters), (reply.ticket_id, letters)
         for dl in letters:
             assert dl.ticket is not None and dl.ticket.ticket_id == reply.ticket_id
-            assert dl.prompt_version == "p2" and dl.model and dl.attempts >= 1
+            assert dl.prompt_version == PROMPT_VERSION and dl.model and dl.attempts >= 1
 
 
 def test_invalid_json_is_reasked_once_then_the_rules_answer(run: Run) -> None:

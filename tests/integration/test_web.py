@@ -130,18 +130,15 @@ def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) 
 async def test_token_protects_every_view(deployment: Deployment) -> None:
     worker = deployment.start_worker(BATON_WEB_TOKEN=TOKEN, BATON_LOG_FORMAT="text")
     await health_until_ready(worker, TOKEN)
-    for path in (
-        "/health",
-        "/metrics",
-        "/dashboard",
-        "/dashboard/data.json",
-        "/router/",
-        "/table/",
-    ):
+    for path in ("/metrics", "/dashboard", "/dashboard/data.json", "/router/", "/table/"):
         status, _, _ = await get(worker, path)
         assert status == 401, path
         status, _, _ = await get(worker, path, token="not-the-token")
         assert status == 401, path
+    # A liveness probe needs no token and learns nothing but the status.
+    for token in (None, "not-the-token"):
+        status, _, body = await get(worker, "/health", token)
+        assert status == 200 and orjson.loads(body) == {"status": "ready"}
     for path in ("/router/", "/table/", "/table/batons/", "/"):
         status, _, _ = await get(worker, path, TOKEN)
         assert status == 404, path
