@@ -52,6 +52,7 @@ async def test_intruders_and_forged_records_are_dead_lettered_and_never_answered
         "f1": ("untrusted_record", "strategy"),
     }
     replies = await deployment.replies(2)
+    # One session, so one partition: its replies come in order.
     assert [r.ticket_id for r in replies] == ["a1", "a2"]
     assert replies[1].order_id == "O-1001" and "9999" not in replies[1].reply
 
@@ -83,8 +84,8 @@ async def test_forget_erases_a_customers_sessions_and_index(deployment: Deployme
     await deployment.publish_tickets(
         [ticket_record("a3", "s-a3", "c-ana", "What happened with the order I asked about?")]
     )
-    replies = await deployment.replies(4)
-    assert replies[-1].ticket_id == "a3" and replies[-1].order_id is None
+    replies = {r.ticket_id: r for r in await deployment.replies(4)}
+    assert replies["a3"].order_id is None
 
 
 def test_forget_refuses_a_bad_customer_id(deployment: Deployment) -> None:
