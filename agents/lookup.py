@@ -10,10 +10,11 @@ from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderStore, StoreUnavailable
 from agents.outcome import Failure, Outcome
 from agents.prompts import EarlierSession
+from agents.rules import recall
 from agents.rules.choosing import choose_rules
 from agents.rules.matching import product_score
 from agents.rules.time_hints import time_score
-from schemas.baton import Baton
+from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Understanding
 
@@ -88,6 +89,7 @@ async def look_up(
     llm: LLM,
     *,
     earlier: list[EarlierSession] | None = None,
+    history: list[OrderMemory] | None = None,
     reask_limit: int = 1,
     tokens_left: int | None = None,
     now: datetime | None = None,
@@ -104,8 +106,28 @@ async def look_up(
     if not orders:
         return Outcome(_match(None, "none", 1.0, "the customer has no orders", []))
     by_id = {o.order_id: o for o in orders}
-    ranked = rank(understanding, orders, now or datetime.now(UTC))
+    now = now or datetime.now(UTC)
+    ranked = rank(understanding, orders, now)
     earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
+
+    product = understanding.product
+    alike = [o for o in orders if product and product_score(product, o.product_name) >= 0.5]
+    told = recall.clues(ticket.text)
+    pointed = None
+    if recall.applies(told, product, understanding.refers_to_earlier, len(alike)):
+        pointed = recall.resolve(
+            ticket.text,
+            product,
+            history or [],
+            recall.known_orders(orders),
+            current=baton.order_id,
+            now=now,
+        )
+    if pointed is not None:
+        chosen = by_id[pointed.order_id] if pointed.order_id else None
+        method = "history" if chosen else "none"
+        found = _match(chosen, method, 0.85 if chosen else 0.6, recall.explain(pointed), ranked)
+        return Outcome(found.model_copy(update={"recall": pointed}))
 
     if understanding.refers_to_earlier and not understanding.product and earlier_ids:
         order = by_id[earlier_ids[0]]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from schemas.baton import Baton, ChainEntry, MemoryIndex, SessionSummary, TicketMemory
+from agents.history import merge_orders
+from schemas.baton import (
+    Baton,
+    ChainEntry,
+    MemoryIndex,
+    OrderMemory,
+    SessionSummary,
+    TicketMemory,
+)
 from schemas.records import Reply, StageName, Ticket, utcnow
 from schemas.stages import OrderMatch, Snapshot, Understanding
 
@@ -77,7 +85,11 @@ def apply_understanding(baton: Baton, ticket: Ticket, u: Understanding) -> Baton
     """Record the ticket's core problem and the entities it is about."""
     switched = bool(u.product and baton.product and u.product != baton.product)
     memory = TicketMemory(
-        ticket_id=ticket.ticket_id, core_problem=u.core_problem, product=u.product, demand=u.demand
+        ticket_id=ticket.ticket_id,
+        core_problem=u.core_problem,
+        product=u.product,
+        problem=u.problem,
+        demand=u.demand,
     )
     products = baton.products_mentioned
     if u.product and u.product not in products:
@@ -113,7 +125,10 @@ def apply_match(baton: Baton, ticket: Ticket, match: OrderMatch) -> Baton:
     memory = _memory(baton, ticket.ticket_id)
     tickets = baton.tickets
     if memory is not None:
-        tickets = _with_memory(baton, memory.model_copy(update={"order_id": match.order_id}))
+        status = str(match.order.status) if match.order else None
+        tickets = _with_memory(
+            baton, memory.model_copy(update={"order_id": match.order_id, "order_status": status})
+        )
     flags = list(baton.flags)
     if match.method == "unavailable":
         flags.append(f"order store unavailable at {ticket.ticket_id}")
@@ -203,22 +218,30 @@ def index_with(
     summary: SessionSummary,
     keep: int = INDEX_KEEP,
     since: datetime | None = None,
+    orders: list[OrderMemory] | None = None,
 ) -> MemoryIndex:
-    """Put ``summary`` in the index, replacing the session's previous entry.
+    """Put ``summary`` in the index, replacing the session's previous entry, and fold in the
+    session's ``orders``.
 
-    The newest ``keep`` sessions are kept, and none older than ``since``.
+    The newest ``keep`` sessions (and orders) are kept, and none older than ``since``.
     """
     previous = index.sessions if index else []
     others = [s for s in previous if s.session_id != summary.session_id]
     merged = sorted([summary, *others], key=lambda s: s.at, reverse=True)
     if since is not None:
         merged = [s for s in merged if s.at >= since]
-    return MemoryIndex(key=key, sessions=merged[:keep])
+    history = merge_orders(index.orders if index else [], orders or [], keep, since)
+    return MemoryIndex(key=key, sessions=merged[:keep], orders=history)
 
 
 def index_since(index: MemoryIndex, since: datetime) -> MemoryIndex:
-    """The index without the sessions whose last ticket is older than ``since``."""
-    return index.model_copy(update={"sessions": [s for s in index.sessions if s.at >= since]})
+    """The index without the sessions (and orders) last discussed before ``since``."""
+    return index.model_copy(
+        update={
+            "sessions": [s for s in index.sessions if s.at >= since],
+            "orders": [o for o in index.orders if o.at >= since],
+        }
+    )
 
 
 def earlier_sessions(

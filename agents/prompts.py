@@ -11,11 +11,11 @@ from pydantic import BaseModel, Field
 
 from agents.instructions import HANDBOOK, STAGE_TEXTS
 from agents.models.llm import Prompt
-from schemas.baton import Baton, SessionSummary
+from schemas.baton import Baton, OrderMemory, SessionSummary
 from schemas.records import Order, StageName, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 
-PROMPT_VERSION = "p3"
+PROMPT_VERSION = "p4"
 # Every stage's system prompt starts with it, so it is a cache breakpoint of its own.
 SHARED_PREFIX = HANDBOOK
 
@@ -70,6 +70,30 @@ class EarlierSession(BaseModel):
         )
 
 
+class HistoryFact(BaseModel):
+    """An order the customer discussed before, as the prompt shows it."""
+
+    order_id: str
+    product: str | None = None
+    asked: list[str] = Field(default_factory=list, description="What the customer asked for.")
+    decided: str | None = None
+    problems: list[str] = Field(default_factory=list)
+    told_status: str | None = None
+    at: str = ""
+
+    @classmethod
+    def of(cls, entry: OrderMemory) -> HistoryFact:
+        return cls(
+            order_id=entry.order_id,
+            product=entry.product,
+            asked=list(entry.demands),
+            decided=entry.decision,
+            problems=entry.problems,
+            told_status=entry.told_status,
+            at=entry.at.date().isoformat(),
+        )
+
+
 class SessionFacts(BaseModel):
     """The baton, reduced to what a prompt needs."""
 
@@ -116,6 +140,7 @@ class Facts(BaseModel):
     session: SessionFacts
     orders: list[OrderFact] = Field(default_factory=list)
     earlier: list[EarlierSession] = Field(default_factory=list)
+    history: list[HistoryFact] = Field(default_factory=list)
     understanding: Understanding | None = None
     match: OrderMatch | None = None
     from_customer: list[str] = Field(
@@ -130,6 +155,7 @@ _FROM_CUSTOMER = (
     ("session.product", lambda f: f.session.product),
     ("session.problem", lambda f: f.session.problem),
     ("earlier", lambda f: f.earlier),
+    ("history", lambda f: f.history),
     ("understanding", lambda f: f.understanding),
 )
 
@@ -213,6 +239,7 @@ def build(
     baton: Baton,
     orders: list[Order],
     earlier: list[EarlierSession] | None = None,
+    history: list[OrderMemory] | None = None,
     understanding: Understanding | None = None,
     match: OrderMatch | None = None,
     max_tokens: int = 1024,
@@ -226,6 +253,7 @@ def build(
         session=SessionFacts.of(baton, ticket.ticket_id),
         orders=[OrderFact.of(o) for o in orders],
         earlier=earlier or [],
+        history=[HistoryFact.of(e) for e in history or []],
         understanding=understanding,
         match=match.model_copy(update={"candidates": [], "order": None}) if match else None,
     )

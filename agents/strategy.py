@@ -19,7 +19,7 @@ from agents.orders import OrderStore
 from agents.outcome import Failure, Outcome
 from agents.rules.reply import strategy_rules
 from schemas.baton import Baton
-from schemas.records import Ticket
+from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding
 
 
@@ -62,6 +62,14 @@ def holding_reply(u: Understanding, match: OrderMatch) -> StrategyDraft:
     )
 
 
+def asked_about(match: OrderMatch, orders: list[Order]) -> list[Order]:
+    """The customer's orders a reference fits equally, to ask which one (the store's copies)."""
+    if match.recall is None or match.recall.method != "ask":
+        return []
+    fitting = {c.order_id for c in match.recall.candidates}
+    return [o for o in orders if o.order_id in fitting]
+
+
 async def decide(
     ticket: Ticket,
     baton: Baton,
@@ -89,7 +97,7 @@ async def decide(
         StrategyDraft,
         ticket=ticket,
         baton=baton,
-        orders=[order] if order else [],
+        orders=[order] if order else asked_about(match, checked.orders),
         understanding=understanding,
         match=match,
     )

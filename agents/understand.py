@@ -7,9 +7,10 @@ from agents.asking import Validator, ask
 from agents.models.llm import LLM, OutputInvalid
 from agents.outcome import Outcome
 from agents.prompts import EarlierSession, Facts
+from agents.rules import recall
 from agents.rules.matching import normalize, product_score
 from agents.rules.understanding import understand_rules
-from schemas.baton import Baton
+from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import Understanding
 
@@ -24,6 +25,7 @@ def grounded_in(facts: Facts) -> Validator[Understanding]:
         *facts.session.core_problems,
         *(o.product_name for o in facts.orders),
         *(e.product or "" for e in facts.earlier),
+        *(h.product or "" for h in facts.history),
     ]
 
     def grounded(value: Understanding) -> None:
@@ -47,12 +49,22 @@ async def understand(
     *,
     orders: list[Order],
     earlier: list[EarlierSession] | None = None,
+    history: list[OrderMemory] | None = None,
     reask_limit: int = 1,
     tokens_left: int | None = None,
 ) -> Outcome[Understanding]:
     """Extract product, problem, demand, time hint and core problem from ticket + baton."""
+    shown = recall.relevant(
+        ticket.text, history or [], recall.known_orders(orders), current=baton.order_id
+    )
     prompt = prompts.build(
-        "understand", Understanding, ticket=ticket, baton=baton, orders=orders, earlier=earlier
+        "understand",
+        Understanding,
+        ticket=ticket,
+        baton=baton,
+        orders=orders,
+        earlier=earlier,
+        history=shown,
     )
     asked = await ask(
         llm,

@@ -17,8 +17,12 @@ class TicketMemory(BaseModel):
     ticket_id: str
     core_problem: str
     product: str | None = None
+    problem: str | None = Field(default=None, description="The problem, in a few words.")
     demand: Demand | None = None
     order_id: str | None = None
+    order_status: str | None = Field(
+        default=None, description="The matched order's status in the store when it was matched."
+    )
     status: str | None = Field(default=None, description="The reply's status once answered.")
     at: datetime = Field(default_factory=utcnow)
 
@@ -111,19 +115,44 @@ class SessionSummary(BaseModel):
     expired: bool = Field(default=False, description="The session's baton has expired.")
 
 
+class OrderMemory(BaseModel):
+    """One order a customer's session discussed: what was asked, decided and told, and when."""
+
+    order_id: str
+    product: str | None = Field(default=None, description="The product, as the session named it.")
+    demands: list[Demand] = Field(
+        default_factory=list, description="What the customer asked for about it, oldest first."
+    )
+    problems: list[str] = Field(default_factory=list, description="The problems raised about it.")
+    decision: Demand | None = Field(
+        default=None, description="What the last answered ticket about it acted on."
+    )
+    told_status: str | None = Field(
+        default=None, description="The order's status when the customer was last answered."
+    )
+    session_id: str = Field(description="The session that last discussed it.")
+    at: datetime = Field(default_factory=utcnow, description="When it was last discussed.")
+
+
 class MemoryIndex(BaseModel):
-    """A customer's sessions, most recent first (bounded)."""
+    """A customer's sessions and the orders they discussed, most recent first (bounded)."""
 
     key: str
     sessions: list[SessionSummary] = Field(default_factory=list)
+    orders: list[OrderMemory] = Field(
+        default_factory=list, description="Every order the sessions discussed, newest first."
+    )
 
 
 class IndexUpdate(BaseModel):
-    """A session's latest summary, sent to the index topic keyed by customer_id."""
+    """A session's latest summary and its orders, sent to the index topic keyed by customer_id."""
 
     schema_version: int = SCHEMA_VERSION
     customer_id: str
     summary: SessionSummary
+    orders: list[OrderMemory] = Field(
+        default_factory=list, description="Every order the session discussed."
+    )
 
 
 class Erasure(BaseModel):

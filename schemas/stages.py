@@ -64,6 +64,26 @@ class OrderChoice(BaseModel):
     reason: NonBlank = Field(description="Why this order (or none).")
 
 
+RecallMethod = Literal["demand", "status", "time", "product", "ask"]
+
+
+class Recall(BaseModel):
+    """How a reference to an order discussed before was resolved, and on what evidence."""
+
+    method: RecallMethod = Field(
+        description="What told the order apart: what was done or asked about it, its status, "
+        "when it was bought or discussed, the product's words; ask: several fit equally."
+    )
+    evidence: list[str] = Field(description="The customer's words each clue was read from.")
+    order_id: str | None = Field(description="The order referred to; null when asking.")
+    candidates: list[OrderCandidate] = Field(
+        default_factory=list, description="The orders that fit equally (method ask)."
+    )
+    session_id: str | None = Field(
+        default=None, description="The session that last discussed the order."
+    )
+
+
 class OrderMatch(BaseModel):
     """The look-up agent's result: an order from the store, or none."""
 
@@ -73,6 +93,9 @@ class OrderMatch(BaseModel):
     confidence: float = Field(ge=0, le=1)
     reason: str
     candidates: list[OrderCandidate] = Field(default_factory=list)
+    recall: Recall | None = Field(
+        default=None, description="How a reference to an order discussed before was resolved."
+    )
 
 
 class StrategyDraft(BaseModel):

@@ -88,6 +88,25 @@ def _action(case: str, zh: bool, oid: str | None, order: OrderFact | None, what:
     )
 
 
+def _which(zh: bool, orders: list[OrderFact]) -> str:
+    """Ask which of the orders that fit equally the customer means; promise nothing yet."""
+    if zh:
+        listed = "、".join(
+            f"{o.product_name}（订单 {o.order_id}，{_status(o.status, zh)}）" for o in orders
+        )
+        return (
+            f"您的账户中有几个订单都符合您的描述：{listed}。"
+            "请问您指的是哪一个？确认后我会马上为您处理。"
+        )
+    listed = "; ".join(
+        f"{o.product_name} (order {o.order_id}, {_status(o.status, zh)})" for o in orders
+    )
+    return (
+        f"More than one order on your account fits what you describe: {listed}. Which one do "
+        "you mean? As soon as you tell me, I will take care of it."
+    )
+
+
 def strategy_rules(facts: Facts) -> StrategyDraft:
     """Decide and write a policy-respecting reply in the customer's language."""
     u = facts.understanding or understand_rules(facts)
@@ -107,9 +126,14 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
         )
     elif facts.match is not None and facts.match.method == "unavailable":
         case = "store_unavailable"
+    elif facts.match is not None and facts.match.recall and facts.orders:
+        case = "which_order"
     else:
         case = "no_order"
-    actions = [_action(c, zh, oid, order, what) for c in dict.fromkeys((handoff or case, case))]
+    actions = [
+        _which(zh, facts.orders) if c == "which_order" else _action(c, zh, oid, order, what)
+        for c in dict.fromkeys((handoff or case, case))
+    ]
     if zh:
         issue = PROBLEMS[key][4] if key else f"出现的问题（{u.problem[:80]}）"
         parts = [f"您好，很抱歉您的{pad(what)}{issue}。"]
@@ -126,7 +150,7 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
         if oid:
             detail = f"{what}, {_status(order.status, zh)}" if order else what
             parts.append(f"I found your order {oid} ({detail}).")
-    silent = ("no_order", "store_unavailable", "closed", "other")
+    silent = ("no_order", "which_order", "store_unavailable", "closed", "other")
     if (handoff or case in silent) and u.demand in DEMAND_ACK:
         parts.append(DEMAND_ACK[u.demand][zh])
     if facts.match is not None and facts.match.method == "history":

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import cast
+from datetime import UTC, date, datetime
+from typing import cast, get_args
 
 from agents.prompts import Facts
 from agents.rules.matching import (
@@ -28,8 +29,13 @@ from agents.rules.phrases import (
     pad,
     problem_key,
 )
+from agents.rules.recall import known, resolve
 from agents.rules.time_hints import extract_time_hint
-from schemas.stages import Demand, Understanding
+from schemas.baton import OrderMemory
+from schemas.records import utcnow
+from schemas.stages import Demand, Recall, Understanding
+
+DEMAND_NAMES = frozenset(get_args(Demand))
 
 
 def _core_problem(
@@ -57,6 +63,33 @@ def _core_problem(
     return f"{subject} has a problem ({problem[:120]}) and {clause}."
 
 
+def _recall(facts: Facts) -> Recall | None:
+    """The earlier order the message points back to by its clues, or None."""
+    history = [
+        OrderMemory(
+            order_id=h.order_id,
+            product=h.product,
+            demands=[d for d in h.asked if d in DEMAND_NAMES],
+            decision=h.decided if h.decided in DEMAND_NAMES else None,
+            problems=h.problems,
+            session_id="",
+            at=datetime.combine(date.fromisoformat(h.at), datetime.min.time(), UTC)
+            if h.at
+            else utcnow(),
+        )
+        for h in facts.history
+    ]
+    orders = [known(o.order_id, o.product_name, o.status, o.ordered_at) for o in facts.orders]
+    return resolve(facts.message, None, history, orders, current=facts.session.order_id)
+
+
+def _continued(facts: Facts, recalled: Recall) -> Demand:
+    """A follow-up on an earlier order with no new request continues what was asked then."""
+    entry = next((h for h in facts.history if h.order_id == recalled.order_id), None)
+    asked = [d for d in ([entry.decided] if entry else []) + (entry.asked if entry else []) if d]
+    return cast(Demand, asked[0]) if asked and asked[0] in DEMAND_NAMES else "information"
+
+
 def understand_rules(facts: Facts) -> Understanding:
     """Read product, problem, demand and time from the message, the session and the orders."""
     message, session = facts.message, facts.session
@@ -70,8 +103,13 @@ def understand_rules(facts: Facts) -> Understanding:
         if rivals:  # Several orders fit the words equally: keep the customer's own word.
             product = mentions[0]
     named = product is not None or bool(mentions)
-    refers = not named and bool(EARLIER.search(norm))
+    recalled = None if named else _recall(facts)
+    refers = not named and (recalled is not None or bool(EARLIER.search(norm)))
     past = next((e for e in facts.earlier if e.product), None) if refers else None
+    if recalled is not None:
+        past = None  # The clues chose an order; the latest session may be about another.
+        if recalled.order_id:
+            product = next(o.product_name for o in facts.orders if o.order_id == recalled.order_id)
     if product is None and mentions:
         current = session.product
         product = current if current and product_score(mentions[0], current) >= 0.5 else mentions[0]
@@ -82,6 +120,9 @@ def understand_rules(facts: Facts) -> Understanding:
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
         key = problem_key(past.core_problem)
+    if key is None and recalled is not None and recalled.order_id:
+        raised = next((h.problems for h in facts.history if h.order_id == recalled.order_id), [])
+        key = problem_key(raised[-1]) if raised else None
     if key:
         problem = PROBLEMS[key][4] if zh else PROBLEMS[key][2]
     elif session.problem and same_topic:
@@ -105,6 +146,8 @@ def understand_rules(facts: Facts) -> Understanding:
     demand: Demand = (
         demands[0]
         if demands
+        else _continued(facts, recalled)
+        if recalled is not None
         else cast(Demand, previous)
         if previous and same_topic
         else DEFAULT_DEMAND.get(key or "", "other")

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from agents import memory
-from schemas.baton import Baton, MemoryIndex, SessionSummary
+from schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary
 from schemas.codec import dumps
 
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
@@ -115,14 +115,19 @@ class BatonStore:
         return MemoryIndex.model_validate_json(raw) if raw else None
 
     def merge_index(
-        self, customer_id: str, summary: SessionSummary, since: datetime | None = None
+        self,
+        customer_id: str,
+        summary: SessionSummary,
+        since: datetime | None = None,
+        orders: list[OrderMemory] | None = None,
     ) -> None:
-        """Fold one session summary into the customer's index, without sessions before ``since``.
+        """Fold one session summary and its orders into the customer's index, without what
+        was last discussed before ``since``.
 
         An index left empty (the summary itself is older) is tombstoned.
         """
         merged = memory.index_with(
-            self.index(customer_id), customer_id, summary, self.index_keep, since
+            self.index(customer_id), customer_id, summary, self.index_keep, since, orders
         )
         if merged.sessions:
             self.state.customers.put(customer_id, dumps(merged))

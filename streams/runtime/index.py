@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from agents import memory
+from agents import history, memory
 from agents.guards import UNTRUSTED
 from schemas.baton import Baton, IndexUpdate
 from schemas.codec import InvalidRecord, dumps, parse
@@ -35,6 +35,7 @@ class CustomerIndex:
             update = IndexUpdate(
                 customer_id=baton.customer_id,
                 summary=memory.summarize(baton, ticket_id, expired=expired),
+                orders=history.orders_discussed(baton),
             )
             await self.out.send(self.topic, baton.customer_id, dumps(update))
 
@@ -52,7 +53,7 @@ class CustomerIndex:
             log.error("ignoring an invalid index update: %s", exc)
             return
         since = expiry.index_since(self.settings)
-        self.batons.merge_index(update.customer_id, update.summary, since)
+        self.batons.merge_index(update.customer_id, update.summary, since, update.orders)
 
     async def sweep(self, now: datetime | None = None) -> expiry.IndexSweep:
         """Drop entries past the retention; only the index agent's worker calls it."""

@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from agents import memory
+from agents.history import recallable
 from agents.lookup import look_up
 from agents.models.llm import LLM
 from agents.orders import OrderStore, StoreUnavailable
@@ -17,7 +18,7 @@ from agents.outcome import Outcome
 from agents.prompts import EarlierSession
 from agents.strategy import decide
 from agents.understand import understand
-from schemas.baton import Baton
+from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
 from streams.kafka.topics import TopicNames
@@ -59,6 +60,11 @@ class Inputs:
         if self.record.match is None:
             raise ValueError("the record has no order match")
         return self.record.match
+
+    def history(self) -> list[OrderMemory]:
+        """The orders this customer discussed: this session's and the index's."""
+        index = self.batons.index(self.ticket.customer_id) if self.ticket.customer_id else None
+        return recallable(self.baton, index)
 
     def earlier(self) -> list[EarlierSession]:
         """The customer's other sessions (warm memory), most recent first."""
@@ -109,6 +115,7 @@ async def _understand(i: Inputs) -> Outcome[Understanding]:
         i.llm,
         orders=orders,
         earlier=i.earlier(),
+        history=i.history(),
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,
     )
@@ -122,6 +129,7 @@ async def _look_up(i: Inputs) -> Outcome[OrderMatch]:
         i.store,
         i.llm,
         earlier=i.earlier(),
+        history=i.history(),
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,
     )

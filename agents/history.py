@@ -1,0 +1,91 @@
+"""A customer's order history: every order their sessions discussed, bounded and expiring."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from schemas.baton import Baton, MemoryIndex, OrderMemory, TicketMemory
+from schemas.stages import Demand
+
+HISTORY_KEEP = 20
+DEMANDS_KEEP = 4
+PROBLEMS_KEEP = 3
+# A reply that acted on the ticket's demand; a hand-off decided nothing yet.
+_DECIDED = ("answered", "degraded")
+
+
+def _unique(values: list[str], keep: int) -> list[str]:
+    """The newest ``keep`` distinct values, oldest first."""
+    seen = list(dict.fromkeys(reversed(values)))[:keep]
+    return list(reversed(seen))
+
+
+def _entry(order_id: str, tickets: list[TicketMemory], session_id: str) -> OrderMemory:
+    decided = [t for t in tickets if t.status in _DECIDED]
+    last = decided[-1] if decided else None
+    return OrderMemory(
+        order_id=order_id,
+        product=next((t.product for t in reversed(tickets) if t.product), None),
+        demands=_unique([t.demand for t in tickets if t.demand], DEMANDS_KEEP),
+        problems=_unique([t.problem for t in tickets if t.problem], PROBLEMS_KEEP),
+        decision=last.demand if last else None,
+        told_status=next((t.order_status for t in reversed(decided) if t.order_status), None),
+        session_id=session_id,
+        at=tickets[-1].at,
+    )
+
+
+def orders_discussed(baton: Baton) -> list[OrderMemory]:
+    """Every order the session's tickets were about, most recently discussed first."""
+    by_order: dict[str, list[TicketMemory]] = {}
+    for ticket in baton.tickets:
+        if ticket.order_id:
+            by_order.setdefault(ticket.order_id, []).append(ticket)
+    entries = [_entry(oid, tickets, baton.session_id) for oid, tickets in by_order.items()]
+    return sorted(entries, key=lambda e: e.at, reverse=True)
+
+
+def _fold(older: OrderMemory, newer: OrderMemory) -> OrderMemory:
+    """One order discussed in two sessions: the newer one's facts, both sessions' requests."""
+    demands: list[Demand] = _unique([*older.demands, *newer.demands], DEMANDS_KEEP)  # type: ignore[assignment]
+    return newer.model_copy(
+        update={
+            "product": newer.product or older.product,
+            "demands": demands,
+            "problems": _unique([*older.problems, *newer.problems], PROBLEMS_KEEP),
+            "decision": newer.decision or older.decision,
+            "told_status": newer.told_status or older.told_status,
+        }
+    )
+
+
+def merge_orders(
+    previous: list[OrderMemory],
+    update: list[OrderMemory],
+    keep: int = HISTORY_KEEP,
+    since: datetime | None = None,
+) -> list[OrderMemory]:
+    """Fold a session's orders into a customer's history: one entry per order, newest first.
+
+    Folding the same update twice gives the same history, so a replayed index topic rebuilds
+    it exactly. Entries last discussed before ``since`` are dropped, and the newest ``keep``
+    are kept.
+    """
+    by_order: dict[str, OrderMemory] = {}
+    for entry in sorted([*previous, *update], key=lambda e: e.at):
+        known = by_order.get(entry.order_id)
+        if known is None:
+            by_order[entry.order_id] = entry
+        elif entry.at >= known.at:
+            by_order[entry.order_id] = _fold(known, entry)
+        else:
+            by_order[entry.order_id] = _fold(entry, known)
+    merged = sorted(by_order.values(), key=lambda e: e.at, reverse=True)
+    if since is not None:
+        merged = [e for e in merged if e.at >= since]
+    return merged[:keep]
+
+
+def recallable(baton: Baton, index: MemoryIndex | None) -> list[OrderMemory]:
+    """The orders this customer discussed: the session's own (fresh) over the index's."""
+    return merge_orders(index.orders if index else [], orders_discussed(baton))
