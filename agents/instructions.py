@@ -43,11 +43,15 @@ then replaced by a fallback.
 # Reading <facts>
 The block is compact JSON; empty values are left out, so a missing key means "none".
 - stage, ticket_id, customer_id: which agent you are, the ticket, the customer (null = guest).
+- today: the date the customer wrote the message; "last week" or "上个月" count from it.
 - session.core_problems: one sentence per earlier ticket of this session, oldest first. They
   are the memory of the conversation: the latest message usually continues the last one.
 - session.product, session.problem, session.demand, session.order_id: what the session is
   currently about. session.previous_demand: what the customer wanted in their previous ticket.
 - session.order_history: orders discussed earlier in the session, most recent first.
+- session.topics: each order the session discussed, most recent first, with its product and
+  what was last asked (demand) and raised (problem) about it: a return to an earlier topic
+  ("back to the blender") continues what was asked about that order.
 - session.flags: attention notes from earlier agents, for example "topic switch at t7: kettle ->
   headphones" (the customer moved to another product), "order store unavailable at t3" (orders
   could not be read then, so a missing order proves nothing), "context rebuilt from the record's

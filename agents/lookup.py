@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from agents import prompts
 from agents.asking import Validator, ask
@@ -16,7 +16,7 @@ from agents.rules.matching import product_score
 from agents.rules.time_hints import time_score
 from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
-from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Understanding
+from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Recall, Understanding
 
 PRODUCT_MIN = 0.35
 CLEAR_MARGIN = 0.2
@@ -106,12 +106,14 @@ async def look_up(
     if not orders:
         return Outcome(_match(None, "none", 1.0, "the customer has no orders", []))
     by_id = {o.order_id: o for o in orders}
-    now = now or datetime.now(UTC)
+    now = now or ticket.written_at()
     ranked = rank(understanding, orders, now)
     earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
 
     product = understanding.product
-    alike = [o for o in orders if product and product_score(product, o.product_name) >= 0.5]
+    fit = {o.order_id: product_score(product, o.product_name) if product else 0.0 for o in orders}
+    top = max(fit.values())
+    alike = [o for o in orders if top >= 0.5 and fit[o.order_id] >= top - recall.ALIKE]
     told = recall.clues(ticket.text)
     pointed = None
     if recall.applies(told, product, understanding.refers_to_earlier, len(alike)):
@@ -152,7 +154,6 @@ async def look_up(
     if len(pool) == 1 or pool[0].score - pool[1].score >= CLEAR_MARGIN:
         reason = f"best match for {understanding.product or 'the message'} (score {pool[0].score})"
         return Outcome(_match(by_id[pool[0].order_id], "deterministic", 0.9, reason, ranked))
-
     candidates = [by_id[c.order_id] for c in pool[:MODEL_CANDIDATES]]
     prompt = prompts.build(
         "lookup",
@@ -177,4 +178,14 @@ async def look_up(
     match = _match(
         chosen, method if chosen else "none", 0.75 if chosen else 0.5, choice.value.reason, ranked
     )
+    tied = [c for c in pool if c.score == pool[0].score]
+    if chosen is None and len(tied) > 1:
+        # Nothing told them apart: the reply asks which one, naming each, instead of a guess.
+        asking = Recall(
+            method="ask",
+            evidence=[understanding.product or ticket.text[:80]],
+            order_id=None,
+            candidates=tied[: recall.ASK_AMONG],
+        )
+        match = match.model_copy(update={"recall": asking, "reason": recall.explain(asking)})
     return Outcome(match, calls=choice.calls, failure=choice.failure, degraded=choice.degraded)

@@ -86,6 +86,7 @@ def apply_understanding(baton: Baton, ticket: Ticket, u: Understanding) -> Baton
     switched = bool(u.product and baton.product and u.product != baton.product)
     memory = TicketMemory(
         ticket_id=ticket.ticket_id,
+        at=ticket.written_at(),
         core_problem=u.core_problem,
         product=u.product,
         problem=u.problem,

@@ -94,6 +94,33 @@ class HistoryFact(BaseModel):
         )
 
 
+class SessionTopic(BaseModel):
+    """An order the session discussed: its product, what was agreed on (the last request other
+    than a question) and the problem raised about it."""
+
+    order_id: str
+    product: str | None = None
+    demand: str | None = None
+    problem: str | None = None
+
+
+def _topics(baton: Baton, ticket_id: str) -> list[SessionTopic]:
+    """The session's orders before ``ticket_id``, most recently discussed first (at most 5)."""
+    latest: dict[str, SessionTopic] = {}
+    for t in baton.tickets:
+        if t.order_id and t.ticket_id != ticket_id:
+            known = latest.pop(t.order_id, None)
+            # A question about the process ("how long?") does not replace what was agreed on.
+            asked = t.demand if t.demand != "information" or known is None else known.demand
+            latest[t.order_id] = SessionTopic(
+                order_id=t.order_id,
+                product=t.product,
+                demand=asked,
+                problem=t.problem or (known.problem if known else None),
+            )
+    return list(reversed(latest.values()))[:5]
+
+
 class SessionFacts(BaseModel):
     """The baton, reduced to what a prompt needs."""
 
@@ -106,6 +133,9 @@ class SessionFacts(BaseModel):
     )
     order_id: str | None = None
     order_history: list[str] = Field(default_factory=list)
+    topics: list[SessionTopic] = Field(
+        default_factory=list, description="The orders discussed, most recent first."
+    )
     flags: list[str] = Field(default_factory=list)
     summary: str = ""
 
@@ -125,6 +155,7 @@ class SessionFacts(BaseModel):
             demand=baton.demand,
             order_id=baton.order_id,
             order_history=baton.order_history[:5],
+            topics=_topics(baton, ticket_id),
             flags=baton.flags,
             summary=baton.chain_summary,
         )
@@ -136,6 +167,9 @@ class Facts(BaseModel):
     stage: StageName
     ticket_id: str
     customer_id: str | None = None
+    today: str = Field(
+        default="", description="The date the message was written: its time words count from it."
+    )
     message: str
     session: SessionFacts
     orders: list[OrderFact] = Field(default_factory=list)
@@ -154,6 +188,7 @@ _FROM_CUSTOMER = (
     ("session.core_problems", lambda f: f.session.core_problems),
     ("session.product", lambda f: f.session.product),
     ("session.problem", lambda f: f.session.problem),
+    ("session.topics", lambda f: f.session.topics),
     ("earlier", lambda f: f.earlier),
     ("history", lambda f: f.history),
     ("understanding", lambda f: f.understanding),
@@ -249,6 +284,7 @@ def build(
         stage=stage,
         ticket_id=ticket.ticket_id,
         customer_id=ticket.customer_id,
+        today=ticket.written_at().date().isoformat(),
         message=ticket.text,
         session=SessionFacts.of(baton, ticket.ticket_id),
         orders=[OrderFact.of(o) for o in orders],

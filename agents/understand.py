@@ -55,7 +55,11 @@ async def understand(
 ) -> Outcome[Understanding]:
     """Extract product, problem, demand, time hint and core problem from ticket + baton."""
     shown = recall.relevant(
-        ticket.text, history or [], recall.known_orders(orders), current=baton.order_id
+        ticket.text,
+        history or [],
+        recall.known_orders(orders),
+        current=baton.order_id,
+        now=ticket.written_at(),
     )
     prompt = prompts.build(
         "understand",

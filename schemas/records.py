@@ -119,6 +119,15 @@ class Ticket(BaseModel):
     ] = Field(description="What the customer wrote; control characters are removed.")
     created_at: datetime | None = Field(default=None, description="RFC 3339 time of writing.")
 
+    def written_at(self, now: datetime | None = None) -> datetime:
+        """When the customer wrote it: ``created_at``, never later than now (a producer's
+        clock is not trusted to be ahead), or now when it is unknown."""
+        now = now or utcnow()
+        if self.created_at is None:
+            return now
+        at = self.created_at if self.created_at.tzinfo else self.created_at.replace(tzinfo=UTC)
+        return min(at, now)
+
 
 class Order(BaseModel):
     """One order in the order store (also the line format of ``baton orders import``)."""

@@ -64,7 +64,7 @@ class OrderChoice(BaseModel):
     reason: NonBlank = Field(description="Why this order (or none).")
 
 
-RecallMethod = Literal["demand", "status", "time", "product", "ask"]
+RecallMethod = Literal["demand", "status", "problem", "time", "product", "ask"]
 
 
 class Recall(BaseModel):
@@ -72,7 +72,8 @@ class Recall(BaseModel):
 
     method: RecallMethod = Field(
         description="What told the order apart: what was done or asked about it, its status, "
-        "when it was bought or discussed, the product's words; ask: several fit equally."
+        "a problem raised about it, when it was bought or discussed, the product's words; "
+        "ask: several fit equally."
     )
     evidence: list[str] = Field(description="The customer's words each clue was read from.")
     order_id: str | None = Field(description="The order referred to; null when asking.")

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from agents.prompts import Facts, OrderFact
 from agents.rules.matching import product_score
 from agents.rules.phrases import DELIVERY, problem_key
-from agents.rules.time_hints import time_score
+from agents.rules.time_hints import day_of, time_score
 from agents.rules.understanding import understand_rules
 from schemas.stages import OrderChoice
 
@@ -49,13 +49,19 @@ def choose_rules(facts: Facts, now: datetime | None = None) -> OrderChoice:
                     reason=f"The customer refers to the earlier conversation about order "
                     f"{past.order_id}.",
                 )
-    key, now = problem_key(u.problem), now or datetime.now(UTC)
+    key, now = problem_key(u.problem), now or day_of(facts.today) or datetime.now(UTC)
+    fits = {
+        o.order_id: product_score(u.product, o.product_name) if u.product else 0.0
+        for o in facts.orders
+    }
+    top = max(fits.values())
     scored = []
     for order in facts.orders:
-        p = product_score(u.product, order.product_name) if u.product else 0.0
+        p = fits[order.order_id]
         t = time_score(u.time_hint, _ordered(order), now)
         s = _status_fit(key, u.demand, order.status)
-        bonus = 0.1 if order.order_id == current else 0.0
+        # The session's order wins a tie, never against a product named more exactly.
+        bonus = 0.1 if order.order_id == current and p >= top else 0.0
         scored.append((0.6 * p + 0.25 * t + 0.15 * s + bonus, p, t, s, order))
     scored.sort(key=lambda row: row[0], reverse=True)
     _, p, t, s, best = scored[0]
@@ -63,6 +69,8 @@ def choose_rules(facts: Facts, now: datetime | None = None) -> OrderChoice:
     if u.product:
         if p < 0.5:
             return OrderChoice(order_id=None, reason=f"No candidate order is a {u.product[:80]}.")
+        if len(scored) > 1 and scored[1][0] == scored[0][0]:
+            return OrderChoice(order_id=None, reason="Several orders fit equally; ask which one.")
         return OrderChoice(order_id=best.order_id, reason=f"Best match for the product: {why}.")
     if current:
         return OrderChoice(order_id=current, reason="The session is already about this order.")

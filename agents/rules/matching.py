@@ -63,6 +63,20 @@ _KINDS: tuple[tuple[str, ...], ...] = (
     ("humidifier", "加湿器"),
     ("fan", "电风扇", "风扇"),
     ("console", "game console", "游戏机"),
+    ("mixer", "stand mixer", "hand mixer", "厨师机", "和面机", "打蛋器"),
+    ("tumbler", "travel mug", "thermos", "insulated cup", "保温杯", "水杯", "杯子"),
+    ("water bottle", "bottle", "flask", "水瓶"),
+    ("towel", "bath towel", "towel set", "毛巾", "浴巾"),
+    ("electric blanket", "heated blanket", "电热毯"),
+    ("heater", "space heater", "电暖器", "取暖器", "暖风机", "电暖气"),
+    ("e-reader", "ereader", "kindle", "电子书阅读器", "阅读器"),
+    ("bedding", "duvet cover", "bed sheets", "bedding set", "四件套", "床单", "被套"),
+    ("pillow", "枕头"),
+    ("shaver", "razor", "剃须刀", "刮胡刀"),
+    ("fitness tracker", "activity tracker", "fitbit", "手环"),
+    ("massage gun", "按摩枪", "筋膜枪"),
+    ("serum", "精华", "精华液"),
+    ("dutch oven", "cocotte", "casserole dish", "铸铁锅"),
 )
 
 

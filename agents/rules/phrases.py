@@ -117,6 +117,12 @@ DEMANDS: dict[Demand, re.Pattern[str]] = {
         r"多久|什么时候|何时|哪里|到哪|查询|物流|进度|状态|几天|怎么样了|单号",
     ),
 }
+# Asking for news with no request of its own: it continues what was asked before, if anything.
+NEWS = _rx(
+    r"any news|news (?:on|about)|picked up|(?:arrived|shipped|received|gone out|come back) yet"
+    r"|did you (?:get|receive)|have you (?:received|got)",
+    r"收到了吗|到了吗|发了吗|发出来了吗|有进展|好了没|好了吗",
+)
 NEGATED = re.compile(
     r"(?:(?:dont|do not|not|no|instead of|rather than)\s+(?:want\s+)?(?:an?\s+|the\s+|to\s+)?)$"
     r"|(?:不要|不想|不用|不需要)$"

@@ -12,14 +12,18 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Literal
 
-from agents.rules.matching import normalize, product_score
+from agents.rules.matching import find_product, normalize, product_score
+from agents.rules.phrases import PROBLEM_RX, problem_key
 from agents.rules.time_hints import extract_time_hint, time_score
 from schemas.baton import OrderMemory
 from schemas.records import Order
 from schemas.stages import OrderCandidate, Recall, RecallMethod
 
 ASK_AMONG = 3
+# Product scores this close name the product equally well: "the shoes" fits both pairs.
+ALIKE = 0.01
 _EN = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
 _NOT = r"(?:not|never|hasn t|hasnt|haven t|havent|didn t|didnt|isn t|isnt|wasn t|wasnt|still not)"
 _THING = r"(?:one|ones|order|item|thing|parcel|package|pair|purchase)"
@@ -51,8 +55,9 @@ _DONE: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     ),
     (
         _rx(
-            r"(?:i|we) (?:returned|sent back|send back|shipped back|mailed back)|the return"
-            r"|my return|returned(?: one| item| order| pair)"
+            r"(?:i|we) (?:returned|sent back|send back|shipped back|mailed back)"
+            r"|(?:the|my) return(?! (?:label|shipping|postage|address|policy|form|fee|cost|process"
+            r"|window|period|instructions))|returned(?: one| item| order| pair)"
             r"|the one (?:i|we) (?:sent|shipped) back",
             r"退货的|退回的|退掉的|退了的|寄回去的|退货那|退的那",
         ),
@@ -61,6 +66,7 @@ _DONE: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (
         _rx(
             r"(?:i|we) (?:exchanged|swapped)|the exchange|my exchange|the replacement"
+            r"|(?:getting|being|having (?:it|them)|got (?:it|them)) replaced"
             r"|exchange (?:request|i asked)|(?:asked|applied) (?:\w+ )?(?:to|for)(?: an)? exchange",
             r"换货的|换了的|换的那|换货那|申请换货|要换的",
         ),
@@ -118,10 +124,17 @@ _STATUS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
 # Words that point back at something ("the one ...", "那个"): a time alone is a clue only
 # next to one of them, so "my kettle broke last week" does not become a reference.
 _POINTER = _rx(
-    rf"the {_THING}|that {_THING}|s {_THING}|those|the (?:order|thing|stuff)s? (?:i|we) (?:bought|ordered)"
-    r"|(?:i|we) (?:asked|wrote|talked) about|(?:bought|ordered|got)",
+    rf"the {_THING}|that {_THING}|s {_THING}|those|(?:i|we) (?:asked|wrote|talked) about"
+    r"|(?:bought|ordered|got)",
     r"那个|那单|那件|那台|那双|那笔|那次|问的|买的|咨询的|订的",
 )
+
+
+_TALKED = _rx(
+    r"(?:i|we) (?:asked|wrote|talked|chatted|spoke|contacted you) about|(?:asked|talked) about",
+    r"问的|问过的|咨询的|咨询过的|聊的|说的那",
+)
+_BOUGHT = _rx(r"(?:i|we) (?:bought|ordered|purchased|got)", r"买的|订的|下单的|购买的")
 
 
 @dataclass(frozen=True)
@@ -133,9 +146,12 @@ class Clues:
     status: frozenset[str] = frozenset()
     status_words: tuple[str, ...] = ()
     time_hint: str | None = None
+    time_of: Literal["talk", "purchase", "either"] = "either"
+    problem: str | None = None
+    problem_words: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.done or self.status or self.time_hint)
+        return bool(self.done or self.status or self.time_hint or self.problem)
 
     @property
     def points(self) -> bool:
@@ -162,7 +178,13 @@ def clues(message: str) -> Clues:
     hint = extract_time_hint(message)
     if hint and not _POINTER.search(norm):
         hint = None
-    return Clues(done, done_words, status, status_words, hint)
+    talked, bought = bool(_TALKED.search(norm)), bool(_BOUGHT.search(norm))
+    of: Literal["talk", "purchase", "either"] = (
+        "talk" if talked and not bought else "purchase" if bought and not talked else "either"
+    )
+    key = next(((k, rx) for k, rx in PROBLEM_RX.items() if rx.search(norm)), None)
+    problem, problem_words = (key[0], (key[1].search(norm).group(0),)) if key else (None, ())  # type: ignore[union-attr]
+    return Clues(done, done_words, status, status_words, hint, of, problem, problem_words)
 
 
 @dataclass(frozen=True)
@@ -182,10 +204,15 @@ def _fits_done(entry: OrderMemory | None, order: Known, done: frozenset[str]) ->
     return bool(asked & done) or order.status in done
 
 
-def _when(entry: OrderMemory | None, order: Known, hint: str, now: datetime) -> float:
-    bought = time_score(hint, order.ordered_at, now)
-    talked = time_score(hint, entry.at, now) if entry else 0.0
+def _when(entry: OrderMemory | None, order: Known, found: Clues, now: datetime) -> float:
+    hint = found.time_hint
+    bought = time_score(hint, order.ordered_at, now) if found.time_of != "talk" else 0.0
+    talked = time_score(hint, entry.at, now) if entry and found.time_of != "purchase" else 0.0
     return max(bought, talked)
+
+
+def _raised(entry: OrderMemory | None, problem: str) -> bool:
+    return bool(entry) and any(problem_key(p) == problem for p in entry.problems)  # type: ignore[union-attr]
 
 
 def applies(found: Clues, product: str | None, refers: bool, alike: int) -> bool:
@@ -207,7 +234,8 @@ def resolve(
     """The order the message refers back to, by clue; ``ask`` when several fit; None: no clue.
 
     Only the customer's real ``orders`` can be chosen; ``history`` says what was discussed
-    about them. Clues apply in turn (what was done, status, time, product words); a clue no
+    about them. Clues apply in turn (what was done, status, a problem raised before, time,
+    product words); a clue no
     order fits means the message is not about this history, and nothing is resolved.
     """
     found = clues(message)
@@ -226,15 +254,27 @@ def resolve(
         pool = [o for o in pool if o.status in found.status]
         steps.append(("status", pool))
         evidence.extend(found.status_words)
+    # A problem alone points back only away from the session's order: "it still leaks"
+    # continues the current topic, "the pair with the split sole" returns to another.
+    alone = not (found.done or found.status or found.time_hint)
+    if found.problem and alone and _raised(entries.get(current or ""), found.problem):
+        return None
+    if found.problem:
+        raised = [o for o in pool if _raised(entries.get(o.order_id), found.problem)]
+        if raised or not (found.done or found.status or found.time_hint):
+            pool = raised
+            steps.append(("problem", pool))
+            evidence.extend(found.problem_words)
     if found.time_hint and pool:
-        hint = found.time_hint
-        best = max(_when(entries.get(o.order_id), o, hint, now) for o in pool)
+        best = max(_when(entries.get(o.order_id), o, found, now) for o in pool)
         if best >= 0.7:
-            pool = [o for o in pool if _when(entries.get(o.order_id), o, hint, now) == best]
+            pool = [o for o in pool if _when(entries.get(o.order_id), o, found, now) == best]
         steps.append(("time", pool))
-        evidence.append(hint)
-    if product:
-        pool = [o for o in pool if product_score(product, o.product_name) >= 0.5]
+        evidence.append(found.time_hint)
+    if product and pool:
+        scores = {o.order_id: product_score(product, o.product_name) for o in pool}
+        best = max(scores.values())
+        pool = [o for o in pool if best >= 0.5 and scores[o.order_id] >= best - ALIKE]
         steps.append(("product", pool))
         evidence.append(product)
     if not pool:
@@ -297,12 +337,15 @@ def relevant(
 ) -> list[OrderMemory]:
     """The history entries a prompt needs: the order the message points back to, or the ones
     that fit equally; none when it points back at nothing."""
-    found = resolve(message, None, history, orders, current=current, now=now)
-    if found is None:
-        return []
-    ids = [found.order_id] if found.order_id else [c.order_id for c in found.candidates]
     by_id = {e.order_id: e for e in history}
-    return [by_id[i] for i in ids if i in by_id]
+    found = resolve(message, None, history, orders, current=current, now=now)
+    if found is not None:
+        ids = [found.order_id] if found.order_id else [c.order_id for c in found.candidates]
+        return [by_id[i] for i in ids if i in by_id]
+    # A product discussed before, named again ("and the tumbler?"): what was asked about it.
+    others = [o for o in orders if o.order_id in by_id and o.order_id != current]
+    named = find_product(message, [o.product_name for o in others])
+    return [by_id[o.order_id] for o in others if o.product_name == named][:1]
 
 
 def known_orders(orders: Iterable[Order]) -> list[Known]:

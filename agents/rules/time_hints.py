@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 _EN_NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -145,3 +145,11 @@ def time_score(time_hint: str | None, ordered_at: datetime, now: datetime) -> fl
         return 1.0
     distance = (first - ordered).days if ordered < first else (ordered - last).days
     return round(max(0.05, 1.0 - distance / fade), 4)
+
+
+def day_of(iso_date: str) -> datetime | None:
+    """Noon UTC of an ISO date (the facts' ``today``), or None when it is empty or invalid."""
+    try:
+        return datetime.combine(date.fromisoformat(iso_date[:10]), time(12), UTC)
+    except ValueError:
+        return None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from typing import cast, get_args
 
-from agents.prompts import Facts
+from agents.prompts import Facts, SessionTopic
 from agents.rules.matching import (
     content_words,
     find_product,
@@ -20,6 +21,7 @@ from agents.rules.phrases import (
     DEMANDS,
     EARLIER,
     GENERAL,
+    NEWS,
     NOUN,
     PROBLEM_RX,
     PROBLEMS,
@@ -30,7 +32,7 @@ from agents.rules.phrases import (
     problem_key,
 )
 from agents.rules.recall import known, resolve
-from agents.rules.time_hints import extract_time_hint
+from agents.rules.time_hints import day_of, extract_time_hint
 from schemas.baton import OrderMemory
 from schemas.records import utcnow
 from schemas.stages import Demand, Recall, Understanding
@@ -63,6 +65,18 @@ def _core_problem(
     return f"{subject} has a problem ({problem[:120]}) and {clause}."
 
 
+_SIZE = re.compile(r"(?:size|us|eu|uk)\s*(\d{1,2}(?:\.5)?)(?!\d)|(\d{2})\s*码")
+
+
+def _by_size(message: str, names: list[str]) -> str | None:
+    """The one order name with the size the message names ("size 9", "42码"), if only one."""
+    sizes = {a or b for a, b in _SIZE.findall(normalize(message).replace(" s ", "s "))}
+    if not sizes:
+        return None
+    fits = [n for n in names if sizes & {a or b for a, b in _SIZE.findall(normalize(n))}]
+    return fits[0] if len(fits) == 1 else None
+
+
 def _recall(facts: Facts) -> Recall | None:
     """The earlier order the message points back to by its clues, or None."""
     history = [
@@ -80,7 +94,21 @@ def _recall(facts: Facts) -> Recall | None:
         for h in facts.history
     ]
     orders = [known(o.order_id, o.product_name, o.status, o.ordered_at) for o in facts.orders]
-    return resolve(facts.message, None, history, orders, current=facts.session.order_id)
+    now = day_of(facts.today)
+    return resolve(facts.message, None, history, orders, current=facts.session.order_id, now=now)
+
+
+def _discussed(facts: Facts, product: str | None) -> SessionTopic | None:
+    """The order of an earlier session with this product, as a topic returned to."""
+    for h in facts.history:
+        if product and h.product == product and h.order_id != facts.session.order_id:
+            agreed = [d for d in [*h.asked, h.decided] if d and d != "information"]
+            demand = agreed[-1] if agreed else None
+            problem = h.problems[-1] if h.problems else None
+            return SessionTopic(
+                order_id=h.order_id, product=h.product, demand=demand, problem=problem
+            )
+    return None
 
 
 def _continued(facts: Facts, recalled: Recall) -> Demand:
@@ -102,6 +130,9 @@ def understand_rules(facts: Facts) -> Understanding:
         rivals = [n for n in names if n != product and product_score(message, n) >= best - 0.05]
         if rivals:  # Several orders fit the words equally: keep the customer's own word.
             product = mentions[0]
+    sized = _by_size(message, names)
+    if sized and (product is None or product_score(product, sized) >= 0.5):
+        product = sized  # "the size 10s": the one variant of the product with that size
     named = product is not None or bool(mentions)
     recalled = None if named else _recall(facts)
     refers = not named and (recalled is not None or bool(EARLIER.search(norm)))
@@ -113,9 +144,14 @@ def understand_rules(facts: Facts) -> Understanding:
     if product is None and mentions:
         current = session.product
         product = current if current and product_score(mentions[0], current) >= 0.5 else mentions[0]
-    elif product is None:
+    elif product is None and recalled is None:
         product = session.product or (past.product if past else None)
     same_topic = product == session.product
+    # "Back to the blender": an earlier topic of the session, named again.
+    returned = next(
+        (t for t in session.topics if t.product == product and t.order_id != session.order_id),
+        None,
+    ) or _discussed(facts, product)
     key = next((k for k, rx in PROBLEM_RX.items() if hits(rx, norm)), None)
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
@@ -127,20 +163,21 @@ def understand_rules(facts: Facts) -> Understanding:
         problem = PROBLEMS[key][4] if zh else PROBLEMS[key][2]
     elif session.problem and same_topic:
         problem, key = session.problem, problem_key(session.problem)
+    elif returned is not None and returned.problem:
+        # "Back to the blender": the problem raised about it then still stands.
+        problem, key = returned.problem, problem_key(returned.problem)
     else:
         problem, key = GENERAL[zh], "general"
     demands = [d for d, rx in DEMANDS.items() if hits(rx, norm)]
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if not demands and past is not None:
         demands = [d for d, rx in DEMANDS.items() if hits(rx, normalize(past.core_problem))]
-    if (
-        demands == ["refund"]
-        and previous in ("exchange", "repair")
-        and RETURN_LOGISTICS.search(norm)
-    ):
+    # What was agreed on about this product: its own topic's, when the session returns to it.
+    agreed = returned.demand if returned is not None else previous
+    if demands == ["refund"] and agreed in ("exchange", "repair") and RETURN_LOGISTICS.search(norm):
         # Shipping an item back is part of the exchange or repair already agreed on.
-        demands = [cast(Demand, previous)]
-    if "information" in demands and previous in demands:
+        demands = [cast(Demand, agreed)]
+    if "information" in demands and previous in demands and previous != "information":
         # "How long will the repair take?" asks about the process already agreed on.
         demands = ["information"]
     demand: Demand = (
@@ -148,9 +185,11 @@ def understand_rules(facts: Facts) -> Understanding:
         if demands
         else _continued(facts, recalled)
         if recalled is not None
+        else cast(Demand, returned.demand)
+        if returned is not None and returned.demand in DEMAND_NAMES
         else cast(Demand, previous)
-        if previous and same_topic
-        else DEFAULT_DEMAND.get(key or "", "other")
+        if previous and (same_topic or not session.product)
+        else DEFAULT_DEMAND.get(key or "", "information" if NEWS.search(norm) else "other")
     )
     time_hint = extract_time_hint(message)
     keywords: list[str] = [*mentions]
