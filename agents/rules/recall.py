@@ -48,10 +48,11 @@ _DONE: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (
         _rx(
             r"the refund|my refund|refunded|(?:asked|applied|requested|filed)(?: \w+)? for"
-            r"(?: a| the)? refund|refund (?:request|i asked|i requested)",
-            r"退款的|申请退款|申请了退款|退了款|退款那|要退款的|退款申请|退钱的",
+            r"(?: a| the)? refund|refund (?:request|i asked|i requested)"
+            r"|(?:returned|returning|sent back|sending back)(?: \w+){0,3} for(?: a)? refund",
+            r"退款的|申请退款|申请了退款|退了款|退款那|要退款的|退款申请|退钱的|钱[^，。？！,.?!]{0,5}退",
         ),
-        frozenset({"refund", "refunded"}),
+        frozenset({"refund", "refunded", "returned"}),
     ),
     (
         _rx(
@@ -124,7 +125,8 @@ _STATUS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
 # Words that point back at something ("the one ...", "那个"): a time alone is a clue only
 # next to one of them, so "my kettle broke last week" does not become a reference.
 _POINTER = _rx(
-    rf"the {_THING}|that {_THING}|s {_THING}|those|(?:i|we) (?:asked|wrote|talked) about"
+    rf"the {_THING}|that {_THING}|(?:s|week|month|year|day)s? {_THING}|those"
+    r"|(?:i|we) (?:asked|wrote|talked) about"
     r"|(?:bought|ordered|got)",
     r"那个|那单|那件|那台|那双|那笔|那次|问的|买的|咨询的|订的",
 )
@@ -134,7 +136,10 @@ _TALKED = _rx(
     r"(?:i|we) (?:asked|wrote|talked|chatted|spoke|contacted you) about|(?:asked|talked) about",
     r"问的|问过的|咨询的|咨询过的|聊的|说的那",
 )
-_BOUGHT = _rx(r"(?:i|we) (?:bought|ordered|purchased|got)", r"买的|订的|下单的|购买的")
+_BOUGHT = _rx(
+    r"(?:i|we) (?:bought|ordered|purchased|got)|(?:week|month|year|day)s? (?:order|purchase)",
+    r"买的|订的|下单的|购买的|的订单",
+)
 
 
 @dataclass(frozen=True)
@@ -159,15 +164,21 @@ class Clues:
         return bool(self.done or self.status)
 
 
-def _read(table: Iterable[tuple[re.Pattern[str], frozenset[str]]], norm: str) -> tuple:
-    kinds: set[str] = set()
+def _read(
+    table: Iterable[tuple[re.Pattern[str], frozenset[str]]], norm: str
+) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The kinds every matching clue allows ("returned ... for a refund": a refund), else any."""
+    sets: list[frozenset[str]] = []
     words: list[str] = []
     for rx, kind in table:
         found = rx.search(norm)
         if found:
-            kinds |= kind
+            sets.append(kind)
             words.append(found.group(0).strip())
-    return frozenset(kinds), tuple(words)
+    if not sets:
+        return frozenset(), ()
+    common = frozenset.intersection(*sets)
+    return common or frozenset.union(*sets), tuple(words)
 
 
 def clues(message: str) -> Clues:
