@@ -98,6 +98,8 @@ class Settings:
     retention_days: float = 7.0
     dead_letter_retention_days: float = 30.0
     expiry_interval_s: float = 60.0
+    # Each sample asks the group coordinator and the partition leaders once.
+    lag_interval_s: float = 5.0
     model_timeout_s: float = 60.0
     model_max_retries: int = 4
     model_concurrency: int = 256
@@ -178,6 +180,7 @@ class Settings:
             "BATON_RETENTION_DAYS": repr(self.retention_days),
             "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
             "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
+            "BATON_LAG_INTERVAL": repr(self.lag_interval_s),
             "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
             "BATON_MODEL_MAX_RETRIES": str(self.model_max_retries),
             "BATON_MODEL_CONCURRENCY": str(self.model_concurrency),
@@ -379,6 +382,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_DEAD_LETTER_RETENTION_DAYS", defaults.dead_letter_retention_days
         ),
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
+        lag_interval_s=_float(env, "BATON_LAG_INTERVAL", defaults.lag_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
         model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),
         model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),

@@ -16,6 +16,7 @@ from streams.kafka.faust_producer import IdempotentProducer
 from streams.kafka.topics import TopicNames
 from streams.observe import web
 from streams.observe.dashboard import Recent
+from streams.observe.lag import LagSampler
 from streams.observe.logs import LoggingObserver
 from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout
@@ -131,6 +132,15 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     metrics = PrometheusObserver()
     metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(gate))
     metrics.watch_llm(llm)
+    inputs = sources | {names.memory_index}
+    lag = LagSampler(
+        settings,
+        settings.app_id,
+        lambda: [tp for tp in app.consumer.assignment() if tp.topic in inputs],
+        # Public on Faust's consumer: the high-water mark of the latest fetch response.
+        highwater=lambda tp: app.consumer.highwater(tp),
+    )
+    metrics.watch_lag(lag)
     recent = Recent()
     pipeline = Pipeline(
         settings=settings,
@@ -166,6 +176,10 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
                     swept.sessions,
                     swept.customers,
                 )
+
+    @app.task
+    async def sample_lag() -> None:
+        await lag.run(settings.lag_interval_s)
 
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:
