@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.admin import NewTopic
@@ -13,6 +16,9 @@ from streams.observe.lag import LagSampler
 from streams.observe.metrics import PrometheusObserver
 from streams.settings import Settings
 from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ticket_record
+from tests.fixtures.deployments import Deployment
+from tests.fixtures.observability import health_until_ready, scrape
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +88,38 @@ async def test_the_gauge_is_published_minus_committed(broker: Broker, namespace:
         }
     finally:
         await sampler.close()
+
+
+@pytest.mark.timeout(240)
+async def test_a_worker_exports_the_lag_of_its_partitions_and_its_process(
+    deployment: Deployment, namespace: str
+) -> None:
+    worker = deployment.start_worker(BATON_LAG_INTERVAL="0.5")
+    await health_until_ready(worker)
+    tickets = [
+        ticket_record(f"{namespace}-T{i}", f"{namespace}-S{i}", "C1", "Where is my order?")
+        for i in range(3)
+    ]
+    await deployment.publish_tickets(tickets)
+    assert len(await deployment.replies(len(tickets))) == len(tickets)
+
+    # One worker owns every partition: once its commits caught up, every input partition of
+    # the chain is reported, each at 0.
+    inputs = {deployment.topic(t) for t in ("support.tickets", "support.tickets-by-session")}
+    inputs |= {deployment.topic(t) for t in ("support.understood", "support.order-matched")}
+    deadline = time.monotonic() + 60
+    while True:
+        samples = await scrape(worker)
+        lag = {
+            (labels["topic"], labels["partition"]): v
+            for labels, v in samples.get("baton_consumer_lag", [])
+        }
+        topics = {topic for topic, _ in lag}
+        if inputs <= topics and not any(lag.values()):
+            break
+        assert time.monotonic() < deadline, f"{lag}\n{worker.tail_log()}"
+        await asyncio.sleep(0.5)
+    assert len([k for k in lag if k[0] == deployment.topic("support.tickets")]) == 4
+    assert samples["process_resident_memory_bytes"][0][1] > 0
+    assert samples["process_cpu_seconds_total"][0][1] > 0
+    assert "consumer lag not sampled" not in worker.log.read_text()
