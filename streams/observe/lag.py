@@ -58,6 +58,7 @@ class LagSampler(Collector):
         self._admin: AIOKafkaAdminClient | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._failing = False
+        self._assigned = False
 
     async def _clients(self) -> tuple[AIOKafkaAdminClient, AIOKafkaConsumer]:
         if self._admin is None or self._consumer is None:
@@ -81,6 +82,7 @@ class LagSampler(Collector):
     async def sample(self) -> dict[TopicPartition, int]:
         """Ask the cluster once; the lag per partition, also kept for the next scrape."""
         tps = sorted({TopicPartition(tp.topic, tp.partition) for tp in self.partitions()})
+        self._assigned = bool(tps)
         if not tps:
             self.lag = {}
             return {}
@@ -114,11 +116,15 @@ class LagSampler(Collector):
             return None
 
     async def run(self, interval_s: float) -> None:
-        """Sample every ``interval_s`` seconds until cancelled, then close the clients."""
+        """Sample every ``interval_s`` seconds until cancelled, then close the clients.
+
+        Until partitions are assigned it looks every second at most (that costs no request),
+        so the first figures follow the assignment closely.
+        """
         try:
             while True:
                 await self.tick()
-                await asyncio.sleep(interval_s)
+                await asyncio.sleep(interval_s if self._assigned else min(interval_s, 1.0))
         finally:
             await self.close()
 

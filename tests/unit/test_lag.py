@@ -163,3 +163,23 @@ async def test_run_samples_until_cancelled_then_closes() -> None:
         await task
     assert admin.closed and consumer.stopped
     assert s._admin is None and s._consumer is None
+
+
+async def test_the_first_sample_follows_the_assignment_not_the_interval() -> None:
+    admin, assigned = FakeAdmin({T0: 1}), []
+    s = sampler(admin, FakeConsumer({T0: 4}), assigned)
+    task = asyncio.create_task(s.run(3600))
+    await asyncio.sleep(0.05)
+    assert admin.asked == []  # nothing assigned: no request at all
+    assigned.append(T0)
+
+    async def first_sample() -> None:
+        while not admin.asked:
+            await asyncio.sleep(0.01)
+
+    # Within about a second, not the hour of the interval.
+    await asyncio.wait_for(first_sample(), timeout=3)
+    assert s.lag == {T0: 3}
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
