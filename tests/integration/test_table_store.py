@@ -38,36 +38,44 @@ async def restart(deployment: Deployment, **env: str) -> tuple[WorkerProcess, di
 
 
 @pytest.mark.timeout(420)
-async def test_a_worker_restarted_on_its_rocksdb_store_keeps_its_batons_and_reads_no_changelog(
+async def test_a_worker_restarted_on_its_rocksdb_store_reads_only_what_it_missed(
     deployment: Deployment,
 ) -> None:
     prefix = deployment.namespace
     store_dir = deployment.data_dir / "store-w1"
-    deployment.env_extra.update(BATON_STORE="rocksdb", BATON_STORE_DIR=str(store_dir))
+    rocksdb = {"BATON_STORE": "rocksdb", "BATON_STORE_DIR": str(store_dir)}
     tickets, expected_order = conversations(prefix, SESSIONS)
-    first = [t for t in tickets if not t["ticket_id"].endswith("-2")]
-    follow = [t for t in tickets if t["ticket_id"].endswith("-2")]
+    turns = [[t for t in tickets if t["ticket_id"].endswith(f"-{n}")] for n in range(3)]
     deployment.import_orders(o for i in range(SESSIONS) for o in orders_of(f"{prefix}c{i}"))
 
-    worker, _ = await restart(deployment)
-    await deployment.publish_tickets(first)
-    before = await delivery.replies(deployment, len(first))
-    assert len(before) == len(first)
+    worker, first_start = await restart(deployment, **rocksdb)
+    await deployment.publish_tickets(turns[0])
+    await delivery.replies(deployment, len(turns[0]))
     worker.stop()
-    written = await changelog_size(deployment, BATON_TABLE)
-    assert written >= 3 * len(first), "fewer baton writes than stages: the test proves nothing"
+    at_stop = await changelog_size(deployment, BATON_TABLE)
+    assert at_stop >= 3 * len(turns[0]), "fewer baton writes than stages: the test proves nothing"
     assert list(store_dir.glob(f"{BATON_TABLE}-*.db")), f"no RocksDB files in {store_dir}"
 
-    # (b) The store holds the batons and the changelog offset it has them up to: nothing to read.
-    worker, rocksdb = await restart(deployment)
-    assert rocksdb[BATON_TABLE] == 0, (rocksdb, written)
+    # Meanwhile a worker on the memory store takes over the sessions: it reads the whole
+    # changelog at its start, and adds to it.
+    worker, memory = await restart(deployment, BATON_STORE="memory")
+    assert memory[BATON_TABLE] == at_stop, (memory, at_stop)
+    await deployment.publish_tickets(turns[1])
+    before = await delivery.replies(deployment, len(turns[0]) + len(turns[1]))
+    worker.stop()
+    now = await changelog_size(deployment, BATON_TABLE)
+    assert now > at_stop
+
+    # (b) The RocksDB worker's store holds the changelog offset it has the batons up to: it
+    # reads only the records written while it was away, not the whole changelog.
+    worker, back = await restart(deployment, **rocksdb)
+    assert back[BATON_TABLE] == now - at_stop, (back, at_stop, now)
 
     # (a) The batons are intact: each follow-up (it names no product, and the customer has two
     # orders) is answered about the session's order, one baton version after the last.
-    await deployment.publish_tickets(follow)
+    await deployment.publish_tickets(turns[2])
     everything = await delivery.replies(deployment, len(tickets))
-    tally = delivery.Tally(delivery.sessions(tickets), everything)
-    tally.assert_exactly_once_in_order()
+    delivery.Tally(delivery.sessions(tickets), everything).assert_exactly_once_in_order()
     previous = {r.session_id: r for r in before if r.ticket_id.endswith("-1")}
     for reply in (r for r in everything if r.ticket_id.endswith("-2")):
         order_id = expected_order[reply.session_id]
@@ -75,14 +83,16 @@ async def test_a_worker_restarted_on_its_rocksdb_store_keeps_its_batons_and_read
         assert reply.baton_version == previous[reply.session_id].baton_version + 3, reply
     worker.stop()
 
-    # The memory store, for comparison, reads every record of the changelog at each start.
+    # Stopped cleanly and restarted with nothing new: nothing to read at all.
     written = await changelog_size(deployment, BATON_TABLE)
-    worker, memory = await restart(deployment, BATON_STORE="memory")
-    assert memory[BATON_TABLE] == written, (memory, written)
+    worker, again = await restart(deployment, **rocksdb)
+    assert again[BATON_TABLE] == 0, (again, written)
     worker.stop()
     delivery.figures(
-        f"table store restart, {deployment.broker.kind}",
+        f"table store restarts, {deployment.broker.kind}",
         baton_changelog_records=written,
-        read_by_rocksdb_restart=rocksdb,
-        read_by_memory_restart=memory,
+        first_start=first_start,
+        memory_start_after_rocksdb=memory,
+        rocksdb_restart_after_memory=back,
+        rocksdb_clean_restart=again,
     )
