@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from agents.testing.standin import run_in_thread
 from streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE
 from tests.fixtures import delivery
 from tests.fixtures.data import conversations, orders_of
@@ -95,4 +96,39 @@ async def test_a_worker_restarted_on_its_rocksdb_store_reads_only_what_it_missed
         memory_start_after_rocksdb=memory,
         rocksdb_restart_after_memory=back,
         rocksdb_clean_restart=again,
+    )
+
+
+@pytest.mark.timeout(420)
+async def test_a_rocksdb_worker_killed_mid_stream_loses_and_repeats_no_reply(
+    deployment: Deployment,
+) -> None:
+    """After ``kill -9`` the store may hold writes the changelog never acknowledged; the
+    redelivered records settle them like any entry in flight: one reply per ticket, in order."""
+    prefix = deployment.namespace
+    store_dir = deployment.data_dir / "store-w1"
+    deployment.env_extra.update(BATON_STORE="rocksdb", BATON_STORE_DIR=str(store_dir))
+    tickets, expected_order = conversations(prefix, 12)
+    deployment.import_orders(o for i in range(12) for o in orders_of(f"{prefix}c{i}"))
+    with run_in_thread(latency=0.3, jitter=0.1) as slow:
+        deployment.env_extra["ANTHROPIC_BASE_URL"] = slow.base_url
+        worker, _ = await restart(deployment)
+        await deployment.publish_tickets(tickets)
+        await deployment.read("support.replies", lambda vs: len(vs) >= 12, timeout=150)
+        worker.kill()
+        at_kill = await changelog_size(deployment, BATON_TABLE)
+        # Four baton writes per ticket: fewer means tickets were still in flight at the kill.
+        assert at_kill < 4 * len(tickets), "the kill came after the last ticket: proves nothing"
+        worker, back = await restart(deployment)
+        replies = await delivery.replies(deployment, len(tickets))
+    delivery.Tally(delivery.sessions(tickets), replies).assert_exactly_once_in_order()
+    for reply in (r for r in replies if r.ticket_id.endswith("-2")):
+        assert reply.order_id == expected_order[reply.session_id], reply
+    assert back[BATON_TABLE] < at_kill, (back, at_kill)
+    worker.stop()
+    delivery.figures(
+        f"table store kill -9, {deployment.broker.kind}",
+        baton_changelog_records_at_kill=at_kill,
+        read_by_rocksdb_restart=back,
+        replies=len(replies),
     )
