@@ -132,3 +132,51 @@ async def test_a_rocksdb_worker_killed_mid_stream_loses_and_repeats_no_reply(
         read_by_rocksdb_restart=back,
         replies=len(replies),
     )
+
+
+@pytest.mark.timeout(420)
+async def test_two_rocksdb_workers_of_one_data_dir_hand_their_sessions_over_and_back(
+    deployment: Deployment,
+) -> None:
+    """Each worker gets a store directory of its own under the shared data dir; sessions move
+    to the other worker and back through rebalances, their batons with them."""
+    prefix = deployment.namespace
+    deployment.env_extra["BATON_STORE"] = "rocksdb"
+    tickets, expected_order = conversations(prefix, 12)
+    turns = [[t for t in tickets if t["ticket_id"].endswith(f"-{n}")] for n in range(3)]
+    deployment.import_orders(o for i in range(12) for o in orders_of(f"{prefix}c{i}"))
+    a, b = deployment.start_worker(), deployment.start_worker()
+    await delivery.settled([a, b])
+    await deployment.publish_tickets(turns[0])
+    await delivery.replies(deployment, len(turns[0]))
+    dirs = sorted((deployment.data_dir / "store" / f"baton-{prefix}").iterdir())
+    assert [d.name.rsplit("-", 1)[1] for d in dirs] == sorted([str(a.web_port), str(b.web_port)])
+
+    a.stop()  # b takes every session
+    at_stop = await changelog_size(deployment, BATON_TABLE)
+    await deployment.publish_tickets(turns[1])
+    before = await delivery.replies(deployment, len(turns[0]) + len(turns[1]))
+    away = await changelog_size(deployment, BATON_TABLE) - at_stop
+    assert away > 0
+
+    dir_a = next(d for d in dirs if d.name.endswith(f"-{a.web_port}"))
+    back = deployment.start_worker(BATON_STORE_DIR=str(dir_a))
+    await health_until_ready(back, timeout=120)
+    await delivery.settled([b, back])
+    read = total(await scrape(back), READ, table=BATON_TABLE)
+    # What it read: at most what was written while it was away, not the whole changelog.
+    assert 0 < read <= away, (read, away, at_stop)
+
+    await deployment.publish_tickets(turns[2])
+    everything = await delivery.replies(deployment, len(tickets))
+    delivery.Tally(delivery.sessions(tickets), everything).assert_exactly_once_in_order()
+    previous = {r.session_id: r for r in before if r.ticket_id.endswith("-1")}
+    for reply in (r for r in everything if r.ticket_id.endswith("-2")):
+        assert reply.order_id == expected_order[reply.session_id], reply
+        assert reply.baton_version == previous[reply.session_id].baton_version + 3, reply
+    delivery.figures(
+        f"table store, two workers, one away and back, {deployment.broker.kind}",
+        baton_changelog_records=at_stop + away,
+        written_while_away=away,
+        read_by_returning_worker=read,
+    )
