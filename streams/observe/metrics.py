@@ -119,6 +119,14 @@ class PrometheusObserver:
             ["stage", "level"],
             registry=r,
         )
+        self.changelog_records = Counter(
+            "baton_changelog_records_read",
+            "Changelog records this worker applied to its tables from the changelog topics "
+            "(recovery after a start or rebalance, standby replicas, the global customer "
+            "index), by table: a RocksDB store reads only what it lacks.",
+            ["table"],
+            registry=r,
+        )
 
     def record_in(self, stage: str) -> None:
         self.records_in.labels(stage).inc()
@@ -127,6 +135,10 @@ class PrometheusObserver:
         self.outputs.labels(stage, outcome).inc()
         if outcome in TIMED_OUTCOMES and seconds > 0:
             self.latency.labels(stage).observe(seconds)
+
+    def changelog_read(self, table: str) -> None:
+        """One changelog record applied to ``table`` (its ``on_changelog_event`` hook)."""
+        self.changelog_records.labels(table).inc()
 
     def dead_letter(self, stage: str, reason: str) -> None:
         self.dead_letters.labels(stage, reason).inc()

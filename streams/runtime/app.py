@@ -25,6 +25,7 @@ from streams.runtime.faust_io import FaustSink, FaustState, session_partition
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.runtime.stages import STAGES, Stage
+from streams.runtime.table_store import store_settings
 from streams.settings import Settings
 
 log = logging.getLogger("baton.app")
@@ -38,7 +39,6 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "broker": settings.broker,
         "broker_credentials": broker_credentials(settings),
-        "store": "memory://",
         "processing_guarantee": settings.processing_guarantee,
         "topic_partitions": settings.partitions,
         "topic_replication_factor": settings.replication_factor,
@@ -51,6 +51,7 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
         "web_bind": settings.web_bind,
         "web_host": settings.web_bind,
         "datadir": str(settings.data_dir / "faust" / settings.app_id),
+        **store_settings(settings),
         "autodiscover": False,
         "producer_acks": -1 if settings.producer_acks == "all" else int(settings.producer_acks),
         "stream_wait_empty": True,
@@ -147,7 +148,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         llm=llm,
         store=store,
         sink=sink,
-        state=FaustState(app, settings.partitions),
+        state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
         observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent),
     )
