@@ -41,6 +41,21 @@ def _kind_vocabulary() -> dict[str, str]:
     return vocabulary
 
 
+# A customer's product names recur on every stage of a ticket and across a session.
+@functools.lru_cache(maxsize=256)
+def _vocabulary(names: tuple[str, ...]) -> tuple[dict[str, str], frozenset[str]]:
+    """The words a typo may stand for (kind terms and the words of ``names``), and the known
+    words: those, less the terms written as one word, plus the stopwords."""
+    vocabulary = dict(_kind_vocabulary())
+    for name in names:
+        for word in _WORD_RE.findall(normalize(name)):
+            if _spelled(word):
+                vocabulary.setdefault(stem(word), stem(word))
+    # A term written as one word ("airfryer") is not known as such: it is spelled out.
+    known = STOPWORDS | {word for word, words in vocabulary.items() if word == words}
+    return vocabulary, known
+
+
 def _plausible(typo: str, word: str) -> bool:
     """A typo keeps the first and the last letter (or swaps the last two: "kettel"), and a word
     of five or six letters is not misspelled by a wrong letter: "phoned" is not "phone", "washed"
@@ -78,13 +93,7 @@ def corrected(text: str, names: Sequence[str]) -> str:
     ``names`` and of the product-kind table.
     """
     norm = normalize(text)
-    vocabulary = dict(_kind_vocabulary())
-    for name in names:
-        for word in _WORD_RE.findall(normalize(name)):
-            if _spelled(word):
-                vocabulary.setdefault(stem(word), stem(word))
-    # A term written as one word ("airfryer") is not known as such: it is spelled out below.
-    known = STOPWORDS | {word for word, words in vocabulary.items() if word == words}
+    vocabulary, known = _vocabulary(tuple(names))
 
     def unknown(word: str) -> bool:
         return _spelled(word) and stem(word) not in known
