@@ -43,9 +43,11 @@ def _kind_vocabulary() -> dict[str, str]:
 
 # A customer's product names recur on every stage of a ticket and across a session.
 @functools.lru_cache(maxsize=256)
-def _vocabulary(names: tuple[str, ...]) -> tuple[dict[str, str], frozenset[str]]:
-    """The words a typo may stand for (kind terms and the words of ``names``), and the known
-    words: those, less the terms written as one word, plus the stopwords."""
+def _vocabulary(
+    names: tuple[str, ...],
+) -> tuple[dict[str, str], frozenset[str], dict[str, list[str]]]:
+    """The words a typo may stand for (kind terms and the words of ``names``), the known words
+    (those, less the terms written as one word, plus the stopwords), and the words by initial."""
     vocabulary = dict(_kind_vocabulary())
     for name in names:
         for word in _WORD_RE.findall(normalize(name)):
@@ -53,7 +55,10 @@ def _vocabulary(names: tuple[str, ...]) -> tuple[dict[str, str], frozenset[str]]
                 vocabulary.setdefault(stem(word), stem(word))
     # A term written as one word ("airfryer") is not known as such: it is spelled out.
     known = STOPWORDS | {word for word, words in vocabulary.items() if word == words}
-    return vocabulary, known
+    initials: dict[str, list[str]] = {}
+    for word in vocabulary:
+        initials.setdefault(word[0], []).append(word)
+    return vocabulary, known, initials
 
 
 def _plausible(typo: str, word: str) -> bool:
@@ -65,13 +70,16 @@ def _plausible(typo: str, word: str) -> bool:
     return len(typo) >= 7 or len(typo) != len(word) or sorted(typo) == sorted(word)
 
 
-def _closest(typo: str, vocabulary: dict[str, str], most: int = 2) -> str | None:
+def _closest(
+    typo: str, vocabulary: dict[str, str], initials: dict[str, list[str]], most: int = 2
+) -> str | None:
     """What the one word ``typo`` plausibly misspells stands for; None if none or a tie."""
     limit = min(allowed_edits(typo), most)
     if not limit:
         return None
+    # A typo keeps its first letter, so only words of the same initial are candidates.
     found = process.extract(
-        typo, list(vocabulary), scorer=OSA.distance, score_cutoff=limit, limit=None
+        typo, initials.get(typo[0], []), scorer=OSA.distance, score_cutoff=limit, limit=None
     )
     near = [(distance, word) for word, distance, _ in found if _plausible(typo, word)]
     if not near:
@@ -93,7 +101,7 @@ def corrected(text: str, names: Sequence[str]) -> str:
     ``names`` and of the product-kind table.
     """
     norm = normalize(text)
-    vocabulary, known = _vocabulary(tuple(names))
+    vocabulary, known, initials = _vocabulary(tuple(names))
 
     def unknown(word: str) -> bool:
         return _spelled(word) and stem(word) not in known
@@ -113,11 +121,11 @@ def corrected(text: str, names: Sequence[str]) -> str:
             joined = stem(word[0] + after[0])
             # One edit at most across a join: "air fryr", "vacum cleaner".
             fix = vocabulary.get(joined) or (
-                _closest(joined, vocabulary, most=1) if _spelled(joined) else None
+                _closest(joined, vocabulary, initials, most=1) if _spelled(joined) else None
             )
             end = after.end() if fix else end
         if fix is None and unknown(word[0]):
-            fix = _closest(stem(word[0]), vocabulary)
+            fix = _closest(stem(word[0]), vocabulary, initials)
         if fix is not None:
             pieces += [norm[at : word.start()], fix]
             at = end
