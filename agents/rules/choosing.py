@@ -8,6 +8,7 @@ from agents.prompts import Facts, OrderFact
 from agents.rules.matching import product_score
 from agents.rules.phrases import DELIVERY, problem_key
 from agents.rules.time_hints import time_score
+from agents.rules.typos import corrected
 from agents.rules.understanding import understand_rules
 from schemas.stages import OrderChoice
 
@@ -50,9 +51,11 @@ def choose_rules(facts: Facts, now: datetime | None = None) -> OrderChoice:
                     f"{past.order_id}.",
                 )
     key, now = problem_key(u.problem), now or datetime.now(UTC)
+    names = [o.product_name for o in facts.orders]
+    mention = corrected(u.product, names) if u.product else None
     scored = []
     for order in facts.orders:
-        p = product_score(u.product, order.product_name) if u.product else 0.0
+        p = product_score(mention, order.product_name) if mention else 0.0
         t = time_score(u.time_hint, _ordered(order), now)
         s = _status_fit(key, u.demand, order.status)
         bonus = 0.1 if order.order_id == current else 0.0
