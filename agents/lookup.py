@@ -14,6 +14,7 @@ from agents.rules import recall
 from agents.rules.choosing import choose_rules
 from agents.rules.matching import product_score
 from agents.rules.time_hints import time_score
+from agents.rules.typos import corrected
 from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Recall, Understanding
@@ -36,10 +37,11 @@ def status_fit(demand: str, status: str) -> float:
 
 
 def rank(u: Understanding, orders: list[Order], now: datetime) -> list[OrderCandidate]:
-    """Score each real order for the understanding, best first."""
+    """Score each real order for the understanding, best first (a misspelled product counts)."""
+    mention = corrected(u.product, [o.product_name for o in orders]) if u.product else None
     ranked = []
     for order in orders:
-        product = product_score(u.product, order.product_name) if u.product else 0.0
+        product = product_score(mention, order.product_name) if mention else 0.0
         score = 0.65 * product + 0.2 * time_score(u.time_hint, order.ordered_at, now)
         score += 0.15 * status_fit(u.demand, str(order.status))
         ranked.append(
@@ -141,11 +143,10 @@ async def look_up(
     if len(orders) == 1 and not understanding.product:
         return Outcome(_match(orders[0], "deterministic", 0.7, "the customer's only order", ranked))
 
+    names = [o.product_name for o in orders]
+    mention = corrected(understanding.product, names) if understanding.product else None
     mentioned = [
-        c
-        for c in ranked
-        if understanding.product
-        and product_score(understanding.product, c.product_name) >= PRODUCT_MIN
+        c for c in ranked if mention and product_score(mention, c.product_name) >= PRODUCT_MIN
     ]
     if understanding.product and not mentioned:
         reason = f"no order of this customer matches {understanding.product!r}"

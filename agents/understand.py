@@ -9,6 +9,7 @@ from agents.outcome import Outcome
 from agents.prompts import EarlierSession, Facts
 from agents.rules import recall
 from agents.rules.matching import normalize, product_score
+from agents.rules.typos import corrected
 from agents.rules.understanding import understand_rules
 from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
@@ -34,6 +35,8 @@ def grounded_in(facts: Facts) -> Validator[Understanding]:
             return
         if any(product_score(product, source) >= GROUNDED for source in sources if source):
             return
+        if product_score(product, corrected(facts.message, [product])) >= GROUNDED:
+            return  # the customer misspelled it ("kettel"), the model did not
         raise OutputInvalid(
             f"product: {product!r} is named neither in the message, the session nor the "
             "customer's orders; use the customer's words, an order's product_name, or null"

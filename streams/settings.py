@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -15,6 +16,8 @@ from agents.dsn import MASK, mask_dsn
 from agents.models.prices import Price, parse_prices
 
 LLMKind = Literal["anthropic", "offline"]
+StoreKind = Literal["memory", "rocksdb"]
+STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
 
 
 DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haiku-4-5"}
@@ -77,6 +80,11 @@ class Settings:
 
     broker: str = "kafka://127.0.0.1:9092"
     data_dir: Path = Path(".baton")
+    # Where the tables live between restarts: memory (rebuilt from the changelogs at every
+    # start) or RocksDB files in ``table_dir``, read back and topped up from the changelogs.
+    store: StoreKind = "memory"
+    # None: a directory of this worker's own under data_dir (see ``table_dir``).
+    store_dir: Path | None = None
     web_port: int = 6066
     web_bind: str = "127.0.0.1"
     web_token: str | None = None
@@ -98,6 +106,8 @@ class Settings:
     retention_days: float = 7.0
     dead_letter_retention_days: float = 30.0
     expiry_interval_s: float = 60.0
+    # Each sample asks the group coordinator and the partition leaders once.
+    lag_interval_s: float = 5.0
     model_timeout_s: float = 60.0
     model_max_retries: int = 4
     model_concurrency: int = 256
@@ -148,6 +158,14 @@ class Settings:
     def orders_url(self) -> str:
         return self.orders_dsn or f"sqlite:///{(self.data_dir / 'orders.sqlite3').resolve()}"
 
+    @property
+    def table_dir(self) -> Path:
+        """The RocksDB store's directory: ``store_dir``, or one per host and web port (two
+        workers of one host cannot share a port) under ``data_dir/store``."""
+        if self.store_dir is not None:
+            return self.store_dir
+        return self.data_dir / "store" / self.app_id / f"{socket.gethostname()}-{self.web_port}"
+
     def model_for(self, stage: str) -> str:
         return self.stage_models.get(stage, self.model)
 
@@ -159,6 +177,8 @@ class Settings:
         env = {
             "BATON_BROKER": self.broker,
             "BATON_DATA_DIR": str(self.data_dir),
+            "BATON_STORE": self.store,
+            "BATON_STORE_DIR": str(self.store_dir or ""),
             "BATON_WEB_PORT": str(self.web_port),
             "BATON_WEB_BIND": self.web_bind,
             "BATON_WEB_TOKEN": self.web_token or "",
@@ -178,6 +198,7 @@ class Settings:
             "BATON_RETENTION_DAYS": repr(self.retention_days),
             "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
             "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
+            "BATON_LAG_INTERVAL": repr(self.lag_interval_s),
             "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
             "BATON_MODEL_MAX_RETRIES": str(self.model_max_retries),
             "BATON_MODEL_CONCURRENCY": str(self.model_concurrency),
@@ -333,6 +354,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     event_loop = env.get("BATON_EVENT_LOOP", "uvloop")
     if event_loop not in ("uvloop", "asyncio"):
         raise SettingsError(f"BATON_EVENT_LOOP must be 'uvloop' or 'asyncio', got {event_loop!r}")
+    store = env.get("BATON_STORE") or "memory"
+    if store not in STORE_KINDS:
+        raise SettingsError(f"BATON_STORE must be 'memory' or 'rocksdb', got {store!r}")
     guarantee = env.get("BATON_PROCESSING_GUARANTEE") or "at_least_once"
     if guarantee not in ("at_least_once", "exactly_once"):
         raise SettingsError(
@@ -355,6 +379,8 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         broker=broker,
         broker_given="BATON_BROKER" in env,
         data_dir=Path(env.get("BATON_DATA_DIR", ".baton")),
+        store=store,
+        store_dir=Path(env["BATON_STORE_DIR"]) if env.get("BATON_STORE_DIR") else None,
         web_port=_int(env, "BATON_WEB_PORT", defaults.web_port, 1),
         web_bind=env.get("BATON_WEB_BIND", defaults.web_bind),
         web_token=env.get("BATON_WEB_TOKEN") or None,
@@ -379,6 +405,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_DEAD_LETTER_RETENTION_DAYS", defaults.dead_letter_retention_days
         ),
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
+        lag_interval_s=_float(env, "BATON_LAG_INTERVAL", defaults.lag_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
         model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),
         model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),

@@ -10,6 +10,7 @@ from agents.rules.matching import (
     product_kinds,
     product_score,
 )
+from agents.rules.typos import corrected
 from schemas.baton import Baton
 from schemas.records import Order
 from schemas.stages import StrategyDraft, Understanding
@@ -73,8 +74,16 @@ def addresses(text: str, name: str) -> bool:
     """The text talks about the product ``name``: by its name, its model, its kind or its words.
 
     Short of the name or the model, a text that mentions only another kind of product
-    ("headphones" for a kettle, "your Sony TV" for Sony headphones) does not.
+    ("headphones" for a kettle, "your Sony TV" for Sony headphones) does not. A misspelled word
+    ("your kettel") counts as the word it misspells.
     """
+    if _addresses(text, name):
+        return True
+    fixed = corrected(text, [name])
+    return fixed is not text and _addresses(fixed, name)
+
+
+def _addresses(text: str, name: str) -> bool:
     norm = normalize(text)
     seen = set(_ASCII_WORD.findall(norm))
     models, words, pieces = _distinctive(name)

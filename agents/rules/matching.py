@@ -25,10 +25,10 @@ did have has had not no so just very really also still please can could would wi
 one some any all new old bought buy got get order ordered purchase purchased item thing
 want need sent send back will that take what when where there them actually instead
 """
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 # Product kinds, English and Chinese terms; the first English term names the kind.
-_KINDS: tuple[tuple[str, ...], ...] = (
+KINDS: tuple[tuple[str, ...], ...] = (
     ("kettle", "electric kettle", "水壶", "热水壶", "电水壶", "烧水壶", "电热水壶"),
     ("headphones", "headphone", "earbud", "earphone", "headset", "airpods", "耳机", "耳麦"),
     ("controller", "gamepad", "joystick", "joycon", "dualsense", "手柄", "游戏手柄"),
@@ -90,7 +90,8 @@ def normalize(text: str) -> str:
     return " ".join("".join(kept).split())
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """``word`` without a plural ending ("kettles" -> "kettle", "batteries" -> "battery")."""
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -103,7 +104,7 @@ def _stem(word: str) -> str:
 
 
 def _words(norm: str) -> list[str]:
-    return [_stem(w) for w in _WORD_RE.findall(norm)]
+    return [stem(w) for w in _WORD_RE.findall(norm)]
 
 
 # Product names and mentions recur, so what is found in them is kept; a reply's text is new
@@ -130,8 +131,8 @@ def _units(text: str) -> frozenset[str]:
     for run in _UNITS_RE.findall(normalize(text)):
         if _CJK_RE.match(run):
             units.update({run} if len(run) == 1 else {run[i : i + 2] for i in range(len(run) - 1)})
-        elif run not in _STOPWORDS:
-            units.add(_stem(run))
+        elif run not in STOPWORDS:
+            units.add(stem(run))
     return frozenset(units)
 
 
@@ -145,7 +146,7 @@ class _Term:
 
 def _compile_terms() -> tuple[_Term, ...]:
     terms: list[_Term] = []
-    for group in _KINDS:
+    for group in KINDS:
         for surface in group:
             norm = normalize(surface)
             cjk = bool(_CJK_RE.search(norm))
@@ -159,12 +160,12 @@ _TERMS = _compile_terms()
 
 def _found_terms(text: str) -> list[tuple[int, _Term]]:
     norm = normalize(text)
-    spans = [(m.start(), _stem(m.group())) for m in _WORD_RE.finditer(norm)]
-    stems = tuple(stem for _, stem in spans)
+    spans = [(m.start(), stem(m.group())) for m in _WORD_RE.finditer(norm)]
+    stems = tuple(s for _, s in spans)
     # Where each stem starts a word, so a term is tried only where its first word is.
     starts: dict[str, list[int]] = {}
-    for i, stem in enumerate(stems):
-        starts.setdefault(stem, []).append(i)
+    for i, s in enumerate(stems):
+        starts.setdefault(s, []).append(i)
     found: list[tuple[int, _Term]] = []
     for term in _TERMS:
         at = -1
@@ -202,7 +203,7 @@ def mentioned_products(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """The text's English words that carry meaning (no stopwords, no short words), in order."""
     words = _WORD_RE.findall(normalize(text))
-    return [w for w in dict.fromkeys(words) if len(w) > 3 and w not in _STOPWORDS]
+    return [w for w in dict.fromkeys(words) if len(w) > 3 and w not in STOPWORDS]
 
 
 def _coverage(part: frozenset[str], whole: frozenset[str]) -> float:

@@ -33,6 +33,7 @@ from agents.rules.phrases import (
 )
 from agents.rules.recall import known, resolve
 from agents.rules.time_hints import day_of, extract_time_hint
+from agents.rules.typos import corrected
 from schemas.baton import OrderMemory
 from schemas.records import utcnow
 from schemas.stages import Demand, Recall, Understanding
@@ -123,11 +124,16 @@ def understand_rules(facts: Facts) -> Understanding:
     message, session = facts.message, facts.session
     norm, zh = normalize(message), is_chinese(message)
     names = list(dict.fromkeys(o.product_name for o in facts.orders))
-    mentions = mentioned_products(message)
-    product = find_product(message, names)
+    said = message
+    mentions = mentioned_products(said)
+    product = find_product(said, names)
+    if product is None and not mentions:
+        # No product as written: a misspelled one ("my kettel leaks") may still be named.
+        said = corrected(message, names)
+        mentions, product = mentioned_products(said), find_product(said, names)
     if product and mentions:
-        best = product_score(message, product)
-        rivals = [n for n in names if n != product and product_score(message, n) >= best - 0.05]
+        best = product_score(said, product)
+        rivals = [n for n in names if n != product and product_score(said, n) >= best - 0.05]
         if rivals:  # Several orders fit the words equally: keep the customer's own word.
             product = mentions[0]
     sized = _by_size(message, names)

@@ -1,13 +1,21 @@
-"""Prometheus metrics of one worker: an Observer for pipeline events plus live Faust/Kafka state."""
+"""Prometheus metrics of one worker: pipeline events, live Faust state and the process itself."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -15,11 +23,29 @@ from schemas.records import CallUsage, Reply
 
 log = logging.getLogger("baton.metrics")
 
+# Registries already given the process collectors: a plain registry does not refuse a second
+# one, it would expose every process series twice (several observers may share a registry).
+_MEASURED: weakref.WeakSet[CollectorRegistry] = weakref.WeakSet()
+
 STAGE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 END_TO_END_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
 # Outcomes that may carry a measured duration; 0 means not measured (intake, redelivered copies).
 TIMED_OUTCOMES = frozenset({"ok", "degraded"})
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+
+
+def add_process_metrics(registry: CollectorRegistry) -> None:
+    """Add the process's memory, CPU, file descriptors, start time and Python version to
+    ``registry``, once: a registry that has them already (the global one does) is left as is.
+    """
+    if registry in _MEASURED:
+        return
+    _MEASURED.add(registry)
+    for collector in (ProcessCollector(registry=None), PlatformCollector(registry=None)):
+        # ValueError is a duplicated timeseries, found by a registry that describes its
+        # collectors (the global one): prometheus_client registered the same ones at import.
+        with contextlib.suppress(ValueError):
+            registry.register(collector)
 
 
 class InFlight(Protocol):
@@ -33,6 +59,7 @@ class PrometheusObserver:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        add_process_metrics(self.registry)
         r = self.registry
         self.records_in = Counter(
             "baton_records_in", "Records a stage received.", ["stage"], registry=r
@@ -92,6 +119,14 @@ class PrometheusObserver:
             ["stage", "level"],
             registry=r,
         )
+        self.changelog_records = Counter(
+            "baton_changelog_records_read",
+            "Changelog records this worker applied to its tables from the changelog topics "
+            "(recovery after a start or rebalance, standby replicas, the global customer "
+            "index), by table: a RocksDB store reads only what it lacks.",
+            ["table"],
+            registry=r,
+        )
 
     def record_in(self, stage: str) -> None:
         self.records_in.labels(stage).inc()
@@ -100,6 +135,10 @@ class PrometheusObserver:
         self.outputs.labels(stage, outcome).inc()
         if outcome in TIMED_OUTCOMES and seconds > 0:
             self.latency.labels(stage).observe(seconds)
+
+    def changelog_read(self, table: str) -> None:
+        """One changelog record applied to ``table`` (its ``on_changelog_event`` hook)."""
+        self.changelog_records.labels(table).inc()
 
     def dead_letter(self, stage: str, reason: str) -> None:
         self.dead_letters.labels(stage, reason).inc()
@@ -145,8 +184,12 @@ class PrometheusObserver:
         source_topics: Iterable[str],
         sessions_open: Callable[[], int] | None = None,
     ) -> None:
-        """Also expose live state read at scrape time: in-flight records, lag, recovery."""
+        """Also expose live state read at scrape time: in-flight records, assignment, recovery."""
         self.registry.register(WorkerState(app, schedulers, source_topics, sessions_open))
+
+    def watch_lag(self, sampler: Collector) -> None:
+        """Also expose the consumer lag a ``streams.observe.lag.LagSampler`` last sampled."""
+        self.registry.register(sampler)
 
     def values(self) -> dict[str, dict[tuple[str, ...], float]]:
         """Every sample of the registry as ``{name: {label values: value}}`` (for the dashboard)."""
@@ -201,50 +244,16 @@ class WorkerState(Collector):
         recovery = self.app.tables.recovery
         if not recovery.completed.is_set():
             return
-        consumer = self.app.consumer
-        lag = GaugeMetricFamily(
-            "baton_consumer_lag",
-            "Records not yet committed: high-water mark from the last fetch minus the "
-            "committed offset.",
-            labels=["topic", "partition"],
-        )
         assigned = GaugeMetricFamily(
             "baton_partitions_assigned", "Partitions this worker consumes.", labels=["topic"]
         )
         per_topic: dict[str, int] = defaultdict(int)
-        for tp in sorted(consumer.assignment()):
-            if tp.topic not in self.source_topics:
-                continue
-            per_topic[tp.topic] += 1
-            value = partition_lag(consumer, tp)
-            if value is not None:
-                lag.add_metric([tp.topic, str(tp.partition)], value)
+        for tp in self.app.consumer.assignment():
+            if tp.topic in self.source_topics:
+                per_topic[tp.topic] += 1
         for topic, n in sorted(per_topic.items()):
             assigned.add_metric([topic], n)
-        yield lag
         yield assigned
-
-
-def partition_lag(consumer: Any, tp: Any) -> int | None:
-    """High-water mark seen in fetch responses minus the committed offset; None when unknown.
-
-    ``end_offsets`` (ListOffsets) would cost a request per scrape and is wrong on the embedded
-    broker; the high-water mark inside fetch responses is right on both.
-    """
-    try:
-        highwater = consumer.highwater(tp)
-    except Exception:
-        return None
-    if highwater is None:
-        return None
-    # Faust's own record of what it committed: the next offset to read, as Kafka stores it.
-    committed = getattr(consumer, "_committed_offset", {}).get(tp)
-    if committed is None:
-        read = getattr(consumer, "_read_offset", {}).get(tp)
-        if read is None:
-            return None
-        committed = read + 1
-    return max(0, int(highwater) - int(committed))
 
 
 def recovery_metrics(app: Any) -> Iterator[Metric]:

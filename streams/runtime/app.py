@@ -16,6 +16,7 @@ from streams.kafka.faust_producer import IdempotentProducer
 from streams.kafka.topics import TopicNames
 from streams.observe import web
 from streams.observe.dashboard import Recent
+from streams.observe.lag import LagSampler
 from streams.observe.logs import LoggingObserver
 from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout
@@ -24,6 +25,7 @@ from streams.runtime.faust_io import FaustSink, FaustState, session_partition
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.runtime.stages import STAGES, Stage
+from streams.runtime.table_store import store_settings
 from streams.settings import Settings
 
 log = logging.getLogger("baton.app")
@@ -37,7 +39,6 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "broker": settings.broker,
         "broker_credentials": broker_credentials(settings),
-        "store": "memory://",
         "processing_guarantee": settings.processing_guarantee,
         "topic_partitions": settings.partitions,
         "topic_replication_factor": settings.replication_factor,
@@ -50,6 +51,7 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
         "web_bind": settings.web_bind,
         "web_host": settings.web_bind,
         "datadir": str(settings.data_dir / "faust" / settings.app_id),
+        **store_settings(settings),
         "autodiscover": False,
         "producer_acks": -1 if settings.producer_acks == "all" else int(settings.producer_acks),
         "stream_wait_empty": True,
@@ -131,13 +133,22 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     metrics = PrometheusObserver()
     metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(gate))
     metrics.watch_llm(llm)
+    inputs = sources | {names.memory_index}
+    lag = LagSampler(
+        settings,
+        settings.app_id,
+        lambda: [tp for tp in app.consumer.assignment() if tp.topic in inputs],
+        # Public on Faust's consumer: the high-water mark of the latest fetch response.
+        highwater=lambda tp: app.consumer.highwater(tp),
+    )
+    metrics.watch_lag(lag)
     recent = Recent()
     pipeline = Pipeline(
         settings=settings,
         llm=llm,
         store=store,
         sink=sink,
-        state=FaustState(app, settings.partitions),
+        state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
         observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent),
     )
@@ -166,6 +177,10 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
                     swept.sessions,
                     swept.customers,
                 )
+
+    @app.task
+    async def sample_lag() -> None:
+        await lag.run(settings.lag_interval_s)
 
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:

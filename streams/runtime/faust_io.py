@@ -111,13 +111,35 @@ async def scan(
     return False
 
 
+def _counting(name: str, on_read: Callable[[str], None] | None) -> Any:
+    """Faust's ``on_changelog_event`` hook reporting each record read into table ``name``."""
+    if on_read is None:
+        return None
+
+    async def read(event: Any) -> None:
+        on_read(name)
+
+    return read
+
+
 class FaustSessionTable:
     """A session table: partitioned like the session-keyed topics, so reads are local."""
 
-    def __init__(self, app: faust.App, name: str, partitions: int) -> None:
+    def __init__(
+        self,
+        app: faust.App,
+        name: str,
+        partitions: int,
+        on_read: Callable[[str], None] | None = None,
+    ) -> None:
         self.partitions = partitions
         self.table = app.Table(
-            name, default=None, partitions=partitions, key_type=str, value_type=bytes
+            name,
+            default=None,
+            partitions=partitions,
+            key_type=str,
+            value_type=bytes,
+            on_changelog_event=_counting(name, on_read),
         )
 
     def get(self, key: str) -> bytes | None:
@@ -146,7 +168,9 @@ class FaustSessionTable:
 class FaustIndexTable:
     """An index table: global (every worker holds a replica), written only by the index agent."""
 
-    def __init__(self, app: faust.App, name: str) -> None:
+    def __init__(
+        self, app: faust.App, name: str, on_read: Callable[[str], None] | None = None
+    ) -> None:
         # Faust's documented setting for a GlobalTable shared by several workers.
         self.table = app.GlobalTable(
             name,
@@ -156,6 +180,7 @@ class FaustIndexTable:
             use_partitioner=True,
             key_type=str,
             value_type=bytes,
+            on_changelog_event=_counting(name, on_read),
         )
 
     def get(self, key: str) -> bytes | None:
@@ -175,11 +200,16 @@ class FaustIndexTable:
 
 
 class FaustState:
-    """The pipeline's tables as changelog-backed Faust tables of raw JSON bytes."""
+    """The pipeline's tables as changelog-backed Faust tables of raw JSON bytes.
 
-    def __init__(self, app: faust.App, partitions: int) -> None:
-        self.batons = FaustSessionTable(app, BATON_TABLE, partitions)
-        self.customers = FaustIndexTable(app, CUSTOMER_TABLE)
+    ``on_read`` hears of every changelog record applied to a table, by the table's name.
+    """
+
+    def __init__(
+        self, app: faust.App, partitions: int, on_read: Callable[[str], None] | None = None
+    ) -> None:
+        self.batons = FaustSessionTable(app, BATON_TABLE, partitions, on_read)
+        self.customers = FaustIndexTable(app, CUSTOMER_TABLE, on_read)
 
 
 def session_partition(session_id: str, partitions: int) -> int:

@@ -79,7 +79,9 @@ def run(settings: Settings) -> None:
     from streams.kafka.topics import ensure_topics
     from streams.observe.logs import faust_loglevel, logging_config
     from streams.runtime.app import create_app
+    from streams.runtime.table_store import check_store, lock_table_dir
 
+    check_store(settings)
     cluster = asyncio.run(probe_broker(settings))
     asyncio.run(ensure_topics(settings))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
@@ -111,12 +113,18 @@ def run(settings: Settings) -> None:
         )
     store = build_store(settings)
     (settings.data_dir / "faust").mkdir(parents=True, exist_ok=True)
-    use_event_loop(settings)
-    worker = create_app(settings, llm, store)
-    faust.Worker(
-        worker.app,
-        loglevel=faust_loglevel(settings),
-        logging_config=logging_config(settings),
-        quiet=True,
-        redirect_stdouts=False,
-    ).execute_from_commandline()
+    # Held until the worker exits: no other worker may open this worker's RocksDB files.
+    table_dir_lock = lock_table_dir(settings)
+    try:
+        use_event_loop(settings)
+        worker = create_app(settings, llm, store)
+        faust.Worker(
+            worker.app,
+            loglevel=faust_loglevel(settings),
+            logging_config=logging_config(settings),
+            quiet=True,
+            redirect_stdouts=False,
+        ).execute_from_commandline()
+    finally:
+        if table_dir_lock is not None:
+            table_dir_lock.close()

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from streams.kafka.apache import pinned_version
+from streams.observe.guard import OPEN_PATHS
 from tests.fixtures.paths import ROOT
 
 COMPOSE = ROOT / "docker-compose.yml"
@@ -219,6 +220,35 @@ def test_brokers_and_postgres_have_healthchecks(services: dict[str, Any]) -> Non
     assert "pg_isready" in healthcheck_cmd(services["postgres"])
 
 
+def test_every_long_running_service_has_a_healthcheck(services: dict[str, Any]) -> None:
+    running = {name for name, service in services.items() if not service.get("profiles")}
+    # Grafana's image is not checked here: nothing waits on it.
+    assert running - {"grafana"} == {*KAFKA_SERVICES, "postgres", "worker", "prometheus"}
+    for name in running - {"grafana"}:
+        check = services[name]["healthcheck"]
+        assert check["test"][0] in ("CMD", "CMD-SHELL"), name
+        for key in ("interval", "timeout", "retries"):
+            assert key in check, (name, key)
+
+
+def test_the_worker_healthcheck_asks_health_without_the_token(services: dict[str, Any]) -> None:
+    worker = services["worker"]
+    test = worker["healthcheck"]["test"]
+    # Python, because the image (python:3.11-slim) has no curl; compiled here, never run.
+    assert test[:3] == ["CMD", "python", "-c"]
+    compile(test[3], "healthcheck", "exec")
+    port = env_of(worker)["BATON_WEB_PORT"]
+    assert f"'http://127.0.0.1:{port}/health'" in test[3]
+    # /health is the one path open without the token (streams/observe/guard.py).
+    assert "BATON_WEB_TOKEN" not in test[3] and "Authorization" not in test[3]
+    assert "/health" in OPEN_PATHS
+    assert worker["healthcheck"]["start_period"]
+
+
+def test_prometheus_healthcheck_asks_its_readiness(services: dict[str, Any]) -> None:
+    assert "http://127.0.0.1:9090/-/ready" in healthcheck_cmd(services["prometheus"])
+
+
 # --- postgres ------------------------------------------------------------------------------
 
 
@@ -325,6 +355,62 @@ def test_worker_data_volume(services: dict[str, Any]) -> None:
     assert named_volume_mounts(services["worker"]) == {"/data": "baton-data"}
 
 
+# --- prometheus and grafana ----------------------------------------------------------------
+
+MONITORING = {"prometheus": "prom/prometheus", "grafana": "grafana/grafana"}
+
+
+def bind_mount_sources(service: Mapping[str, Any]) -> list[str]:
+    return [
+        volume.split(":", 1)[0]
+        for volume in service.get("volumes", [])
+        if isinstance(volume, str) and volume.startswith(("./", "/", "~"))
+    ]
+
+
+def test_monitoring_images_are_pinned(services: dict[str, Any]) -> None:
+    for name, repository in MONITORING.items():
+        image, _, tag = services[name]["image"].partition(":")
+        assert image == repository, name
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+", tag), f"{name}: pin an exact release, not {tag!r}"
+
+
+def test_every_bind_mount_is_a_file_of_the_repo(services: dict[str, Any]) -> None:
+    sources = [s for service in services.values() for s in bind_mount_sources(service)]
+    assert sources, "the operations kit is mounted from deploy/"
+    for source in sources:
+        assert source.startswith("./deploy/"), f"{source}: mount only files of deploy/"
+        assert (ROOT / source).exists(), f"{source} is mounted but not in the repository"
+    for name in MONITORING:
+        for volume in services[name]["volumes"]:
+            if volume.startswith("./"):
+                assert volume.endswith(":ro"), f"{name}: {volume} should be read-only"
+
+
+def test_monitoring_is_reachable_from_this_host_only(services: dict[str, Any]) -> None:
+    assert services["prometheus"]["ports"] == ["127.0.0.1:9090:9090"]
+    assert services["grafana"]["ports"] == ["127.0.0.1:3000:3000"]
+
+
+def test_grafana_has_no_default_password(services: dict[str, Any]) -> None:
+    env = env_of(services["grafana"])
+    with pytest.raises(LookupError, match="GRAFANA_ADMIN_PASSWORD"):
+        interpolate(env["GF_SECURITY_ADMIN_PASSWORD"], {})
+    assert env["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert env["GF_USERS_ALLOW_SIGN_UP"] == "false"
+    assert services["grafana"]["depends_on"]["prometheus"]["condition"] == "service_healthy"
+
+
+def test_prometheus_gets_the_web_token_as_a_secret(
+    compose: dict[str, Any], services: dict[str, Any]
+) -> None:
+    assert services["prometheus"]["secrets"] == ["baton_web_token"]
+    assert compose["secrets"]["baton_web_token"] == {"environment": "BATON_WEB_TOKEN"}
+    # The same variable the workers require, so the two cannot disagree.
+    assert "${BATON_WEB_TOKEN:?" in env_of(services["worker"])["BATON_WEB_TOKEN"]
+    assert "BATON_WEB_TOKEN" not in str(services["prometheus"].get("environment", ""))
+
+
 # --- orders-import -------------------------------------------------------------------------
 
 
@@ -360,7 +446,7 @@ def test_every_named_volume_is_declared_and_used(
     assert used, "no named volumes at all"
     assert used <= declared, f"undeclared: {used - declared}"
     assert declared <= used, f"declared but unused: {declared - used}"
-    assert {"baton-data", "postgres-data"} <= declared
+    assert {"baton-data", "postgres-data", "prometheus-data", "grafana-data"} <= declared
 
 
 # --- Dockerfile ----------------------------------------------------------------------------

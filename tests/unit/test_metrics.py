@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from faust.types import TP
-from prometheus_client import generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from schemas.records import CallUsage
 from streams.cli.main import parser
 from streams.observe.dashboard import Recent, percentile, summary
-from streams.observe.metrics import PrometheusObserver, partition_lag
+from streams.observe.metrics import PrometheusObserver, add_process_metrics
 from tests.fixtures.data import reply
 from tests.fixtures.faust_app import (
     FakeApp,
@@ -142,12 +142,7 @@ def test_every_observer_has_its_own_registry() -> None:
 def fake_app() -> FakeApp:
     t0, t1 = TP("ns.support.understood", 0), TP("ns.support.understood", 1)
     changelog = TP("baton-ns-batons-changelog", 0)
-    consumer = FakeConsumer(
-        assigned={t0, t1, changelog},
-        highwaters={t0: 120, t1: 40, changelog: 999},
-        _committed_offset={t0: 100, t1: None},
-        _read_offset={t1: 29},
-    )
+    consumer = FakeConsumer(assigned={t0, t1, changelog})
     recovery = FakeRecovery(
         active=Counter({changelog: 7}), tp_to_table={changelog: FakeTable("batons")}
     )
@@ -163,8 +158,8 @@ def test_live_state_is_read_at_scrape_time() -> None:
     s = exposition(m)
     assert value(s, "baton_stage_in_flight", stage="understand") == 3
     assert value(s, "baton_sessions_in_pipeline") == 5
-    # Before the first assignment completed there is no lag to report, and nothing recovered.
-    assert "baton_consumer_lag" not in s
+    # Before the first assignment completed there are no partitions to report, nothing recovered.
+    assert "baton_partitions_assigned" not in s
     assert value(s, "baton_tables_recovered") == 0
     assert value(s, "baton_table_recovery_remaining", table="batons", role="active") == 7
     assert value(s, "baton_rebalancing") == 1
@@ -179,21 +174,43 @@ def test_live_state_is_read_at_scrape_time() -> None:
     assert value(s, "baton_tables_recovered") == 1
     assert value(s, "baton_rebalancing") == 0
     topic = "ns.support.understood"
-    assert value(s, "baton_consumer_lag", topic=topic, partition="0") == 20
-    # Nothing committed yet on partition 1: the lag counts from the last record read.
-    assert value(s, "baton_consumer_lag", topic=topic, partition="1") == 10
+    # The changelog partition is assigned too, but it is no input of a stage.
     assert value(s, "baton_partitions_assigned", topic=topic) == 2
-    lag_topics = {dict(labels)["topic"] for labels in s["baton_consumer_lag"]}
-    assert lag_topics == {topic}
+    assert set(s["baton_partitions_assigned"]) == {frozenset({("topic", topic)})}
 
 
-def test_partition_lag_is_unknown_without_a_fetch() -> None:
-    tp = TP("t", 0)
-    consumer = FakeConsumer({tp}, {tp: None}, {tp: 5})
-    assert partition_lag(consumer, tp) is None
-    consumer.highwaters[tp] = 4
-    # A committed offset past a stale high-water mark is no negative lag.
-    assert partition_lag(consumer, tp) == 0
+PROCESS_METRICS = (
+    "process_resident_memory_bytes",
+    "process_cpu_seconds_total",
+    "process_open_fds",
+    "process_start_time_seconds",
+    "python_info",
+)
+
+
+def test_the_process_is_measured_in_the_workers_registry() -> None:
+    s = exposition(PrometheusObserver())
+    for name in PROCESS_METRICS:
+        assert name in s, name
+    assert value(s, "process_resident_memory_bytes") > 0
+    assert value(s, "process_open_fds") >= 1
+
+
+def test_process_metrics_are_registered_once_per_registry() -> None:
+    shared = CollectorRegistry()
+    # Several observers on one registry, and observers on the global one that
+    # prometheus_client already filled with its own process collector.
+    PrometheusObserver(shared)
+    add_process_metrics(shared)
+    add_process_metrics(REGISTRY)
+    add_process_metrics(REGISTRY)
+    families = [m.name for m in shared.collect()]
+    assert families.count("process_resident_memory_bytes") == 1
+    assert families.count("python_info") == 1
+    global_families = [m.name for m in REGISTRY.collect()]
+    assert global_families.count("process_resident_memory_bytes") == 1
+    # And each new worker app in this process gets them in its own registry.
+    assert "process_start_time_seconds" in exposition(PrometheusObserver())
 
 
 def test_percentile_is_nearest_rank() -> None:

@@ -121,7 +121,7 @@ def test_discussion_time_and_purchase_time_are_told_apart() -> None:
     asked = resolve("上周问的那个怎么样了？", None, HISTORY["story"], ORDERS["story"], now=NOW)
     bought = resolve("上个月买的那个怎么样了？", None, HISTORY["story"], ORDERS["story"], now=NOW)
     assert bought is not None and bought.order_id == "P-1"
-    assert asked is not None and asked.order_id != "P-1" or asked is None or asked.method == "ask"
+    assert (asked is not None and asked.order_id != "P-1") or asked is None or asked.method == "ask"
 
 
 def test_only_the_customers_real_orders_can_be_chosen() -> None:

@@ -256,3 +256,13 @@ def test_fair_sharing_and_memory_bounds_are_read_checked_and_rendered_back() -> 
         with pytest.raises(SettingsError, match=name) as raised:
             load({name: bad})
         assert "\n" not in str(raised.value)
+
+
+def test_lag_interval() -> None:
+    assert load({}).lag_interval_s == 5.0
+    custom = load({"BATON_LAG_INTERVAL": "2.5"})
+    assert custom.lag_interval_s == 2.5 and load(custom.to_env()) == custom
+    for bad in ("0", "-1", "often"):
+        with pytest.raises(SettingsError, match="BATON_LAG_INTERVAL") as raised:
+            load({"BATON_LAG_INTERVAL": bad})
+        assert "\n" not in str(raised.value)

@@ -190,6 +190,20 @@ async def test_only_batons_views_are_served(tmp_path: Path, store: SQLiteOrderSt
         assert (await fetch(server, "/dashboard/data.json"))[0] == 200
 
 
+async def test_metrics_of_two_apps_in_one_process_each_carry_the_process_once(
+    tmp_path: Path, store: SQLiteOrderStore
+) -> None:
+    for _ in range(2):
+        async with worker_port(tmp_path, store) as (server, _):
+            status, _, body = await fetch(server, "/metrics")
+            text = body.decode()
+            assert status == 200
+            for name in ("process_resident_memory_bytes", "process_cpu_seconds_total"):
+                assert text.count(f"\n{name} ") == 1, name
+            # The lag gauge is there from the start; its samples come with the first assignment.
+            assert "# TYPE baton_consumer_lag gauge" in text
+
+
 @pytest.mark.parametrize(
     ("host", "served"),
     [
