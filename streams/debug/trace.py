@@ -213,9 +213,19 @@ def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any
         )
     if stage == "lookup" and record.match is not None:
         match = record.match
+        recalled = ""
+        if match.recall is not None:
+            words = ", ".join(repr(w) for w in match.recall.evidence)
+            how = "ask which of " if match.recall.method == "ask" else "recalled by "
+            what = (
+                ", ".join(c.order_id for c in match.recall.candidates)
+                if match.recall.method == "ask"
+                else match.recall.method
+            )
+            recalled = f"; {how}{what} from {words}"
         return (
             f"order {match.order_id or '-'} by {match.method}, "
-            f"confidence {match.confidence:.2f}{took}",
+            f"confidence {match.confidence:.2f}{recalled}{took}",
             {"match": match.model_dump(mode="json", exclude={"candidates"}), "timing_ms": timing},
         )
     return ("accepted, re-keyed by session", {"baton_version": record.baton_version})

@@ -10,7 +10,7 @@ from aiokafka.structs import OffsetAndTimestamp
 from schemas.baton import Baton, ChainEntry
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
-from schemas.stages import OrderMatch, StageRecord, Understanding
+from schemas.stages import OrderCandidate, OrderMatch, Recall, StageRecord, Understanding
 from streams.debug import dlq, trace
 from streams.debug.replay_plan import (
     Selection,
@@ -313,3 +313,44 @@ def test_trace_builds_a_session_timeline_from_every_topic() -> None:
     empty = trace.build("nobody", names, changelog, records)
     assert not empty["found"]
     assert trace.render(empty) == ["session nobody: nothing recorded in any topic"]
+
+
+def test_trace_shows_how_a_reference_was_resolved_and_on_what_words() -> None:
+    names = TopicNames.of(Settings())
+    changelog = changelog_topic(Settings())
+    understood = StageRecord(ticket=ticket("a"), understanding=_understanding())
+    recalled = Recall(method="demand", evidence=["sent for repair"], order_id="O-1")
+    asking = Recall(
+        method="ask",
+        evidence=["the one I returned"],
+        order_id=None,
+        candidates=[
+            OrderCandidate(
+                order_id=oid,
+                product_name="P",
+                status="delivered",
+                ordered_at=datetime(2026, 11, 1, tzinfo=UTC),
+                score=1.0,
+            )
+            for oid in ("O-1", "O-2")
+        ],
+    )
+    matches = [
+        OrderMatch(order_id="O-1", method="history", confidence=0.85, reason="r", recall=recalled),
+        OrderMatch(order_id=None, method="none", confidence=0.6, reason="r", recall=asking),
+    ]
+    records = {
+        names.tickets: [msg(names.tickets, dumps(ticket("a")), ts=T0)],
+        names.matched: [
+            msg(names.matched, dumps(understood.model_copy(update={"match": m})), offset=i)
+            for i, m in enumerate(matches)
+        ],
+    }
+    lines = trace.render(trace.build("s1", names, changelog, records))
+    assert any(
+        "by history" in x and "recalled by demand from 'sent for repair'" in x for x in lines
+    )
+    assert any("ask which of O-1, O-2 from 'the one I returned'" in x for x in lines)
+    doc = trace.build("s1", names, changelog, records)
+    lookups = [e for e in doc["events"] if e["kind"] == "lookup"]
+    assert lookups[0]["match"]["recall"]["evidence"] == ["sent for repair"]
