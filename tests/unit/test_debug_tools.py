@@ -352,5 +352,5 @@ def test_trace_shows_how_a_reference_was_resolved_and_on_what_words() -> None:
     )
     assert any("ask which of O-1, O-2 from 'the one I returned'" in x for x in lines)
     doc = trace.build("s1", names, changelog, records)
-    lookups = [e for e in doc["events"] if e["kind"] == "lookup"]
-    assert lookups[0]["match"]["recall"]["evidence"] == ["sent for repair"]
+    lookup = doc["tickets"][0]["stages"]["lookup"]  # the JSON keeps the newest record's match
+    assert lookup["match"]["recall"]["candidates"][1]["order_id"] == "O-2"
