@@ -26,67 +26,159 @@ PROBLEMS: dict[str, tuple[str, str, str, str, str]] = {
         r"electric shock|shocked me|shocks?|electrocut\w*", r"漏电|触电|电到",
         "electric shock hazard", "gives electric shocks", "漏电",
     ),
-    "leaking": (r"leak\w*|dripping", r"漏水|漏了|渗水|漏液", "leaking", "is leaking", "漏水"),
+    # Before "battery": a charger that overheats and stops charging is first a heat problem.
+    "overheat": (
+        r"overheat\w*|too hot|very hot|really hot|extremely hot|gets (?:very |so |really )?hot"
+        r"|getting (?:very |so |really )?hot|hot to (?:the )?touch|heats? up too much",
+        r"过热|发烫|烫手|很烫|特别烫|非常烫|太烫|好烫|烫得",
+        "overheating", "overheats and gets too hot", "过热发烫",
+    ),
+    "leaking": (
+        r"leak\w*|dripping|drips|seep\w*|spills? (?:out|everywhere)",
+        r"漏水|漏了(?![一两几个件])|渗水|漏液|漏油|漏气|滴水|渗漏|往外漏",
+        "leaking", "is leaking", "漏水",
+    ),
+    # Before "not_delivered": "没收到退款" is about the money, not the parcel.
+    "refund_missing": (
+        r"(?:havent|have not|hasnt|has not|didnt|did not|never|still not|not yet) (?:yet )?"
+        r"(?:received|got|gotten|seen|been (?:given|issued|paid)) (?:my |the |a |any )?"
+        r"(?:refund|money back)|not (?:yet |been )?(?:been )?refunded|still not refunded"
+        r"|refund (?:still )?(?:hasnt|has not|didnt|did not|never|isnt|is not) (?:yet )?"
+        r"(?:arrived|come|come through|reached|appeared|landed)|no refund yet|still no refund",
+        r"没收到退款|未收到退款|退款(?:还|一直)?(?:没|未)(?:到|收到|退)|(?:还)?(?:没|未)到账"
+        r"|还没退(?!货)|没退(?:款|钱|给|回)|钱(?:还|一直)?没(?:退|到|回)",
+        "refund not received", "has not been refunded yet", "退款还没到账",
+    ),
     "not_delivered": (
         r"not (?:been |yet )?(?:delivered|arrived|received)|(?:hasnt|has not|havent|have not"
-        r"|didnt|did not|never) (?:yet )?(?:arrived|received|got|come|came|shown up|been delivered)"
-        r"|still not here|where is my (?:order|package|parcel)|not delivered",
-        r"没收到|没有收到|还没到|未收到|没到货|还没收到|没有到|没发货|还没发货|没送到",
+        r"|didnt|did not|never) (?:yet )?(?:arrived|received|got|come|came|shown up|showed up"
+        r"|turned up|been delivered)"
+        r"|still not here|where is my (?:order|package|parcel)|not delivered"
+        r"|(?:hasnt|has not|havent|have not|isnt|is not|wasnt|was not|not) (?:yet |been )?"
+        r"(?:yet |been )?(?:shipped|dispatched|sent out)|not shipped"
+        r"|still (?:isnt|is not|arent|are not|not) here|(?:still )?(?:shows?|showing|says|saying)"
+        r" (?:as |its |it is )?(?:still )?in transit|stuck (?:in transit|at (?:the )?(?:depot"
+        r"|warehouse|customs|hub))|tracking (?:hasnt|has not|didnt|did not|isnt|is not) "
+        r"(?:moved|updated|changed|updating)|no tracking updates?"
+        r"|lost in (?:the )?(?:post|mail|transit)|(?:parcel|package|order|delivery|shipment) "
+        r"(?:was |is |got |has been )?lost|never (?:got|came|showed up)",
+        r"没收到|没有收到|还没到|未收到|没到货|还没收到|没有到|没发货|还没发货|未发货|不发货|没送到"
+        r"|没有送到|未送达|还在路上|一直在路上|迟迟不到|一直没到|还没来|物流.{0,6}(?:没更新"
+        r"|没有更新|不更新|没动|没变)|没有物流信息|丢件|(?:快递|包裹|件)(?:被)?(?:弄)?丢了"
+        r"|显示丢失",
         "not delivered", "has not been delivered", "还没有收到",
     ),
     "wrong_item": (
-        r"wrong (?:item|product|model|size|colou?r|one)|not what i ordered|sent me the wrong",
-        r"发错|错发|不是我买的|货不对|寄错",
+        r"wrong (?:item|product|model|size|colou?r|one|version|variant|style)|not what i ordered"
+        r"|sent me the wrong|not the (?:one|colou?r|size|model|item) i ordered"
+        r"|different (?:colou?r|model|item|product) (?:than|from|to) (?:what )?i ordered",
+        r"发错|错发|不是我买的|货不对|寄错|颜色不对|型号不对|款式不对|不是我要的|和图片不一样",
         "wrong item", "arrived as the wrong item", "发错了商品",
     ),
+    # Before "damaged": "时好时坏的" is a flickering screen, not a broken arrival.
+    "display": (
+        r"flicker\w*|screen (?:keeps |is |was )?(?:flashing|blinking|flashes|blinks)"
+        r"|(?:black|blank) screen|screen (?:keeps |is |has )?(?:going|goes|went|turns|turning"
+        r"|turned|gone) (?:black|blank|dark|white)|dead pixels?|lines (?:on|across) the "
+        r"(?:screen|display)|(?:screen|display) (?:is |keeps )?(?:glitch\w*|garbled|flashing)"
+        r"|touch ?screen (?:is )?(?:unresponsive|not responding)",
+        r"闪屏|闪烁|屏幕.{0,4}闪|(?:一直|老是|总是|不停地?)闪|黑屏|花屏|白屏|绿屏|屏幕.{0,2}(?:条纹|横线"
+        r"|竖线)|坏点|显示(?:异常|不正常|有问题)|触屏(?:失灵|不灵)|触摸(?:失灵|不灵)",
+        "screen flickering or display fault", "has a flickering or faulty screen",
+        "屏幕闪烁或显示异常",
+    ),
+    # Before "damaged": a split sole is wear, not damage in transit.
+    "coming_apart": (
+        r"(?:coming|came|come|falling|fell|fall|falls) apart|split (?:sole|seam|open|apart)"
+        r"|(?:soles?|seams?|stitching|heels?) (?:has |have |is |are )?(?:split|splitting"
+        r"|separat\w*|peel\w*|unstitched|unglued|(?:come |came |coming )?(?:loose|undone|off))"
+        r"|peeling|peeled off|separat(?:ed|ing) from|delaminat\w*|unglued|unstitched"
+        r"|(?:ripped|torn|burst) seams?|fray\w*",
+        r"开胶|脱胶|开线|脱线|掉底|鞋底.{0,4}(?:掉|开|裂|脱|分离)|鞋跟.{0,2}(?:掉|断)|分层|掉皮|起皮",
+        "coming apart", "is coming apart", "开胶开线",
+    ),
     "damaged": (
-        r"damaged|cracked|dented|scratched|shattered|smashed|arrived broken",
-        r"破损|碎了|裂了|划痕|压坏|摔坏|坏的",
+        r"damaged|cracked|cracks?|dented|scratched|shattered|smashed|arrived broken|chipped"
+        r"|crushed|bent",
+        r"破损|碎了|裂了|裂开|裂纹|裂痕|有裂|碎裂|划痕|划伤|刮花|压坏|摔坏|磕碰|磕坏|凹陷|压扁|(?<!时)坏的",
         "arrived damaged", "arrived damaged", "到货破损",
     ),
     "missing_parts": (
-        r"missing|incomplete|not included|parts? (?:are |is )?missing",
-        r"少了|缺少|少件|缺件|漏发|没有配件",
+        r"missing|incomplete|not included|parts? (?:are |is )?missing"
+        r"|(?:didnt|did not) come with|only (?:got|received) (?:one|part|half)",
+        r"少了|缺少|少件|缺件|漏发|没有配件|少发|漏寄|少寄|配件不全|缺(?:了)?配件",
         "missing parts", "is missing parts", "缺少配件",
     ),
     "overcharged": (
-        r"overcharg\w*|charged (?:me )?twice|double charged|billed twice|extra charge",
-        r"多扣|扣了两次|重复扣款|多收|扣款错误",
+        r"overcharg\w*|charged (?:me )?twice|double charged|billed twice|extra charge"
+        r"|charged (?:me )?(?:double|two times|the wrong (?:amount|price)|too much)"
+        r"|paid twice|duplicate (?:charge|payment)|wrong (?:amount|price) charged",
+        r"多扣|扣了两次|重复扣款|多收|扣款错误|扣错|付了两次|重复支付|多付",
         "overcharged", "was overcharged", "多扣了钱",
     ),
-    "drifting": (r"drift\w*", r"漂移", "drifting", "is drifting", "摇杆漂移"),
+    "drifting": (
+        r"drift\w*|moves? on its own|ghost (?:input|touch)\w*", r"漂移|自己乱动|自己动",
+        "drifting", "is drifting", "摇杆漂移",
+    ),
     "noise": (
-        r"nois\w*|loud|buzz\w*|rattl\w*|squeak\w*", r"噪音|异响|杂音|声音很大|响声",
+        r"nois\w*|loud|buzz\w*|rattl\w*|squeak\w*|grind\w*|clicking|clunk\w*|clank\w*|knocking"
+        r"|whin(?:e|es|ing)|humming|hiss\w*|crackl\w*|screech\w*|squeal\w*|whirr\w*",
+        r"噪音|异响|杂音|声音很大|响声|声音(?:特别|非常|太|好|超|很)?大|咔咔|嘎吱|吱吱|嗡嗡|咯吱|滋滋"
+        r"|哒哒|咚咚|哐哐|(?:很|特别|非常|太)吵|吵得|刺耳|响个不停|一直响",
         "noise", "makes a strange noise", "有噪音",
     ),
     "battery": (
-        r"battery|wont charge|not charging|does not charge|doesnt charge|dies quickly",
-        r"电池|充不进电|不充电|充不了电|续航",
+        r"battery|wont charge|not charging|does not charge|doesnt charge|dies quickly"
+        r"|(?:will not|cant|cannot|can not) charge|stopped charging|no longer charges"
+        r"|(?:wont|doesnt|does not|not) hold(?:ing)? (?:a )?charge|drains (?:fast|quickly)",
+        r"电池|充不进电|不充电|充不了电|续航|充不上电|充不进去|不能充电|无法充电|没法充电|掉电快"
+        r"|耗电(?:很|特别|太)?快|不蓄电",
         "battery fault", "does not charge or hold a charge", "无法充电或续航差",
+    ),
+    # Before "broken": a heater that runs but stays cold is more than "not working".
+    "no_heat": (
+        r"(?:not|doesnt|does not|wont|will not|isnt|is not|stopped|no longer|never) "
+        r"(?:heat\w*|warm\w* up|get(?:ting|s)? (?:hot|warm))|no heat|blow\w* cold(?: air)?"
+        r"|(?:stays|staying) cold|(?:isnt|is not|arent|are not|not) (?:hot|warm)(?: enough)?"
+        r"|lukewarm",
+        r"不热|不发热|不加热|不制热|不出热风|不出热气|没有热风|没热风|不升温|加热不了|热不起来|不够热"
+        r"|温度上不去|只出冷风|吹冷风|出冷风",
+        "not heating", "is not heating up", "不发热",
     ),
     "broken": (
         r"broken|broke|not working|doesnt work|does not work|stopped working|wont turn on"
         r"|wont start|dead|faulty|defective|malfunction\w*|does not turn on|doesnt turn on"
-        r"|no sound",
-        r"坏了|不工作|不能用|用不了|开不了机|不开机|打不开|故障|失灵|没反应|不亮|不转|没声音|没有声音",
+        r"|no sound|(?:wont|will not|doesnt|does not) (?:power on|switch on|boot)"
+        r"|keeps (?:turning|shutting|switching) off|unresponsive"
+        r"|(?:not|isnt|is not|stopped) cooling|(?:doesnt|does not|wont|will not) cool|not spinning",
+        r"坏了|不工作|不能用|用不了|开不了机|不开机|打不开|故障|失灵|没反应|不亮|不转|没声音|没有声音"
+        r"|无法使用|没法用|不好使|罢工|启动不了|不启动|无法开机|自动关机|死机|不制冷|不出水|停转",
         "not working", "is not working", "坏了，无法正常使用",
     ),
     "late": (
-        r"late|delay\w*|overdue|taking forever|slow (?:delivery|shipping)",
+        r"late|delay\w*|overdue|taking forever|slow (?:delivery|shipping)"
+        r"|taking (?:so |too )long",
         r"太慢|很慢|延迟|迟迟|太久|慢",
         "delayed delivery", "is delayed", "配送延迟",
     ),
     "fit": (
-        r"too (?:small|big|large|tight|loose)|doesnt fit|does not fit",
-        r"尺码不合适|太小|太大|不合脚|不合身",
+        r"too (?:small|big|large|tight|loose|narrow|wide|short|long)|doesnt fit|does not fit"
+        r"|(?:runs?|running) (?:small|large|big)|(?:heel|foot) slips? out|pinch\w*",
+        r"尺码不合适|太小|太大|不合脚|不合身|偏大|偏小|挤脚|磨脚|太紧|太松|码数不对",
         "wrong fit", "does not fit", "尺码不合适",
     ),
     "quality": (
-        r"poor quality|bad quality|fake|counterfeit|cheaply made", r"质量差|质量问题|假货|次品",
+        r"poor quality|bad quality|fake|counterfeit|cheaply made|poorly made|low quality|flimsy"
+        r"|not as described|looks used|second hand|knock ?off|fad(?:ed|ing)|shr[au]nk"
+        r"|colou?r (?:ran|runs|bleed\w*)|pilling",
+        r"质量差|质量问题|假货|次品|做工差|做工粗糙|劣质|质量不好|二手|翻新|用过的|起球|掉色|褪色|缩水"
+        r"|与描述不符",
         "quality problem", "has a quality problem", "有质量问题",
     ),
     "unwanted": (
-        r"changed my mind|dont want it|no longer need|dont need it", r"不想要了|不要了|不需要了",
+        r"changed my mind|dont want it|no longer need|dont need it|no longer want"
+        r"|ordered (?:it |this |them )?by (?:mistake|accident)|(?:accidentally|mistakenly) ordered",
+        r"不想要了|不要了|不需要了|买错了|拍错了|下错单|用不上了",
         "no longer wanted", "is no longer wanted", "不想要了",
     ),
 }  # fmt: skip
@@ -135,6 +227,8 @@ DEFAULT_DEMAND: dict[str, Demand] = {
     "damaged": "exchange", "missing_parts": "exchange", "fit": "exchange",
     "overcharged": "refund", "unwanted": "refund", "leaking": "repair", "broken": "repair",
     "drifting": "repair", "noise": "repair", "battery": "repair", "quality": "repair",
+    "overheat": "exchange", "refund_missing": "information", "display": "repair",
+    "coming_apart": "exchange", "no_heat": "repair",
 }  # fmt: skip
 EARLIER = _rx(
     r"the order i asked about|i asked about|earlier|before|previous\w*|last time|that order"
