@@ -247,7 +247,11 @@ class AnthropicLLM:
                 log.warning("%s is overloaded: %d calls in flight at most", model, self.limit.slots)
             ids = {"request_id": attempt.failure.request_id}
             if not attempt.retryable:
-                log.warning("%s: %s", model, attempt.failure.message, extra=ids)
+                # A spent limit fails every call: the alarm speaks for those, once a minute.
+                level = (
+                    logging.DEBUG if isinstance(attempt.failure, SpendLimit) else logging.WARNING
+                )
+                log.log(level, "%s: %s", model, attempt.failure.message, extra=ids)
                 raise attempt.failure
             last = attempt.failure
             if attempts > self.max_retries:
@@ -296,7 +300,10 @@ class AnthropicLLM:
             )
         if stop in ("max_tokens", "model_context_window_exceeded"):
             raise Truncated(
-                f"{model} stopped at {stop} ({usage.output_tokens})", text, [usage], usage.request_id
+                f"{model} stopped at {stop} ({usage.output_tokens})",
+                text,
+                [usage],
+                usage.request_id,
             )
         try:
             value = prompt.output_type.model_validate_json(text)

@@ -181,12 +181,15 @@ class RateLimitPacer:
             if requests.reset_in_s is not None:
                 state.requests_reset_at = now + requests.reset_in_s
         for kind in KINDS[1:]:
+            # Tokens are not counted out here (a call's size is known only once answered):
+            # a token budget at its reserve holds every new call until it resets.
             budget = budgets.get(kind)
-            if budget is not None and budget.reset_in_s is not None:
-                if budget.remaining <= self._kept(budget.limit):
-                    state.tokens_low_until = max(
-                        state.tokens_low_until, now + budget.reset_in_s
-                    )
+            if (
+                budget is not None
+                and budget.reset_in_s is not None
+                and budget.remaining <= self._kept(budget.limit)
+            ):
+                state.tokens_low_until = max(state.tokens_low_until, now + budget.reset_in_s)
         state.settled.set()
         state.settled = asyncio.Event()
         if budgets and self.on_budgets is not None:

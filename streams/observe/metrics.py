@@ -151,7 +151,7 @@ class PrometheusObserver:
         if hasattr(llm, "on_retry"):
             llm.on_retry = self.model_retry
         pacer = getattr(llm, "pacer", None)
-        if hasattr(pacer, "on_budgets"):
+        if pacer is not None and hasattr(pacer, "on_budgets"):
             pacer.on_budgets = self.model_budgets
 
     def watch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from typing import Any
@@ -9,11 +10,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from agents.models.claude import AnthropicLLM
 from agents.models.llm import Unavailable
 from agents.models.ratelimits import RateLimitPacer, read_rate_limits
-from agents.testing.standin import StandIn
-from agents.testing.standin.ratelimits import RateBudget, RateWindow
+from agents.testing.standin import RateBudget, StandIn
+from agents.testing.standin.__main__ import rate_budget
+from agents.testing.standin.ratelimits import RateWindow
 from streams.observe.metrics import PrometheusObserver
+from streams.runtime.worker import build_llm
+from streams.settings import SettingsError, load
 from tests.fixtures.agents import client, prompt, respond
 
 H = "anthropic-ratelimit-"
@@ -160,3 +165,31 @@ async def test_the_remaining_budgets_are_exported_as_gauges() -> None:
     model = llm.model
     assert values[(model, "requests")] == 3
     assert 0 < values[(model, "input-tokens")] < 1_000_000
+
+
+def test_the_standin_command_reads_a_rate_limit_and_refuses_a_bad_one() -> None:
+    assert rate_budget("50/60") == RateBudget(requests=50, window_s=60.0)
+    assert rate_budget("5") == RateBudget(requests=5, window_s=60.0)
+    for bad in ("x/60", "0/60", "5/-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            rate_budget(bad)
+
+
+async def test_the_worker_paces_by_its_settings_and_refuses_a_reserve_of_one_or_more() -> None:
+    env = {
+        "BATON_LLM": "anthropic",
+        "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+        "BATON_MODEL_RATELIMIT_RESERVE": "0.2",
+        "BATON_MODEL_RATELIMIT_WAIT": "5",
+    }
+    settings = load(env)
+    assert load(settings.to_env()).model_ratelimit_reserve == 0.2
+    llm = build_llm(settings)
+    try:
+        assert isinstance(llm, AnthropicLLM)
+        assert (llm.pacer.reserve, llm.pacer.max_wait_s) == (0.2, 5.0)
+    finally:
+        await llm.aclose()
+    for bad in ("1", "1.5", "0", "-0.1", "x"):
+        with pytest.raises(SettingsError, match="BATON_MODEL_RATELIMIT_RESERVE"):
+            load({**env, "BATON_MODEL_RATELIMIT_RESERVE": bad})

@@ -9,6 +9,7 @@ from agents.models.prices import min_cacheable_tokens
 from agents.models.tokens import estimate_tokens
 from agents.testing.standin.messages import Request
 
+
 class PromptCache:
     """Which system prompt prefixes are cached, and what each call reads, writes and pays for."""
 
