@@ -4,8 +4,9 @@ Every Messages API response (errors included) says, per budget (requests, tokens
 tokens, output tokens), its limit, what remains and when it is full again. ``RateLimitPacer``
 keeps the newest of these per model, counts the calls it let out since, and holds a new call
 while a budget is at or under its reserve, until that budget's reset (never longer than
-``max_wait_s`` per call). Until a model's first response arrives nothing is known, so calls to
-it go one at a time: a worker that starts with a burst probes the budget instead of spending it.
+``max_wait_s`` per call). Until a model's first response arrives nothing is known, so the first
+call to it goes alone (for a few seconds at most): a worker that starts with a burst probes the
+budget instead of spending it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class RateLimitPacer:
     ``reserve`` is the share of each limit kept back (other workers spend the same budget
     between two of our responses); a budget at or under it holds new calls until its reset.
     ``max_wait_s`` bounds one call's wait; 0 turns pacing off (the headers are still read).
+    Until a model's first answer, other calls wait for it at most ``probe_wait_s``.
     """
 
     def __init__(
@@ -99,11 +101,13 @@ class RateLimitPacer:
         *,
         reserve: float = 0.05,
         max_wait_s: float = 30.0,
+        probe_wait_s: float = 2.0,
         clock: Clock = time.monotonic,
         wall: Clock = time.time,
     ) -> None:
         self.reserve = min(max(0.0, reserve), 1.0)
         self.max_wait_s = max(0.0, max_wait_s)
+        self.probe_wait_s = probe_wait_s
         self.held = 0
         self._clock = clock
         self._wall = wall
@@ -142,11 +146,15 @@ class RateLimitPacer:
     async def admit(self, model: str) -> None:
         """Wait until a call of ``model`` may go, then count it as in flight."""
         state = self._model(model)
-        waited = 0.0
+        waited = probed = 0.0
         while self.max_wait_s > 0:
-            if not state.known and state.in_flight > 0:
-                # The first call is the probe: the others wait for what it reports.
-                await state.settled.wait()
+            if not state.known and state.in_flight > 0 and probed < self.probe_wait_s:
+                # The first call is the probe: the others wait for what it reports, but not
+                # for long, so a hanging first call does not stall every session.
+                started = self._clock()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.settled.wait(), self.probe_wait_s - probed)
+                probed += max(self._clock() - started, 0.001)
                 continue
             until = self.hold_until(model)
             if until is None or waited >= self.max_wait_s:

@@ -105,6 +105,14 @@ async def test_until_the_first_answer_calls_go_one_at_a_time() -> None:
     await asyncio.wait_for(third, 1)
 
 
+async def test_a_first_call_that_hangs_holds_the_others_only_for_the_probe_wait() -> None:
+    pacer = RateLimitPacer(probe_wait_s=0.2)
+    await pacer.admit("m")  # and never answers
+    started = time.monotonic()
+    await asyncio.wait_for(asyncio.gather(pacer.admit("m"), pacer.admit("m")), 2)
+    assert 0.15 <= time.monotonic() - started < 1.0
+
+
 def test_the_standin_window_refuses_past_its_budget_and_says_so() -> None:
     now = [1000.0]
     window = RateWindow(RateBudget(requests=2, window_s=5.0, input_tokens=100), wall=lambda: now[0])
