@@ -74,7 +74,9 @@ def rejection(answer: Answer[T], validators: Sequence[Validator[T]]) -> OutputIn
             validate(answer.value)
         except OutputInvalid as exc:
             reasons.append(exc.message)
-    return OutputInvalid("; ".join(reasons), answer.raw) if reasons else None
+    if not reasons:
+        return None
+    return OutputInvalid("; ".join(reasons), answer.raw, request_id=answer.usage.request_id)
 
 
 async def ask(
@@ -94,7 +96,9 @@ async def ask(
     invalid: OutputInvalid | None
     model = llm.model_for(prompt.stage)
 
-    def fail(reason: str, error: str, raw: str = "", handoff: bool = False) -> Asked[T]:
+    def fail(
+        reason: str, error: str, raw: str = "", handoff: bool = False, request_id: str | None = None
+    ) -> Asked[T]:
         asked.failure = Failure(
             reason=reason,
             error=error,
@@ -103,6 +107,7 @@ async def ask(
             model=model,
             prompt_version=prompt.version,
             handoff=handoff,
+            request_id=request_id,
         )
         return asked
 
@@ -116,7 +121,8 @@ async def ask(
         except Truncated as exc:
             asked.calls.extend(exc.usage)
             if widened:
-                return fail("max_tokens", f"output truncated twice at {max_tokens} tokens", exc.raw)
+                error = f"output truncated twice at {max_tokens} tokens"
+                return fail("max_tokens", error, exc.raw, request_id=exc.request_id)
             widened, max_tokens = True, max_tokens * 2
             continue
         except OutputInvalid as exc:
@@ -125,7 +131,7 @@ async def ask(
         except ModelFailure as exc:
             asked.calls.extend(exc.usage)
             reason, handoff = classify(exc)
-            return fail(reason, exc.message, exc.raw, handoff)
+            return fail(reason, exc.message, exc.raw, handoff, exc.request_id)
         else:
             asked.calls.append(answer.usage)
             invalid = rejection(answer, validators)
@@ -133,5 +139,7 @@ async def ask(
                 asked.value = answer.value
                 return asked
         if reasks >= reask_limit:
-            return fail("validation_failed", invalid.message, invalid.raw)
+            return fail(
+                "validation_failed", invalid.message, invalid.raw, request_id=invalid.request_id
+            )
         reasks, feedback = reasks + 1, invalid.message

@@ -24,6 +24,7 @@ class Failure:
     model: str | None = None
     prompt_version: str | None = None
     handoff: bool = False
+    request_id: str | None = None
 
 
 @dataclass

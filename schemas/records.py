@@ -156,6 +156,9 @@ class CallUsage(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
+    request_id: str | None = Field(
+        default=None, description="The API's request-id of the call, when it sent one."
+    )
 
 
 class UsageTotals(BaseModel):
@@ -252,4 +255,8 @@ class DeadLetter(BaseModel):
     source_offset: int | None = None
     model: str | None = None
     prompt_version: str | None = None
+    request_id: str | None = Field(
+        default=None,
+        description="The API's request-id of the last model call behind a model failure.",
+    )
     ticket: Ticket | None = Field(default=None, description="The ticket, when it was valid.")

@@ -112,6 +112,9 @@ class Settings:
     model_max_retries: int = 4
     model_concurrency: int = 256
     ticket_model_budget_s: float = 180.0
+    # Share of each API rate limit kept back, and the longest one call waits for a reset.
+    model_ratelimit_reserve: float = 0.05
+    model_ratelimit_wait_s: float = 30.0
     reask_limit: int = 1
     session_token_budget: int = 200_000
     # Per customer and per worker process (a customer's sessions may live on several workers);
@@ -203,6 +206,8 @@ class Settings:
             "BATON_MODEL_MAX_RETRIES": str(self.model_max_retries),
             "BATON_MODEL_CONCURRENCY": str(self.model_concurrency),
             "BATON_TICKET_MODEL_BUDGET": repr(self.ticket_model_budget_s),
+            "BATON_MODEL_RATELIMIT_RESERVE": repr(self.model_ratelimit_reserve),
+            "BATON_MODEL_RATELIMIT_WAIT": repr(self.model_ratelimit_wait_s),
             "BATON_REASK_LIMIT": str(self.reask_limit),
             "BATON_SESSION_TOKEN_BUDGET": str(self.session_token_budget),
             "BATON_CUSTOMER_TOKEN_BUDGET": str(self.customer_token_budget),
@@ -241,6 +246,13 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
         raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _fraction(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _float(env, name, default)
+    if value >= 1:
+        raise SettingsError(f"{name} must be a fraction below 1, got {env[name]!r}")
     return value
 
 
@@ -411,6 +423,12 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),
         ticket_model_budget_s=_float(
             env, "BATON_TICKET_MODEL_BUDGET", defaults.ticket_model_budget_s
+        ),
+        model_ratelimit_reserve=_fraction(
+            env, "BATON_MODEL_RATELIMIT_RESERVE", defaults.model_ratelimit_reserve
+        ),
+        model_ratelimit_wait_s=_float(
+            env, "BATON_MODEL_RATELIMIT_WAIT", defaults.model_ratelimit_wait_s
         ),
         reask_limit=_int(env, "BATON_REASK_LIMIT", defaults.reask_limit),
         session_token_budget=_int(

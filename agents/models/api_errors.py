@@ -56,15 +56,17 @@ def attempt_failure(model: str, exc: anthropic.AnthropicError, timeout_s: float)
         return Attempt(Unavailable(f"{model} unreachable: {exc}"), True)
     if not isinstance(exc, anthropic.APIStatusError):
         return Attempt(Unavailable(f"{model} failed: {type(exc).__name__}: {exc}"), False)
+    request_id = exc.request_id
     spent = spend_limit_message(exc.body)
     if spent:
-        return Attempt(SpendLimit(f"spend limit reached ({model}): {spent}"), False)
+        failure = SpendLimit(f"spend limit reached ({model}): {spent}", request_id=request_id)
+        return Attempt(failure, False)
     status = exc.status_code
     detail = f"{status} {getattr(exc, 'type', None) or 'error'}: {exc.message}"
     hint = exc.response.headers.get("x-should-retry")
     retryable = hint == "true" or (hint != "false" and (status in _RETRY_STATUS or status >= 500))
     return Attempt(
-        Unavailable(f"{model} failed: {detail}"),
+        Unavailable(f"{model} failed: {detail}", request_id=request_id),
         retryable,
         overloaded=status in _OVERLOAD_STATUS,
         retry_after_s=_retry_after_s(exc.response.headers),

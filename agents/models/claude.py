@@ -8,7 +8,10 @@ an AIMD limit that halves when the API says it is overloaded (429, 529) and grow
 succeed, so an overload slows the worker down instead of piling retries onto it. A spend-limit
 429 is never retried and is logged at ERROR at most once a minute.
 
-Calls are costed with ``agents.models.prices``, updated by the constructor's ``prices``.
+Calls are costed with ``agents.models.prices``, updated by the constructor's ``prices``. Every
+response's ``anthropic-ratelimit-*`` headers feed ``agents.models.ratelimits``, which holds new
+calls before a budget runs out; every call's ``request-id`` is kept in its usage, its failure and
+its log line.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from agents.models.llm import (
 )
 from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
 from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
+from agents.models.ratelimits import RateLimitPacer
+from agents.models.tokens import ApiCounter, TokenCount
 from agents.prompts import SHARED_PREFIX
 from schemas.records import CallUsage, StageName
 
@@ -116,6 +121,8 @@ class AnthropicLLM:
         concurrency: int = 8,
         ticket_budget_s: float = 180.0,
         prices: Mapping[str, Price] | None = None,
+        ratelimit_reserve: float = 0.05,
+        ratelimit_max_wait_s: float = 30.0,
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
@@ -128,6 +135,9 @@ class AnthropicLLM:
         self.limit = AdaptiveLimit(concurrency, clock=clock)
         self.tickets = TicketClock(ticket_budget_s)
         self.spend_alarm = Throttle(SPEND_ALARM_INTERVAL_S, clock=clock)
+        self.pacer = RateLimitPacer(
+            reserve=ratelimit_reserve, max_wait_s=ratelimit_max_wait_s, clock=clock
+        )
         self._uncached: set[tuple[str, str]] = set()
         self._clock = clock
         self._rng = rng or random.Random()
@@ -151,10 +161,15 @@ class AnthropicLLM:
             http_client=anthropic.DefaultAioHttpClient(limits=limits),
             open_telemetry=sdk_spans(_tracer_provider()),
         )
+        self.counter = ApiCounter(self._client)
 
     def model_for(self, stage: StageName) -> str:
         """The stage's own model if configured, else the default model."""
         return self.stage_models.get(stage, self.model)
+
+    async def count_tokens(self, stage: StageName, system: str, context: str) -> TokenCount:
+        """Input tokens of a prompt on the stage's model: counted by the API, else estimated."""
+        return await self.counter.count(self.model_for(stage), system, context)
 
     async def ask(
         self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
@@ -195,39 +210,58 @@ class AnthropicLLM:
             left = deadline - self._clock()
             if left <= 0:
                 raise self._out_of_time(model, last, attempts)
+            admitted = False
             try:
-                # Waiting for a slot is model time too: an overloaded worker must not let
-                # tickets queue past their budget.
+                # Waiting for the rate limits and for a slot is model time too: an overloaded
+                # worker must not let tickets queue past their budget.
                 async with asyncio.timeout(left):
+                    await self.pacer.admit(model)
+                    admitted = True
                     await self.limit.acquire()
-            except TimeoutError:
-                raise self._out_of_time(model, last, attempts) from None
+            except BaseException as exc:
+                if admitted:
+                    self.pacer.finished(model, None)
+                if isinstance(exc, TimeoutError):
+                    raise self._out_of_time(model, last, attempts) from None
+                raise
             attempts += 1
             timeout_s = min(self.timeout_s, max(0.001, deadline - self._clock()))
+            headers: Mapping[str, str] | None = None
             try:
                 raw = await self._client.messages.with_raw_response.create(
                     **request, timeout=timeout_s
                 )
+                headers = raw.headers
                 message = await raw.parse()
             except anthropic.AnthropicError as exc:
+                if isinstance(exc, anthropic.APIStatusError):
+                    headers = exc.response.headers
                 attempt = attempt_failure(model, exc, timeout_s)
             else:
                 self.limit.succeeded()
                 return message
             finally:
                 self.limit.release()
+                self.pacer.finished(model, headers)
             if attempt.overloaded and self.limit.overloaded():
                 log.warning("%s is overloaded: %d calls in flight at most", model, self.limit.slots)
+            ids = {"request_id": attempt.failure.request_id}
             if not attempt.retryable:
+                # A spent limit fails every call: the alarm speaks for those, once a minute.
+                level = (
+                    logging.DEBUG if isinstance(attempt.failure, SpendLimit) else logging.WARNING
+                )
+                log.log(level, "%s: %s", model, attempt.failure.message, extra=ids)
                 raise attempt.failure
             last = attempt.failure
             if attempts > self.max_retries:
                 last.message = f"{last.message} (gave up after {attempts} attempts)"
+                log.warning("%s: %s", model, last.message, extra=ids)
                 raise last
             delay = retry_delay_s(attempts - 1, attempt.retry_after_s, rng=self._rng)
             if self._clock() + delay >= deadline:
                 raise self._out_of_time(model, last, attempts)
-            log.info("%s: %s; retrying in %.2f s", model, last.message, delay)
+            log.info("%s: %s; retrying in %.2f s", model, last.message, delay, extra=ids)
             if self.on_retry is not None:
                 self.on_retry(model, retry_cause(attempt))
             await asyncio.sleep(delay)
@@ -236,7 +270,10 @@ class AnthropicLLM:
         budget = f"the ticket's model time budget of {self.tickets.budget_s:g} s is spent"
         if last is None:
             return OutOfTime(f"{model}: {budget}")
-        return OutOfTime(f"{model}: {budget} after {attempts} attempts; last: {last.message}")
+        return OutOfTime(
+            f"{model}: {budget} after {attempts} attempts; last: {last.message}",
+            request_id=last.request_id,
+        )
 
     def _sound_spend_alarm(self, model: str) -> None:
         swallowed = self.spend_alarm.ready()
@@ -255,13 +292,23 @@ class AnthropicLLM:
         stop = message.stop_reason or "end_turn"
         if stop == "refusal":
             explanation = message.stop_details.explanation if message.stop_details else None
-            raise Refused(f"{model} refused: {explanation or 'no explanation'}", text, [usage])
+            raise Refused(
+                f"{model} refused: {explanation or 'no explanation'}",
+                text,
+                [usage],
+                usage.request_id,
+            )
         if stop in ("max_tokens", "model_context_window_exceeded"):
-            raise Truncated(f"{model} stopped at {stop} ({usage.output_tokens})", text, [usage])
+            raise Truncated(
+                f"{model} stopped at {stop} ({usage.output_tokens})",
+                text,
+                [usage],
+                usage.request_id,
+            )
         try:
             value = prompt.output_type.model_validate_json(text)
         except ValidationError as exc:
-            raise OutputInvalid(_readable(exc), text, [usage]) from None
+            raise OutputInvalid(_readable(exc), text, [usage], usage.request_id) from None
         return Answer(value=value, usage=usage, raw=text, stop_reason=stop)
 
     def _usage(self, stage: StageName, model: str, message: Message) -> CallUsage:
@@ -273,6 +320,7 @@ class AnthropicLLM:
             output_tokens=reported.output_tokens,
             cache_read_tokens=reported.cache_read_input_tokens or 0,
             cache_write_tokens=reported.cache_creation_input_tokens or 0,
+            request_id=message._request_id,
         )
         if not (usage.cache_read_tokens or usage.cache_write_tokens):
             self._warn_uncached(stage, model, usage.input_tokens)

@@ -62,6 +62,7 @@ class ModelFailure(Exception):
     message: str
     raw: str = ""
     usage: list[CallUsage] = field(default_factory=list)
+    request_id: str | None = None  # the API's ``request-id`` of the failed call, when it sent one
 
     def __str__(self) -> str:
         return self.message

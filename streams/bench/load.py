@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.prompts import Facts, OrderFact, SessionFacts, render_context, system_prompt
-from agents.testing.standin import estimate_tokens
+from agents.models.tokens import Counter, Estimator, TokenCount
+from agents.prompts import (
+    PROMPT_VERSION,
+    Facts,
+    OrderFact,
+    SessionFacts,
+    render_context,
+    system_prompt,
+)
 from schemas.baton import Baton
 from schemas.records import Order, Reply, StageName, Ticket
 from streams.demo import demo_file, read_jsonl
@@ -142,13 +149,18 @@ class Workload:
 
 @dataclass(frozen=True)
 class PromptSize:
-    """Estimated tokens of the prompts sent and of the smallest prompts with the same facts."""
+    """Tokens of the prompts sent and of the smallest prompts with the same facts.
+
+    ``method`` says how the minimal prompts were measured: ``counted`` by the API's token
+    counting, ``estimated``, or ``partly counted`` when the endpoint failed for some.
+    """
 
     sent: int
     sent_context: int
     minimal: int
     minimal_context: int
     cache_read: int
+    method: str = "estimated"
 
     @property
     def ratio(self) -> float | None:
@@ -177,19 +189,38 @@ def minimal_context(
     return render_context(facts)
 
 
-def prompt_sizes(
+def _method(counts: Sequence[TokenCount]) -> str:
+    counted = sum(1 for c in counts if c.method == "counted")
+    if counted == len(counts) and counts:
+        return "counted"
+    return "partly counted" if counted else "estimated"
+
+
+async def prompt_sizes(
     tickets: Sequence[Ticket],
     replies: Mapping[str, Reply],
     batons: Mapping[str, Baton],
     orders: Mapping[str, Order],
+    *,
+    counter: Counter | None = None,
+    model_for: Callable[[StageName], str] = lambda stage: "",
 ) -> PromptSize:
     """Sum what the replies report as sent against minimal prompts for the same calls.
 
     A ticket's minimal prompt per call is the stage's fixed instructions plus the message, the
     core problems the session had before it (and its own, after understand) and the matched
-    order; every call a reply's usage counts (re-asks included) needs one.
+    order; every call a reply's usage counts (re-asks included) needs one. ``counter`` measures
+    them (the API's count for Claude), the estimate without one.
     """
-    system = {s.name: estimate_tokens(system_prompt(s.name)) for s in STAGES}
+    counter = counter or Estimator()
+    counts: list[TokenCount] = []
+
+    async def tokens(stage: StageName, system: str, context: str) -> int:
+        count = await counter.count(model_for(stage), system, context, version=PROMPT_VERSION)
+        counts.append(count)
+        return count.tokens
+
+    system = {s.name: await tokens(s.name, system_prompt(s.name), "") for s in STAGES}
     sent = sent_context = minimal = minimal_ctx = cache_read = 0
     for ticket in tickets:
         reply = replies.get(ticket.ticket_id)
@@ -207,7 +238,7 @@ def prompt_sizes(
             if stage not in system:
                 continue
             known = baton.core_problems[: mine + (0 if stage == "understand" else 1)]
-            tokens = estimate_tokens(minimal_context(stage, ticket, known, order))
-            minimal += calls * (system[stage] + tokens)
-            minimal_ctx += calls * tokens
-    return PromptSize(sent, sent_context, minimal, minimal_ctx, cache_read)
+            context = await tokens(stage, "", minimal_context(stage, ticket, known, order))
+            minimal += calls * (system[stage] + context)
+            minimal_ctx += calls * context
+    return PromptSize(sent, sent_context, minimal, minimal_ctx, cache_read, _method(counts))

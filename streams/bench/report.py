@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agents.models.claude import AnthropicLLM
 from schemas.baton import Baton
 from schemas.records import DeadLetter, Order, Reply, Ticket
 from streams.bench.kafka import Output, latest_values, read_topic, read_topics, topics_named
@@ -20,6 +21,7 @@ from streams.bench.stats import (
     steady_rate,
 )
 from streams.kafka.topics import TopicNames
+from streams.runtime.worker import build_llm
 from streams.settings import Settings
 
 
@@ -196,13 +198,20 @@ async def describe(
             ),
         }
     if row.tokens_per_ticket:
-        sizes_ = prompt_sizes(
-            tickets,
-            replies,
-            {k: b for k, (b, _) in batons.items()},
-            {o.order_id: o for o in orders},
-        )
+        llm = build_llm(s)
+        try:
+            sizes_ = await prompt_sizes(
+                tickets,
+                replies,
+                {k: b for k, (b, _) in batons.items()},
+                {o.order_id: o for o in orders},
+                counter=llm.counter if isinstance(llm, AnthropicLLM) else None,
+                model_for=llm.model_for,
+            )
+        finally:
+            await llm.aclose()
         row.extra["prompt"] = {
+            "tokens": sizes_.method,
             "sent_tokens": sizes_.sent,
             "minimal_tokens": sizes_.minimal,
             "ratio": round(sizes_.ratio, 3) if sizes_.ratio else None,

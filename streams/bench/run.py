@@ -332,7 +332,8 @@ def notes(result: dict[str, Any]) -> list[str]:
         if prompt := row.get("prompt"):
             lines.append(
                 f"{name}: prompt tokens {prompt['ratio']}x the minimal prompts "
-                f"(per-ticket part {prompt['context_ratio']}x); "
+                f"(per-ticket part {prompt['context_ratio']}x; minimal prompts "
+                f"{prompt.get('tokens', 'estimated')}); "
                 f"cache reads {100 * prompt['cache_read_share']:.0f}% of input"
             )
         if drift := row.get("rss_drift"):

@@ -15,7 +15,7 @@ from agents.dsn import mask_dsn, passwords
 from schemas.records import CallUsage, Reply
 from streams.settings import Settings
 
-FIELDS = ("ticket_id", "session_id", "stage", "outcome", "duration_ms")
+FIELDS = ("ticket_id", "session_id", "stage", "outcome", "duration_ms", "request_id")
 # Payload keys whose values are prompts: the model's instructions or the customer's context.
 PAYLOAD_KEYS = frozenset({"system", "prompt", "messages"})
 REDACTED = "[redacted]"
@@ -247,7 +247,18 @@ class LoggingObserver:
             self.log.warning("dead letter from %s: %s", stage, reason, extra=extra)
 
     def model_calls(self, calls: list[CallUsage]) -> None:
-        pass
+        if not calls or not self.log.isEnabledFor(logging.INFO):
+            return
+        ids = current_ids()
+        for call in calls:
+            extra = {"stage": call.stage, "request_id": call.request_id, **ids}
+            self.log.info(
+                "model call %s: %d tokens in, %d out",
+                call.model,
+                call.input_tokens + call.cache_read_tokens + call.cache_write_tokens,
+                call.output_tokens,
+                extra=extra,
+            )
 
     def context(self, stage: str, level: str) -> None:
         if level == "full":

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -19,6 +20,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agents.models.ratelimits import Budget
 from schemas.records import CallUsage, Reply
 
 log = logging.getLogger("baton.metrics")
@@ -110,6 +112,13 @@ class PrometheusObserver:
         self.tokens = Counter(
             "baton_model_tokens", "Model tokens.", ["stage", "model", "kind"], registry=r
         )
+        self.ratelimit_remaining = Gauge(
+            "baton_model_ratelimit_remaining",
+            "What the API's last response said is left of each rate limit: requests, tokens,"
+            " input-tokens, output-tokens.",
+            ["model", "kind"],
+            registry=r,
+        )
         self.cost = Counter(
             "baton_model_cost_usd", "Model cost in USD.", ["stage", "model"], registry=r
         )
@@ -164,6 +173,11 @@ class PrometheusObserver:
         """A failed request is about to be repeated (the ``AnthropicLLM.on_retry`` hook)."""
         self.retries.labels(model, cause).inc()
 
+    def model_budgets(self, model: str, budgets: Mapping[str, Budget]) -> None:
+        """A response reported the API's rate limits (the ``RateLimitPacer.on_budgets`` hook)."""
+        for kind, budget in budgets.items():
+            self.ratelimit_remaining.labels(model, kind).set(budget.remaining)
+
     def context(self, stage: str, level: str) -> None:
         self.contexts.labels(stage, level).inc()
 
@@ -173,9 +187,12 @@ class PrometheusObserver:
             self.end_to_end.observe(end_to_end_s)
 
     def watch_llm(self, llm: object) -> None:
-        """Receive the model's retry reports, if it offers them."""
+        """Receive the model's retry and rate-limit reports, if it offers them."""
         if hasattr(llm, "on_retry"):
             llm.on_retry = self.model_retry
+        pacer = getattr(llm, "pacer", None)
+        if pacer is not None and hasattr(pacer, "on_budgets"):
+            pacer.on_budgets = self.model_budgets
 
     def watch(
         self,

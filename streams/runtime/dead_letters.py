@@ -53,6 +53,7 @@ def letter(
     attempts: int = 1,
     model: str | None = None,
     prompt_version: str | None = None,
+    request_id: str | None = None,
 ) -> DeadLetter:
     """Build a dead letter; ``payload`` bytes are kept as text (invalid UTF-8 escaped)."""
     text = payload.decode("utf-8", "backslashreplace") if isinstance(payload, bytes) else payload
@@ -70,6 +71,7 @@ def letter(
         source_offset=source.offset,
         model=model,
         prompt_version=prompt_version,
+        request_id=request_id,
         ticket=ticket,
     )
 
@@ -88,6 +90,7 @@ def from_failure(
         attempts=failure.attempts,
         model=failure.model,
         prompt_version=failure.prompt_version,
+        request_id=failure.request_id,
     )
 
 

@@ -28,6 +28,8 @@ def build_llm(settings: Settings) -> LLM:
             max_retries=settings.model_max_retries,
             concurrency=settings.model_concurrency,
             ticket_budget_s=settings.ticket_model_budget_s,
+            ratelimit_reserve=settings.model_ratelimit_reserve,
+            ratelimit_max_wait_s=settings.model_ratelimit_wait_s,
             prices=settings.prices,
         )
     from agents.rules.offline import OfflineLLM

@@ -195,7 +195,7 @@ def test_minimal_context_carries_message_core_problems_and_order_only() -> None:
     assert "flags" not in text and "understanding" not in text
 
 
-def test_prompt_sizes_compare_sent_tokens_with_minimal_prompts() -> None:
+async def test_prompt_sizes_compare_sent_tokens_with_minimal_prompts() -> None:
     ticket = Workload("m", 1, 1).tickets()[0]
     baton = Baton(
         session_id=ticket.session_id,
@@ -217,7 +217,7 @@ def test_prompt_sizes_compare_sent_tokens_with_minimal_prompts() -> None:
         order_id="O-1",
         usage=usage,
     )
-    size = prompt_sizes(
+    size = await prompt_sizes(
         [ticket], {ticket.ticket_id: reply}, {ticket.session_id: baton}, {"O-1": _order()}
     )
     assert size.minimal_context == minimal

@@ -99,6 +99,7 @@ PINNED: dict[str, list[str]] = {
         "RULE_BREAKS",
         "FaultRule",
         "PromptCache",
+        "RateBudget",
         "Request",
         "Responder",
         "StandIn",

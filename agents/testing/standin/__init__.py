@@ -14,11 +14,17 @@ advertising ``retry_after``) and ``spend_limit`` (a 429 that retrying cannot fix
 Prompt caching follows the API: every system block with ``cache_control`` is a breakpoint; a
 call reads the longest cached prefix and writes up to its last breakpoint, for prefixes of at
 least ``min_cache_tokens`` (``None``: each model's documented minimum).
+
+``POST /v1/messages/count_tokens`` answers with the token estimate of the system and message
+text (deterministic), or a 500 while ``count_tokens_fails`` is set. With a ``rate_limit``
+(``RateBudget``: requests, and optionally input tokens, per window) every answer carries the
+``anthropic-ratelimit-*`` headers and a call past the budget gets a 429.
 """
 
 from agents.testing.standin.caching import PromptCache, estimate_tokens
 from agents.testing.standin.faults import FAULTS, RULE_BREAKS, FaultRule, directives
 from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
+from agents.testing.standin.ratelimits import RateBudget
 from agents.testing.standin.server import StandIn, run_in_thread
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "RULE_BREAKS",
     "FaultRule",
     "PromptCache",
+    "RateBudget",
     "Request",
     "Responder",
     "StandIn",

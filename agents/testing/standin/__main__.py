@@ -7,7 +7,20 @@ import asyncio
 import signal
 
 from agents.testing import standin
+from agents.testing.standin.ratelimits import RateBudget
 from agents.testing.standin.server import StandIn
+
+
+def rate_budget(text: str) -> RateBudget:
+    """``REQUESTS/SECONDS`` (``50/60``) as a budget."""
+    requests, _, seconds = text.partition("/")
+    try:
+        budget = RateBudget(requests=int(requests), window_s=float(seconds or "60"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected REQUESTS/SECONDS, got {text!r}") from None
+    if budget.requests < 1 or budget.window_s <= 0:
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return budget
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -15,7 +28,10 @@ async def _serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     options = {"latency": args.latency, "jitter": args.jitter, "retry_after": args.retry_after}
-    async with StandIn(host=args.host, port=args.port, seed=args.seed, **options) as server:
+    server = StandIn(
+        host=args.host, port=args.port, seed=args.seed, rate_limit=args.rate_limit, **options
+    )
+    async with server:
         print(server.base_url, flush=True)
         await stop.wait()
 
@@ -31,6 +47,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jitter", type=float, default=0.0, help="± uniform seconds")
     parser.add_argument("--retry-after", type=float, default=1.0, help="seconds, on 429/529/500")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rate-limit",
+        type=rate_budget,
+        default=None,
+        metavar="REQUESTS/SECONDS",
+        help="a 429 past this many calls per window; rate-limit headers on every answer",
+    )
     asyncio.run(_serve(parser.parse_args(argv)))
 
 

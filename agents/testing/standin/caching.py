@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 import threading
 
 from agents.models.prices import min_cacheable_tokens
+from agents.models.tokens import estimate_tokens
 from agents.testing.standin.messages import Request
-
-_CJK = re.compile(
-    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
-)
-
-
-def estimate_tokens(text: str) -> int:
-    """Roughly count tokens: one per CJK character, one per four other characters."""
-    cjk = len(_CJK.findall(text))
-    return cjk + math.ceil((len(text) - cjk) / 4)
 
 
 class PromptCache:

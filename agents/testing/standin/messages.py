@@ -117,3 +117,18 @@ def read_request(body: Any) -> Request:
         facts=facts,
         facts_error=facts_error,
     )
+
+
+def read_count_request(body: Any) -> tuple[str, str]:
+    """The system and message text of a token-counting request; ``ValueError`` if malformed."""
+    if not isinstance(body, dict):
+        raise ValueError("body: expected a JSON object")
+    model, messages = body.get("model"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        raise ValueError("model: Field required")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("messages: Field required (a non-empty list)")
+    if not all(isinstance(m, dict) for m in messages):
+        raise ValueError("messages: expected objects")
+    text = "".join(_text(m.get("content"), "messages.content") for m in messages)
+    return _text(body.get("system", ""), "system"), text

@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel
 
-from agents.testing.standin.caching import PromptCache
+from agents.testing.standin.caching import PromptCache, estimate_tokens
 from agents.testing.standin.faults import (
     API_ERRORS,
     NOT_JSON,
@@ -26,7 +26,14 @@ from agents.testing.standin.faults import (
     FaultRule,
     spoil,
 )
-from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
+from agents.testing.standin.messages import (
+    Request,
+    Responder,
+    echo_responder,
+    read_count_request,
+    read_request,
+)
+from agents.testing.standin.ratelimits import RateBudget, RateWindow
 
 
 def _request_id() -> str:
@@ -44,7 +51,10 @@ class StandIn:
     """The stand-in server: ``async with StandIn() as s`` serves the API on ``s.base_url``.
 
     Answers (faulty ones included) wait ``latency`` ± uniform ``jitter`` seconds; API errors are
-    immediate, as the real API's usually are.
+    immediate, as the real API's usually are. With a ``rate_limit`` every answer carries the
+    ``anthropic-ratelimit-*`` headers and a call past the budget gets a 429. Token counts
+    (``/v1/messages/count_tokens``) are the deterministic estimate of the system and message
+    text, and fail with a 500 while ``count_tokens_fails`` is set.
     """
 
     def __init__(
@@ -59,11 +69,14 @@ class StandIn:
         host: str = "127.0.0.1",
         port: int = 0,
         seed: int = 0,
+        rate_limit: RateBudget | None = None,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
         self.retry_after = retry_after
         self.cache = PromptCache(min_cache_tokens)
         self.faults = FaultPlan()
+        self.rate_limit = RateWindow(rate_limit) if rate_limit else None
+        self.count_tokens_fails = False
         self._started = time.monotonic()
         self.responder: Responder = responder or echo_responder
         self.host, self.port, self.base_url = host, port, ""
@@ -75,6 +88,8 @@ class StandIn:
 
     def _clear(self) -> None:
         self._calls, self._in_flight, self._max_in_flight = 0, 0, 0
+        self._counts = 0
+        self._request_ids: deque[str] = deque(maxlen=10_000)
         self._by_stage: Counter[str] = Counter()
         self._by_fault: Counter[str] = Counter()
         self._requests: deque[dict[str, Any]] = deque(maxlen=10_000)
@@ -83,6 +98,7 @@ class StandIn:
         """Bind and serve; return the base URL."""
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
@@ -121,7 +137,8 @@ class StandIn:
         self.cache.clear()
 
     def stats(self) -> dict[str, Any]:
-        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call."""
+        """Counts of calls (total, by stage, by fault), concurrency, token counts, one summary
+        and the ``request-id`` sent per call."""
         with self._lock:
             return {
                 "calls": self._calls,
@@ -129,6 +146,8 @@ class StandIn:
                 "by_fault": dict(self._by_fault),
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
+                "token_counts": self._counts,
+                "request_ids": list(self._request_ids),
                 "requests": [dict(r) for r in self._requests],
             }
 
@@ -153,17 +172,49 @@ class StandIn:
             self._calls += 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        response: web.Response | None = None
         try:
-            return await self._answer(http)
+            response = await self._answer(http)
+            return response
         finally:
             with self._lock:
                 self._in_flight -= 1
+                if response is not None and "request-id" in response.headers:
+                    self._request_ids.append(response.headers["request-id"])
+
+    async def _count_tokens(self, http: web.Request) -> web.Response:
+        with self._lock:
+            self._counts += 1
+        if self.count_tokens_fails:
+            return _error(500, "api_error", "stand-in: token counting is failing on request")
+        try:
+            system, text = read_count_request(await http.json())
+        except ValueError as exc:
+            return _error(400, "invalid_request_error", str(exc))
+        tokens = estimate_tokens(system) + estimate_tokens(text)
+        return web.json_response({"input_tokens": tokens}, headers={"request-id": _request_id()})
 
     async def _answer(self, http: web.Request) -> web.Response:
         try:
             request = read_request(await http.json())
         except ValueError as exc:
             return _error(400, "invalid_request_error", str(exc))
+        limits: dict[str, str] = {}
+        if self.rate_limit is not None:
+            tokens = estimate_tokens(request.system) + estimate_tokens(request.text)
+            allowed, limits = self.rate_limit.take(tokens)
+            if not allowed:
+                with self._lock:
+                    self._by_fault["rate_limited"] += 1
+                    self._requests.append({"stage": request.stage, "status": 429})
+                response = _error(429, "rate_limit_error", "stand-in: rate limit exceeded")
+                response.headers.update(limits)
+                return response
+        response = await self._reply(request)
+        response.headers.update(limits)
+        return response
+
+    async def _reply(self, request: Request) -> web.Response:
         fault = self.faults.take(request)
         summary: dict[str, Any] = {
             "stage": request.stage,
