@@ -92,7 +92,7 @@ _STATUS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (
         _rx(
             rf"{_NOT}(?: been| yet)? (?:shipped|dispatched|sent out|sent)|not (?:yet )?shipped"
-            r"|yet to (?:ship|be shipped)|still (?:waiting|pending|processing)",
+            r"|yet to (?:ship|be shipped)|still (?:pending|processing)",
             r"还没发货|没发货|未发货|还没有发货|没有发货|还没寄出|没寄出|未寄出|还没发出",
         ),
         frozenset({"pending", "paid"}),

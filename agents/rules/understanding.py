@@ -105,7 +105,8 @@ def _discussed(facts: Facts, product: str | None) -> SessionTopic | None:
         if product and h.product == product and h.order_id != facts.session.order_id:
             agreed = [d for d in [*h.asked, h.decided] if d and d != "information"]
             demand = agreed[-1] if agreed else None
-            problem = h.problems[-1] if h.problems else None
+            named = [p for p in h.problems if problem_key(p) not in (None, "general")]
+            problem = named[-1] if named else None
             return SessionTopic(
                 order_id=h.order_id, product=h.product, demand=demand, problem=problem
             )
@@ -164,7 +165,9 @@ def understand_rules(facts: Facts) -> Understanding:
         key = problem_key(past.core_problem)
     if key is None and recalled is not None and recalled.order_id:
         raised = next((h.problems for h in facts.history if h.order_id == recalled.order_id), [])
-        key = problem_key(raised[-1]) if raised else None
+        # The last problem actually named; "needs help with an order" names none.
+        keys = [k for k in map(problem_key, raised) if k and k != "general"]
+        key = keys[-1] if keys else None
     if key:
         problem = PROBLEMS[key][4] if zh else PROBLEMS[key][2]
     elif session.problem and same_topic:
