@@ -10,7 +10,7 @@ without a ``traceparent`` costs one check and nothing is injected.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 from opentelemetry import propagate, trace
@@ -32,6 +32,7 @@ def _tracer() -> trace.Tracer:
 
 
 _w3c = TraceContextTextMapPropagator()
+_OFF: AbstractContextManager[None] = nullcontext()
 
 
 class Where(Protocol):
@@ -54,12 +55,17 @@ def _carries_context(headers: Headers | None) -> bool:
     return bool(headers) and any(k.lower() == TRACEPARENT for k, _ in headers or ())
 
 
-@contextmanager
-def stage_span(stage: str, headers: Headers | None, source: Where | None = None) -> Iterator[None]:
+def stage_span(
+    stage: str, headers: Headers | None, source: Where | None = None
+) -> AbstractContextManager[None]:
     """The current span while ``stage`` runs on one record, a child of the record's context."""
     if not _carries_context(headers) and not enabled():
-        yield
-        return
+        return _OFF
+    return _stage_span(stage, headers, source)
+
+
+@contextmanager
+def _stage_span(stage: str, headers: Headers | None, source: Where | None) -> Iterator[None]:
     parent = propagate.extract(headers or [], getter=GETTER)
     attributes: dict[str, str | int] = {
         "baton.stage": stage,
