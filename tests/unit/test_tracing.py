@@ -22,7 +22,7 @@ from schemas import StageRecord, Ticket, dumps
 from streams.kafka.carrier import GETTER, SETTER
 from streams.observe import tracing
 from streams.observe.logs import JsonFormatter, LoggingObserver
-from streams.observe.observer import CountingObserver, Fanout
+from streams.observe.observer import CountingObserver, Fanout, Observer
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from tests.fixtures.agents import MODEL, client, prompt, respond
@@ -47,10 +47,11 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     provider.shutdown()
 
 
-def traced_pipeline(store: SQLiteOrderStore, *more: object) -> Pipeline:
+def traced_pipeline(store: SQLiteOrderStore, *more: Observer) -> Pipeline:
+    """``in_memory``'s pipeline, reporting to the tracing observer (and ``more``) too."""
     p = in_memory(store)
-    p.observer = Fanout(CountingObserver(), tracing.TracingObserver(), *more)  # type: ignore[arg-type]
-    return p
+    observer = Fanout(CountingObserver(), tracing.TracingObserver(), *more)
+    return Pipeline(p.settings, p.llm, p.store, p.sink, p.state, observer=observer)
 
 
 async def drive(p: Pipeline, t: Ticket | bytes, headers: list[tuple[str, bytes]]) -> None:
@@ -163,6 +164,18 @@ async def test_dead_letters_carry_the_tickets_trace(
     assert [e.name for e in lookup.events] == ["baton.dead_letter"]
     # Its degraded reply is in the same trace.
     assert parent_of(sink(p).headers[n.replies][0])[0] == "1" * 32
+
+
+async def test_a_shed_tickets_dead_letter_carries_its_trace(
+    store: SQLiteOrderStore, spans: InMemorySpanExporter
+) -> None:
+    p = traced_pipeline(store)
+    n = names(p)
+    record = dumps(StageRecord(ticket=ticket("t9", "My kettle is leaking.")))
+    await p.shed("understand", record, Source(n.sessions, 0, 7), [("traceparent", USER_PARENT)])
+    [letter] = sink(p).headers[n.dead_letters]
+    assert parent_of(letter) == (USER_TRACE, ids(stage_spans(spans)["understand"])[1])
+    assert any(k == "baton.reason" and v == b"session_flood" for k, v in letter)
 
 
 async def test_log_lines_of_a_ticket_name_its_trace(
