@@ -26,25 +26,37 @@ from agents.testing.standin.faults import (
     FaultRule,
     spoil,
 )
-from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
+from agents.testing.standin.batches import BatchDesk
+from agents.testing.standin.messages import (
+    Answered,
+    Request,
+    Responder,
+    echo_responder,
+    read_request,
+)
 
 
 def _request_id() -> str:
     return f"req_standin_{uuid.uuid4().hex[:20]}"
 
 
-def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
+def _error_body(status: int, kind: str, message: str, **extra: Any) -> Answered:
     error: dict[str, Any] = {"type": kind, "message": message, **extra}
     request_id = _request_id()
     body = {"type": "error", "error": error, "request_id": request_id}
-    return web.json_response(body, status=status, headers={"request-id": request_id})
+    return Answered(status, body, {"request-id": request_id})
+
+
+def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
+    return _error_body(status, kind, message, **extra).response()
 
 
 class StandIn:
     """The stand-in server: ``async with StandIn() as s`` serves the API on ``s.base_url``.
 
     Answers (faulty ones included) wait ``latency`` ± uniform ``jitter`` seconds; API errors are
-    immediate, as the real API's usually are.
+    immediate, as the real API's usually are. A message batch ends ``batch_delay_s`` after it
+    was created (``agents.testing.standin.batches``).
     """
 
     def __init__(
@@ -59,6 +71,7 @@ class StandIn:
         host: str = "127.0.0.1",
         port: int = 0,
         seed: int = 0,
+        batch_delay_s: float = 0.0,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
         self.retry_after = retry_after
@@ -71,6 +84,9 @@ class StandIn:
         # Handlers run on the server's loop while stats() may be called from another thread.
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
+        self.batches = BatchDesk(
+            lambda body: self.respond(body, in_batch=True), batch_delay_s, lambda: self.base_url
+        )
         self._clear()
 
     def _clear(self) -> None:
@@ -83,6 +99,7 @@ class StandIn:
         """Bind and serve; return the base URL."""
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
+        self.batches.routes(app)
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
@@ -119,11 +136,17 @@ class StandIn:
             self._clear()
         self.faults.clear()
         self.cache.clear()
+        self.batches.clear()
 
     def stats(self) -> dict[str, Any]:
-        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call."""
+        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call.
+
+        ``calls`` counts ``POST /v1/messages`` alone; ``by_stage``, ``by_fault`` and
+        ``requests`` include the requests of message batches.
+        """
         with self._lock:
             return {
+                **self.batches.stats(),
                 "calls": self._calls,
                 "by_stage": dict(self._by_stage),
                 "by_fault": dict(self._by_fault),
@@ -161,9 +184,22 @@ class StandIn:
 
     async def _answer(self, http: web.Request) -> web.Response:
         try:
-            request = read_request(await http.json())
+            body = await http.json()
         except ValueError as exc:
             return _error(400, "invalid_request_error", str(exc))
+        answered = await self.respond(body)
+        assert answered is not None  # only a batch request goes unanswered
+        return answered.response()
+
+    async def respond(self, body: Any, *, in_batch: bool = False) -> Answered | None:
+        """One Messages request answered: the message or the API error, with headers.
+
+        In a batch a ``hang`` fault is no answer at all (None): the request expires.
+        """
+        try:
+            request = read_request(body)
+        except ValueError as exc:
+            return _error_body(400, "invalid_request_error", str(exc))
         fault = self.faults.take(request)
         summary: dict[str, Any] = {
             "stage": request.stage,
@@ -180,15 +216,20 @@ class StandIn:
             if fault:
                 self._by_fault[fault] += 1
             self._requests.append(summary)
+        if in_batch:
+            self._note(summary, batch=True)
         if fault in API_ERRORS:
             status, kind, text = API_ERRORS[fault]
             self._note(summary, status=status)
             if fault == "spend_limit":
-                return _error(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
-            response = _error(status, kind, text)
-            response.headers["retry-after"] = str(max(1, math.ceil(self.retry_after)))
-            response.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
-            return response
+                return _error_body(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
+            answered = _error_body(status, kind, text)
+            answered.headers["retry-after"] = str(max(1, math.ceil(self.retry_after)))
+            answered.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
+            return answered
+        if fault == "hang" and in_batch:
+            self._note(summary, status=0)
+            return None
         if fault == "hang":
             # 499 (client closed request) stays unless the hang outlives its caller.
             self._note(summary, status=499)
@@ -200,10 +241,10 @@ class StandIn:
             output = self._output(request, fault)
         except Exception as exc:
             self._note(summary, status=500)
-            response = _error(500, "api_error", f"stand-in responder failed: {exc!r}")
+            answered = _error_body(500, "api_error", f"stand-in responder failed: {exc!r}")
             # A responder bug is not transient: tell the SDK not to retry it.
-            response.headers["x-should-retry"] = "false"
-            return response
+            answered.headers["x-should-retry"] = "false"
+            return answered
         output_tokens = request.max_tokens if fault == "max_tokens" else None
         usage = self.cache.usage(request, output, output_tokens)
         self._note(summary, **usage)
@@ -219,7 +260,7 @@ class StandIn:
             "stop_sequence": None,
             "usage": usage,
         }
-        return web.json_response(message, headers={"request-id": _request_id()})
+        return Answered(200, message, {"request-id": _request_id()})
 
     async def _control_faults(self, http: web.Request) -> web.Response:
         try:

@@ -1,0 +1,378 @@
+"""Model calls sent through the Message Batches API at half price: collected, sent, polled, resumed.
+
+``BatchLLM`` is an ``LLM``: the first ask of a prompt joins the next batch and waits for it;
+its result is read exactly as a live answer is (``AnthropicLLM.answer_from``: the same parsing,
+and the stage's validators run on it in ``agents.asking``) and costed at the batch price. What a
+batch cannot settle goes live, through the wrapped ``AnthropicLLM`` at the full price:
+
+- a re-ask (invalid or cut-off output): it needs the first answer, and a second batch round for
+  a few tickets would add up to 24 hours to the whole run for a few cents;
+- a request the batch did not answer (``errored``, ``expired``, ``canceled``): the live call
+  retries transient errors and classifies the rest exactly as a worker would (a dead letter and
+  the rules' fallback), so a batch run degrades no ticket a live run would not;
+- on resume, a request the saved batch does not hold as it is built now.
+
+``run_batched`` runs coroutines (one per ticket) and sends one batch whenever every unfinished
+one waits on it. A ``BatchJournal`` (a JSON file) keeps each batch's id and its custom_id ->
+(ticket, stage, request digest) map, so a run stopped while polling resumes the same batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anthropic
+import orjson
+from pydantic import BaseModel
+
+from agents.models.claude import AnthropicLLM
+from agents.models.llm import Answer, ModelFailure, Prompt
+from agents.models.prices import batch_price, cost, price_for
+from schemas.records import CallUsage, StageName
+
+T = TypeVar("T", bound=BaseModel)
+
+log = logging.getLogger(__name__)
+
+JOURNAL_VERSION = 1
+
+
+class BatchFailed(RuntimeError):
+    """A batch could not be created, polled or read; the journal keeps what was sent."""
+
+
+class JournalMismatch(BatchFailed):
+    """The journal file belongs to another run (other tickets or settings)."""
+
+
+def digest(value: Any) -> str:
+    """A short, stable digest of a JSON value (a request body, a run's inputs)."""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One batch as the journal holds it: its id and custom_id -> (ticket, stage, digest)."""
+
+    id: str
+    requests: dict[str, tuple[str, str, str]]
+
+
+@dataclass
+class BatchJournal:
+    """The batches of one run, in the order they were sent, saved after each one is created."""
+
+    path: Path
+    run: str
+    batches: list[Saved] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, path: Path, run: str) -> BatchJournal:
+        """The journal at ``path`` (a new one if there is none); ``JournalMismatch`` if it was
+        written for another run."""
+        try:
+            data = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return cls(path, run)
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise BatchFailed(f"cannot read the batch state {path}: {exc}") from None
+        if not isinstance(data, dict) or data.get("version") != JOURNAL_VERSION:
+            raise BatchFailed(f"{path} is not a batch state file of this version")
+        if data.get("run") != run:
+            raise JournalMismatch(
+                f"{path} holds the batches of another run (other tickets or settings); "
+                "remove it or pass another --batch-state"
+            )
+        batches = [
+            Saved(b["id"], {k: (v[0], v[1], v[2]) for k, v in b["requests"].items()})
+            for b in data.get("batches", [])
+        ]
+        return cls(path, run, batches)
+
+    def add(self, saved: Saved) -> None:
+        """Record a created batch and write the file (atomically: a kill leaves old or new)."""
+        self.batches.append(saved)
+        doc = {
+            "version": JOURNAL_VERSION,
+            "run": self.run,
+            "batches": [
+                {"id": b.id, "requests": {k: list(v) for k, v in b.requests.items()}}
+                for b in self.batches
+            ],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        os.replace(tmp, self.path)
+
+    def remove(self) -> None:
+        """The run is finished: forget its batches (a new run sends new ones)."""
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class Tally:
+    """What a batched run sent and what it cost, at the batch price and as live calls."""
+
+    batches: int = 0
+    created: int = 0
+    resumed: int = 0
+    batched: int = 0
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+    rebuilt: int = 0
+    live: int = 0
+    batch_cost_usd: float = 0.0
+    batch_cost_at_live_price_usd: float = 0.0
+    live_cost_usd: float = 0.0
+    batch_tokens: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cost_usd(self) -> float:
+        """What the run cost: the batched calls at the batch price plus the live calls."""
+        return round(self.batch_cost_usd + self.live_cost_usd, 8)
+
+    @property
+    def live_run_cost_usd(self) -> float:
+        """What the same calls would have cost made live."""
+        return round(self.batch_cost_at_live_price_usd + self.live_cost_usd, 8)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures for a JSON report."""
+        return {
+            "batches": self.batches,
+            "created": self.created,
+            "resumed": self.resumed,
+            "batched_requests": self.batched,
+            "succeeded": self.succeeded,
+            "errored": self.errored,
+            "expired": self.expired,
+            "canceled": self.canceled,
+            "rebuilt": self.rebuilt,
+            "live_calls": self.live,
+            "batch_tokens": dict(self.batch_tokens),
+            "cost_usd": self.cost_usd,
+            "live_run_cost_usd": self.live_run_cost_usd,
+            "saved_usd": round(self.live_run_cost_usd - self.cost_usd, 8),
+        }
+
+
+@dataclass
+class _Pending:
+    prompt: Prompt[Any]
+    params: dict[str, Any]
+    ticket_id: str
+    stage: StageName
+    digest: str
+    future: asyncio.Future[Any]
+    custom_id: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.ticket_id, self.stage)
+
+
+class BatchLLM:
+    """Claude through the Message Batches API; see the module docstring for what goes live."""
+
+    def __init__(
+        self,
+        live: AnthropicLLM,
+        journal: BatchJournal,
+        *,
+        poll_s: float = 60.0,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        self.live = live
+        self.name = live.name
+        self.journal = journal
+        self.poll_s = poll_s
+        self.say = say
+        self.tally = Tally()
+        self.queued = asyncio.Event()
+        self._pending: list[_Pending] = []
+
+    @property
+    def waiting(self) -> int:
+        """Asks waiting for the next batch."""
+        return len(self._pending)
+
+    def model_for(self, stage: StageName) -> str:
+        return self.live.model_for(stage)
+
+    async def ask(
+        self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
+    ) -> Answer[T]:
+        """A first ask waits for the next batch; a re-ask, or what the batch left, goes live."""
+        if feedback is not None or (max_tokens or prompt.max_tokens) != prompt.max_tokens:
+            return await self._live(prompt, feedback=feedback, max_tokens=max_tokens)
+        params = self.live.request_for(prompt)
+        pending = _Pending(
+            prompt=prompt,
+            params=params,
+            ticket_id=str(getattr(prompt.facts, "ticket_id", "")),
+            stage=prompt.stage,
+            digest=digest(params),
+            future=asyncio.get_running_loop().create_future(),
+        )
+        self._pending.append(pending)
+        self.queued.set()
+        result = await pending.future
+        kind = getattr(result, "type", "missing")
+        if kind != "succeeded":
+            if kind in ("errored", "expired", "canceled"):
+                setattr(self.tally, kind, getattr(self.tally, kind) + 1)
+            log.info("batch result %s for %s of %s: asking live", kind, prompt.stage, pending.key)
+            return await self._live(prompt)
+        self.tally.succeeded += 1
+        try:
+            answer = self.live.answer_from(prompt, result.message)
+        except ModelFailure as exc:
+            exc.usage = [self._batch_priced(u) for u in exc.usage]
+            raise
+        return replace(answer, usage=self._batch_priced(answer.usage))
+
+    async def _live(
+        self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
+    ) -> Answer[T]:
+        self.tally.live += 1
+        try:
+            answer = await self.live.ask(prompt, feedback=feedback, max_tokens=max_tokens)
+        except ModelFailure as exc:
+            self.tally.live_cost_usd += sum(u.cost_usd for u in exc.usage)
+            raise
+        self.tally.live_cost_usd += answer.usage.cost_usd
+        return answer
+
+    def _batch_priced(self, usage: CallUsage) -> CallUsage:
+        price = price_for(usage.model, self.live.prices)
+        at_batch = cost(usage, batch_price(price)) if price is not None else 0.0
+        self.tally.batch_cost_usd += at_batch
+        self.tally.batch_cost_at_live_price_usd += usage.cost_usd
+        tokens = self.tally.batch_tokens
+        for kind in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            tokens[kind] = tokens.get(kind, 0) + getattr(usage, kind)
+        return usage.model_copy(update={"cost_usd": at_batch})
+
+    async def flush(self) -> None:
+        """Send what waits as one batch (or resume the journal's batch of this step), wait for it
+        to end and hand every waiting ask its result."""
+        pending = sorted(self._pending, key=lambda p: p.key)
+        self._pending = []
+        self.queued.clear()
+        step = self.tally.batches
+        self.tally.batches += 1
+        saved = self.journal.batches[step] if step < len(self.journal.batches) else None
+        try:
+            if saved is None:
+                sent, saved = pending, await self._create(step, pending)
+            else:
+                sent = self._match(saved, pending)
+            results = await self._wait(step, saved, len(pending))
+        except BaseException:
+            # The run stops here (the journal keeps the batch to resume); its asks end with it.
+            for p in pending:
+                p.future.cancel()
+            raise
+        self.tally.batched += len(sent)
+        in_batch = {id(p) for p in sent}
+        for p in pending:
+            p.future.set_result(results.get(p.custom_id) if id(p) in in_batch else None)
+
+    def _match(self, saved: Saved, pending: Sequence[_Pending]) -> list[_Pending]:
+        by_key = {(t, s): (cid, d) for cid, (t, s, d) in saved.requests.items()}
+        sent = []
+        for p in pending:
+            cid, was = by_key.get(p.key, ("", ""))
+            if cid and was == p.digest:
+                p.custom_id = cid
+                sent.append(p)
+        self.tally.resumed += 1
+        self.tally.rebuilt += len(pending) - len(sent)
+        self.say(
+            f"batch {saved.id}: resumed ({len(sent)} of {len(pending)} request(s) in it"
+            + (", the others are asked live: built differently now)" if len(sent) < len(pending) else ")")
+        )
+        return sent
+
+    async def _create(self, step: int, pending: Sequence[_Pending]) -> Saved:
+        requests = []
+        for i, p in enumerate(pending):
+            p.custom_id = f"{p.stage}-{i:05d}"
+            requests.append({"custom_id": p.custom_id, "params": p.params})
+        try:
+            batch = await self.live.client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+        except anthropic.AnthropicError as exc:
+            raise BatchFailed(f"cannot create batch {step + 1}: {exc}") from None
+        saved = Saved(batch.id, {p.custom_id: (p.ticket_id, p.stage, p.digest) for p in pending})
+        self.journal.add(saved)
+        self.tally.created += 1
+        stages: dict[str, int] = {}
+        for p in pending:
+            stages[p.stage] = stages.get(p.stage, 0) + 1
+        what = ", ".join(f"{n} {s}" for s, n in stages.items())
+        self.say(f"batch {batch.id}: created with {len(pending)} request(s) ({what})")
+        return saved
+
+    async def _wait(self, step: int, saved: Saved, asked: int) -> dict[str, Any]:
+        batches = self.live.client.messages.batches
+        while True:
+            try:
+                batch = await batches.retrieve(saved.id)
+            except (anthropic.APIConnectionError, anthropic.InternalServerError) as exc:
+                self.say(f"batch {saved.id}: cannot poll ({exc}); trying again")
+                batch = None
+            except anthropic.AnthropicError as exc:
+                raise BatchFailed(f"cannot poll batch {saved.id}: {exc}") from None
+            if batch is not None:
+                c = batch.request_counts
+                self.say(
+                    f"batch {saved.id}: {batch.processing_status}: processing {c.processing}, "
+                    f"succeeded {c.succeeded}, errored {c.errored}, expired {c.expired}"
+                    + (f", canceled {c.canceled}" if c.canceled else "")
+                )
+                if batch.processing_status == "ended":
+                    break
+            await asyncio.sleep(self.poll_s)
+        try:
+            stream = await batches.results(saved.id)
+            return {r.custom_id: r.result async for r in stream}
+        except anthropic.AnthropicError as exc:
+            raise BatchFailed(f"cannot read the results of batch {saved.id}: {exc}") from None
+
+    async def aclose(self) -> None:
+        await self.live.aclose()
+
+
+async def run_batched(llm: BatchLLM, coroutines: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run ``coroutines`` together; whenever every unfinished one waits on ``llm``'s next batch,
+    send it. Returns their results in order; the first exception cancels the rest."""
+    tasks = [asyncio.create_task(c) for c in coroutines]
+    try:
+        while unfinished := [t for t in tasks if not t.done()]:
+            if llm.waiting and llm.waiting >= len(unfinished):
+                await llm.flush()
+                continue
+            llm.queued.clear()
+            queued = asyncio.create_task(llm.queued.wait())
+            try:
+                await asyncio.wait([*unfinished, queued], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                queued.cancel()
+            for t in tasks:
+                if t.done() and not t.cancelled() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+        return [t.result() for t in tasks]
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
