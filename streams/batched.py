@@ -27,7 +27,6 @@ from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 
 
-
 @dataclass(frozen=True)
 class BatchOptions:
     """How to batch: where the state file is (None: under the data dir) and how often to poll."""
@@ -125,7 +124,8 @@ async def answer_in_batches(
 
 
 def state_path(settings: Settings, kind: str, name: str, given: str | None) -> Path:
-    """Where a batched run keeps its batches: ``given``, else ``<data dir>/<kind>/<name>-batch.json``."""
+    """Where a batched run keeps its batches: ``given``, else the data dir's
+    ``<kind>/<name>-batch.json``."""
     return Path(given) if given else settings.data_dir / kind / f"{name}-batch.json"
 
 

@@ -300,7 +300,11 @@ class BatchLLM:
         self.tally.rebuilt += len(pending) - len(sent)
         self.say(
             f"batch {saved.id}: resumed ({len(sent)} of {len(pending)} request(s) in it"
-            + (", the others are asked live: built differently now)" if len(sent) < len(pending) else ")")
+            + (
+                ", the others are asked live: built differently now)"
+                if len(sent) < len(pending)
+                else ")"
+            )
         )
         return sent
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import TYPE_CHECKING
 
 from streams.cli.errors import UsageError
-from streams.batched import BatchOptions
+
+if TYPE_CHECKING:
+    from streams.batched import BatchOptions
 
 
 def add_batch_options(p: argparse.ArgumentParser, default_state: str) -> None:
@@ -40,4 +43,6 @@ def check_batch_options(args: argparse.Namespace, command: str) -> BatchOptions 
         raise UsageError(f"{command}: --batch-poll must be a positive number of seconds")
     if args.batch_state is not None and not args.batch_state.strip():
         raise UsageError(f"{command}: --batch-state must name a file")
+    from streams.batched import BatchOptions
+
     return BatchOptions(state=args.batch_state, poll_s=args.batch_poll)

@@ -51,7 +51,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("baton eval: --llm anthropic needs ANTHROPIC_API_KEY")
     batch = check_batch_options(args, "baton eval")
     if batch is not None and mode == "offline":
-        raise UsageError("baton eval: --batch needs --llm anthropic or echo (the rules call no API)")
+        raise UsageError(
+            "baton eval: --batch needs --llm anthropic or echo (the rules call no API)"
+        )
     tickets_file = Path(args.file)
     try:
         orders_file = Path(args.orders) if args.orders else orders_path_for(tickets_file)

@@ -29,12 +29,13 @@ def run_in_batches(
     tickets_file: Path,
     options: BatchOptions,
     say: Callable[[str], None],
+    stand_in_key: str,
 ) -> tuple[dict[str, Reply], Tally]:
-    """Every case's reply, phase by phase, and what the batches sent and cost."""
+    """Every case's reply, phase by phase, and what the batches sent and cost (``--llm echo``:
+    on a stand-in of its own, reached with ``stand_in_key``)."""
     from agents.testing.standin import run_in_thread
     from streams.batched import answer_in_batches, batch_llm, run_key, state_path
     from streams.demo import import_orders
-    from streams.eval.run import STAND_IN_KEY
     from streams.runtime.worker import build_store
 
     tickets = [c.ticket for c in cases]
@@ -45,7 +46,7 @@ def run_in_batches(
         run = settings.with_(data_dir=Path(tmp), orders_dsn="", llm="anthropic")
         if mode == "echo":
             standin = stack.enter_context(run_in_thread())
-            run = run.with_(anthropic_base_url=standin.base_url, anthropic_api_key=STAND_IN_KEY)
+            run = run.with_(anthropic_base_url=standin.base_url, anthropic_api_key=stand_in_key)
             path = Path(tmp) / "batch.json"
             say(f"model: message batches on the stand-in {standin.base_url} (echoes prompt facts)")
         else:

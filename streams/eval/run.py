@@ -304,7 +304,9 @@ def evaluate(
     if batch is not None:
         from streams.eval.batch import run_in_batches
 
-        replies, tally = run_in_batches(settings, mode, cases, orders, tickets_file, batch, say)
+        replies, tally = run_in_batches(
+            settings, mode, cases, orders, tickets_file, batch, say, STAND_IN_KEY
+        )
         batches = tally.as_dict()
     else:
         replies = run_pipeline(

@@ -17,6 +17,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel
 
+from agents.testing.standin.batches import BatchDesk
 from agents.testing.standin.caching import PromptCache
 from agents.testing.standin.faults import (
     API_ERRORS,
@@ -26,7 +27,6 @@ from agents.testing.standin.faults import (
     FaultRule,
     spoil,
 )
-from agents.testing.standin.batches import BatchDesk
 from agents.testing.standin.messages import (
     Answered,
     Request,
