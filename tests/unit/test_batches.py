@@ -4,6 +4,9 @@ resuming) and the batched pipeline run, all through the real SDK."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +23,11 @@ from agents.models.batches import (
 )
 from agents.models.prices import PRICES, batch_price, cost
 from agents.orders import open_store
-from agents.testing import StandIn
+from agents.testing import StandIn, run_in_thread
 from schemas.codec import dumps
 from schemas.records import Reply, Ticket
 from streams.batched import answer_in_batches, cost_line, waves
+from streams.cli.main import main
 from streams.eval.run import load_cases, load_orders
 from streams.kafka.topics import TopicNames
 from streams.runtime.dead_letters import Source
@@ -31,7 +35,7 @@ from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import MODEL, client, prompt
-from tests.fixtures.paths import TEST_DATA
+from tests.fixtures.paths import ROOT, TEST_DATA
 
 KETTLE = "My Midea kettle ORD-1001 leaks, I want a refund."
 
@@ -39,9 +43,7 @@ KETTLE = "My Midea kettle ORD-1001 leaks, I want a refund."
 def llm_on(standin: StandIn, path: Path, run: str = "run-1", **options: Any) -> BatchLLM:
     lines: list[str] = options.pop("lines", [])
     say = options.pop("say", lines.append)
-    return BatchLLM(
-        client(standin), BatchJournal.open(path, run), poll_s=0.05, say=say, **options
-    )
+    return BatchLLM(client(standin), BatchJournal.open(path, run), poll_s=0.05, say=say, **options)
 
 
 def params(text: str, custom_id: str) -> dict[str, Any]:
@@ -79,7 +81,9 @@ async def test_standin_batch_stays_in_progress_for_its_delay_then_gives_one_resu
         assert ended.processing_status == "ended"
         counts = ended.request_counts
         assert (counts.processing, counts.succeeded, counts.errored, counts.expired) == (0, 1, 1, 1)
-        results = {r.custom_id: r.result async for r in await sdk.messages.batches.results(ended.id)}
+        results = {
+            r.custom_id: r.result async for r in await sdk.messages.batches.results(ended.id)
+        }
         assert results["a"].type == "succeeded"
         assert '"product"' in results["a"].message.content[0].text  # type: ignore[union-attr]
         assert results["b"].type == "errored"
@@ -246,9 +250,7 @@ async def _live_replies(settings: Settings, tickets: list[Ticket], llm: Any, sto
                 await pipeline.run_stage(stage, value, Source(topic, 0, j))  # type: ignore[arg-type]
         for _, value in sink.take(n.memory_index):
             await pipeline.apply_index(value)
-    return {
-        r.ticket_id: r for r in (Reply.model_validate_json(v) for _, v in sink.sent[n.replies])
-    }
+    return {r.ticket_id: r for r in (Reply.model_validate_json(v) for _, v in sink.sent[n.replies])}
 
 
 async def test_the_batched_pipeline_replies_as_the_live_one_on_the_eval_set(
@@ -292,3 +294,91 @@ async def test_the_batched_pipeline_replies_as_the_live_one_on_the_eval_set(
     assert sum(r.usage.cost_usd for r in batched.values()) == pytest.approx(
         sum(r.usage.cost_usd for r in live.values()) / 2, rel=1e-6
     )
+
+
+def _baton(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "streams", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env},
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.timeout(240)
+def test_eval_batch_killed_while_polling_resumes_its_batch_and_scores_as_echo(
+    tmp_path: Path,
+) -> None:
+    tickets = str(TEST_DATA / "eval_tickets.jsonl")
+    with run_in_thread(batch_delay_s=0.5) as standin:
+        env = {
+            "BATON_DATA_DIR": str(tmp_path),
+            "ANTHROPIC_API_KEY": "sk-test-not-a-key",
+            "ANTHROPIC_BASE_URL": standin.base_url,
+        }
+        args = ("eval", "--llm", "anthropic", "--batch", "--batch-poll", "0.1", "--json", tickets)
+        first = _baton(*args, env=env)
+        assert first.stderr is not None
+        seen = []
+        for line in first.stderr:
+            seen.append(line)
+            if "in_progress" in line:
+                first.kill()
+                break
+        first.wait(timeout=30)
+        first.stderr.close()
+        assert first.stdout is not None
+        first.stdout.close()
+        created = [x for x in seen if "created with" in x]
+        assert len(created) == 1, seen
+        batch_id = created[0].split("batch ", 1)[1].split(":", 1)[0]
+        assert standin.stats()["batches"] == 1
+        state = tmp_path / "eval" / "eval_tickets-batch.json"
+        assert batch_id in state.read_text()
+
+        second = _baton(*args, env=env)
+        out, err = second.communicate(timeout=200)
+        assert second.returncode == 0, err[-2000:]
+        assert f"batch {batch_id}: resumed" in err
+        report = json.loads(out)
+        figures = report["batch"]
+        # One batch was sent by the killed run and resumed; the others by this one, once each.
+        assert (figures["resumed"], figures["created"]) == (1, figures["batches"] - 1)
+        assert standin.stats()["batches"] == figures["batches"]
+        assert figures["live_calls"] == 0 and figures["cost_usd"] < figures["live_run_cost_usd"]
+        assert not state.exists()
+
+    echo = _baton(
+        "eval", "--llm", "echo", "--batch", "--batch-poll", "0.1", "--json", tickets, env={}
+    )
+    out, err = echo.communicate(timeout=200)
+    assert echo.returncode == 0, err[-2000:]
+    same = json.loads(out)
+    assert same["summary"] == report["summary"]
+    assert same["tickets"] == report["tickets"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("eval", "--batch", "--llm", "offline", "F"), "--batch needs --llm anthropic or echo"),
+        (("eval", "--batch", "--batch-poll", "0", "--llm", "echo", "F"), "--batch-poll must be"),
+        (("eval", "--batch-state", "x.json", "--llm", "echo", "F"), "--batch-state needs --batch"),
+        (("eval", "--batch", "--batch-poll", "soon", "F"), "invalid float value"),
+        (("replay", "--batch", "--no-worker"), "cannot be used with --no-worker"),
+        (("replay", "--batch", "--batch-poll", "-1"), "--batch-poll must be"),
+        (("replay", "--batch"), "--batch needs ANTHROPIC_API_KEY"),
+    ],
+)
+def test_a_bad_batch_option_gives_one_line(
+    args: tuple[str, ...],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("BATON_LLM", "offline")
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
