@@ -134,7 +134,7 @@ class Tally:
     batch_cost_usd: float = 0.0
     batch_cost_at_live_price_usd: float = 0.0
     live_cost_usd: float = 0.0
-    batch_tokens: dict[str, int] = field(default_factory=dict)
+    batch_tokens: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def cost_usd(self) -> float:
@@ -159,7 +159,7 @@ class Tally:
             "canceled": self.canceled,
             "rebuilt": self.rebuilt,
             "live_calls": self.live,
-            "batch_tokens": dict(self.batch_tokens),
+            "batch_tokens": {m: dict(t) for m, t in self.batch_tokens.items()},
             "cost_usd": self.cost_usd,
             "live_run_cost_usd": self.live_run_cost_usd,
             "saved_usd": round(self.live_run_cost_usd - self.cost_usd, 8),
@@ -258,7 +258,7 @@ class BatchLLM:
         at_batch = cost(usage, batch_price(price)) if price is not None else 0.0
         self.tally.batch_cost_usd += at_batch
         self.tally.batch_cost_at_live_price_usd += usage.cost_usd
-        tokens = self.tally.batch_tokens
+        tokens = self.tally.batch_tokens.setdefault(usage.model, {})
         for kind in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             tokens[kind] = tokens.get(kind, 0) + getattr(usage, kind)
         return usage.model_copy(update={"cost_usd": at_batch})

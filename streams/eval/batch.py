@@ -50,7 +50,10 @@ def run_in_batches(
             path = Path(tmp) / "batch.json"
             say(f"model: message batches on the stand-in {standin.base_url} (echoes prompt facts)")
         else:
-            say(f"model: {settings.model} through message batches; state in {path}")
+            say(
+                f"model: {settings.model} through message batches; state in {path} "
+                "(run the same command again to resume)"
+            )
         import_orders(run, orders)
         journal = BatchJournal.open(path, run_key(run, tickets, [c.label.phase for c in cases]))
         llm = batch_llm(run, journal, poll_s=options.poll_s, say=say)
