@@ -42,6 +42,7 @@ T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1
+MAX_REQUESTS = 100_000  # the API's limit per batch
 
 
 class BatchFailed(RuntimeError):
@@ -309,6 +310,11 @@ class BatchLLM:
         return sent
 
     async def _create(self, step: int, pending: Sequence[_Pending]) -> Saved:
+        if len(pending) > MAX_REQUESTS:
+            raise BatchFailed(
+                f"batch {step + 1} would hold {len(pending)} requests, more than the API's "
+                f"{MAX_REQUESTS}: run fewer tickets at once"
+            )
         requests = []
         for i, p in enumerate(pending):
             p.custom_id = f"{p.stage}-{i:05d}"

@@ -118,7 +118,7 @@ async def test_one_batch_per_step_answers_as_live_calls_do_at_half_the_price(
         stats = standin.stats()
         assert (stats["batches"], stats["batch_requests"], stats["calls"]) == (1, 3, 3)
         price = PRICES[MODEL]
-        for got, live_answer in zip(answers, expected, strict=True):
+        for got in answers:
             assert got.usage.cost_usd == cost(got.usage, batch_price(price)) > 0
             assert got.usage.cost_usd == pytest.approx(cost(got.usage, price) / 2, abs=1e-8)
         figures = llm.tally.as_dict()
@@ -382,3 +382,16 @@ def test_a_bad_batch_option_gives_one_line(
     assert main(list(args)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_a_batch_that_cannot_be_sent_gives_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BATON_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    tickets = str(TEST_DATA / "eval_tickets.jsonl")
+    assert main(["eval", "--llm", "anthropic", "--batch", tickets]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("baton: eval: cannot create batch 1: "), err
+    assert not (tmp_path / "eval" / "eval_tickets-batch.json").exists()
