@@ -278,7 +278,8 @@ class BatchLLM:
                 sent, saved = pending, await self._create(step, pending)
             else:
                 sent = self._match(saved, pending)
-            results = await self._wait(step, saved, len(pending))
+            # Nothing of the saved batch is wanted any more: no need to wait for it.
+            results = await self._wait(saved) if sent else {}
         except BaseException:
             # The run stops here (the journal keeps the batch to resume); its asks end with it.
             for p in pending:
@@ -333,7 +334,7 @@ class BatchLLM:
         self.say(f"batch {batch.id}: created with {len(pending)} request(s) ({what})")
         return saved
 
-    async def _wait(self, step: int, saved: Saved, asked: int) -> dict[str, Any]:
+    async def _wait(self, saved: Saved) -> dict[str, Any]:
         batches = self.live.client.messages.batches
         while True:
             try:

@@ -143,21 +143,27 @@ def replay_in_batches(
 
     into = TopicNames.of(target)
     replies = first_replies(there[into.replies])
-    if {t.ticket_id for t in tickets} <= replies.keys():
-        say(f"namespace {target.namespace}: every selected ticket has its reply already")
-        return replies, 0, None
     path = state_path(target, "replay", target.namespace, options.state)
-    journal = BatchJournal.open(path, run_key(target, tickets, target.namespace))
+    # A session the namespace answered whole is not run again; any other is, whole, so its
+    # tickets have their context.
+    unanswered = {t.session_id for t in tickets if t.ticket_id not in replies}
+    if not unanswered:
+        say(f"namespace {target.namespace}: every selected ticket has its reply already")
+        path.unlink(missing_ok=True)
+        return replies, 0, None
+    run_tickets = [t for t in tickets if t.session_id in unanswered]
+    journal = BatchJournal.open(path, run_key(target, run_tickets, target.namespace))
     say(
-        f"namespace {target.namespace}: {len(tickets)} ticket(s) through message batches; "
-        f"state in {path} (run the same command again to resume)"
+        f"namespace {target.namespace}: {len(run_tickets)} ticket(s) of {len(unanswered)} "
+        f"session(s) through message batches; state in {path} (run the same command again to "
+        "resume)"
     )
     llm = batch_llm(target, journal, poll_s=options.poll_s, say=say)
 
     async def run() -> Answered:
         store = build_store(target)
         try:
-            return await answer_in_batches(target, [tickets], llm, store)
+            return await answer_in_batches(target, [run_tickets], llm, store)
         finally:
             await store.close()
             await llm.aclose()
