@@ -47,7 +47,7 @@ def waves(tickets: Sequence[Ticket]) -> list[list[Ticket]]:
 def run_key(settings: Settings, tickets: Sequence[Ticket], *extra: Any) -> str:
     """What makes two runs the same run: the tickets, the models and ``extra``."""
     models = [settings.model, sorted(dict(settings.stage_models).items())]
-    return digest([[dumps(t).decode() for t in tickets], models, list(extra)])
+    return digest([[dumps(t).decode() for t in tickets], models, repr(extra)])
 
 
 def batch_llm(

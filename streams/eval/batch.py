@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agents.models.batches import BatchJournal, Tally
+from schemas.codec import dumps
 from schemas.records import Order, Reply
 from streams.batched import BatchOptions
 from streams.eval.score import Case
@@ -55,7 +56,8 @@ def run_in_batches(
                 "(run the same command again to resume)"
             )
         import_orders(run, orders)
-        journal = BatchJournal.open(path, run_key(run, tickets, [c.label.phase for c in cases]))
+        key = run_key(run, tickets, [c.label.phase for c in cases], [dumps(o) for o in orders])
+        journal = BatchJournal.open(path, key)
         llm = batch_llm(run, journal, poll_s=options.poll_s, say=say)
 
         async def go() -> dict[str, Reply]:

@@ -14,6 +14,9 @@ advertising ``retry_after``) and ``spend_limit`` (a 429 that retrying cannot fix
 Prompt caching follows the API: every system block with ``cache_control`` is a breakpoint; a
 call reads the longest cached prefix and writes up to its last breakpoint, for prefixes of at
 least ``min_cache_tokens`` (``None``: each model's documented minimum).
+
+Message batches (``POST /v1/messages/batches``, its status and its JSONL results) answer each
+request with the same logic; a batch ends ``batch_delay_s`` after it was created.
 """
 
 from agents.testing.standin.caching import PromptCache, estimate_tokens
