@@ -395,3 +395,20 @@ def test_a_batch_that_cannot_be_sent_gives_one_line(
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith("baton: eval: cannot create batch 1: "), err
     assert not (tmp_path / "eval" / "eval_tickets-batch.json").exists()
+
+
+async def test_output_still_invalid_after_the_live_reask_fails_as_a_live_run_does(
+    tmp_path: Path,
+) -> None:
+    text = KETTLE + " [[fault:schema:understand:2]]"
+    async with StandIn(batch_delay_s=0.0) as standin:
+        live = client(standin)
+        expected = await ask(live, prompt("understand", text, ticket_id="live"))
+        llm = llm_on(standin, tmp_path / "state.json")
+        [got] = await run_batched(llm, [ask(llm, prompt("understand", text, ticket_id="batch"))])
+        await live.aclose()
+        await llm.aclose()
+    assert expected.failure is not None and got.failure is not None
+    assert (got.value, got.attempts, got.failure.reason) == (None, 2, "validation_failed")
+    assert (expected.attempts, expected.failure.reason) == (2, "validation_failed")
+    assert got.failure.error == expected.failure.error
