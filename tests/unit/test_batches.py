@@ -58,7 +58,7 @@ def params(text: str, custom_id: str) -> dict[str, Any]:
 
 
 async def test_standin_batch_stays_in_progress_for_its_delay_then_gives_one_result_each() -> None:
-    async with StandIn(batch_delay_s=0.5) as standin:
+    async with StandIn(batch_delay_s=0.5, batch_expire_s=0.3) as standin:
         sdk = anthropic.AsyncAnthropic(api_key="k", base_url=standin.base_url, max_retries=0)
         build = client(standin)
         good = build.request_for(prompt("understand", KETTLE, ticket_id="t-1"))
@@ -137,7 +137,7 @@ async def test_one_batch_per_step_answers_as_live_calls_do_at_half_the_price(
 
 
 async def test_what_a_batch_leaves_goes_live_as_a_live_failure_would(tmp_path: Path) -> None:
-    async with StandIn(batch_delay_s=0.0) as standin:
+    async with StandIn(batch_delay_s=0.0, batch_expire_s=0.3) as standin:
         llm = llm_on(standin, tmp_path / "state.json")
         texts = {
             "ok": KETTLE,
@@ -156,9 +156,9 @@ async def test_what_a_batch_leaves_goes_live_as_a_live_failure_would(tmp_path: P
         tally = llm.tally
         assert (tally.succeeded, tally.errored, tally.expired, tally.live) == (2, 1, 1, 3)
         stats = standin.stats()
-        assert (stats["batches"], stats["calls"]) == (1, 3)
-        live_ids = sorted(r["ticket_id"] for r in stats["requests"] if not r.get("batch"))
-        assert live_ids == ["busy", "invalid", "lost"]
+        assert (stats["batches"], stats["batch_requests"], stats["calls"]) == (1, 4, 3)
+        asked_for = sorted(r["ticket_id"] for r in stats["requests"])
+        assert asked_for == ["busy", "busy", "invalid", "invalid", "lost", "lost", "ok"]
         # The invalid answer was paid at the batch price, its re-ask at the live one.
         ok, invalid, busy, lost = asked
         assert invalid.calls[0].cost_usd == cost(invalid.calls[0], batch_price(PRICES[MODEL]))

@@ -16,7 +16,7 @@ call reads the longest cached prefix and writes up to its last breakpoint, for p
 least ``min_cache_tokens`` (``None``: each model's documented minimum).
 
 Message batches (``POST /v1/messages/batches``, its status and its JSONL results) answer each
-request with the same logic; a batch ends ``batch_delay_s`` after it was created.
+request with the same handler; a batch ends ``batch_delay_s`` after it was created.
 """
 
 from agents.testing.standin.caching import PromptCache, estimate_tokens

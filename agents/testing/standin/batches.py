@@ -5,7 +5,7 @@ request at once with the stand-in's own message logic (faults included); the bat
 ``in_progress`` (every request ``processing``) until ``delay_s`` has passed, then ``ended`` with
 its counts and a ``results_url`` whose JSONL has one result per request: ``succeeded`` with the
 message, ``errored`` with the API error a live call would have got, or ``expired`` for a
-``hang`` fault (a request the batch never reached).
+request not answered within ``expire_s`` (a ``hang`` fault: one the batch never reached).
 """
 
 from __future__ import annotations
@@ -18,15 +18,28 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from aiohttp import web
 
-from agents.testing.standin.messages import Answered
-
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-Answer = Callable[[Any], Awaitable[Answered | None]]
+Answer = Callable[[Any], Awaitable[web.Response]]
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A batch request's ``params`` as the ``/v1/messages`` handler reads a request: ``json()``."""
+
+    body: Any
+
+    @classmethod
+    def of(cls, body: Any) -> web.Request:
+        # The handler reads nothing of its request but the JSON body.
+        return cast(web.Request, cls(body))
+
+    async def json(self) -> Any:
+        return self.body
 
 
 @dataclass
@@ -41,12 +54,14 @@ class Batch:
     task: asyncio.Task[None] | None = None
 
 
-def _result(answered: Answered | None) -> dict[str, Any]:
+def _result(answered: web.Response | None) -> dict[str, Any]:
     if answered is None:
         return {"type": "expired"}
+    assert isinstance(answered.body, bytes)
+    body = orjson.loads(answered.body)
     if answered.status == 200:
-        return {"type": "succeeded", "message": answered.body}
-    return {"type": "errored", "error": answered.body}
+        return {"type": "succeeded", "message": body}
+    return {"type": "errored", "error": body}
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
@@ -57,8 +72,11 @@ def _error(status: int, kind: str, message: str) -> web.Response:
 class BatchDesk:
     """The batches of one stand-in, answered by ``answer`` (the server's ``respond``)."""
 
-    def __init__(self, answer: Answer, delay_s: float, base_url: Callable[[], str]) -> None:
-        self.answer, self.delay_s, self.base_url = answer, delay_s, base_url
+    def __init__(
+        self, answer: Answer, *, delay_s: float, expire_s: float, base_url: Callable[[], str]
+    ) -> None:
+        self.answer, self.delay_s, self.expire_s = answer, delay_s, expire_s
+        self.base_url = base_url
         self._lock = threading.Lock()
         self.batches: dict[str, Batch] = {}
         self.created = 0
@@ -131,8 +149,14 @@ class BatchDesk:
         return web.json_response(self._describe(batch))
 
     async def _process(self, batch: Batch, pairs: list[tuple[str, Any]]) -> None:
-        answers = await asyncio.gather(*(self.answer(p) for _, p in pairs))
+        answers = await asyncio.gather(*(self._within(p) for _, p in pairs))
         batch.results = {cid: _result(a) for (cid, _), a in zip(pairs, answers, strict=True)}
+
+    async def _within(self, params: Any) -> web.Response | None:
+        try:
+            return await asyncio.wait_for(self.answer(params), self.expire_s)
+        except TimeoutError:
+            return None
 
     def _find(self, http: web.Request) -> Batch | None:
         with self._lock:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
 from pydantic import BaseModel
 
 from agents.prompts import Facts, parse_context
@@ -47,19 +46,6 @@ class Request:
 
 
 Responder = Callable[[Request], BaseModel | Mapping[str, Any] | str]
-
-
-@dataclass
-class Answered:
-    """What the stand-in answers one request: a message (200) or an API error, with headers."""
-
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def response(self) -> web.Response:
-        """As the HTTP answer of ``POST /v1/messages``."""
-        return web.json_response(self.body, status=self.status, headers=self.headers)
 
 
 def echo_responder(request: Request) -> BaseModel:

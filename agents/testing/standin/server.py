@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel
 
-from agents.testing.standin.batches import BatchDesk
+from agents.testing.standin.batches import BatchDesk, Posted
 from agents.testing.standin.caching import PromptCache
 from agents.testing.standin.faults import (
     API_ERRORS,
@@ -27,28 +27,18 @@ from agents.testing.standin.faults import (
     FaultRule,
     spoil,
 )
-from agents.testing.standin.messages import (
-    Answered,
-    Request,
-    Responder,
-    echo_responder,
-    read_request,
-)
+from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
 
 
 def _request_id() -> str:
     return f"req_standin_{uuid.uuid4().hex[:20]}"
 
 
-def _error_body(status: int, kind: str, message: str, **extra: Any) -> Answered:
+def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
     error: dict[str, Any] = {"type": kind, "message": message, **extra}
     request_id = _request_id()
     body = {"type": "error", "error": error, "request_id": request_id}
-    return Answered(status, body, {"request-id": request_id})
-
-
-def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
-    return _error_body(status, kind, message, **extra).response()
+    return web.json_response(body, status=status, headers={"request-id": request_id})
 
 
 class StandIn:
@@ -56,7 +46,7 @@ class StandIn:
 
     Answers (faulty ones included) wait ``latency`` ± uniform ``jitter`` seconds; API errors are
     immediate, as the real API's usually are. A message batch ends ``batch_delay_s`` after it
-    was created (``agents.testing.standin.batches``).
+    was created; its requests not answered within ``batch_expire_s`` expire.
     """
 
     def __init__(
@@ -72,6 +62,7 @@ class StandIn:
         port: int = 0,
         seed: int = 0,
         batch_delay_s: float = 0.0,
+        batch_expire_s: float = 2.0,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
         self.retry_after = retry_after
@@ -84,8 +75,13 @@ class StandIn:
         # Handlers run on the server's loop while stats() may be called from another thread.
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
+        # A batch's requests go through the very handler of POST /v1/messages (not counted
+        # as calls).
         self.batches = BatchDesk(
-            lambda body: self.respond(body, in_batch=True), batch_delay_s, lambda: self.base_url
+            lambda body: self._answer(Posted.of(body)),
+            delay_s=batch_delay_s,
+            expire_s=batch_expire_s,
+            base_url=lambda: self.base_url,
         )
         self._clear()
 
@@ -139,11 +135,8 @@ class StandIn:
         self.batches.clear()
 
     def stats(self) -> dict[str, Any]:
-        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call.
-
-        ``calls`` counts ``POST /v1/messages`` alone; ``by_stage``, ``by_fault`` and
-        ``requests`` include the requests of message batches.
-        """
+        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call;
+        ``batches`` created and ``batch_requests`` (counted by stage and fault, not as calls)."""
         with self._lock:
             return {
                 **self.batches.stats(),
@@ -184,22 +177,9 @@ class StandIn:
 
     async def _answer(self, http: web.Request) -> web.Response:
         try:
-            body = await http.json()
+            request = read_request(await http.json())
         except ValueError as exc:
             return _error(400, "invalid_request_error", str(exc))
-        answered = await self.respond(body)
-        assert answered is not None  # only a batch request goes unanswered
-        return answered.response()
-
-    async def respond(self, body: Any, *, in_batch: bool = False) -> Answered | None:
-        """One Messages request answered: the message or the API error, with headers.
-
-        In a batch a ``hang`` fault is no answer at all (None): the request expires.
-        """
-        try:
-            request = read_request(body)
-        except ValueError as exc:
-            return _error_body(400, "invalid_request_error", str(exc))
         fault = self.faults.take(request)
         summary: dict[str, Any] = {
             "stage": request.stage,
@@ -216,20 +196,15 @@ class StandIn:
             if fault:
                 self._by_fault[fault] += 1
             self._requests.append(summary)
-        if in_batch:
-            self._note(summary, batch=True)
         if fault in API_ERRORS:
             status, kind, text = API_ERRORS[fault]
             self._note(summary, status=status)
             if fault == "spend_limit":
-                return _error_body(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
-            answered = _error_body(status, kind, text)
-            answered.headers["retry-after"] = str(max(1, math.ceil(self.retry_after)))
-            answered.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
-            return answered
-        if fault == "hang" and in_batch:
-            self._note(summary, status=0)
-            return None
+                return _error(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
+            response = _error(status, kind, text)
+            response.headers["retry-after"] = str(max(1, math.ceil(self.retry_after)))
+            response.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
+            return response
         if fault == "hang":
             # 499 (client closed request) stays unless the hang outlives its caller.
             self._note(summary, status=499)
@@ -241,10 +216,10 @@ class StandIn:
             output = self._output(request, fault)
         except Exception as exc:
             self._note(summary, status=500)
-            answered = _error_body(500, "api_error", f"stand-in responder failed: {exc!r}")
+            response = _error(500, "api_error", f"stand-in responder failed: {exc!r}")
             # A responder bug is not transient: tell the SDK not to retry it.
-            answered.headers["x-should-retry"] = "false"
-            return answered
+            response.headers["x-should-retry"] = "false"
+            return response
         output_tokens = request.max_tokens if fault == "max_tokens" else None
         usage = self.cache.usage(request, output, output_tokens)
         self._note(summary, **usage)
@@ -260,7 +235,7 @@ class StandIn:
             "stop_sequence": None,
             "usage": usage,
         }
-        return Answered(200, message, {"request-id": _request_id()})
+        return web.json_response(message, headers={"request-id": _request_id()})
 
     async def _control_faults(self, http: web.Request) -> web.Response:
         try:
