@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.models.batches import BatchJournal, BatchLLM, digest, run_batched
+from agents.models.batches import BatchJournal, BatchLLM, BatchSender, digest, run_batched
 from agents.orders import OrderStore
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket
@@ -53,13 +53,22 @@ def run_key(settings: Settings, tickets: Sequence[Ticket], *extra: Any) -> str:
 def batch_llm(
     settings: Settings, journal: BatchJournal, *, poll_s: float, say: Callable[[str], None]
 ) -> BatchLLM:
-    """Claude of ``settings`` (key, address, models, prices) behind the batch client."""
+    """Claude of ``settings`` (key, address, models, prices) through message batches, and live
+    for what a batch cannot settle."""
     from agents.models.claude import AnthropicLLM
     from streams.runtime.worker import build_llm
 
     live = build_llm(settings.with_(llm="anthropic"))
     assert isinstance(live, AnthropicLLM)
-    return BatchLLM(live, journal, poll_s=poll_s, say=say)
+    sender = BatchSender(
+        api_key=settings.anthropic_api_key,
+        base_url=settings.anthropic_base_url,
+        model=settings.model,
+        stage_models=dict(settings.stage_models),
+        timeout_s=settings.model_timeout_s,
+        prices=settings.prices,
+    )
+    return BatchLLM(live, sender, journal, poll_s=poll_s, say=say)
 
 
 class Answered:

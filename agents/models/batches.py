@@ -1,9 +1,11 @@
 """Model calls sent through the Message Batches API at half price: collected, sent, polled, resumed.
 
-``BatchLLM`` is an ``LLM``: the first ask of a prompt joins the next batch and waits for it;
-its result is read exactly as a live answer is (``AnthropicLLM.answer_from``: the same parsing,
-and the stage's validators run on it in ``agents.asking``) and costed at the batch price. What a
-batch cannot settle goes live, through the wrapped ``AnthropicLLM`` at the full price:
+``BatchLLM`` is an ``LLM``: the first ask of a prompt joins the next batch and waits for it.
+It is asked through a ``BatchSender``, Claude whose sending hands the request to the batch, so
+the request is built, and the batch's message read and costed, by ``AnthropicLLM.ask`` itself,
+exactly as a live call's (the stage's validators then run on it in ``agents.asking``); the cost
+is then set to the batch price. What a batch cannot settle goes live, through the wrapped
+``AnthropicLLM`` at the full price:
 
 - a re-ask (invalid or cut-off output): it needs the first answer, and a second batch round for
   a few tickets would add up to 24 hours to the whole run for a few cents;
@@ -20,16 +22,18 @@ one waits on it. A ``BatchJournal`` (a JSON file) keeps each batch's id and its 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anthropic
 import orjson
+from anthropic.types import Message
 from pydantic import BaseModel
 
 from agents.models.claude import AnthropicLLM
@@ -51,6 +55,39 @@ class BatchFailed(RuntimeError):
 
 class JournalMismatch(BatchFailed):
     """The journal file belongs to another run (other tickets or settings)."""
+
+
+class NotAnswered(Exception):
+    """The batch holds no message for a request: ``kind`` is ``errored``, ``expired``,
+    ``canceled`` or ``rebuilt`` (on resume, the request is built differently now)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+# The ticket and stage of the ask a BatchSender is sending (one per task).
+_asking: contextvars.ContextVar[tuple[str, StageName]] = contextvars.ContextVar("batch_asking")
+
+
+class BatchSender(AnthropicLLM):
+    """Claude whose ``_send`` hands the request to ``hand_over`` (the batch) instead of the API.
+
+    ``ask`` builds the request and reads, validates and costs the message it gets back
+    exactly as for a live call; only the sending differs.
+    """
+
+    hand_over: Callable[[dict[str, Any]], Awaitable[Message]] | None = None
+
+    async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
+        # No deadline: a batch takes up to 24 hours, and its wait is no ticket's model time.
+        assert self.hand_over is not None, "a BatchSender sends only through a BatchLLM"
+        return await self.hand_over(request)
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client the batch calls go through."""
+        return self._client
 
 
 def digest(value: Any) -> str:
@@ -169,7 +206,6 @@ class Tally:
 
 @dataclass
 class _Pending:
-    prompt: Prompt[Any]
     params: dict[str, Any]
     ticket_id: str
     stage: StageName
@@ -188,12 +224,14 @@ class BatchLLM:
     def __init__(
         self,
         live: AnthropicLLM,
+        sender: BatchSender,
         journal: BatchJournal,
         *,
         poll_s: float = 60.0,
         say: Callable[[str], None] = print,
     ) -> None:
-        self.live = live
+        self.live, self.sender = live, sender
+        sender.hand_over = self._hand_over
         self.name = live.name
         self.journal = journal
         self.poll_s = poll_s
@@ -216,31 +254,42 @@ class BatchLLM:
         """A first ask waits for the next batch; a re-ask, or what the batch left, goes live."""
         if feedback is not None or (max_tokens or prompt.max_tokens) != prompt.max_tokens:
             return await self._live(prompt, feedback=feedback, max_tokens=max_tokens)
-        params = self.live.request_for(prompt)
+        ticket_id = str(getattr(prompt.facts, "ticket_id", ""))
+        token = _asking.set((ticket_id, prompt.stage))
+        try:
+            answer = await self.sender.ask(prompt)
+        except NotAnswered as exc:
+            if exc.kind in ("errored", "expired", "canceled"):
+                setattr(self.tally, exc.kind, getattr(self.tally, exc.kind) + 1)
+            log.info("batch: %s for %s of %s: asking live", exc.kind, prompt.stage, ticket_id)
+            return await self._live(prompt)
+        except ModelFailure as exc:
+            # Invalid, cut off or refused: paid at the batch price, then handled as a live one.
+            self.tally.succeeded += 1
+            exc.usage = [self._batch_priced(u) for u in exc.usage]
+            raise
+        finally:
+            _asking.reset(token)
+        self.tally.succeeded += 1
+        return replace(answer, usage=self._batch_priced(answer.usage))
+
+    async def _hand_over(self, params: dict[str, Any]) -> Message:
+        ticket_id, stage = _asking.get()
         pending = _Pending(
-            prompt=prompt,
             params=params,
-            ticket_id=str(getattr(prompt.facts, "ticket_id", "")),
-            stage=prompt.stage,
+            ticket_id=ticket_id,
+            stage=stage,
             digest=digest(params),
             future=asyncio.get_running_loop().create_future(),
         )
         self._pending.append(pending)
         self.queued.set()
         result = await pending.future
-        kind = getattr(result, "type", "missing")
+        kind = getattr(result, "type", "rebuilt")
         if kind != "succeeded":
-            if kind in ("errored", "expired", "canceled"):
-                setattr(self.tally, kind, getattr(self.tally, kind) + 1)
-            log.info("batch result %s for %s of %s: asking live", kind, prompt.stage, pending.key)
-            return await self._live(prompt)
-        self.tally.succeeded += 1
-        try:
-            answer = self.live.answer_from(prompt, result.message)
-        except ModelFailure as exc:
-            exc.usage = [self._batch_priced(u) for u in exc.usage]
-            raise
-        return replace(answer, usage=self._batch_priced(answer.usage))
+            raise NotAnswered(kind)
+        message: Message = result.message
+        return message
 
     async def _live(
         self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
@@ -321,7 +370,7 @@ class BatchLLM:
             p.custom_id = f"{p.stage}-{i:05d}"
             requests.append({"custom_id": p.custom_id, "params": p.params})
         try:
-            batch = await self.live.client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+            batch = await self.sender.client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
         except anthropic.AnthropicError as exc:
             raise BatchFailed(f"cannot create batch {step + 1}: {exc}") from None
         saved = Saved(batch.id, {p.custom_id: (p.ticket_id, p.stage, p.digest) for p in pending})
@@ -335,7 +384,7 @@ class BatchLLM:
         return saved
 
     async def _wait(self, saved: Saved) -> dict[str, Any]:
-        batches = self.live.client.messages.batches
+        batches = self.sender.client.messages.batches
         while True:
             try:
                 batch = await batches.retrieve(saved.id)
@@ -362,6 +411,7 @@ class BatchLLM:
 
     async def aclose(self) -> None:
         await self.live.aclose()
+        await self.sender.aclose()
 
 
 async def run_batched(llm: BatchLLM, coroutines: Sequence[Coroutine[Any, Any, Any]]) -> list[Any]:

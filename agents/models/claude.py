@@ -162,7 +162,18 @@ class AnthropicLLM:
         """Ask, retrying transient errors within the ticket's budget; raise a ``ModelFailure``."""
         model = self.model_for(prompt.stage)
         ticket = getattr(prompt.facts, "ticket_id", None)
-        request = self.request_for(prompt, feedback=feedback, max_tokens=max_tokens)
+        request: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens or prompt.max_tokens,
+            "system": cache_blocks(prompt.system),
+            "messages": [
+                {
+                    "role": "user",
+                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
+                }
+            ],
+            "output_config": {"format": _output_format(prompt.output_type)},
+        }
         started = self._clock()
         try:
             message = await self._send(model, request, started + self.tickets.left(ticket))
@@ -176,33 +187,6 @@ class AnthropicLLM:
         finally:
             self.tickets.spend(ticket, self._clock() - started)
         return self._answer(prompt, model, message)
-
-    def request_for(
-        self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
-    ) -> dict[str, Any]:
-        """The Messages request body of one call (also a batch request's ``params``)."""
-        return {
-            "model": self.model_for(prompt.stage),
-            "max_tokens": max_tokens or prompt.max_tokens,
-            "system": cache_blocks(prompt.system),
-            "messages": [
-                {
-                    "role": "user",
-                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
-                }
-            ],
-            "output_config": {"format": _output_format(prompt.output_type)},
-        }
-
-    def answer_from(self, prompt: Prompt[T], message: Message) -> Answer[T]:
-        """A message this client did not send itself (a batch result) read as ``ask`` reads
-        its own: costed, then validated or raised as a ``ModelFailure``."""
-        return self._answer(prompt, self.model_for(prompt.stage), message)
-
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client (the batch calls share its key, address and connections)."""
-        return self._client
 
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         last: ModelFailure | None = None

@@ -17,10 +17,12 @@ from agents.asking import ask
 from agents.models.batches import (
     BatchJournal,
     BatchLLM,
+    BatchSender,
     JournalMismatch,
     digest,
     run_batched,
 )
+from agents.models.llm import Prompt
 from agents.models.prices import PRICES, batch_price, cost
 from agents.orders import open_store
 from agents.testing import StandIn, run_in_thread
@@ -43,7 +45,22 @@ KETTLE = "My Midea kettle ORD-1001 leaks, I want a refund."
 def llm_on(standin: StandIn, path: Path, run: str = "run-1", **options: Any) -> BatchLLM:
     lines: list[str] = options.pop("lines", [])
     say = options.pop("say", lines.append)
-    return BatchLLM(client(standin), BatchJournal.open(path, run), poll_s=0.05, say=say, **options)
+    sender = BatchSender(api_key="test-key", base_url=standin.base_url, model=MODEL)
+    journal = BatchJournal.open(path, run)
+    return BatchLLM(client(standin), sender, journal, poll_s=0.05, say=say, **options)
+
+
+def request_of(p: Prompt[Any]) -> dict[str, Any]:
+    """The Messages request body of ``p``, as the stages' client sends it."""
+    return {
+        "model": MODEL,
+        "max_tokens": p.max_tokens,
+        "system": [{"type": "text", "text": p.system, "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": p.context}],
+        "output_config": {
+            "format": {"type": "json_schema", "schema": anthropic.transform_schema(p.output_type)}
+        },
+    }
 
 
 def params(text: str, custom_id: str) -> dict[str, Any]:
@@ -60,11 +77,9 @@ def params(text: str, custom_id: str) -> dict[str, Any]:
 async def test_standin_batch_stays_in_progress_for_its_delay_then_gives_one_result_each() -> None:
     async with StandIn(batch_delay_s=0.5, batch_expire_s=0.3) as standin:
         sdk = anthropic.AsyncAnthropic(api_key="k", base_url=standin.base_url, max_retries=0)
-        build = client(standin)
-        good = build.request_for(prompt("understand", KETTLE, ticket_id="t-1"))
-        busy = build.request_for(prompt("understand", KETTLE + " [[fault:529]]", ticket_id="t-2"))
-        lost = build.request_for(prompt("understand", KETTLE + " [[fault:hang]]", ticket_id="t-3"))
-        await build.aclose()
+        good = request_of(prompt("understand", KETTLE, ticket_id="t-1"))
+        busy = request_of(prompt("understand", KETTLE + " [[fault:529]]", ticket_id="t-2"))
+        lost = request_of(prompt("understand", KETTLE + " [[fault:hang]]", ticket_id="t-3"))
         created = await sdk.messages.batches.create(
             requests=[
                 {"custom_id": "a", "params": good},  # type: ignore[typeddict-item]
