@@ -14,12 +14,7 @@ async def _serve(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    options = {
-        "latency": args.latency,
-        "jitter": args.jitter,
-        "retry_after": args.retry_after,
-        "batch_delay_s": args.batch_delay,
-    }
+    options = {"latency": args.latency, "jitter": args.jitter, "retry_after": args.retry_after}
     async with StandIn(host=args.host, port=args.port, seed=args.seed, **options) as server:
         print(server.base_url, flush=True)
         await stop.wait()
@@ -36,9 +31,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jitter", type=float, default=0.0, help="± uniform seconds")
     parser.add_argument("--retry-after", type=float, default=1.0, help="seconds, on 429/529/500")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--batch-delay", type=float, default=0.0, help="seconds a message batch stays in progress"
-    )
     asyncio.run(_serve(parser.parse_args(argv)))
 
 

@@ -44,9 +44,12 @@ def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
 class StandIn:
     """The stand-in server: ``async with StandIn() as s`` serves the API on ``s.base_url``.
 
+    A message batch ends ``batch_delay_s`` after it was created; its requests not answered
+    within ``batch_expire_s`` expire. ``stats()`` counts batches (``batches``,
+    ``batch_requests``) and their requests by stage and fault, not as ``calls``.
+
     Answers (faulty ones included) wait ``latency`` ± uniform ``jitter`` seconds; API errors are
-    immediate, as the real API's usually are. A message batch ends ``batch_delay_s`` after it
-    was created; its requests not answered within ``batch_expire_s`` expire.
+    immediate, as the real API's usually are.
     """
 
     def __init__(
@@ -57,12 +60,12 @@ class StandIn:
         responder: Responder | None = None,
         retry_after: float = 1.0,
         hang_s: float = 3600.0,
+        batch_delay_s: float = 0.0,
+        batch_expire_s: float = 2.0,
         min_cache_tokens: int | None = 0,
         host: str = "127.0.0.1",
         port: int = 0,
         seed: int = 0,
-        batch_delay_s: float = 0.0,
-        batch_expire_s: float = 2.0,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
         self.retry_after = retry_after
@@ -75,8 +78,7 @@ class StandIn:
         # Handlers run on the server's loop while stats() may be called from another thread.
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
-        # A batch's requests go through the very handler of POST /v1/messages (not counted
-        # as calls).
+        # A batch's requests go through the very handler of POST /v1/messages.
         self.batches = BatchDesk(
             lambda body: self._answer(Posted.of(body)),
             delay_s=batch_delay_s,
@@ -95,10 +97,10 @@ class StandIn:
         """Bind and serve; return the base URL."""
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
-        self.batches.routes(app)
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
+        self.batches.routes(app)
         # Cancelling a handler whose client hung up ends a [[fault:hang]] with its caller.
         self._runner = web.AppRunner(
             app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5
@@ -135,8 +137,7 @@ class StandIn:
         self.batches.clear()
 
     def stats(self) -> dict[str, Any]:
-        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call;
-        ``batches`` created and ``batch_requests`` (counted by stage and fault, not as calls)."""
+        """Counts of calls (total, by stage, by fault), concurrency, and one summary per call."""
         with self._lock:
             return {
                 **self.batches.stats(),
