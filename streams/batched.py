@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.models.batches import BatchJournal, BatchLLM, BatchSender, digest, run_batched
+from agents.models.batch_journal import BatchJournal, digest
+from agents.models.batches import BatchLLM, BatchSender, run_batched
 from agents.orders import OrderStore
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket

@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import logging
-import os
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anthropic
-import orjson
 from anthropic.types import Message
 from pydantic import BaseModel
 
+from agents.models.batch_journal import BatchFailed, BatchJournal, Saved, digest
+from agents.models.batch_tally import Tally
 from agents.models.claude import AnthropicLLM
 from agents.models.llm import Answer, ModelFailure, Prompt
 from agents.models.prices import batch_price, cost, price_for
@@ -45,16 +43,7 @@ T = TypeVar("T", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
-JOURNAL_VERSION = 1
 MAX_REQUESTS = 100_000  # the API's limit per batch
-
-
-class BatchFailed(RuntimeError):
-    """A batch could not be created, polled or read; the journal keeps what was sent."""
-
-
-class JournalMismatch(BatchFailed):
-    """The journal file belongs to another run (other tickets or settings)."""
 
 
 class NotAnswered(Exception):
@@ -88,120 +77,6 @@ class BatchSender(AnthropicLLM):
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client the batch calls go through."""
         return self._client
-
-
-def digest(value: Any) -> str:
-    """A short, stable digest of a JSON value (a request body, a run's inputs)."""
-    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20]
-
-
-@dataclass(frozen=True)
-class Saved:
-    """One batch as the journal holds it: its id and custom_id -> (ticket, stage, digest)."""
-
-    id: str
-    requests: dict[str, tuple[str, str, str]]
-
-
-@dataclass
-class BatchJournal:
-    """The batches of one run, in the order they were sent, saved after each one is created."""
-
-    path: Path
-    run: str
-    batches: list[Saved] = field(default_factory=list)
-
-    @classmethod
-    def open(cls, path: Path, run: str) -> BatchJournal:
-        """The journal at ``path`` (a new one if there is none); ``JournalMismatch`` if it was
-        written for another run."""
-        try:
-            data = orjson.loads(path.read_bytes())
-        except FileNotFoundError:
-            return cls(path, run)
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise BatchFailed(f"cannot read the batch state {path}: {exc}") from None
-        if not isinstance(data, dict) or data.get("version") != JOURNAL_VERSION:
-            raise BatchFailed(f"{path} is not a batch state file of this version")
-        if data.get("run") != run:
-            raise JournalMismatch(
-                f"{path} holds the batches of another run (other tickets or settings); "
-                "remove it or pass another --batch-state"
-            )
-        batches = [
-            Saved(b["id"], {k: (v[0], v[1], v[2]) for k, v in b["requests"].items()})
-            for b in data.get("batches", [])
-        ]
-        return cls(path, run, batches)
-
-    def add(self, saved: Saved) -> None:
-        """Record a created batch and write the file (atomically: a kill leaves old or new)."""
-        self.batches.append(saved)
-        doc = {
-            "version": JOURNAL_VERSION,
-            "run": self.run,
-            "batches": [
-                {"id": b.id, "requests": {k: list(v) for k, v in b.requests.items()}}
-                for b in self.batches
-            ],
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-        os.replace(tmp, self.path)
-
-    def remove(self) -> None:
-        """The run is finished: forget its batches (a new run sends new ones)."""
-        self.path.unlink(missing_ok=True)
-
-
-@dataclass
-class Tally:
-    """What a batched run sent and what it cost, at the batch price and as live calls."""
-
-    batches: int = 0
-    created: int = 0
-    resumed: int = 0
-    batched: int = 0
-    succeeded: int = 0
-    errored: int = 0
-    expired: int = 0
-    canceled: int = 0
-    rebuilt: int = 0
-    live: int = 0
-    batch_cost_usd: float = 0.0
-    batch_cost_at_live_price_usd: float = 0.0
-    live_cost_usd: float = 0.0
-    batch_tokens: dict[str, dict[str, int]] = field(default_factory=dict)
-
-    @property
-    def cost_usd(self) -> float:
-        """What the run cost: the batched calls at the batch price plus the live calls."""
-        return round(self.batch_cost_usd + self.live_cost_usd, 8)
-
-    @property
-    def live_run_cost_usd(self) -> float:
-        """What the same calls would have cost made live."""
-        return round(self.batch_cost_at_live_price_usd + self.live_cost_usd, 8)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The figures for a JSON report."""
-        return {
-            "batches": self.batches,
-            "created": self.created,
-            "resumed": self.resumed,
-            "batched_requests": self.batched,
-            "succeeded": self.succeeded,
-            "errored": self.errored,
-            "expired": self.expired,
-            "canceled": self.canceled,
-            "rebuilt": self.rebuilt,
-            "live_calls": self.live,
-            "batch_tokens": {m: dict(t) for m, t in self.batch_tokens.items()},
-            "cost_usd": self.cost_usd,
-            "live_run_cost_usd": self.live_run_cost_usd,
-            "saved_usd": round(self.live_run_cost_usd - self.cost_usd, 8),
-        }
 
 
 @dataclass

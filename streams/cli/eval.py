@@ -41,7 +41,7 @@ def _say(message: str) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from agents.models.batches import BatchFailed
+    from agents.models.batch_journal import BatchFailed
     from streams.eval.run import BadInput, RunFailed, evaluate, orders_path_for, render_text
 
     if args.timeout <= 0 or args.phase_gap < 0:

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     tally = None
     if batch is not None:
-        from agents.models.batches import BatchFailed
+        from agents.models.batch_journal import BatchFailed
         from streams.batched import cost_line
         from streams.debug.replay import replay_in_batches
 

@@ -16,7 +16,7 @@ from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, sto
 from streams.settings import Settings
 
 if TYPE_CHECKING:
-    from agents.models.batches import Tally
+    from agents.models.batch_tally import Tally
     from streams.batched import BatchOptions
     from streams.kafka.client import Message
 
@@ -134,7 +134,7 @@ def replay_in_batches(
     publish the tickets, replies and dead letters the namespace lacks, so it reads as if its
     worker had answered them; returns the namespace's replies, how many tickets were published
     and what the batches sent and cost (None: every ticket had its reply already)."""
-    from agents.models.batches import BatchJournal
+    from agents.models.batch_journal import BatchJournal
     from streams.batched import Answered, answer_in_batches, batch_llm, run_key, state_path
     from streams.kafka.client import publish
     from streams.kafka.topics import ensure_topics

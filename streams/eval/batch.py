@@ -14,7 +14,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agents.models.batches import BatchJournal, Tally
+from agents.models.batch_journal import BatchJournal
+from agents.models.batch_tally import Tally
 from schemas.codec import dumps
 from schemas.records import Order, Reply
 from streams.batched import BatchOptions

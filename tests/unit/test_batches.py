@@ -14,14 +14,8 @@ import anthropic
 import pytest
 
 from agents.asking import ask
-from agents.models.batches import (
-    BatchJournal,
-    BatchLLM,
-    BatchSender,
-    JournalMismatch,
-    digest,
-    run_batched,
-)
+from agents.models.batch_journal import BatchJournal, JournalMismatch, digest
+from agents.models.batches import BatchLLM, BatchSender, run_batched
 from agents.models.llm import Prompt
 from agents.models.prices import PRICES, batch_price, cost
 from agents.orders import open_store
