@@ -323,7 +323,8 @@ class AnthropicLLM:
             output_tokens=reported.output_tokens,
             cache_read_tokens=reported.cache_read_input_tokens or 0,
             cache_write_tokens=reported.cache_creation_input_tokens or 0,
-            request_id=message._request_id,
+            # A message from a batch's results came with no HTTP response, so no request id.
+            request_id=getattr(message, "_request_id", None),
         )
         if not (usage.cache_read_tokens or usage.cache_write_tokens):
             self._warn_uncached(stage, model, usage.input_tokens)
