@@ -30,6 +30,7 @@ from anthropic.types import JSONOutputFormatParam, Message, TextBlockParam
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
+from agents.models import genai
 from agents.models.api_errors import attempt_failure, retry_cause
 from agents.models.llm import (
     Answer,
@@ -189,19 +190,21 @@ class AnthropicLLM:
             ],
             "output_config": {"format": _output_format(prompt.output_type)},
         }
-        started = self._clock()
-        try:
-            message = await self._send(model, request, started + self.tickets.left(ticket))
-        except SpendLimit:
-            self._sound_spend_alarm(model)
-            raise
-        except OutOfTime:
-            # What is left is too little for a retry, so too little for the next stage's call.
-            self.tickets.exhaust(ticket)
-            raise
-        finally:
-            self.tickets.spend(ticket, self._clock() - started)
-        return self._answer(prompt, model, message)
+        with genai.chat_span(model, prompt.stage, request["max_tokens"]) as span:
+            started = self._clock()
+            try:
+                message = await self._send(model, request, started + self.tickets.left(ticket))
+            except SpendLimit:
+                self._sound_spend_alarm(model)
+                raise
+            except OutOfTime:
+                # What is left is too little for a retry, so too little for the next stage's call.
+                self.tickets.exhaust(ticket)
+                raise
+            finally:
+                self.tickets.spend(ticket, self._clock() - started)
+            genai.record_response(span, message)
+            return self._answer(prompt, model, message)
 
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         last: ModelFailure | None = None
@@ -320,7 +323,8 @@ class AnthropicLLM:
             output_tokens=reported.output_tokens,
             cache_read_tokens=reported.cache_read_input_tokens or 0,
             cache_write_tokens=reported.cache_creation_input_tokens or 0,
-            request_id=message._request_id,
+            # A message from a batch's results came with no HTTP response, so no request id.
+            request_id=getattr(message, "_request_id", None),
         )
         if not (usage.cache_read_tokens or usage.cache_write_tokens):
             self._warn_uncached(stage, model, usage.input_tokens)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from streams.cli.batch_options import add_batch_options, check_batch_options
 from streams.cli.errors import Fail, UsageError
 from streams.settings import Settings
 
@@ -29,6 +30,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON report instead of a table")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each phase")
     p.add_argument("--phase-gap", type=float, default=3.0, help="seconds between phases")
+    add_batch_options(p, "<data dir>/eval/<FILE name>-batch.json")
     return p
 
 
@@ -39,6 +41,7 @@ def _say(message: str) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
+    from agents.models.batch_journal import BatchFailed
     from streams.eval.run import BadInput, RunFailed, evaluate, orders_path_for, render_text
 
     if args.timeout <= 0 or args.phase_gap < 0:
@@ -46,6 +49,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     mode = args.llm or settings.llm
     if mode == "anthropic" and not settings.anthropic_api_key:
         raise UsageError("baton eval: --llm anthropic needs ANTHROPIC_API_KEY")
+    batch = check_batch_options(args, "baton eval")
+    if batch is not None and mode == "offline":
+        raise UsageError(
+            "baton eval: --batch needs --llm anthropic or echo (the rules call no API)"
+        )
     tickets_file = Path(args.file)
     try:
         orders_file = Path(args.orders) if args.orders else orders_path_for(tickets_file)
@@ -57,8 +65,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             timeout=args.timeout,
             phase_gap=args.phase_gap,
             say=_say,
+            batch=batch,
         )
-    except (BadInput, RunFailed) as exc:
+    except (BadInput, RunFailed, BatchFailed) as exc:
         raise Fail(f"baton: eval: {exc}") from None
     if args.json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")

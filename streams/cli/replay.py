@@ -9,7 +9,8 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from streams.cli.errors import UsageError
+from streams.cli.batch_options import add_batch_options, check_batch_options
+from streams.cli.errors import Fail, UsageError
 from streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-worker", action="store_true", help="a worker for the namespace runs")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for replies")
     p.add_argument("--json", action="store_true", help="one JSON document with the results")
+    add_batch_options(p, "<data dir>/replay/<namespace>-batch.json")
     return p
 
 
@@ -115,6 +117,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from streams.kafka.topics import TopicNames
 
     namespace = _namespace(args, settings)
+    batch = check_batch_options(args, "baton replay")
+    if batch is not None and args.no_worker:
+        raise _usage("--batch answers the tickets itself: it cannot be used with --no-worker")
+    if batch is not None and (settings.llm != "anthropic" or not settings.anthropic_api_key):
+        raise _usage("--batch needs ANTHROPIC_API_KEY and BATON_LLM=anthropic (rules call no API)")
     source, target = TopicNames.of(settings), settings.with_(namespace=namespace)
     into = TopicNames.of(target)
     try:
@@ -143,9 +150,29 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.dry_run:
         return _dry_run(args, namespace, picked.tickets, set(first_replies(there[into.replies])))
 
-    replies, published = replay(
-        target, picked.tickets, there, timeout=args.timeout, worker=not args.no_worker, say=_say
-    )
+    tally = None
+    if batch is not None:
+        from agents.models.batch_journal import BatchFailed
+        from streams.batched import cost_line
+        from streams.debug.replay import replay_in_batches
+
+        try:
+            replies, published, tally = replay_in_batches(
+                target, picked.tickets, there, batch, say=_say
+            )
+        except BatchFailed as exc:
+            raise Fail(f"baton: replay: {exc}") from None
+        if tally is not None:
+            _say(cost_line(tally.as_dict()))
+    else:
+        replies, published = replay(
+            target,
+            picked.tickets,
+            there,
+            timeout=args.timeout,
+            worker=not args.no_worker,
+            say=_say,
+        )
     entries = [
         diff(t, originals.get(t.ticket_id), replies.get(t.ticket_id)) for t in picked.tickets
     ]
@@ -155,6 +182,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         published=published,
         skipped_invalid=picked.invalid,
         skipped_duplicates=picked.duplicates,
+        **({"batch": tally.as_dict()} if tally is not None else {}),
     )
     if args.json:
         sys.stdout.write(orjson.dumps(doc).decode() + "\n")

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 REQUEUED_FROM = "baton.requeued_from"
 ATTEMPTS = "baton.attempts"
+# The W3C trace context a dead letter carries: a re-driven ticket continues its trace.
+TRACE_HEADERS = ("traceparent", "tracestate")
 
 
 @dataclass(frozen=True)
@@ -211,10 +213,13 @@ async def requeue_plan(
     return plan(chosen, read[names.tickets], again)
 
 
+def requeue_headers(letter: Letter, attempts: int) -> dict[str, str]:
+    """The headers of a re-driven record: its dead letter's id, the attempt and its trace."""
+    trace = {k: v for k, v in letter.headers.items() if k in TRACE_HEADERS}
+    return {REQUEUED_FROM: letter.dl.id, ATTEMPTS: str(attempts), **trace}
+
+
 async def requeue(settings: Settings, todo: Sequence[Planned]) -> None:
     """Publish each planned record to the tickets topic with its dead letter's id and attempt."""
-    records = [
-        (key, value, {REQUEUED_FROM: x.dl.id, ATTEMPTS: str(attempts)})
-        for x, key, value, attempts in todo
-    ]
+    records = [(key, value, requeue_headers(x, attempts)) for x, key, value, attempts in todo]
     await _send(settings, TopicNames.of(settings).tickets, records)

@@ -16,6 +16,8 @@ from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, sto
 from streams.settings import Settings
 
 if TYPE_CHECKING:
+    from agents.models.batch_tally import Tally
+    from streams.batched import BatchOptions
     from streams.kafka.client import Message
 
 
@@ -118,3 +120,81 @@ def replay(
         if proc is not None:
             stop_worker(proc, 30.0)
     return replies, len(todo)
+
+
+def replay_in_batches(
+    target: Settings,
+    tickets: list[Ticket],
+    there: Mapping[str, list[Message]],
+    options: BatchOptions,
+    *,
+    say: Callable[[str], None],
+) -> tuple[dict[str, Reply], int, Tally | None]:
+    """Answer the tickets in this process with message batches (``streams.batched``), then
+    publish the tickets, replies and dead letters the namespace lacks, so it reads as if its
+    worker had answered them; returns the namespace's replies, how many tickets were published
+    and what the batches sent and cost (None: every ticket had its reply already)."""
+    from agents.models.batch_journal import BatchJournal
+    from streams.batched import Answered, answer_in_batches, batch_llm, run_key, state_path
+    from streams.kafka.client import publish
+    from streams.kafka.topics import ensure_topics
+    from streams.runtime import dead_letters
+    from streams.runtime.worker import build_store
+
+    into = TopicNames.of(target)
+    replies = first_replies(there[into.replies])
+    path = state_path(target, "replay", target.namespace, options.state)
+    # A session the namespace answered whole is not run again; any other is, whole, so its
+    # tickets have their context.
+    unanswered = {t.session_id for t in tickets if t.ticket_id not in replies}
+    if not unanswered:
+        say(f"namespace {target.namespace}: every selected ticket has its reply already")
+        path.unlink(missing_ok=True)
+        return replies, 0, None
+    run_tickets = [t for t in tickets if t.session_id in unanswered]
+    journal = BatchJournal.open(path, run_key(target, run_tickets, target.namespace))
+    say(
+        f"namespace {target.namespace}: {len(run_tickets)} ticket(s) of {len(unanswered)} "
+        f"session(s) through message batches; state in {path} (run the same command again to "
+        "resume)"
+    )
+    llm = batch_llm(target, journal, poll_s=options.poll_s, say=say)
+
+    async def run() -> Answered:
+        store = build_store(target)
+        try:
+            return await answer_in_batches(target, [run_tickets], llm, store)
+        finally:
+            await store.close()
+            await llm.aclose()
+
+    answered = asyncio.run(run())
+    published = {t.ticket_id for t in select(there[into.tickets], Selection()).tickets}
+    todo = [t for t in tickets if t.ticket_id not in published | replies.keys()]
+    missing = [r for tid, r in answered.replies.items() if tid not in replies]
+    answers = {r.ticket_id for r in missing}
+    letters = [
+        (dl.session_id or dl.ticket_id, dumps(dl), dead_letters.headers(dl))
+        for dl in answered.dead_letters
+        if dl.ticket_id in answers
+    ]
+    headers = {value: h for _, value, h in letters}
+
+    async def record() -> None:
+        await ensure_topics(target)
+        # Replies first: a namespace with a ticket and no reply would be answered again by a
+        # later replay's worker.
+        await publish(target, into.replies, ((r.session_id, dumps(r)) for r in missing))
+        await publish(
+            target,
+            into.dead_letters,
+            ((key, value) for key, value, _ in letters),
+            headers_of=lambda value: headers[value],
+        )
+        await publish(target, into.tickets, ((t.session_id, dumps(t)) for t in todo))
+
+    asyncio.run(record())
+    journal.remove()
+    for reply in missing:
+        replies[reply.ticket_id] = reply
+    return replies, len(todo), llm.tally

@@ -14,6 +14,7 @@ from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames, changelog_topic
+from streams.observe.tracing import trace_id_of
 from streams.runtime.stages import STAGES
 from streams.settings import Settings
 
@@ -94,8 +95,21 @@ def build(
     def ticket_entry(ticket_id: str) -> dict[str, Any]:
         return tickets.setdefault(
             ticket_id,
-            {"ticket_id": ticket_id, "stages": {}, "reply": None, "dead_letters": []},
+            {
+                "ticket_id": ticket_id,
+                "stages": {},
+                "reply": None,
+                "dead_letters": [],
+                "trace_ids": [],
+            },
         )
+
+    def traced(ticket_id: str, m: Message) -> None:
+        """Note the trace the record's ``traceparent`` names (a requeue may start another)."""
+        found = trace_id_of(list(m.headers))
+        ids = ticket_entry(ticket_id)["trace_ids"]
+        if found is not None and found not in ids:
+            ids.append(found)
 
     for m in records.get(names.tickets, []):
         if not _belongs(session_id, m):
@@ -111,6 +125,7 @@ def build(
             {"at": _at(m.timestamp), "partition": m.partition, "offset": m.offset, **headers}
         )
         entry["text"] = ticket.text
+        traced(ticket.ticket_id, m)
         decision = f'"{_excerpt(ticket.text)}"'
         if "baton.requeued_from" in headers:
             decision += (
@@ -133,6 +148,7 @@ def build(
             entry = ticket_entry(tid)
             again = stage in entry["stages"]
             entry["stages"][stage] = detail
+            traced(tid, m)
             c.add(m, stage, tid, decision + (" (again: redelivered or requeued)" if again else ""))
 
     for m in records.get(names.replies, []):
@@ -142,6 +158,7 @@ def build(
         entry = ticket_entry(reply.ticket_id)
         again = entry["reply"] is not None
         entry["reply"] = reply.model_dump(mode="json")
+        traced(reply.ticket_id, m)
         e2e = reply.timings_ms.get("end_to_end")
         decision = (
             f"{reply.status}, order {reply.order_id or '-'}, confidence {reply.confidence:.2f}; "
@@ -165,6 +182,7 @@ def build(
         letters.append(dl.model_dump(mode="json"))
         if dl.ticket_id:
             ticket_entry(dl.ticket_id)["dead_letters"].append(dl.id)
+            traced(dl.ticket_id, m)
         decision = f"{dl.reason} at {dl.stage} (id {dl.id}, attempts {dl.attempts}): "
         c.add(m, "dead_letter", dl.ticket_id, decision + _excerpt(dl.error, 100), stage=dl.stage)
 
@@ -273,6 +291,9 @@ def render(doc: Mapping[str, Any]) -> list[str]:
         + (f" ({status_text})" if status_text else "")
         + f", {len(doc['dead_letters'])} dead letter(s), baton v{version}"
     ]
+    for t in doc["tickets"]:
+        if t.get("trace_ids"):
+            lines.append(f"trace of {t['ticket_id']}: {', '.join(t['trace_ids'])}")
     width = max((len(e["ticket_id"] or "") for e in doc["events"]), default=1)
     for e in doc["events"]:
         at = e["at"].replace("T", " ").removesuffix("+00:00")

@@ -19,13 +19,16 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.codec import InvalidRecord, parse
 from schemas.records import Order, Reply
 from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
 from streams.runtime.spawn import spawn_worker, stop_worker
 from streams.settings import Settings
+
+if TYPE_CHECKING:
+    from streams.batched import BatchOptions
 
 STAND_IN_KEY = "sk-eval-stand-in-not-a-key"
 
@@ -271,6 +274,10 @@ def render_text(report: dict[str, Any]) -> str:
         f"statuses: {statuses}; llm: {report['llm']}; dates moved {report['date_shift_days']} "
         f"days; {report['elapsed_s']:.0f}s"
     )
+    if "batch" in report:
+        from streams.batched import cost_line
+
+        lines.append(cost_line(report["batch"]))
     return "\n".join(lines)
 
 
@@ -283,17 +290,28 @@ def evaluate(
     timeout: float,
     phase_gap: float,
     say: Callable[[str], None],
+    batch: BatchOptions | None = None,
 ) -> dict[str, Any]:
-    """Load, check, run and score; the JSON report."""
+    """Load, check, run and score; the JSON report (with ``batch``: through message batches,
+    and what they sent and cost)."""
     cases = load_cases(tickets_file)
     orders = load_orders(orders_file)
     check(cases, orders, str(tickets_file))
     shift = week_shift(cases, datetime.now(UTC).date())
     cases, orders = shifted(cases, orders, shift)
     started = time.monotonic()
-    replies = run_pipeline(
-        settings, mode, cases, orders, timeout=timeout, phase_gap=phase_gap, say=say
-    )
+    batches: dict[str, Any] | None = None
+    if batch is not None:
+        from streams.eval.batch import run_in_batches
+
+        replies, tally = run_in_batches(
+            settings, mode, cases, orders, tickets_file, batch, say, STAND_IN_KEY
+        )
+        batches = tally.as_dict()
+    else:
+        replies = run_pipeline(
+            settings, mode, cases, orders, timeout=timeout, phase_gap=phase_gap, say=say
+        )
     world = World.build(orders, cases)
     scores: list[TicketScore] = [score(c, replies[c.ticket.ticket_id], world) for c in cases]
     return {
@@ -305,4 +323,5 @@ def evaluate(
         "facts": list(FACTS),
         "summary": summarize(scores),
         "tickets": [s.as_dict() for s in scores],
+        **({"batch": batches} if batches is not None else {}),
     }

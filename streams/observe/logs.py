@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,9 +13,10 @@ import orjson
 
 from agents.dsn import mask_dsn, passwords
 from schemas.records import CallUsage, Reply
+from streams.observe.tracing import current_trace_id
 from streams.settings import Settings
 
-FIELDS = ("ticket_id", "session_id", "stage", "outcome", "duration_ms", "request_id")
+FIELDS = ("ticket_id", "session_id", "stage", "outcome", "duration_ms", "request_id", "trace_id")
 # Payload keys whose values are prompts: the model's instructions or the customer's context.
 PAYLOAD_KEYS = frozenset({"system", "prompt", "messages"})
 REDACTED = "[redacted]"
@@ -112,6 +113,20 @@ def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str |
     return record.exc_text or None
 
 
+def _fields(record: logging.LogRecord) -> Iterator[tuple[str, Any]]:
+    """The record's known event fields; ``trace_id`` from the current span when not given.
+
+    A handler formats in the task that logged, so the current span is the one of the ticket
+    being processed.
+    """
+    if getattr(record, "trace_id", None) is None:
+        record.trace_id = current_trace_id()
+    for name in FIELDS:
+        value = getattr(record, name, None)
+        if value is not None:
+            yield name, value
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg and the known event fields."""
 
@@ -122,10 +137,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for name in FIELDS:
-            value = getattr(record, name, None)
-            if value is not None:
-                line[name] = value
+        for name, value in _fields(record):
+            line[name] = value
         exc = _exception(self, record)
         if exc:
             line["exc"] = exc
@@ -137,10 +150,8 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         parts = [_ts(record), f"{record.levelname:<7}", f"{record.name}:", record.getMessage()]
-        for name in FIELDS:
-            value = getattr(record, name, None)
-            if value is not None:
-                parts.append(f"{name}={value}")
+        for name, value in _fields(record):
+            parts.append(f"{name}={value}")
         text = " ".join(parts)
         exc = _exception(self, record)
         return f"{text}\n{exc}" if exc else text

@@ -20,6 +20,7 @@ from streams.observe.lag import LagSampler
 from streams.observe.logs import LoggingObserver
 from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout
+from streams.observe.tracing import TracingObserver
 from streams.runtime.dead_letters import Source
 from streams.runtime.faust_io import FaustSink, FaustState, session_partition
 from streams.runtime.pipeline import Pipeline
@@ -150,7 +151,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         sink=sink,
         state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
-        observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent),
+        observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent, TracingObserver()),
     )
     web.register(app, settings, metrics, recent)
 
@@ -185,7 +186,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:
         async for event in stream.events():
-            await pipeline.intake(event.value, _source(event))
+            await pipeline.intake(event.value, _source(event), _headers(event))
 
     def stage_agent(stage: Stage[Any]) -> None:
         scheduler = schedulers[stage.name]

@@ -21,6 +21,7 @@ from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
+from streams.observe import tracing
 from streams.observe.observer import CountingObserver, Observer
 from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
 from streams.runtime.batons import BatonStore, State
@@ -30,7 +31,7 @@ from streams.runtime.index import CustomerIndex
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
-from streams.runtime.sink import Sink
+from streams.runtime.sink import Sink, TracedSink
 from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
 from streams.settings import Settings
 
@@ -64,7 +65,7 @@ class Pipeline:
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
         self.out = SignedSink(
-            self.sink, self.signer, frozenset({*internal, self.topics.memory_index})
+            TracedSink(self.sink), self.signer, frozenset({*internal, self.topics.memory_index})
         )
         self.redelivery = Redelivery(
             self.batons, self.out, self.gate, self.observer, self.topics.replies
@@ -73,8 +74,14 @@ class Pipeline:
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
 
-    async def intake(self, value: bytes | None, source: Source) -> None:
+    async def intake(
+        self, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> None:
         """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
+        with tracing.stage_span("intake", headers, source):
+            await self._intake(value, source)
+
+    async def _intake(self, value: bytes | None, source: Source) -> None:
         self.observer.record_in("intake")
         try:
             ticket = parse(Ticket, value)
@@ -82,6 +89,7 @@ class Pipeline:
             self.observer.stage_done("intake", "invalid", 0.0)
             await self._reject("intake", value, exc, source)
             return
+        tracing.annotate(ticket.ticket_id, ticket.session_id)
         self.observer.stage_done("intake", "ok", 0.0)
         record = StageRecord(
             ticket=ticket,
@@ -95,6 +103,12 @@ class Pipeline:
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Run ``stage`` on one signed stage record, up to ``STAGE_ATTEMPTS`` times."""
+        with tracing.stage_span(stage, headers, source):
+            await self._run_stage(stage, value, source, headers)
+
+    async def _run_stage(
+        self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None
+    ) -> None:
         self.observer.record_in(stage)
         step = BY_NAME[stage]
         problem = self.signer.problem(step.source_topic(self.topics), value, headers)
@@ -112,6 +126,7 @@ class Pipeline:
             self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
+        tracing.annotate(ticket.ticket_id, ticket.session_id)
         if step.name == "understand":
             await self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
@@ -157,10 +172,12 @@ class Pipeline:
         if ticket is None or untrusted or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
-        self.observer.record_in(stage)
-        cap = self.settings.max_queued_per_session
-        await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
-        self.observer.stage_done(stage, "flooded", 0.0)
+        with tracing.stage_span(stage, headers, source):
+            tracing.annotate(ticket.ticket_id, ticket.session_id)
+            self.observer.record_in(stage)
+            cap = self.settings.max_queued_per_session
+            await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
+            self.observer.stage_done(stage, "flooded", 0.0)
 
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
@@ -307,7 +324,8 @@ class Pipeline:
         """Write a dead letter and wait for the broker's acknowledgement."""
         self.observer.dead_letter(dl.stage, dl.reason)
         key = dl.session_id or dl.ticket_id
-        await self.sink.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
+        # Through ``out``: dead letters are not signed, but carry the ticket's trace.
+        await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
     async def apply_index(self, value: bytes | None, headers: Headers | None = None) -> None:
         """Fold one signed session summary into the customer's index."""

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
+from streams.observe import tracing
+
 
 class Sink(Protocol):
     """Where records go: ``send`` returns once the broker acknowledged the record."""
@@ -23,3 +25,24 @@ class Sink(Protocol):
     ) -> bool:
         """Whether ``key``'s partition of ``topic`` holds a matching record from ``since`` on."""
         ...
+
+
+class TracedSink:
+    """A sink that adds the current trace context (``traceparent``) to every record's headers."""
+
+    def __init__(self, inner: Sink) -> None:
+        self.inner = inner
+
+    async def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        await self.inner.send(topic, key, value, tracing.inject(headers))
+
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        return await self.inner.contains(topic, key, since, match)

@@ -224,6 +224,20 @@ def test_plan_skips_the_requeued_the_unredrivable_and_a_ticket_twice() -> None:
     assert [x.dl.id for x, *_ in todo] == ["d1", "d4"]
 
 
+def test_a_requeued_ticket_continues_its_dead_letters_trace() -> None:
+    parent = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    headers = (("baton.reason", b"timeout"), ("traceparent", parent), ("tracestate", b"v=1"))
+    traced = dlq.Letter(letter(id="d1"), msg("support.dead-letters", b"", headers=headers))
+    assert dlq.requeue_headers(traced, 2) == {
+        dlq.REQUEUED_FROM: "d1",
+        dlq.ATTEMPTS: "2",
+        "traceparent": parent.decode(),
+        "tracestate": "v=1",
+    }
+    untraced = dlq.Letter(letter(id="d2"), msg("support.dead-letters", b""))
+    assert dlq.requeue_headers(untraced, 1) == {dlq.REQUEUED_FROM: "d2", dlq.ATTEMPTS: "1"}
+
+
 def test_dead_letter_line_is_one_line_with_its_id_stage_and_reason() -> None:
     dl = letter(error="line one\nline two " + "x" * 200, ticket_id="a", session_id="s1")
     text = dlq.line(dlq.Letter(dl, msg("support.dead-letters", dumps(dl))))
@@ -354,3 +368,30 @@ def test_trace_shows_how_a_reference_was_resolved_and_on_what_words() -> None:
     doc = trace.build("s1", names, changelog, records)
     lookup = doc["tickets"][0]["stages"]["lookup"]  # the JSON keeps the newest record's match
     assert lookup["match"]["recall"]["candidates"][1]["order_id"] == "O-2"
+
+
+def test_trace_shows_each_tickets_trace_id_from_the_headers() -> None:
+    names = TopicNames.of(Settings())
+    changelog = changelog_topic(Settings())
+    first, second = "0af7651916cd43dd8448eb211c80319c", "1" * 32
+    parent = (("traceparent", f"00-{first}-b7ad6b7169203331-01".encode()),)
+    requeued = (("traceparent", f"00-{second}-{'2' * 16}-01".encode()),)
+    records = {
+        names.tickets: [msg(names.tickets, dumps(ticket("a")), headers=parent)],
+        names.sessions: [
+            msg(names.sessions, dumps(StageRecord(ticket=ticket("a"))), ts=T0 + 1, headers=parent),
+            msg(names.sessions, dumps(StageRecord(ticket=ticket("b"))), ts=T0 + 2),
+        ],
+        names.replies: [
+            msg(names.replies, dumps(reply("a")), ts=T0 + 3, headers=parent),
+            msg(names.replies, dumps(reply("a")), offset=1, ts=T0 + 4, headers=requeued),
+        ],
+    }
+    doc = trace.build("s1", names, changelog, records)
+    assert {t["ticket_id"]: t["trace_ids"] for t in doc["tickets"]} == {
+        "a": [first, second],
+        "b": [],
+    }
+    lines = trace.render(doc)
+    assert lines[1] == f"trace of a: {first}, {second}"
+    assert not any(line.startswith("trace of b") for line in lines)

@@ -11,6 +11,9 @@ only: a reply that names neither the order nor the product), ``max_tokens`` (cut
 ``refusal``, ``hang`` (no answer for ``hang_s``), ``429`` / ``529`` / ``500`` (API errors
 advertising ``retry_after``) and ``spend_limit`` (a 429 that retrying cannot fix).
 
+Message batches (``POST /v1/messages/batches``, its status and its JSONL results) answer each
+request with the ``/v1/messages`` handler; a batch ends ``batch_delay_s`` after it was created.
+
 Prompt caching follows the API: every system block with ``cache_control`` is a breakpoint; a
 call reads the longest cached prefix and writes up to its last breakpoint, for prefixes of at
 least ``min_cache_tokens`` (``None``: each model's documented minimum).

@@ -17,6 +17,7 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel
 
+from agents.testing.standin.batches import BatchDesk, Posted
 from agents.testing.standin.caching import PromptCache, estimate_tokens
 from agents.testing.standin.faults import (
     API_ERRORS,
@@ -50,6 +51,10 @@ def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
 class StandIn:
     """The stand-in server: ``async with StandIn() as s`` serves the API on ``s.base_url``.
 
+    A message batch ends ``batch_delay_s`` after it was created; its requests not answered
+    within ``batch_expire_s`` expire. ``stats()`` counts batches (``batches``,
+    ``batch_requests``) and their requests by stage and fault, not as ``calls``.
+
     Answers (faulty ones included) wait ``latency`` ± uniform ``jitter`` seconds; API errors are
     immediate, as the real API's usually are. With a ``rate_limit`` every answer carries the
     ``anthropic-ratelimit-*`` headers and a call past the budget gets a 429. Token counts
@@ -65,6 +70,8 @@ class StandIn:
         responder: Responder | None = None,
         retry_after: float = 1.0,
         hang_s: float = 3600.0,
+        batch_delay_s: float = 0.0,
+        batch_expire_s: float = 2.0,
         min_cache_tokens: int | None = 0,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -84,6 +91,13 @@ class StandIn:
         # Handlers run on the server's loop while stats() may be called from another thread.
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
+        # A batch's requests go through the very handler of POST /v1/messages.
+        self.batches = BatchDesk(
+            lambda body: self._answer(Posted.of(body)),
+            delay_s=batch_delay_s,
+            expire_s=batch_expire_s,
+            base_url=lambda: self.base_url,
+        )
         self._clear()
 
     def _clear(self) -> None:
@@ -102,6 +116,7 @@ class StandIn:
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
+        self.batches.routes(app)
         # Cancelling a handler whose client hung up ends a [[fault:hang]] with its caller.
         self._runner = web.AppRunner(
             app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5
@@ -135,12 +150,14 @@ class StandIn:
             self._clear()
         self.faults.clear()
         self.cache.clear()
+        self.batches.clear()
 
     def stats(self) -> dict[str, Any]:
         """Counts of calls (total, by stage, by fault), concurrency, token counts, one summary
         and the ``request-id`` sent per call."""
         with self._lock:
             return {
+                **self.batches.stats(),
                 "calls": self._calls,
                 "by_stage": dict(self._by_stage),
                 "by_fault": dict(self._by_fault),
