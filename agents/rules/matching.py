@@ -231,6 +231,19 @@ def product_score(mention: str, product_name: str) -> float:
     return round(lexical, 4)
 
 
+def distinct_name(text: str, product_names: list[str]) -> str | None:
+    """The one name in ``product_names`` that a word of ``text`` belongs to alone ("navy",
+    "Weber", "零食"), or None when no such word or several names have one."""
+    units = {n: {u for u in _units(n) if len(u) >= 3 or _CJK_RE.match(u)} for n in product_names}
+    said = _units(text)
+    fits = []
+    for name, own in units.items():
+        others = set().union(*(u for n, u in units.items() if n != name))
+        if (own - others) & said:
+            fits.append(name)
+    return fits[0] if len(fits) == 1 else None
+
+
 def find_product(text: str, product_names: list[str]) -> str | None:
     """The name in ``product_names`` that ``text`` mentions best, or None below the threshold."""
     best: str | None = None

@@ -37,7 +37,8 @@ def _rx(en: str, zh: str) -> re.Pattern[str]:
 _DONE: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (
         _rx(
-            r"(?:sent|send|took|shipped|mailed|brought)\b(?:\s+\w+){0,3}\s+(?:for|in for|to be|off"
+            r"(?:sent|send|took|shipped|mailed|brought|posted|returned|dropped off|handed in)"
+            r"\b(?:\s+\w+){0,4}\s+(?:for|in for|to be|off"
             r" for|in to be|away for)\s+(?:a\s+|the\s+)?(?:repair|repairs|repaired|fixing|fixed)"
             r"|(?:in|out) for repairs?|being (?:repaired|fixed)|the repair|my repair"
             r"|repair (?:job|order|request|ticket)|repaired yet",
@@ -100,9 +101,17 @@ _STATUS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (
         _rx(
             r"on (?:its|the|their) way|in transit|still coming|out for delivery|being shipped",
-            r"在路上|运输中|派送中|还在运",
+            r"在路上|运输中|派送中|还在运|还在跑|在途",
         ),
         frozenset({"shipped"}),
+    ),
+    (
+        _rx(
+            r"(?:got|get|been|was|went) (?:lost|missing)|(?:managed|managing) to lose|lost (?:it|"
+            r"the (?:parcel|package|order))|lost in (?:the )?(?:post|mail|transit)",
+            r"丢了|丢件|弄丢|寄丢",
+        ),
+        frozenset({"lost"}),
     ),
     (
         _rx(

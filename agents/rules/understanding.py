@@ -9,6 +9,7 @@ from typing import cast, get_args
 from agents.prompts import Facts, SessionTopic
 from agents.rules.matching import (
     content_words,
+    distinct_name,
     find_product,
     mentioned_products,
     normalize,
@@ -137,6 +138,14 @@ def understand_rules(facts: Facts) -> Understanding:
         rivals = [n for n in names if n != product and product_score(said, n) >= best - 0.05]
         if rivals:  # Several orders fit the words equally: keep the customer's own word.
             product = mentions[0]
+    if product is None and not mentions:
+        # A word only one of the customer's products has: "the Weber", "零食那单".
+        product = distinct_name(said, names)
+    elif product and mentions and names:
+        fit = {n: product_score(said, n) for n in names}
+        alike = [n for n in names if fit[n] >= max(fit.values()) - 0.05]
+        if len(alike) > 1:  # "the black one": the word only one of the alike products has
+            product = distinct_name(said, alike) or product
     sized = _by_size(message, names)
     if sized and (product is None or product_score(product, sized) >= 0.5):
         product = sized  # "the size 10s": the one variant of the product with that size

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.rules.matching import product_score
+from agents.rules.matching import distinct_name, product_score
 from agents.rules.recall import ALIKE, Known, applies, clues, resolve
 from schemas.baton import OrderMemory
 from tests.fixtures.paths import TEST_DATA
@@ -148,3 +148,37 @@ def test_evidence_of_ask_lists_the_candidates() -> None:
     assert found is not None and found.method == "ask" and found.order_id is None
     assert {c.order_id for c in found.candidates} == {"B-1", "E-1"}
     assert timedelta(0) <= NOW - found.candidates[0].ordered_at
+
+
+def test_a_lost_parcel_and_an_item_posted_back_are_clues() -> None:
+    orders = [*ORDERS["story"], Known("G-1", "Staub Cocotte", "lost", _at(3))]
+    lost = resolve("That package your courier managed to lose?", None, [], orders, now=NOW)
+    assert lost is not None and (lost.order_id, lost.method) == ("G-1", "status")
+    posted = resolve(
+        "The item I posted back to you for repair - any news?",
+        None,
+        HISTORY["story"],
+        ORDERS["story"],
+        now=NOW,
+    )
+    assert posted is not None and (posted.order_id, posted.method) == ("P-1", "demand")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("the navy one has a torn seam", "Patagonia Nano Puff Jacket Navy M"),
+        ("the Weber, its thermometer is cracked", "Weber Spirit E-210 Gas Grill"),
+        ("零食那单还没到", "良品铺子 零食大礼包 1.2kg"),
+        ("my jacket", None),  # both jackets have it: no word singles one out
+        ("the blue one", None),  # no product has it
+    ],
+)
+def test_a_word_only_one_product_has_names_it(text: str, expected: str | None) -> None:
+    names = [
+        "Patagonia Nano Puff Jacket Black M",
+        "Patagonia Nano Puff Jacket Navy M",
+        "Weber Spirit E-210 Gas Grill",
+        "良品铺子 零食大礼包 1.2kg",
+    ]
+    assert distinct_name(text, names) == expected
