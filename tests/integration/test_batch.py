@@ -17,7 +17,7 @@ from schemas.records import Reply
 from streams.kafka.reader import read_topics
 from streams.kafka.topics import TopicNames
 from tests.fixtures.brokers import Broker
-from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.data import ORDERS, recorded_run
 from tests.fixtures.deployments import Deployment, open_deployment, settings_of
 from tests.fixtures.paths import ROOT, TEST_DATA
 
@@ -67,22 +67,7 @@ def run(
         d.start_worker()
 
         async def setup() -> None:
-            await d.publish_tickets(
-                [
-                    ticket_record(
-                        f"{ns}-a1", "s-a", "c-ana", "My kettle is leaking, I want a refund."
-                    ),
-                    ticket_record(
-                        f"{ns}-a2", "s-a", "c-ana", "Can I send it back for repair instead?"
-                    ),
-                    ticket_record(
-                        f"{ns}-b1",
-                        "s-b",
-                        "c-li",
-                        "我的水壶漏水了，想退款 [[fault:schema:strategy:2]]",
-                    ),
-                ]
-            )
+            await d.publish_tickets(recorded_run(ns))
             await d.replies(3)
 
         asyncio.run(setup())

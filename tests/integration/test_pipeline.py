@@ -170,6 +170,36 @@ async def test_a_later_session_resolves_the_earlier_order_after_a_restart(
     assert "O-1002" in replies["x2"].reply
 
 
+async def test_an_order_discussed_before_the_last_topic_is_found_again_after_a_restart(
+    deployment: Deployment,
+) -> None:
+    """The order history is rebuilt from the index changelog: a reference by what was done
+    finds the session's first topic, not its last."""
+    deployment.import_orders(ORDERS)
+    worker = deployment.start_worker()
+    await deployment.publish_tickets(
+        [
+            ticket_record(
+                "h1",
+                "s-h",
+                "c-ana",
+                "My headphones stopped working, can I send them in for repair?",
+            ),
+            ticket_record("h2", "s-h", "c-ana", "Also my kettle is leaking, I want a refund."),
+        ]
+    )
+    first = {r.ticket_id: r.order_id for r in await deployment.replies(2)}
+    assert first == {"h1": "O-1002", "h2": "O-1001"}
+    worker.kill()
+    deployment.start_worker()
+    await deployment.publish_tickets(
+        [ticket_record("h3", "s-h2", "c-ana", "The one I sent in for repair, is it fixed yet?")]
+    )
+    replies = {r.ticket_id: r for r in await deployment.replies(3)}
+    assert replies["h3"].order_id == "O-1002"
+    assert "O-1002" in replies["h3"].reply
+
+
 async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(
     deployment: Deployment,
 ) -> None:

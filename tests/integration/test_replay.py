@@ -16,7 +16,7 @@ from schemas.records import Reply
 from streams.kafka.reader import read_topics
 from streams.kafka.topics import TopicNames, changelog_topic
 from tests.fixtures.brokers import Broker
-from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.data import ORDERS, recorded_run, ticket_record
 from tests.fixtures.deployments import Deployment, counts, open_deployment, settings_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -34,24 +34,7 @@ def run(
         d.start_worker()
 
         async def setup() -> None:
-            await d.publish_tickets(
-                [
-                    ticket_record(
-                        f"{ns}-a1", "s-a", "c-ana", "My kettle is leaking, I want a refund."
-                    ),
-                    ticket_record(
-                        f"{ns}-a2", "s-a", "c-ana", "Can I send it back for repair instead?"
-                    ),
-                    # The stand-in fails the first two strategy calls of this ticket only:
-                    # the original run hands off, a replay gets an answer.
-                    ticket_record(
-                        f"{ns}-b1",
-                        "s-b",
-                        "c-li",
-                        "我的水壶漏水了，想退款 [[fault:schema:strategy:2]]",
-                    ),
-                ]
-            )
+            await d.publish_tickets(recorded_run(ns))
             await d.publish([(None, b"not json")])
             await d.replies(3)
             await d.dead_letters(2)
