@@ -10,14 +10,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 # Dependencies first, at the versions in constraints.txt: this layer is rebuilt only when
 # pyproject.toml or constraints.txt change, not on a source edit. The postgres extra brings
-# psycopg (binary wheel, no libpq or compiler needed); the embedded broker is not needed.
+# psycopg (binary wheel, no libpq or compiler needed), rocksdb the on-disk table store
+# (BATON_STORE=rocksdb), otel an OpenTelemetry SDK; the embedded broker is not needed.
 COPY pyproject.toml constraints.txt ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-print('\n'.join(p['dependencies'] + p['optional-dependencies']['postgres']))" > /tmp/deps.txt \
+extras = p['optional-dependencies']; \
+print('\n'.join(p['dependencies'] + extras['postgres'] + extras['rocksdb'] + extras['otel']))" \
+ > /tmp/deps.txt \
  && pip install -c constraints.txt -r /tmp/deps.txt
 # .dockerignore keeps .git, virtualenvs, local state and tests out of the build context.
 COPY . .
-RUN pip install --no-deps ".[postgres]" \
+RUN pip install --no-deps ".[postgres,rocksdb,otel]" \
  && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin baton \
  && mkdir -p /data \
  && chown baton:baton /data

@@ -467,7 +467,10 @@ def test_dockerfile_installs_the_project() -> None:
     instructions = _instructions()
     assert instructions[0] == ("FROM", "python:3.11-slim")
     runs = [rest for keyword, rest in instructions if keyword == "RUN"]
-    assert any(re.search(r"pip install [^&]*[\"']?\.\[postgres\][\"']?", run) for run in runs)
+    installs = [re.search(r"pip install [^&]*[\"']?\.\[([\w,]+)\][\"']?", run) for run in runs]
+    extras = {e for m in installs if m for e in m.group(1).split(",")}
+    # The store on disk and an OpenTelemetry SDK are in the image, the embedded broker is not.
+    assert {"postgres", "rocksdb", "otel"} <= extras and "embedded" not in extras
     copies = [rest for keyword, rest in instructions if keyword == "COPY"]
     assert copies, "the source must be copied into the image"
     entrypoint = [json.loads(rest) for keyword, rest in instructions if keyword == "ENTRYPOINT"]
