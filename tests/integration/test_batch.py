@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +16,7 @@ from streams.kafka.topics import TopicNames
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, recorded_run
 from tests.fixtures.deployments import Deployment, open_deployment, settings_of
-from tests.fixtures.paths import ROOT, TEST_DATA
+from tests.fixtures.evals import eval_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(660)]
 
@@ -27,25 +24,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(660)]
 RUN_FIELDS = ("elapsed_s", "batch")
 
 
-def _eval(*args: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    tickets = str(TEST_DATA / "eval_tickets.jsonl")
-    done = subprocess.run(
-        [sys.executable, "-m", "streams", "eval", "--llm", "echo", "--json", *args, tickets],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    data: dict[str, Any] = orjson.loads(done.stdout)
-    return data
-
-
-def test_batch_eval_scores_as_the_live_eval() -> None:
-    live = _eval()
-    batch = _eval("--batch", "--batch-poll", "0.1")
+def test_batch_eval_scores_as_the_liveeval_report() -> None:
+    live = eval_report()
+    batch = eval_report("--batch", "--batch-poll", "0.1")
     assert "batch" not in live
     figures = batch["batch"]
     assert figures["live_calls"] == 0 and figures["created"] == figures["batches"] > 0

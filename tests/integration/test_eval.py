@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from typing import Any
 
 import orjson
 import pytest
 
-from tests.fixtures.paths import ROOT, TEST_DATA
+from tests.fixtures.evals import eval_report
+from tests.fixtures.paths import TEST_DATA
 
 pytestmark = pytest.mark.integration
 
@@ -23,19 +21,7 @@ def _lines(name: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
     """One echo run of the shipped eval set (its own broker, worker and stand-in)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    tickets = str(TEST_DATA / "eval_tickets.jsonl")
-    done = subprocess.run(
-        [sys.executable, "-m", "streams", "eval", "--llm", "echo", "--json", tickets],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    data: dict[str, Any] = orjson.loads(done.stdout)
-    return data
+    return eval_report()
 
 
 @pytest.mark.timeout(660)

@@ -11,7 +11,7 @@ import pytest
 from agents.orders import open_store
 from agents.testing.standin import estimate_tokens
 from schemas.baton import Baton, TicketMemory
-from schemas.records import Order, Reply, UsageTotals
+from schemas.records import Order, UsageTotals
 from streams.bench.inproc import baton_growth, measure
 from streams.bench.load import Workload, minimal_context, prompt_sizes
 from streams.bench.report import records_per_ticket
@@ -36,6 +36,7 @@ from streams.kafka.apache import KafkaUnavailable
 from streams.kafka.topics import TopicNames
 from streams.settings import Settings, load
 from tests.fixtures.data import KETTLE, order
+from tests.fixtures.data import reply as make_reply
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -205,18 +206,7 @@ async def test_prompt_sizes_compare_sent_tokens_with_minimal_prompts() -> None:
     usage = UsageTotals(
         calls=1, input_tokens=2 * minimal, cache_read_tokens=1000, by_stage={"strategy": 1}
     )
-    reply = Reply(
-        ticket_id=ticket.ticket_id,
-        session_id=ticket.session_id,
-        customer_id=None,
-        status="answered",
-        reply="r",
-        solution="s",
-        internal_note="n",
-        confidence=0.9,
-        order_id="O-1",
-        usage=usage,
-    )
+    reply = make_reply(ticket.ticket_id, ticket.session_id, order_id="O-1", usage=usage)
     size = await prompt_sizes(
         [ticket], {ticket.ticket_id: reply}, {ticket.session_id: baton}, {"O-1": _order()}
     )

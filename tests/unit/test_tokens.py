@@ -7,10 +7,11 @@ from agents.prompts import system_prompt
 from agents.rules.offline import OfflineLLM
 from agents.testing.standin import StandIn
 from schemas.baton import Baton, TicketMemory
-from schemas.records import Order, Reply, UsageTotals
+from schemas.records import Order, UsageTotals
 from streams.bench.load import Workload, minimal_context, prompt_sizes
 from tests.fixtures.agents import client, respond
 from tests.fixtures.data import order
+from tests.fixtures.data import reply as make_reply
 
 SYSTEM = system_prompt("understand")
 CONTEXT = "Message: my kettle leaks. 水壶漏水了"
@@ -88,15 +89,9 @@ def _sized() -> tuple[list, dict, dict, dict[str, Order]]:
         session_id=ticket.session_id,
         tickets=[TicketMemory(ticket_id=ticket.ticket_id, core_problem="Kettle leaks.")],
     )
-    reply = Reply(
-        ticket_id=ticket.ticket_id,
-        session_id=ticket.session_id,
-        customer_id=None,
-        status="answered",
-        reply="r",
-        solution="s",
-        internal_note="n",
-        confidence=0.9,
+    reply = make_reply(
+        ticket.ticket_id,
+        ticket.session_id,
         order_id="O-1",
         usage=UsageTotals(calls=1, input_tokens=500, by_stage={"strategy": 1}),
     )
