@@ -219,7 +219,13 @@ def test_business_rule_violations_are_reasked_then_fall_back(
     assert len(run.calls(name, stage)) == 2
     reply = run.reply(name)
     assert reply.status == status
-    assert reply.order_id in ({"O-3001", "O-3002"} if stage == "lookup" else {"O-1001"})
+    if stage == "lookup":
+        # The two kettles fit equally (same product words, date and status): the rules do not
+        # guess one; the reply names both and asks which one is meant.
+        assert reply.order_id is None
+        assert "O-3001" in reply.reply and "O-3002" in reply.reply
+    else:
+        assert reply.order_id == "O-1001"
     assert "INVENTED" not in reply.reply and "Invented" not in reply.reply
 
 
