@@ -262,7 +262,13 @@ class LoggingObserver:
             return
         ids = current_ids()
         for call in calls:
-            extra = {"stage": call.stage, "request_id": call.request_id, **ids}
+            # Every event line has a stage and an outcome; a model call's is "model_call".
+            extra = {
+                "stage": call.stage,
+                "outcome": "model_call",
+                "request_id": call.request_id,
+                **ids,
+            }
             self.log.info(
                 "model call %s: %d tokens in, %d out",
                 call.model,

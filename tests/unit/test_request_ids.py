@@ -76,3 +76,5 @@ async def test_every_model_call_and_model_error_logs_its_request_id(
     assert error["level"] == "warning" and "500" in error["msg"]
     calls = [line for line in lines if line["msg"].startswith("model call")]
     assert {line["request_id"] for line in calls} == set(sent[1:])
+    # Like every event line, a model call's has a stage and an outcome.
+    assert calls and all(line["outcome"] == "model_call" and line["stage"] for line in calls)
