@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,8 +13,7 @@ from schemas.records import Reply
 from streams.kafka.reader import read_topics
 from streams.kafka.topics import TopicNames
 from tests.fixtures.brokers import Broker
-from tests.fixtures.data import ORDERS, recorded_run
-from tests.fixtures.deployments import Deployment, open_deployment, settings_of
+from tests.fixtures.deployments import Deployment, recorded_deployment, settings_of
 from tests.fixtures.evals import eval_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(660)]
@@ -42,17 +40,7 @@ def run(
 ) -> Iterator[Deployment]:
     """A finished production run: two sessions, one ticket handed off after invalid strategy
     output (the stand-in fails its first two strategy calls only); its worker is stopped."""
-    with open_deployment(broker, standin.base_url, tmp_path_factory.mktemp("batch")) as d:
-        ns = d.namespace
-        d.import_orders(ORDERS)
-        d.start_worker()
-
-        async def setup() -> None:
-            await d.publish_tickets(recorded_run(ns))
-            await d.replies(3)
-
-        asyncio.run(setup())
-        d.stop()
+    with recorded_deployment(broker, standin.base_url, tmp_path_factory.mktemp("batch")) as d:
         yield d
 
 

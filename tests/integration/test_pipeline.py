@@ -150,54 +150,42 @@ async def test_two_tickets_with_one_ticket_id_get_one_reply(deployment: Deployme
     assert Counter(r.ticket_id for r in replies) == {"d1": 1, "d2": 1}
 
 
-async def test_a_later_session_resolves_the_earlier_order_after_a_restart(
-    deployment: Deployment,
+@pytest.mark.parametrize(
+    ("before", "later"),
+    [
+        # The most recent earlier session's order, from the customer index.
+        (
+            [("My headphones stopped working, I want a repair.", "O-1002")],
+            "Any news on the order I asked about earlier?",
+        ),
+        # The order history: a reference by what was done finds the session's first topic,
+        # not its last.
+        (
+            [
+                ("My headphones stopped working, can I send them in for repair?", "O-1002"),
+                ("Also my kettle is leaking, I want a refund.", "O-1001"),
+            ],
+            "The one I sent in for repair, is it fixed yet?",
+        ),
+    ],
+    ids=["earlier-session", "order-history"],
+)
+async def test_a_later_session_finds_the_earlier_order_after_a_restart(
+    deployment: Deployment, before: list[tuple[str, str]], later: str
 ) -> None:
     deployment.import_orders(ORDERS)
     worker = deployment.start_worker()
     await deployment.publish_tickets(
-        [ticket_record("x1", "s-first", "c-ana", "My headphones stopped working, I want a repair.")]
+        [ticket_record(f"x{i}", "s-first", "c-ana", text) for i, (text, _) in enumerate(before)]
     )
-    first = await deployment.replies(1)
-    assert first[0].order_id == "O-1002"
+    first = {r.ticket_id: r.order_id for r in await deployment.replies(len(before))}
+    assert first == {f"x{i}": order for i, (_, order) in enumerate(before)}
     worker.kill()
     deployment.start_worker()
-    await deployment.publish_tickets(
-        [ticket_record("x2", "s-second", "c-ana", "Any news on the order I asked about earlier?")]
-    )
-    replies = {r.ticket_id: r for r in await deployment.replies(2)}
-    assert replies["x2"].order_id == "O-1002"
-    assert "O-1002" in replies["x2"].reply
-
-
-async def test_an_order_discussed_before_the_last_topic_is_found_again_after_a_restart(
-    deployment: Deployment,
-) -> None:
-    """The order history is rebuilt from the index changelog: a reference by what was done
-    finds the session's first topic, not its last."""
-    deployment.import_orders(ORDERS)
-    worker = deployment.start_worker()
-    await deployment.publish_tickets(
-        [
-            ticket_record(
-                "h1",
-                "s-h",
-                "c-ana",
-                "My headphones stopped working, can I send them in for repair?",
-            ),
-            ticket_record("h2", "s-h", "c-ana", "Also my kettle is leaking, I want a refund."),
-        ]
-    )
-    first = {r.ticket_id: r.order_id for r in await deployment.replies(2)}
-    assert first == {"h1": "O-1002", "h2": "O-1001"}
-    worker.kill()
-    deployment.start_worker()
-    await deployment.publish_tickets(
-        [ticket_record("h3", "s-h2", "c-ana", "The one I sent in for repair, is it fixed yet?")]
-    )
-    replies = {r.ticket_id: r for r in await deployment.replies(3)}
-    assert replies["h3"].order_id == "O-1002"
-    assert "O-1002" in replies["h3"].reply
+    await deployment.publish_tickets([ticket_record("y", "s-second", "c-ana", later)])
+    replies = {r.ticket_id: r for r in await deployment.replies(len(before) + 1)}
+    assert replies["y"].order_id == "O-1002"
+    assert "O-1002" in replies["y"].reply
 
 
 async def test_idle_sessions_expire_with_tombstones_and_the_index_keeps_them(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import orjson
@@ -16,8 +15,8 @@ from schemas.records import Reply
 from streams.kafka.reader import read_topics
 from streams.kafka.topics import TopicNames, changelog_topic
 from tests.fixtures.brokers import Broker
-from tests.fixtures.data import ORDERS, recorded_run, ticket_record
-from tests.fixtures.deployments import Deployment, counts, open_deployment, settings_of
+from tests.fixtures.data import ticket_record
+from tests.fixtures.deployments import Deployment, counts, recorded_deployment, settings_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -28,19 +27,9 @@ def run(
 ) -> Iterator[Deployment]:
     """A finished production run: two sessions (one ticket handed off after invalid strategy
     output), one record rejected at intake; its worker is stopped."""
-    with open_deployment(broker, standin.base_url, tmp_path_factory.mktemp("replay")) as d:
-        ns = d.namespace
-        d.import_orders(ORDERS)
-        d.start_worker()
-
-        async def setup() -> None:
-            await d.publish_tickets(recorded_run(ns))
-            await d.publish([(None, b"not json")])
-            await d.replies(3)
-            await d.dead_letters(2)
-
-        asyncio.run(setup())
-        d.stop()
+    with recorded_deployment(
+        broker, standin.base_url, tmp_path_factory.mktemp("replay"), with_invalid=True
+    ) as d:
         yield d
 
 

@@ -13,13 +13,11 @@ from fnmatch import fnmatch
 from typing import Any
 
 import pytest
-import yaml
 
 from streams.kafka.apache import pinned_version
 from streams.observe.guard import OPEN_PATHS
 from tests.fixtures.paths import ROOT
 
-COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 
@@ -28,18 +26,6 @@ _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    data = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
-
-
-@pytest.fixture(scope="module")
-def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return compose["services"]
 
 
 def env_of(service: Mapping[str, Any]) -> dict[str, str]:

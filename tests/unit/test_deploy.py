@@ -6,14 +6,12 @@ Every metric a PromQL expression reads is looked up in the samples of a real wor
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-import yaml
 from aiokafka import TopicPartition
 from faust.types import TP
 
@@ -30,7 +28,7 @@ from tests.fixtures.faust_app import (
     FakeScheduler,
     FakeTables,
 )
-from tests.fixtures.paths import ROOT
+from tests.fixtures.paths import ROOT, read_mapping
 
 DEPLOY = ROOT / "deploy"
 ALERTS = DEPLOY / "prometheus" / "alerts.yml"
@@ -38,7 +36,6 @@ PROMETHEUS = DEPLOY / "prometheus" / "prometheus.yml"
 DASHBOARD = DEPLOY / "grafana" / "baton.json"
 DATASOURCES = DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
 DASHBOARD_PROVIDERS = DEPLOY / "grafana" / "provisioning" / "dashboards" / "baton.yml"
-COMPOSE = ROOT / "docker-compose.yml"
 
 # Series Prometheus makes itself for every scrape target, not the worker.
 SCRAPE_SERIES = frozenset({"up"})
@@ -126,28 +123,17 @@ def exported() -> set[str]:
 
 @pytest.fixture(scope="module")
 def alerts() -> list[dict[str, Any]]:
-    data = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
-    return [rule for group in data["groups"] for rule in group["rules"]]
+    return [rule for group in read_mapping(ALERTS)["groups"] for rule in group["rules"]]
 
 
 @pytest.fixture(scope="module")
 def dashboard() -> dict[str, Any]:
-    data = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
+    return read_mapping(DASHBOARD)
 
 
 @pytest.fixture(scope="module")
 def prometheus() -> dict[str, Any]:
-    data = yaml.safe_load(PROMETHEUS.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
-
-
-@pytest.fixture(scope="module")
-def services() -> dict[str, Any]:
-    data = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
-    return dict(data["services"])
+    return read_mapping(PROMETHEUS)
 
 
 def targets(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
@@ -283,7 +269,7 @@ def test_the_dashboard_shows_what_operators_asked_for(dashboard: dict[str, Any])
 
 
 def test_dashboard_panels_use_the_provisioned_datasource(dashboard: dict[str, Any]) -> None:
-    sources = yaml.safe_load(DATASOURCES.read_text(encoding="utf-8"))["datasources"]
+    sources = read_mapping(DATASOURCES)["datasources"]
     (source,) = sources
     assert source["type"] == "prometheus"
     assert source["url"] == "http://prometheus:9090"
@@ -320,7 +306,7 @@ def test_grafana_loads_the_dashboard_compose_mounts(services: dict[str, Any]) ->
     mounts = bind_mounts(services["grafana"])
     provisioning = mounts["/etc/grafana/provisioning"]
     assert provisioning == (DEPLOY / "grafana" / "provisioning").resolve()
-    (provider,) = yaml.safe_load(DASHBOARD_PROVIDERS.read_text(encoding="utf-8"))["providers"]
+    (provider,) = read_mapping(DASHBOARD_PROVIDERS)["providers"]
     folder = provider["options"]["path"]
     dashboards = {path: source for path, source in mounts.items() if path.startswith(folder + "/")}
     assert dashboards == {f"{folder}/baton.json": DASHBOARD}
