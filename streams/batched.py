@@ -57,18 +57,11 @@ def batch_llm(
     """Claude of ``settings`` (key, address, models, prices) through message batches, and live
     for what a batch cannot settle."""
     from agents.models.claude import AnthropicLLM
-    from streams.runtime.worker import build_llm
+    from streams.runtime.worker import build_llm, client_options
 
     live = build_llm(settings.with_(llm="anthropic"))
     assert isinstance(live, AnthropicLLM)
-    sender = BatchSender(
-        api_key=settings.anthropic_api_key,
-        base_url=settings.anthropic_base_url,
-        model=settings.model,
-        stage_models=dict(settings.stage_models),
-        timeout_s=settings.model_timeout_s,
-        prices=settings.prices,
-    )
+    sender = BatchSender(**client_options(settings))
     return BatchLLM(live, sender, journal, poll_s=poll_s, say=say)
 
 

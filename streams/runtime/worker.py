@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from typing import Any
 
 from agents.models.llm import LLM
 from agents.orders import OrderStore, open_store
@@ -14,23 +15,31 @@ from streams.settings import Settings, SettingsError
 log = logging.getLogger("baton.worker")
 
 
+def client_options(settings: Settings) -> dict[str, Any]:
+    """What every Claude client of a run takes from the settings: key, endpoint, models,
+    timeout, prices."""
+    return {
+        "api_key": settings.anthropic_api_key,
+        "base_url": settings.anthropic_base_url,
+        "model": settings.model,
+        "stage_models": dict(settings.stage_models),
+        "timeout_s": settings.model_timeout_s,
+        "prices": settings.prices,
+    }
+
+
 def build_llm(settings: Settings) -> LLM:
     """The configured model: Claude through the SDK, or the offline rules."""
     if settings.llm == "anthropic":
         from agents.models.claude import AnthropicLLM
 
         return AnthropicLLM(
-            api_key=settings.anthropic_api_key,
-            base_url=settings.anthropic_base_url,
-            model=settings.model,
-            stage_models=dict(settings.stage_models),
-            timeout_s=settings.model_timeout_s,
+            **client_options(settings),
             max_retries=settings.model_max_retries,
             concurrency=settings.model_concurrency,
             ticket_budget_s=settings.ticket_model_budget_s,
             ratelimit_reserve=settings.model_ratelimit_reserve,
             ratelimit_max_wait_s=settings.model_ratelimit_wait_s,
-            prices=settings.prices,
         )
     from agents.rules.offline import OfflineLLM
 
