@@ -154,6 +154,12 @@ def apply_reply(baton: Baton, reply: Reply) -> Baton:
         tickets = _with_memory(baton, memory.model_copy(update={"status": reply.status}))
     usage = baton.usage.merge(reply.usage)
     answered = [*baton.answered, reply.ticket_id][-ANSWERED_KEEP:]
+    offered = {order: dict(kinds) for order, kinds in baton.offered.items()}
+    if reply.offer is not None and reply.offer.state == "approved" and reply.status != "handoff":
+        for line in reply.offer.lines:
+            if line.amount:
+                kinds = offered.setdefault(line.order_id, {})
+                kinds[line.kind] = max(kinds.get(line.kind, 0.0), line.amount)
     return _commit(
         baton,
         reply.ticket_id,
@@ -163,6 +169,7 @@ def apply_reply(baton: Baton, reply: Reply) -> Baton:
         tickets=tickets,
         usage=usage,
         answered=answered,
+        offered=offered,
         in_flight=None,
     )
 

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, Field
 
-from agents.instructions import HANDBOOK, STAGE_TEXTS
+from agents.instructions import STAGE_TEXTS, handbook
 from agents.models.llm import Prompt
+from agents.policy import Policy, default_policy
 from schemas.baton import Baton, OrderMemory, SessionSummary
 from schemas.records import Order, StageName, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 
-PROMPT_VERSION = "p4"
-# Every stage's system prompt starts with it, so it is a cache breakpoint of its own.
-SHARED_PREFIX = HANDBOOK
+# Every stage's system prompt starts with the handbook, so it is a cache breakpoint of its own;
+# this is the demo shop's.
+SHARED_PREFIX = handbook(default_policy())
+_STAGE_START = "\n# Your task: "
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -138,6 +141,9 @@ class SessionFacts(BaseModel):
     )
     flags: list[str] = Field(default_factory=list)
     summary: str = ""
+    offered: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="Money offered per order and remedy in earlier replies."
+    )
 
     @classmethod
     def of(cls, baton: Baton, ticket_id: str = "") -> SessionFacts:
@@ -158,6 +164,7 @@ class SessionFacts(BaseModel):
             topics=_topics(baton, ticket_id),
             flags=baton.flags,
             summary=baton.chain_summary,
+            offered=baton.offered,
         )
 
 
@@ -212,12 +219,28 @@ def _schema_text(model: type[BaseModel]) -> str:
 
 
 @functools.cache
-def system_prompt(stage: StageName) -> str:
+def system_prompt(stage: StageName, policy: Policy | None = None) -> str:
     """The static, cacheable part of ``stage``'s prompt: the shared handbook, then the stage's."""
     return (
-        f"{SHARED_PREFIX}\n{STAGE_TEXTS[stage]}\n"
+        f"{handbook(policy or default_policy())}\n{STAGE_TEXTS[stage]}\n"
         f"Output schema ({_OUTPUTS[stage].__name__}):\n{_schema_text(_OUTPUTS[stage])}\n"
     )
+
+
+def split_shared(system: str) -> list[str]:
+    """``system`` as the handbook all stages share and the stage's own part (one part if not)."""
+    at = system.find(_STAGE_START)
+    return [system[:at], system[at:]] if at > 0 else [system]
+
+
+@functools.cache
+def prompt_version(policy: Policy | None = None) -> str:
+    """The hash of every stage's system prompt as rendered for ``policy``."""
+    texts = "\0".join(system_prompt(stage, policy) for stage in sorted(_OUTPUTS))
+    return "p-" + hashlib.sha256(texts.encode()).hexdigest()[:10]
+
+
+PROMPT_VERSION = prompt_version()
 
 
 _KEEP_WHOLE = frozenset({"understanding", "match"})
@@ -278,6 +301,7 @@ def build(
     understanding: Understanding | None = None,
     match: OrderMatch | None = None,
     max_tokens: int = 1024,
+    policy: Policy | None = None,
 ) -> Prompt[T]:
     """Build ``stage``'s prompt from the baton, the original ticket and real orders."""
     facts = Facts(
@@ -296,10 +320,10 @@ def build(
     facts.from_customer = from_customer(facts)
     return Prompt(
         stage=stage,
-        system=system_prompt(stage),
+        system=system_prompt(stage, policy),
         context=render_context(facts),
         output_type=output_type,
         facts=facts,
         max_tokens=max_tokens,
-        version=PROMPT_VERSION,
+        version=prompt_version(policy),
     )

@@ -17,6 +17,8 @@ from agents.guards import (
 from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderStore
 from agents.outcome import Failure, Outcome
+from agents.policy import Policy, default_policy
+from agents.policy.offer import settle
 from agents.rules.reply import strategy_rules
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
@@ -62,6 +64,37 @@ def holding_reply(u: Understanding, match: OrderMatch) -> StrategyDraft:
     )
 
 
+def awaiting_approval(u: Understanding, draft: StrategyDraft) -> StrategyDraft:
+    """The draft an offer above the approval threshold becomes: a person approves it first.
+
+    The reply promises nothing; the proposed lines stay on the draft for the person to see.
+    """
+    if u.language == "zh":
+        reply = "您好，感谢您的耐心。您的请求需要同事审核，审核后我们会尽快给您答复。"
+    else:
+        reply = (
+            "Thank you for your patience. Your request needs a colleague's review; we will "
+            "get back to you as soon as it has been checked."
+        )
+    proposed = "; ".join(
+        f"{line.kind} {line.amount or ''} {line.currency or ''}".strip() for line in draft.offer
+    )
+    return draft.model_copy(
+        update={
+            "reply": reply,
+            "solution": "A colleague reviews the proposed offer before anything is promised.",
+            "internal_note": f"Needs approval: {proposed}. {draft.internal_note}",
+            "needs_human": True,
+            "confidence": min(draft.confidence, 0.5),
+        }
+    )
+
+
+def already_offered(baton: Baton, order: Order | None) -> dict[str, float]:
+    """Money offered for ``order`` in the session's earlier answered replies, by remedy."""
+    return dict(baton.offered.get(order.order_id, {})) if order is not None else {}
+
+
 def asked_about(match: OrderMatch, orders: list[Order]) -> list[Order]:
     """The customer's orders a reference fits equally, to ask which one (the store's copies)."""
     if match.recall is None or match.recall.method != "ask":
@@ -80,8 +113,12 @@ async def decide(
     *,
     reask_limit: int = 1,
     tokens_left: int | None = None,
+    policy: Policy | None = None,
 ) -> Outcome[StrategyDraft]:
-    """Write solution, reply, note and confidence; re-ask on drift or broken rules.
+    """Write solution, reply, note, confidence and offer; re-ask on drift or broken rules.
+
+    The offer is held to ``policy`` (the demo shop's when none is given); one above its
+    approval threshold is not promised: the ticket goes to a person with the offer proposed.
 
     The matched order is re-read from ``store``: a record's order that the store does not hold
     for this customer, unchanged, is not used (the draft is written as if none matched) and is
@@ -90,7 +127,16 @@ async def decide(
     checked = await check(ticket, match, store)
     match = checked.match
     order = match.order
-    books = CustomerOrders.of(order, checked.orders, baton, ticket)
+    policy = policy or default_policy()
+    books = CustomerOrders.of(
+        order,
+        checked.orders,
+        baton,
+        ticket,
+        policy=policy,
+        demand=understanding.demand,
+        already=already_offered(baton, order),
+    )
     names = product_names(order, understanding, baton, ticket.text)
     prompt = prompts.build(
         "strategy",
@@ -100,6 +146,7 @@ async def decide(
         orders=[order] if order else asked_about(match, checked.orders),
         understanding=understanding,
         match=match,
+        policy=policy,
     )
     asked = await ask(
         llm,
@@ -109,7 +156,11 @@ async def decide(
         tokens_left=tokens_left,
     )
     if asked.value is not None:
-        outcome = Outcome(asked.value, calls=asked.calls)
+        draft = asked.value
+        offer = settle(draft.offer, policy, order)
+        if offer is not None and offer.state == "needs_approval":
+            draft = awaiting_approval(understanding, draft)
+        outcome = Outcome(draft, calls=asked.calls)
     else:
         failure = asked.failure
         assert failure is not None
@@ -117,7 +168,7 @@ async def decide(
         if failure.reason == "validation_failed" and all(e.startswith(DRIFT) for e in errors):
             failure = replace(failure, reason="drift")
         if failure.reason in ("drift", "model_error", "timeout"):
-            draft = strategy_rules(prompt.facts)
+            draft = strategy_rules(prompt.facts, policy)
             outcome = Outcome(draft, calls=asked.calls, failure=failure, degraded=True)
         else:
             failure = replace(failure, handoff=True)

@@ -96,6 +96,11 @@ class Baton(BaseModel):
         description="The stage result of the ticket in flight; none once it is answered.",
     )
     usage: UsageTotals = Field(default_factory=UsageTotals)
+    offered: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Money offered per order and remedy in the session's answered replies, "
+        "which later offers for the same order count against.",
+    )
     updated_at: datetime = Field(default_factory=utcnow)
 
     @property

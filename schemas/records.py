@@ -211,6 +211,44 @@ class UsageTotals(BaseModel):
         )
 
 
+class OfferLine(BaseModel):
+    """One thing a reply commits the shop to, as a typed line a rule can check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(
+        description="The remedy, as the shop's policy names it: refund, compensation, exchange, "
+        "repair, cancellation, investigation, escalation, ..."
+    )
+    order_id: str = Field(description="The order it is for: the matched order's id.")
+    amount: float | None = Field(
+        default=None, ge=0, description="The money offered (refund, compensation); else null."
+    )
+    currency: str | None = Field(
+        default=None, description="The order's currency, for a line with an amount."
+    )
+    channel: str | None = Field(
+        default=None,
+        description="Where the money goes: original_payment, store_credit, voucher, ...; "
+        "null for a line without an amount.",
+    )
+
+
+OfferState = Literal["approved", "needs_approval"]
+
+
+class Offer(BaseModel):
+    """What a reply commits the shop to, checked against the policy, the order and the ledger."""
+
+    state: OfferState = Field(
+        description="approved: within the policy, sent to the customer; needs_approval: above "
+        "the policy's approval threshold, proposed to a person and not promised."
+    )
+    lines: list[OfferLine] = Field(description="The validated lines.")
+    total: float = Field(default=0.0, description="The money of all lines, in ``currency``.")
+    currency: str | None = None
+
+
 class Reply(BaseModel):
     """The answer to one ticket, as published to ``support.replies`` (key: session_id)."""
 
@@ -230,6 +268,14 @@ class Reply(BaseModel):
     language: str = "en"
     baton_version: int = 0
     llm: str = Field(default="", description="Model implementation that produced the reply.")
+    offer: Offer | None = Field(
+        default=None,
+        description="What the reply commits the shop to, validated against the policy; null "
+        "when it commits to nothing.",
+    )
+    policy_version: str | None = Field(
+        default=None, description="Hash of the policy file the reply was checked against."
+    )
     usage: UsageTotals = Field(default_factory=UsageTotals)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     replied_at: datetime = Field(default_factory=utcnow)
@@ -255,6 +301,9 @@ class DeadLetter(BaseModel):
     source_offset: int | None = None
     model: str | None = None
     prompt_version: str | None = None
+    policy_version: str | None = Field(
+        default=None, description="Hash of the policy file in force when it was written."
+    )
     request_id: str | None = Field(
         default=None,
         description="The API's request-id of the last model call behind a model failure.",

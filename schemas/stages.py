@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from schemas.records import SCHEMA_VERSION, Order, Ticket, UsageTotals, utcnow
+from schemas.records import SCHEMA_VERSION, OfferLine, Order, Ticket, UsageTotals, utcnow
 
 Demand = Literal[
     "refund", "exchange", "repair", "compensation", "cancel", "information", "complaint", "other"
@@ -109,6 +109,12 @@ class StrategyDraft(BaseModel):
     internal_note: str = Field(description="Note for the support team.")
     confidence: float = Field(ge=0, le=1, description="0..1")
     needs_human: bool = Field(description="True when a person must take over.")
+    offer: list[OfferLine] = Field(
+        default_factory=list,
+        description="Everything the reply commits the shop to, one line per remedy; every "
+        "amount in reply and solution must be one of these lines. Empty when it commits to "
+        "nothing.",
+    )
 
 
 class Snapshot(BaseModel):

@@ -14,6 +14,8 @@ import orjson
 
 from agents.dsn import MASK, mask_dsn
 from agents.models.prices import Price, parse_prices
+from agents.policy import PolicyError
+from agents.policy import load as load_policy
 
 LLMKind = Literal["anthropic", "offline"]
 StoreKind = Literal["memory", "rocksdb"]
@@ -92,6 +94,8 @@ class Settings:
     model: str = "claude-sonnet-4-6"
     stage_models: Mapping[str, str] = field(default_factory=dict)
     orders_dsn: str = ""
+    # The shop's service policy file (TOML); empty: the demo shop's, shipped with baton.
+    policy_file: Path | None = None
     namespace: str = ""
     partitions: int = 8
     embedded_broker: bool = False
@@ -188,6 +192,7 @@ class Settings:
             "BATON_LLM": self.llm,
             "BATON_MODEL": self.model,
             "BATON_ORDERS_DSN": self.orders_dsn,
+            "BATON_POLICY": str(self.policy_file or ""),
             "BATON_NAMESPACE": self.namespace,
             "BATON_PARTITIONS": str(self.partitions),
             "BATON_EMBEDDED_BROKER": "1" if self.embedded_broker else "0",
@@ -354,6 +359,18 @@ def _signing_keys(raw: str) -> tuple[tuple[str, str], ...]:
     return tuple(keys)
 
 
+def _policy_file(env: Mapping[str, str]) -> Path | None:
+    """``BATON_POLICY``, read and validated now: a bad policy stops the start in one line."""
+    if not env.get("BATON_POLICY"):
+        return None
+    path = Path(env["BATON_POLICY"])
+    try:
+        load_policy(path)
+    except PolicyError as exc:
+        raise SettingsError(f"BATON_POLICY: {exc}") from None
+    return path
+
+
 def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``env`` (default: ``os.environ``); raises ``SettingsError``."""
     env = os.environ if env is None else env
@@ -400,6 +417,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         model=env.get("BATON_MODEL") or defaults.model,
         stage_models=stage_models,
         orders_dsn=env.get("BATON_ORDERS_DSN", ""),
+        policy_file=_policy_file(env),
         namespace=env.get("BATON_NAMESPACE", ""),
         partitions=_int(env, "BATON_PARTITIONS", defaults.partitions, 1),
         embedded_broker=env.get("BATON_EMBEDDED_BROKER", "") in ("1", "true", "yes"),

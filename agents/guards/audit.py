@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
+from agents.guards import offered, reading
 from agents.guards.identifiers import identifiers, shape
 from agents.guards.money import money
 from agents.guards.numbers import RUN, all_numbers
+from agents.policy import Policy, default_policy
+from agents.policy import offer as offers
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import StrategyDraft
 
 FIELDS = ("reply", "solution", "internal_note")
+CUSTOMER_FACING = ("reply", "solution")
 _CENT = 0.005
 
 
@@ -25,7 +30,9 @@ class CustomerOrders:
     ``matched`` is the order the reply is about (re-read from the store, never the record's
     copy); ``discussed`` the ids of the orders the session talked about before; ``message`` the
     customer's own words (an amount they wrote may be reported back, never promised);
-    ``known_ids`` the ticket's, session's and customer's ids, which a note may name.
+    ``known_ids`` the ticket's, session's and customer's ids, which a note may name;
+    ``policy`` the shop's rules the offer is held to, for the customer's ``demand`` on ``today``,
+    with ``already`` offered for the matched order in earlier replies.
     """
 
     matched: Order | None = None
@@ -33,6 +40,10 @@ class CustomerOrders:
     discussed: frozenset[str] = frozenset()
     message: str = ""
     known_ids: frozenset[str] = frozenset()
+    policy: Policy = field(default_factory=default_policy)
+    demand: str = "other"
+    today: date = field(default_factory=date.today)
+    already: Mapping[str, float] = field(default_factory=dict)
     own: tuple[Order, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -43,7 +54,15 @@ class CustomerOrders:
 
     @classmethod
     def of(
-        cls, matched: Order | None, orders: Sequence[Order], baton: Baton, ticket: Ticket
+        cls,
+        matched: Order | None,
+        orders: Sequence[Order],
+        baton: Baton,
+        ticket: Ticket,
+        *,
+        policy: Policy | None = None,
+        demand: str = "other",
+        already: Mapping[str, float] | None = None,
     ) -> CustomerOrders:
         """The customer's orders, with the ones ``baton``'s session discussed marked as such."""
         discussed = {baton.order_id, *baton.order_history, *(t.order_id for t in baton.tickets)}
@@ -54,7 +73,16 @@ class CustomerOrders:
             discussed=frozenset(d for d in discussed if d),
             message=ticket.text,
             known_ids=frozenset(k for k in known if k),
+            policy=policy or default_policy(),
+            demand=demand,
+            today=ticket.written_at().date(),
+            already=dict(already or {}),
         )
+
+    @property
+    def context(self) -> offers.OfferContext:
+        """What the draft's offer is checked against besides the policy."""
+        return offers.OfferContext(self.matched, self.demand, self.today, self.already)
 
     @property
     def talked_about(self) -> list[Order]:
@@ -64,7 +92,8 @@ class CustomerOrders:
     @functools.cached_property
     def shapes(self) -> list[re.Pattern[str]]:
         """How the customer's order ids are written ("G-\\d+"), to spot ids like them."""
-        shapes = {p.pattern: p for o in self.own if (p := shape(o.order_id)) is not None}
+        own = (p for o in self.own if (p := shape(o.order_id)) is not None)
+        shapes = {p.pattern: p for p in (*self.policy.id_shapes, *own)}
         return list(shapes.values())
 
     @functools.cached_property
@@ -92,22 +121,68 @@ class CustomerOrders:
 
 
 def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
-    """Every problem with money and ids in the reply, the solution and the internal note.
+    """Every problem with the offer, and with money, ids and links in every text of the draft.
 
-    No amount above the matched order's (or in another currency), no money at all without a
-    matched order, no order id or tracking number that is not one of the customer's own.
+    The offer must keep the policy (``agents.policy.offer``); reply and solution may state no
+    amount that is not a line of it (or, outside a promise, an order's price), no link to a host
+    the policy does not allow, no request for card data or passwords. The internal note may
+    report what the customer asked for. No text names an id that is not the customer's.
     """
-    problems = [f"{name}: {p}" for name in FIELDS for p in _problems(getattr(draft, name), books)]
-    return list(dict.fromkeys(problems))
+    problems = [f"offer: {p}" for p in offers.problems(draft.offer, books.policy, books.context)]
+    for name in FIELDS:
+        text = reading.normalise(getattr(draft, name))
+        found = _customer_facing(text, draft, books) if name in CUSTOMER_FACING else ()
+        problems += [f"{name}: {p}" for p in (*found, *_problems(text, books, name))]
+    return list(dict.fromkeys(p.replace("offer: offer", "offer") for p in problems))
 
 
-def _problems(text: str, books: CustomerOrders) -> Iterator[str]:
+def _name_spans(text: str, orders: Sequence[Order]) -> list[tuple[int, int]]:
+    """Where ``text`` names a product of ``orders`` ("Kettle 1500", "Forerunner 265")."""
+    spans: list[tuple[int, int]] = []
+    folded = text.casefold()
+    for o in orders:
+        name = o.product_name.casefold()
+        words = name.split()
+        phrases = {name}
+        for i, w in enumerate(words):
+            if any(c.isdigit() for c in w):
+                phrases.update(" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0)
+        # A model number of 4+ digits is the product's even alone ("the LEGO set 42171").
+        phrases.update(w for w in words if w.isdigit() and len(w) >= 4)
+        for phrase in phrases:
+            if len(phrase) > 2 and any(c.isdigit() for c in phrase):
+                pattern = rf"(?<![\w.,]){re.escape(phrase)}(?![\w]|[.,]\d)"
+                spans += [m.span() for m in re.finditer(pattern, folded)]
+    return spans
+
+
+def _customer_facing(text: str, draft: StrategyDraft, books: CustomerOrders) -> Iterator[str]:
+    if not text.strip():
+        return
+    for host in reading.hosts(text):
+        if not reading.allowed(host, books.policy.links.allowed_hosts):
+            yield f"links to {host}, which is not a host the shop allows; send no links"
+    for secret in reading.asks_for_secrets(text):
+        yield f"asks for {secret}: never ask a customer for card data, codes or passwords"
+    own = books.own_tokens
+    for number in reading.grouped_tracking(text):
+        if number.casefold() not in own:
+            yield f"tracking number {number} is not one of this customer's orders, do not name it"
+    found = identifiers(text, books.shapes)
+    skip = [(i.start, i.end) for i in found] + _name_spans(text, books.talked_about)
+    prices = [o.amount for o in books.talked_about]
+    yield from offered.problems(text, draft.offer, books.matched, prices, skip)
+
+
+def _problems(text: str, books: CustomerOrders, name: str) -> Iterator[str]:
     if not text.strip():
         return
     found = identifiers(text, books.shapes)
     for i in found:
         if i.value.casefold() not in books.own_tokens:
             yield f"{i.kind} {i.value} is not one of this customer's orders, do not name it"
+    if name in CUSTOMER_FACING:
+        return  # their money is held to the offer instead
     matched = books.matched
     quoted = [o.amount for o in books.talked_about]
     for m in money(text, [(i.start, i.end) for i in found], books.name_numbers):

@@ -24,6 +24,7 @@ _TRACKING_WORDS = re.compile(
 _DIGITS = re.compile(r"\d")
 _LONG = re.compile(r"[A-Za-z0-9]{10,}")
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
+_MONEY_NEXT = re.compile(r"\s*(?:元|块|美元|欧元|USD|CNY|EUR|RMB|dollars?|euros?)", re.I)
 _ID_CHARS = re.compile(r"[A-Za-z0-9-]+")  # ids have no decimal point: "order: 39.99" is a price
 
 
@@ -38,12 +39,26 @@ class Identifier:
 
 
 def shape(order_id: str) -> re.Pattern[str] | None:
-    """The pattern of ids written like ``order_id`` ("O-1" -> ``O-\\d+``), if it has digits."""
-    if not _DIGITS.search(order_id):
+    """The pattern of ids written like ``order_id`` ("O-1001" -> ``O-\\d{2,6}``), if any.
+
+    Digit runs keep about their width, so "3-5" or "2026-03-14" never look like "2024-118830";
+    an id of digits alone needs 6 or more of them ("400918273"), else it has no shape.
+    """
+    parts = [p for p in re.split(r"(\d+)", order_id) if p]
+    runs = [p for p in parts if p.isdigit()]
+    if not runs or (len(parts) == 1 and len(runs[0]) < 6):
         return None
-    parts = re.split(r"(\d+)", order_id)
-    body = "".join(r"\d+" if p.isdigit() else re.escape(p) for p in parts if p)
-    return re.compile(body)
+    if len(parts) == 1:
+        width = len(runs[0])
+        return re.compile(rf"\d{{{width - 1},{width + 1}}}")
+    lettered = any(c.isalpha() for c in order_id)
+
+    def run(p: str) -> str:
+        if not lettered:
+            return rf"\d{{{len(p)}}}"  # "305-1123456-7788990": fixed groups
+        return rf"\d{{{max(1, len(p) - 2)},{len(p) + 2}}}"
+
+    return re.compile("".join(run(p) if p.isdigit() else re.escape(p) for p in parts))
 
 
 def _digit_count(token: str) -> int:
@@ -80,6 +95,8 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
             kind = "order id"
         elif digits >= 8 and _LONG.fullmatch(token):
             kind = "tracking number"
+        if kind == "order id" and _MONEY_NEXT.match(text, m.end()) and "-" not in token:
+            kind = None  # "订单1299元": an amount after the word order, not an id
         if kind is not None:
             found.append(Identifier(kind, token, m.start(), m.end()))
     return found

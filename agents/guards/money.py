@@ -133,6 +133,7 @@ _CREDIT = re.compile(
     re.I,
 )
 _CREDIT_GAP = 20
+_GRAND_AFTER = re.compile(r"\s*grand(?![A-Za-z])", re.I)  # "2 grand", "two grand": thousands
 _OFF_AFTER = re.compile(r"\s*off(?![A-Za-z])", re.I)  # "60 off your next order"
 _REPORTED = re.compile(
     r"(?<![A-Za-z])(?:asked|ask(?:ing|s)?\s+for|requested|request(?:ing|s)?|wants?|wanted"
@@ -141,7 +142,7 @@ _REPORTED = re.compile(
     r"(?![A-Za-z])|要求|希望|想要|提到|表示|称|说|申请|反映|反馈|索赔|索要",
     re.I,
 )
-_COMMITS = re.compile(
+COMMITS = re.compile(
     r"(?<![A-Za-z])(?:we|i)\s*(?:will|'ll|’ll|can|shall|are\s+going\s+to)(?![A-Za-z])"
     r"|(?<![A-Za-z])(?:approv|grant|authori[sz]|issu)\w*|我们(?:会|将|可以|已)|为您|给您|批准"
     r"|同意|已退|发放",
@@ -162,6 +163,7 @@ class Money:
     marked: bool  # a currency, a credit word or a percent sign says it is money
     promise: bool  # its sentence promises money (refund, compensation, voucher, ...)
     reported: bool  # its clause reports what the customer asked for, not a promise
+    at: int = 0  # where it starts in the text
 
 
 def _spans(text: str, ends: re.Pattern[str]) -> list[tuple[int, int]]:
@@ -192,11 +194,9 @@ def _currency(text: str, n: Number, left_at: int, right_at: int) -> _Marker | No
         word = (before.group("sym") or before.group("code") or before.group("zh")).strip()
         start = max(0, left_at - 24) + before.start()
         return _Marker(frozenset(_SYMBOLS.get(word) or _WORDS[word.upper()]), word, start, n.end)
-    if n.k:
-        return None  # "4K" without a currency symbol is a screen, not money
     after = _AFTER.match(text, right_at)
     if after is None:
-        return None
+        return None  # and "4K" without any currency is a screen, not money
     word = after.group().strip()
     if word == "块":
         nxt = text[after.end() : after.end() + 1]
@@ -228,20 +228,27 @@ def _not_money(text: str, n: Number, left: str, right_at: int) -> bool:
     return line_start and _LIST_MARK.match(text, n.end) is not None
 
 
-def money(text: str, skip: list[tuple[int, int]], names: Collection[float] = ()) -> list[Money]:
+def money(
+    text: str, skip: list[tuple[int, int]], names: Collection[float] = (), *, carry: bool = False
+) -> list[Money]:
     """Every mention of money in ``text``, numbers inside ``skip`` (ids, tracking) left out.
 
     A number is money when a currency symbol, code or word stands next to it ("80元", "$5k",
     "fifty dollars"), when a credit word does ("a 20 voucher", "500积分"), when a percent sign
-    or "折" follows it, or, without any unit, when its sentence promises money ("we will refund
-    120"). Bare numbers in ``names`` (digits of the customer's own product names, "Pro 3") are
-    names there. Durations, quantities, dates, sizes and list numbers are not money.
+    or "折" follows it, or "grand" ("2 grand"), or, without any unit, when its sentence promises
+    money ("we will refund 120"); with ``carry``, also when the sentence before it does ("We
+    will refund you. You get 900."). Bare numbers in ``names`` (digits of the customer's own
+    product names, "Pro 3") are names there. Durations, quantities, dates, sizes and list
+    numbers are not money.
     """
     numbers = all_numbers(text, skip)
     if not numbers:
         return []
     sentences, clauses = _spans(text, _SENTENCE_END), _spans(text, _CLAUSE_END)
-    found = (_read(text, n, sentences, clauses, names) for n in numbers)
+    reach = sentences
+    if carry:  # a promise reaches a bare number in the next sentence
+        reach = [(sentences[i - 1][0] if i else a, b) for i, (a, b) in enumerate(sentences)]
+    found = (_read(text, n, sentences, clauses, names, reach) for n in numbers)
     return [m for m in found if m is not None]
 
 
@@ -251,6 +258,7 @@ def _read(
     sentences: list[tuple[int, int]],
     clauses: list[tuple[int, int]],
     names: Collection[float],
+    reach: list[tuple[int, int]],
 ) -> Money | None:
     """``n`` as money, or None when it is a quantity, a date, a name or a bare number."""
     first, last = n.start, n.end
@@ -262,25 +270,35 @@ def _read(
         right_at = tail.end()
     clause = _around(clauses, n.start)
     promise = bool(PROMISE.search(text, *_around(sentences, n.start)))
-    reported = bool(_REPORTED.search(text, *clause)) and not _COMMITS.search(text, *clause)
+    reported = bool(_REPORTED.search(text, *clause)) and not COMMITS.search(text, *clause)
     written = text[n.start : n.end]
     if (pct := _PERCENT_AFTER.match(text, right_at)) or left.endswith("百分之"):
         written = text[n.start : pct.end()] if pct else written
-        return Money(n.value, "percent", written, _ANY, True, promise, reported)
+        return Money(n.value, "percent", written, _ANY, True, promise, reported, n.start)
     if off := _DISCOUNT_AFTER.match(text, right_at):
         # "8折" (pay 80%) is 20% off, and always an offer of money.
         tenths = n.value if n.value < 10 else n.value / 10
         off_pct = round(100 - 10 * tenths, 2)
-        return Money(off_pct, "percent", text[n.start : off.end()], _ANY, True, True, reported)
+        return Money(
+            off_pct, "percent", text[n.start : off.end()], _ANY, True, True, reported, n.start
+        )
+    if grand := _GRAND_AFTER.match(text, right_at):
+        written = text[n.start : grand.end()]
+        return Money(n.value * 1000, "amount", written, _ANY, True, promise, reported, n.start)
     if marker := _currency(text, n, first, right_at):
         value = n.value / 100 if marker.word.lower().startswith("cent") else n.value
         written = text[min(marker.start, first) : max(marker.end, n.end)].strip()
-        return Money(value, "amount", written, marker.currencies, True, promise, reported)
-    if n.k or _not_money(text, n, left, right_at):
+        return Money(value, "amount", written, marker.currencies, True, promise, reported, n.start)
+    if n.k:  # "1K in store credit" is money; "a 4K screen" is not
+        if _credit_near(text, n, clause):
+            return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
+        return None
+    if _not_money(text, n, left, right_at):
         return None
     if _credit_near(text, n, clause) or _OFF_AFTER.match(text, right_at):
-        return Money(n.value, "amount", written, _ANY, True, promise, reported)
+        return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
+    promise = promise or bool(PROMISE.search(text, *_around(reach, n.start)))
     if small_word or (not n.spelled and n.value in names) or not promise:
         return None
-    return Money(n.value, "amount", written, _ANY, False, promise, reported)
+    return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start)

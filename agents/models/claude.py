@@ -46,7 +46,7 @@ from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, re
 from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from agents.models.ratelimits import RateLimitPacer
 from agents.models.tokens import ApiCounter, TokenCount
-from agents.prompts import SHARED_PREFIX
+from agents.prompts import split_shared
 from schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
@@ -67,9 +67,7 @@ def cache_blocks(system: str) -> list[TextBlockParam]:
     Stages on the same model then share the handbook's cache entry, so a rarely called stage
     reads what a busy one wrote.
     """
-    parts = [system]
-    if system.startswith(SHARED_PREFIX) and len(system) > len(SHARED_PREFIX):
-        parts = [SHARED_PREFIX, system[len(SHARED_PREFIX) :]]
+    parts = split_shared(system)
     return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
 
 

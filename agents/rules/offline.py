@@ -8,6 +8,7 @@ from typing import cast
 from pydantic import BaseModel
 
 from agents.models.llm import Answer, OutputInvalid, Prompt, T
+from agents.policy.render import read_back
 from agents.prompts import Facts, parse_context
 from agents.rules.choosing import choose_rules
 from agents.rules.reply import strategy_rules
@@ -41,7 +42,10 @@ class OfflineLLM:
             raise OutputInvalid(f"offline model cannot produce {prompt.output_type.__name__}")
         try:
             facts = prompt.facts
-            value = rule(facts if isinstance(facts, Facts) else parse_context(prompt.context))
+            facts = facts if isinstance(facts, Facts) else parse_context(prompt.context)
+            # The strategy rules decide by the policy the prompt was written from.
+            policy = read_back(prompt.system)
+            value = strategy_rules(facts, policy) if rule is strategy_rules else rule(facts)
         except ValueError as exc:  # also pydantic's ValidationError
             raise OutputInvalid(f"offline rules failed: {exc}") from exc
         usage = CallUsage(stage=prompt.stage, model=MODEL)

@@ -310,10 +310,9 @@ ACTIONS: dict[str, tuple[str, str]] = {
         "我会为您取消订单 {oid}，并将 {money} 全额退回原支付账户。",
     ),
     "refund_return": (
-        "Please send it back with the prepaid return label we will email you; once it arrives, "
-        "we will refund up to {money} within 3-5 business days.",
-        "请使用我们邮件发送的预付退货标签寄回商品；收到后我们会在 3-5 个工作日内退款，"
-        "金额最多 {money}。",
+        "Please send it back with the prepaid return label we will email you; we will refund up "
+        "to {money} {turn}.",
+        "请使用我们邮件发送的预付退货标签寄回商品；我们会在{turn}退款，金额最多 {money}。",
     ),
     "refund_transit": (
         "Order {oid} is still in transit; if it does not arrive within 3 business days, we will "
@@ -326,19 +325,17 @@ ACTIONS: dict[str, tuple[str, str]] = {
     ),
     "exchange": (
         "Please send it back with the prepaid label we will email you; we will ship a "
-        "replacement within 2 business days of receiving it, at no cost to you.",
-        "请使用我们邮件发送的预付标签寄回商品；收到后 2 个工作日内我们会免费为您寄出新品。",
+        "replacement {turn}, at no cost to you.",
+        "请使用我们邮件发送的预付标签寄回商品；我们会在{turn}免费为您寄出新品。",
     ),
     "repair": (
         "We can repair it under warranty: we will email you a prepaid shipping label, and "
-        "repairs usually take 5-7 business days after the item reaches our service centre.",
-        "我们可以为您提供保修维修：我们会通过邮件发送预付寄件标签，商品到达维修中心后"
-        "一般需要 5-7 个工作日完成维修。",
+        "repairs usually take {turn}.",
+        "我们可以为您提供保修维修：我们会通过邮件发送预付寄件标签，维修一般需要{turn}。",
     ),
     "compensation": (
-        "We can offer compensation of {comp} for the trouble, paid to your original payment "
-        "method.",
-        "我们可以为您提供 {comp} 的补偿，将退回原支付账户。",
+        "We can offer compensation of {comp} for the trouble, {channel}.",
+        "我们可以为您提供 {comp} 的补偿，{channel}。",
     ),
     "cancel_shipped": (
         "Order {oid} has already shipped, so it can no longer be cancelled; you can refuse the "
@@ -351,17 +348,16 @@ ACTIONS: dict[str, tuple[str, str]] = {
         "订单 {oid} 已签收，无法取消，但您可以申请退货，退款金额最多 {money}。",
     ),
     "time_repair": (
-        "A repair usually takes 5-7 business days after the item reaches our service centre, "
-        "plus 2-3 days to ship it back to you.",
-        "维修一般在商品到达维修中心后 5-7 个工作日完成，寄回还需要 2-3 天。",
+        "A repair usually takes {turn}, plus 2-3 days to ship it back to you.",
+        "维修一般需要{turn}，寄回还需要 2-3 天。",
     ),
     "time_refund": (
-        "Refunds are issued within 3-5 business days after the returned item arrives.",
-        "退货到达后，退款会在 3-5 个工作日内到账。",
+        "Refunds are issued {turn}.",
+        "退款会在{turn}到账。",
     ),
     "time_exchange": (
-        "A replacement ships within 2 business days after the returned item arrives.",
-        "退货到达后，新品会在 2 个工作日内寄出。",
+        "A replacement ships {turn}.",
+        "新品会在{turn}寄出。",
     ),
     "in_transit": (
         "Order {oid} is on its way{carrier} and should arrive within a few days.",
@@ -374,21 +370,39 @@ ACTIONS: dict[str, tuple[str, str]] = {
     ),
     "investigate": (
         "Our records show order {oid} as delivered on {delivered}. I have opened an "
-        "investigation with the carrier and will update you within 2 business days.",
-        "我们的记录显示订单 {oid} 已于 {delivered} 签收。我已向快递公司发起调查，"
-        "会在 2 个工作日内给您答复。",
+        "investigation with the carrier, and you will get {turn}.",
+        "我们的记录显示订单 {oid} 已于 {delivered} 签收。我已向快递公司发起调查，会在{turn}。",
     ),
     "status": ("Order {oid} is currently {status}.", "订单 {oid} 目前的状态是{status}。"),
     "complaint": (
         "I have recorded your complaint about order {oid} and escalated it to our customer care "
-        "team, who will reply within 1 business day.",
-        "我已记录您对订单 {oid} 的投诉并提交给客户关怀团队，他们会在 1 个工作日内回复您。",
+        "team; you will get {turn}.",
+        "我已记录您对订单 {oid} 的投诉并提交给客户关怀团队，他们会在{turn}您。",
+    ),
+    "not_covered": (
+        "I'm sorry, but under our policy order {oid} cannot get a {remedy} now. If you like, a "
+        "colleague can look at the other options with you.",
+        "很抱歉，根据我们的政策，订单 {oid} 目前无法{remedy}。"
+        "如您需要，同事可以与您一起看看其他方案。",
     ),
     "other": (
         "Please tell me whether you would like a refund, an exchange or a repair, and I will "
         "arrange it right away.",
         "请告诉我您希望退款、换货还是维修，我会立即为您安排。",
     ),
+}
+# How a remedy and a money channel are named to the customer (English, Chinese).
+REMEDY_NAMES: dict[str, tuple[str, str]] = {
+    "refund": ("refund", "退款"),
+    "exchange": ("exchange", "换货"),
+    "repair": ("repair", "维修"),
+    "compensation": ("compensation", "补偿"),
+    "cancellation": ("cancellation", "取消"),
+}
+CHANNELS: dict[str, tuple[str, str]] = {
+    "original_payment": ("paid to your original payment method", "将退回原支付账户"),
+    "store_credit": ("as store credit on your account", "以购物金形式存入您的账户"),
+    "voucher": ("as a voucher", "以优惠券形式发放"),
 }
 CLOSING = (
     "If you have any other questions, just reply to this message.",

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date
+
+from agents.policy import Policy, default_policy
+from agents.policy import offer as offers
 from agents.prompts import Facts, OrderFact
 from agents.rules.matching import normalize
 from agents.rules.phrases import (
     ACTIONS,
+    CHANNELS,
     CLOSING,
     DELIVERY,
     DEMAND_ACK,
@@ -13,13 +18,37 @@ from agents.rules.phrases import (
     LEGAL,
     NOUN,
     PROBLEMS,
+    REMEDY_NAMES,
     SAFETY,
     STATUS,
     pad,
     problem_key,
 )
 from agents.rules.understanding import understand_rules
+from schemas.records import OfferLine, Order
 from schemas.stages import StrategyDraft
+
+# The remedies each case commits to; the money ones carry the amount.
+_REMEDIES: dict[str, tuple[str, ...]] = {
+    "cancel_full": ("cancellation", "refund"),
+    "refund_return": ("refund",),
+    "refund_transit": ("refund",),
+    "refund_lost": ("refund",),
+    "cancel_shipped": ("refund",),
+    "cancel_delivered": ("refund",),
+    "exchange": ("exchange",),
+    "repair": ("repair",),
+    "compensation": ("compensation",),
+    "investigate": ("investigation",),
+    "complaint": ("escalation",),
+}
+# What a case turns into when the policy does not allow it, tried in order.
+_INSTEAD: dict[str, tuple[str, ...]] = {
+    "refund_return": ("exchange", "repair"),
+    "cancel_delivered": ("exchange",),
+    "repair": ("exchange",),
+    "exchange": ("repair",),
+}
 
 
 def _status(status: str, zh: bool) -> str:
@@ -57,17 +86,86 @@ STORE_UNAVAILABLE = (
 )
 
 
-def _action(case: str, zh: bool, oid: str | None, order: OrderFact | None, what: str) -> str:
+def _as_order(o: OrderFact) -> Order:
+    """The order as the prompt states it, for the policy check (dates at midnight UTC)."""
+    return Order.model_validate(
+        {
+            **o.model_dump(exclude={"ordered_at", "delivered_at"}),
+            "customer_id": "prompt",
+            "ordered_at": f"{o.ordered_at}T00:00:00Z",
+            "delivered_at": f"{o.delivered_at}T00:00:00Z" if o.delivered_at else None,
+        }
+    )
+
+
+def _lines(
+    case: str, order: OrderFact, policy: Policy, context: offers.OfferContext
+) -> list[OfferLine]:
+    """The offer lines ``case`` commits to for ``order``, within what is left to pay on it."""
+    lines = []
+    for kind in _REMEDIES.get(case, ()):
+        remedy = policy.remedy(kind)
+        if remedy is None or not remedy.money:
+            lines.append(OfferLine(kind=kind, order_id=order.order_id))
+            continue
+        most = offers.limit(remedy, order.amount)
+        left = context.left(kind)
+        amount = offers.cents(min(left, most) if most is not None else left)
+        lines.append(
+            OfferLine(
+                kind=kind,
+                order_id=order.order_id,
+                amount=amount,
+                currency=order.currency,
+                channel=remedy.channels[0],
+            )
+        )
+    return lines
+
+
+def _decide_case(
+    case: str,
+    demand: str,
+    order: OrderFact,
+    policy: Policy,
+    today: date,
+    offered: dict[str, float],
+) -> tuple[str, list[OfferLine]]:
+    """``case`` or what the policy allows instead, with its offer lines."""
+    if case not in _REMEDIES:
+        return case, []
+    context = offers.OfferContext(_as_order(order), demand, today, offered)
+    for option in (case, *_INSTEAD.get(case, ())):
+        lines = _lines(option, order, policy, context)
+        money = any(line.amount is not None for line in lines)
+        if money and offers.total(lines) <= 0:
+            continue  # nothing left to pay on this order
+        if not offers.problems(lines, policy, context):
+            return option, lines
+    return "not_covered", []
+
+
+def _action(
+    case: str,
+    zh: bool,
+    oid: str | None,
+    order: OrderFact | None,
+    what: str,
+    policy: Policy,
+    lines: list[OfferLine],
+    wanted: str,
+) -> str:
+    paid = next((line for line in lines if line.kind == "refund"), None)
+    comp = next((line for line in lines if line.kind == "compensation"), None)
     money = (
-        f"{order.amount:.2f} {order.currency}"
+        f"{(paid.amount if paid and paid.amount is not None else order.amount):.2f} "
+        f"{order.currency}"
         if order
         else ("实付金额" if zh else "the amount paid")
     )
-    comp = (
-        f"{min(order.amount, round(order.amount * 0.1, 2)):.2f} {order.currency}"
-        if order
-        else ("实付金额的 10%" if zh else "10% of the amount paid")
-    )
+    kind = _REMEDIES.get(case, (case.removeprefix("time_"),))[-1]
+    if case == "investigate":
+        kind = "investigation"
     carrier = ""
     if order and order.carrier:
         tracking = f", tracking number {order.tracking_no}" if order.tracking_no else ""
@@ -76,15 +174,19 @@ def _action(case: str, zh: bool, oid: str | None, order: OrderFact | None, what:
             if zh
             else f" with {order.carrier}{tracking}"
         )
+    channel = CHANNELS.get(comp.channel or "", ("", "")) if comp else ("", "")
     template = STORE_UNAVAILABLE if case == "store_unavailable" else ACTIONS[case]
     return template[zh].format(
         oid=oid,
         what=what,
         money=money,
-        comp=comp,
+        comp=f"{comp.amount:.2f} {order.currency}" if comp and order else "",
+        channel=channel[zh] or (comp.channel if comp else ""),
         carrier=carrier,
         status=_status(order.status, zh) if order else "",
         delivered=(order.delivered_at or order.ordered_at) if order else "",
+        turn=policy.turnaround("escalation" if case == "complaint" else kind, "zh" if zh else "en"),
+        remedy=REMEDY_NAMES.get(wanted, (wanted, wanted))[zh],
     )
 
 
@@ -107,8 +209,9 @@ def _which(zh: bool, orders: list[OrderFact]) -> str:
     )
 
 
-def strategy_rules(facts: Facts) -> StrategyDraft:
-    """Decide and write a policy-respecting reply in the customer's language."""
+def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
+    """Decide by ``policy`` (the demo shop's by default) and write the reply and its offer."""
+    policy = policy or default_policy()
     u = facts.understanding or understand_rules(facts)
     zh, norm = u.language == "zh", normalize(facts.message)
     oid = facts.match.order_id if facts.match else None
@@ -116,14 +219,33 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
     key = problem_key(u.problem)
     safety, legal = key in SAFETY, bool(LEGAL.search(norm))
     injection = bool(INJECTION.search(norm))
-    needs_human = safety or legal or injection
+    rules = policy.handoff
+    safety, legal, injection = (
+        safety and rules.safety,
+        legal and rules.legal,
+        injection and rules.prompt_injection,
+    )
+    repeated = bool(
+        rules.repeated_contact
+        and key is not None
+        and problem_key(facts.session.problem) == key
+        and len(facts.session.core_problems) + 1 >= rules.repeated_contact
+    )
+    needs_human = safety or legal or injection or repeated
     product = order.product_name if order else u.product
     what = product or ("商品" if zh else "item")
-    handoff = "safety" if safety else "legal" if legal else None
+    handoff = "safety" if safety else "legal" if legal or repeated else None
+    lines: list[OfferLine] = []
+    wanted = ""
     if oid:
         case = handoff or _case(
             u.demand, facts.session.previous_demand, key, order.status if order else ""
         )
+        if order is not None and not handoff:
+            today = date.fromisoformat(facts.today) if facts.today else date.today()
+            offered = facts.session.offered.get(order.order_id, {})
+            wanted = _REMEDIES.get(case, ("",))[-1]
+            case, lines = _decide_case(case, u.demand, order, policy, today, offered)
     elif facts.match is not None and facts.match.method == "unavailable":
         case = "store_unavailable"
     elif facts.match is not None and facts.match.recall and facts.orders:
@@ -131,7 +253,9 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
     else:
         case = "no_order"
     actions = [
-        _which(zh, facts.orders) if c == "which_order" else _action(c, zh, oid, order, what)
+        _which(zh, facts.orders)
+        if c == "which_order"
+        else _action(c, zh, oid, order, what, policy, lines, wanted)
         for c in dict.fromkeys((handoff or case, case))
     ]
     if zh:
@@ -150,7 +274,7 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
         if oid:
             detail = f"{what}, {_status(order.status, zh)}" if order else what
             parts.append(f"I found your order {oid} ({detail}).")
-    silent = ("no_order", "which_order", "store_unavailable", "closed", "other")
+    silent = ("no_order", "which_order", "store_unavailable", "closed", "other", "not_covered")
     if (handoff or case in silent) and u.demand in DEMAND_ACK:
         parts.append(DEMAND_ACK[u.demand][zh])
     if facts.match is not None and facts.match.method == "history":
@@ -165,7 +289,16 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
     history = [*facts.session.core_problems[-5:]]
     if u.core_problem not in history:
         history.append(u.core_problem)
-    flags = [f for f, on in (("safety", safety), ("legal", legal), ("injection", injection)) if on]
+    flags = [
+        f
+        for f, on in (
+            ("safety", safety),
+            ("legal", legal),
+            ("injection", injection),
+            ("repeated contact", repeated),
+        )
+        if on
+    ]
     money = f", {order.amount:.2f} {order.currency}" if order else ""
     note = (
         f"Session core problems: {' / '.join(h.rstrip('.。') for h in history)}. "
@@ -183,4 +316,5 @@ def strategy_rules(facts: Facts) -> StrategyDraft:
         internal_note=note,
         confidence=confidence,
         needs_human=needs_human,
+        offer=lines,
     )

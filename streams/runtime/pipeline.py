@@ -16,6 +16,7 @@ from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
 from agents.orders import OrderStore
 from agents.outcome import Outcome
+from agents.policy import load as load_policy
 from schemas.baton import Baton
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
@@ -56,6 +57,7 @@ class Pipeline:
     observer: Observer = field(default_factory=CountingObserver)
 
     def __post_init__(self) -> None:
+        self.policy = load_policy(self.settings.policy_file)
         self.topics = TopicNames.of(self.settings)
         self.batons = BatonStore(self.state, self.settings.index_keep)
         self.budgets = CustomerBudgets(
@@ -221,6 +223,7 @@ class Pipeline:
             batons=self.batons,
             reask_limit=self.settings.reask_limit,
             tokens_left=allowance.tokens,
+            policy=self.policy,
         )
         outcome = self.budgets.settle(ticket.customer_id, allowance, await stage.run(inputs))
         await self._finish(stage, record, baton, outcome, source, started)
@@ -259,6 +262,7 @@ class Pipeline:
                 llm=self.llm.name,
                 timings=replies.reply_timings(record, stage.name, started),
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
+                policy=self.policy,
             )
             await self._answered(reply, await self.redelivery.reply(reply, baton))
         else:
@@ -323,6 +327,7 @@ class Pipeline:
     async def dead_letter(self, dl: DeadLetter) -> None:
         """Write a dead letter and wait for the broker's acknowledgement."""
         self.observer.dead_letter(dl.stage, dl.reason)
+        dl = dl.model_copy(update={"policy_version": self.policy.version})
         key = dl.session_id or dl.ticket_id
         # Through ``out``: dead letters are not signed, but carry the ticket's trace.
         await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))

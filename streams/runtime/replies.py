@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from agents.policy import Policy, default_policy
+from agents.policy.offer import settle
 from schemas.baton import Baton
 from schemas.records import Reply, StageName, UsageTotals, utcnow
 from schemas.stages import StageRecord, StrategyDraft
@@ -49,6 +51,7 @@ def answer(
     llm: str,
     timings: dict[str, float],
     order_trusted: bool = True,
+    policy: Policy | None = None,
 ) -> Reply:
     """The reply strategy's draft makes; ``handoff``/``degraded`` from the stages before.
 
@@ -59,6 +62,8 @@ def answer(
     if u is None or match is None:
         raise ValueError("a reply needs the record's understanding and order match")
     order = match.order if order_trusted else None
+    policy = policy or default_policy()
+    offer = settle(draft.offer, policy, order) if order is not None else None
     handoff = draft.needs_human or handoff
     return Reply(
         ticket_id=ticket.ticket_id,
@@ -74,6 +79,8 @@ def answer(
         language=u.language,
         baton_version=baton.version + 1,
         llm=llm,
+        offer=offer,
+        policy_version=policy.version,
         usage=usage,
         timings_ms=timings,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -15,6 +15,7 @@ from agents.lookup import look_up
 from agents.models.llm import LLM
 from agents.orders import OrderStore, StoreUnavailable
 from agents.outcome import Outcome
+from agents.policy import Policy, default_policy
 from agents.prompts import EarlierSession
 from agents.strategy import decide
 from agents.understand import understand
@@ -42,6 +43,7 @@ class Inputs:
     batons: BatonStore
     reask_limit: int
     tokens_left: int
+    policy: Policy = field(default_factory=default_policy)
 
     @property
     def ticket(self) -> Ticket:
@@ -145,6 +147,7 @@ async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
         i.llm,
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,
+        policy=i.policy,
     )
 
 

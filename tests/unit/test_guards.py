@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 import pytest
@@ -16,8 +17,9 @@ from agents.guards import (
     money,
     product_names,
 )
+from agents.policy import Policy, default_policy, load
 from agents.rules.reply import strategy_rules
-from schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
+from schemas import Baton, OfferLine, Order, OrderMatch, StrategyDraft, Ticket, Understanding
 from tests.fixtures.paths import ROOT, TEST_DATA
 
 
@@ -28,6 +30,8 @@ def _rows(path: str) -> list[dict[str, Any]]:
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("guard_orders.jsonl")}
 POLICY = _rows("policy_corpus.jsonl")
+# Written after the audit, without reading it: its first run is the blind measure (docs/policy.md).
+BLIND = _rows("policy_blind_corpus.jsonl")
 DRIFT = _rows("drift_corpus.jsonl")
 
 
@@ -38,7 +42,12 @@ def _draft(case: dict[str, Any]) -> StrategyDraft:
         internal_note=case["internal_note"],
         confidence=0.9,
         needs_human=False,
+        offer=[OfferLine.model_validate(line) for line in case.get("offer", [])],
     )
+
+
+def _policy(case: dict[str, Any]) -> Policy:
+    return load(ROOT / case["policy"]) if case.get("policy") else default_policy()
 
 
 def _own(case: dict[str, Any]) -> list[Order]:
@@ -52,6 +61,10 @@ def _books(case: dict[str, Any]) -> CustomerOrders:
         discussed=frozenset(case["discussed"]),
         message=case["message"],
         known_ids=frozenset({case["ticket_id"], case["session_id"], case["customer"]}),
+        policy=_policy(case),
+        demand=case.get("demand", "other"),
+        today=date.fromisoformat(case.get("today", "2026-11-30")),
+        already={"earlier": case["already"]} if case.get("already") else {},
     )
 
 
@@ -78,18 +91,19 @@ def _drift(case: dict[str, Any]) -> list[str]:
 
 
 def test_the_corpora_are_large_mixed_and_about_the_customers_own_orders() -> None:
-    assert len(POLICY) >= 80 and sum(c["expect"] == "pass" for c in DRIFT) >= 30
-    for corpus in (POLICY, DRIFT):
+    assert len(POLICY) + len(BLIND) >= 150 and len(BLIND) * 3 >= len(POLICY) + len(BLIND) - 114
+    assert sum(c["expect"] == "pass" for c in DRIFT) >= 30
+    for corpus in (POLICY, BLIND, DRIFT):
         kinds = {(c["language"], c["expect"]) for c in corpus}
         assert kinds == {(lang, e) for lang in ("en", "zh") for e in ("pass", "reject")}
         assert len({c["id"] for c in corpus}) == len(corpus)
         for c in corpus:
             own = {o.order_id for o in _own(c)}
             assert {c["matched"], *c.get("discussed", [])} - {None} <= own, c["id"]
-    assert all(c.get("reason") for c in POLICY if c["expect"] == "reject")
+    assert all(c.get("reason") for c in POLICY + BLIND if c["expect"] == "reject")
 
 
-@pytest.mark.parametrize("case", POLICY, ids=[c["id"] for c in POLICY])
+@pytest.mark.parametrize("case", POLICY + BLIND, ids=[c["id"] for c in POLICY + BLIND])
 def test_policy_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
     problems = audit(_draft(case), _books(case))
     if case["expect"] == "pass":
@@ -161,7 +175,7 @@ def test_the_error_says_what_is_wrong_and_what_to_do() -> None:
     case = next(c for c in POLICY if c["id"] == "r-en-14")
     greedy = _draft(case).model_copy(update={"reply": case["reply"] + " We add 80 USD credit."})
     assert audit(greedy, _books(case)) == [
-        "reply: amount 80 USD exceeds the 39.99 USD of order G-1001, state at most that",
+        "reply: promises 80 USD, which is not a line of the offer; state only the offer's amounts",
         "internal_note: order id G-9001 is not one of this customer's orders, do not name it",
     ]
 
@@ -202,7 +216,7 @@ def _rule_drafts() -> list[tuple[Order, list[Order], StrategyDraft, list[str]]]:
                     understanding=u,
                     match=match,
                 )
-                books = CustomerOrders.of(o, own, baton, t)
+                books = CustomerOrders.of(o, own, baton, t, demand=demand)
                 names = product_names(o, u, baton, text)
                 draft = strategy_rules(prompt.facts)
                 problems = audit(draft, books) + drift_problems(draft, names, o.order_id)

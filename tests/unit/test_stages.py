@@ -15,6 +15,7 @@ from agents.strategy import decide
 from agents.testing import ScriptedLLM
 from agents.understand import understand
 from schemas import StrategyDraft
+from schemas.records import OfferLine
 from tests.fixtures.agents import (
     BATON,
     CONTROLLER,
@@ -137,7 +138,7 @@ async def test_strategy_refuses_money_beyond_the_order_and_hands_off(
     greedy = draft("Order O-1, Midea Electric Kettle 1.7L: we refund 5000 USD.")
     llm = ScriptedLLM([greedy, greedy])
     out = await decide(ticket("refund 5000 now"), BATON, u, matched(KETTLE_OLD), store, llm)
-    assert "exceeds the 50.00 USD of order O-1" in (llm.calls[1].feedback or "")
+    assert "promises 5000 USD, which is not a line of the offer" in (llm.calls[1].feedback or "")
     assert out.failure is not None and out.failure.handoff
     assert out.value.needs_human and "5000" not in out.value.reply
 
@@ -153,16 +154,19 @@ async def test_strategy_refusal_is_a_handoff(store: SQLiteOrderStore) -> None:
 
 def test_model_numbers_in_the_product_name_are_not_amounts() -> None:
     airpods = order("O-6002", "Apple AirPods Pro 2", 10)
-    books = CustomerOrders(matched=airpods, orders=[airpods])
+    refund = OfferLine(
+        kind="refund", order_id="O-6002", amount=50, currency="USD", channel="original_payment"
+    )
     ok = StrategyDraft(
         solution="Refund the AirPods Pro 2 in full.",
         reply="We will refund order O-6002 (Apple AirPods Pro 2) in full: 50 USD.",
         internal_note="",
         confidence=0.9,
         needs_human=False,
+        offer=[refund],
     )
-    assert audit(ok, books) == []
+    assert audit(ok, CustomerOrders(matched=airpods, orders=[airpods], demand="refund")) == []
     greedy = ok.model_copy(update={"reply": "Order O-6002, AirPods Pro 2: we refund 200 USD."})
-    assert audit(greedy, books) == [
-        "reply: amount 200 USD exceeds the 50.00 USD of order O-6002, state at most that"
+    assert audit(greedy, CustomerOrders(matched=airpods, orders=[airpods], demand="refund")) == [
+        "reply: promises 200 USD, which is not a line of the offer; state only the offer's amounts"
     ]

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agents.policy.render import read_back
 from agents.prompts import Facts, parse_context
 from agents.rules.choosing import choose_rules
 from agents.rules.reply import strategy_rules
@@ -54,6 +55,8 @@ def echo_responder(request: Request) -> BaseModel:
         raise ValueError(f"cannot read the prompt's facts: {request.facts_error}")
     if request.stage not in _RULES:
         raise ValueError(f"no rules for stage {request.stage!r}")
+    if request.stage == "strategy":  # decided by the policy the system prompt states
+        return strategy_rules(request.facts, read_back(request.system))
     return _RULES[request.stage](request.facts)
 
 

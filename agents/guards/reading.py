@@ -1,0 +1,75 @@
+"""Text as a reader sees it: normalised, with links, grouped numbers and card requests found."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+
+_URL = re.compile(
+    r"(?<![@\w.])(?:(?:https?|ftp)://(?P<host>[^\s/:?#\"'<>()\]]+)"
+    r"|(?P<www>www\.[^\s/:?#\"'<>()\]]+)"
+    r"|(?P<bare>(?:[a-z0-9-]+\.)+(?:com|net|org|io|cn|de|shop|co|info|biz|xyz|ru|top|me|app"
+    r"|link|click|site|online|store|eu|uk|us|ly|gl|to|cc|tk)(?![\w-])))",
+    re.I,
+)
+_SENSITIVE = re.compile(
+    r"card\s*(?:number|no\.?|details)|credit\s*card|debit\s*card|cvv|cvc|cv2|security\s+code"
+    r"|expiry\s+date|passwords?|passcode|\bpin\b|one-time\s+code|otp|verification\s+code"
+    r"|login\s+details|卡号|银行卡|信用卡|安全码|有效期|密码|验证码|动态码",
+    re.I,
+)
+_ASKS = re.compile(
+    r"send|provide|share|give|enter|type|tell|reply\s+with|confirm|let\s+us\s+know|submit"
+    r"|need|require|verify|update|提供|发送|发给|告诉|输入|填写|回复|确认|核实|需要",
+    re.I,
+)
+_NEVER = re.compile(
+    r"never|not|don't|do\s+not|won't|no\s+need|without|不会|切勿|不要|请勿|无需|不需要|绝不|从不",
+    re.I,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
+_TRACKING_WORDS = re.compile(
+    r"(?:tracking(?:\s+(?:number|no\.?|code|id))?|waybill|运单号?|快递单号|物流单号)\s*[:：#]?\s*",
+    re.I,
+)
+_GROUPS = re.compile(r"[A-Za-z0-9]{1,6}(?:[ \u00a0-][A-Za-z0-9]{1,6}){2,}")
+
+
+def normalise(text: str) -> str:
+    """``text`` in NFKC (fullwidth digits to ASCII) without format characters (zero-width, ...)."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
+
+
+def hosts(text: str) -> Iterator[str]:
+    """The host of every link in ``text`` ("https://x.com/a", "www.x.com", "x.com/path")."""
+    for m in _URL.finditer(text):
+        host = m.group("host") or m.group("www") or m.group("bare")
+        yield host.lower().rstrip(".").removeprefix("www.")
+
+
+def allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
+    """``host`` is an allowed host or one of its subdomains."""
+    return any(host == h.lower() or host.endswith("." + h.lower()) for h in allowed_hosts)
+
+
+def asks_for_secrets(text: str) -> list[str]:
+    """Sentences of ``text`` that ask for card data or a password (not "we never ask for ...")."""
+    found = []
+    for sentence in _SENTENCE.split(text):
+        secret = _SENSITIVE.search(sentence)
+        if secret and _ASKS.search(sentence) and not _NEVER.search(sentence):
+            found.append(secret.group())
+    return found
+
+
+def grouped_tracking(text: str) -> Iterator[str]:
+    """Tracking numbers written in groups after a tracking word ("1Z 84A 9E7 0312"), compacted."""
+    for m in _TRACKING_WORDS.finditer(text):
+        g = _GROUPS.match(text, m.end())
+        if g is None:
+            continue
+        compact = re.sub(r"[ \u00a0-]", "", g.group())
+        if sum(c.isdigit() for c in compact) >= 6:
+            yield compact

@@ -1,0 +1,56 @@
+"""Reading a policy file: TOML validated at start, a one-line error naming the file and key."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import tomllib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agents.policy.model import Policy
+
+DEFAULT_FILE = Path(__file__).with_name("default.toml")
+
+
+class PolicyError(ValueError):
+    """The policy file is missing, is not TOML, or states something baton cannot enforce."""
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def parse(data: bytes, source: str = "<policy>") -> Policy:
+    """The policy in ``data`` (TOML), its version the hash of the bytes."""
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PolicyError(f"{source}: not valid TOML ({exc})") from None
+    try:
+        policy = Policy.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = _where(first["loc"])
+        msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise PolicyError(f"{source}: {key}: {msg}{more}") from None
+    version = hashlib.sha256(data).hexdigest()[:12]
+    return policy.model_copy(update={"version": version})
+
+
+@functools.cache
+def load(path: Path | str | None = None) -> Policy:
+    """The policy in the file at ``path``; the demo shop's when none is named."""
+    file = Path(path) if path else DEFAULT_FILE
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise PolicyError(f"{file}: cannot read the policy file ({exc.strerror})") from None
+    return parse(data, str(file))
+
+
+def default() -> Policy:
+    """The demo shop's policy, shipped with baton."""
+    return load(None)

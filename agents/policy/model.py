@@ -1,0 +1,151 @@
+"""The shop's service policy as data: which remedies apply when, and the limits on money."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+# Where offered money goes. Open: a shop may name its own channel ("bank_transfer").
+ORIGINAL_PAYMENT = "original_payment"
+
+
+class Remedy(BaseModel):
+    """One thing the shop may do for a customer, and when it may."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: Text = Field(description="What the remedy is, told to the model as written.")
+    statuses: tuple[str, ...] = Field(
+        default=(), description="Order statuses it applies to; empty: any status."
+    )
+    demands: tuple[str, ...] = Field(
+        default=(), description="Customer demands it answers; empty: any demand."
+    )
+    money: bool = Field(default=False, description="An offer of it states an amount.")
+    channels: tuple[str, ...] = Field(
+        default=(), description="Where its money may go (original_payment, store_credit, ...)."
+    )
+    share: float | None = Field(
+        default=None, ge=0, le=1, description="At most this share of the amount paid."
+    )
+    cap: float | None = Field(default=None, ge=0, description="At most this amount.")
+    window_days: int | None = Field(
+        default=None, ge=0, description="Days from delivery (or order) within which it applies."
+    )
+    turnaround: dict[str, Text] = Field(
+        default_factory=dict, description="What it promises about time, per language."
+    )
+
+    def allows_status(self, status: str) -> bool:
+        return not self.statuses or status in self.statuses
+
+    def allows_demand(self, demand: str) -> bool:
+        return not self.demands or demand in self.demands
+
+
+class Shop(BaseModel):
+    """Who the policy is for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Text = "the shop"
+    languages: tuple[str, ...] = Field(default=("en", "zh"), min_length=1)
+
+
+class OrderIds(BaseModel):
+    """How the shop writes its order ids."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id_patterns: tuple[str, ...] = Field(
+        default=(r"[A-Z]{1,5}-\d{3,}",), description="Regular expressions for a whole id token."
+    )
+
+    @field_validator("id_patterns")
+    @classmethod
+    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for p in patterns:
+            try:
+                compiled = re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"{p!r} is not a regular expression ({exc})") from None
+            if compiled.fullmatch("5") or compiled.fullmatch("30"):
+                raise ValueError(f"{p!r} matches plain small numbers; ids need a longer shape")
+        return patterns
+
+
+class MoneyRules(BaseModel):
+    """Limits on every money offer, whatever its remedy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    total_at_most_paid: bool = True
+    approval_above: float | None = Field(
+        default=None, ge=0, description="Offers above this need a person's approval."
+    )
+
+
+class Handoff(BaseModel):
+    """What always goes to a person."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    safety: bool = True
+    legal: bool = True
+    prompt_injection: bool = True
+    repeated_contact: int = Field(default=0, ge=0, description="0: never.")
+
+
+class Links(BaseModel):
+    """Where a reply may link to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowed_hosts: tuple[str, ...] = ()
+
+
+class Policy(BaseModel):
+    """A shop's whole service policy; ``version`` is the hash of the file it was read from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    shop: Shop = Field(default_factory=Shop)
+    orders: OrderIds = Field(default_factory=OrderIds)
+    money: MoneyRules = Field(default_factory=MoneyRules)
+    remedies: dict[str, Remedy] = Field(min_length=1)
+    handoff: Handoff = Field(default_factory=Handoff)
+    links: Links = Field(default_factory=Links)
+    version: str = Field(default="", exclude=True, description="SHA-256 prefix of the file.")
+
+    @field_validator("remedies")
+    @classmethod
+    def _money_has_channels(cls, remedies: dict[str, Remedy]) -> dict[str, Remedy]:
+        for name, r in remedies.items():
+            if r.money and not r.channels:
+                raise ValueError(f"{name}: a money remedy needs at least one channel")
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+                raise ValueError(f"{name!r}: remedy names are lower-case words")
+        return remedies
+
+    def __hash__(self) -> int:
+        return hash(self.version or self.model_dump_json())
+
+    def remedy(self, kind: str) -> Remedy | None:
+        return self.remedies.get(kind)
+
+    @functools.cached_property
+    def id_shapes(self) -> tuple[re.Pattern[str], ...]:
+        """The shop's order-id patterns, compiled."""
+        return tuple(re.compile(p) for p in self.orders.id_patterns)
+
+    def turnaround(self, kind: str, language: str) -> str:
+        """What ``kind`` promises about time in ``language`` (the first language as fallback)."""
+        remedy = self.remedies.get(kind)
+        if remedy is None or not remedy.turnaround:
+            return ""
+        first = next(iter(remedy.turnaround.values()))
+        return remedy.turnaround.get(language, first)

@@ -1,0 +1,148 @@
+"""The deterministic check of a structured offer: the policy, the order, its dates, its ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from agents.policy.model import Policy, Remedy
+from schemas.records import Offer, OfferLine, Order
+
+CENT = 0.005
+
+
+def cents(value: float) -> float:
+    """``value`` rounded half up to the cent, as a payment system books it."""
+    return float(int(value * 100 + 0.5 + 1e-9)) / 100
+
+
+@dataclass(frozen=True)
+class OfferContext:
+    """What an offer is checked against besides the policy.
+
+    ``already``: money offered for the matched order in earlier answered replies, by remedy. A
+    later line of the same remedy restates that commitment (the larger amount counts); lines of
+    other remedies add to it, and all of it counts against what was paid.
+    """
+
+    order: Order | None
+    demand: str
+    today: date
+    already: Mapping[str, float] = field(default_factory=dict)
+
+    def committed(self, lines: Sequence[OfferLine]) -> float:
+        """The money committed for the order with ``lines``: per remedy the larger amount."""
+        new: dict[str, float] = {}
+        for line in lines:
+            new[line.kind] = new.get(line.kind, 0.0) + (line.amount or 0.0)
+        kinds = {*new, *self.already}
+        return cents(sum(max(new.get(k, 0.0), self.already.get(k, 0.0)) for k in kinds))
+
+    def left(self, kind: str) -> float:
+        """What a line of ``kind`` may still state before the order's paid amount is reached."""
+        if self.order is None:
+            return 0.0
+        others = sum(v for k, v in self.already.items() if k != kind)
+        return cents(self.order.amount - others)
+
+
+def total(lines: Sequence[OfferLine]) -> float:
+    """The money of ``lines``."""
+    return cents(sum(line.amount or 0.0 for line in lines))
+
+
+def limit(remedy: Remedy, paid: float) -> float | None:
+    """The most a line of ``remedy`` may state for an order of ``paid``, or None: no own limit."""
+    bounds = [b for b in (remedy.cap, cents(paid * remedy.share) if remedy.share else None) if b]
+    if remedy.share == 0 or remedy.cap == 0:
+        return 0.0
+    return min(bounds) if bounds else None
+
+
+def problems(lines: Sequence[OfferLine], policy: Policy, ctx: OfferContext) -> list[str]:
+    """Every way ``lines`` break the policy for ``ctx``'s order; empty when they do not."""
+    found = [p for line in lines for p in _line(line, policy, ctx)]
+    order = ctx.order
+    if order is not None and total(lines) and policy.money.total_at_most_paid:
+        committed = ctx.committed(lines)
+        if committed > order.amount + CENT:
+            before = sum(ctx.already.values())
+            earlier = f" ({before:.2f} was offered before)" if before > CENT else ""
+            found.append(
+                f"offer: the lines bring what is offered for order {order.order_id} to "
+                f"{committed:.2f} {order.currency}, more than the {order.amount:.2f} paid"
+                f"{earlier}; offer at most that"
+            )
+    return list(dict.fromkeys(found))
+
+
+def _line(line: OfferLine, policy: Policy, ctx: OfferContext) -> Iterator[str]:
+    order, kind = ctx.order, line.kind
+    what = f"offer line {kind}"
+    if order is None:
+        yield f"{what}: no order is matched, so the reply may commit to nothing; leave offer empty"
+        return
+    if line.order_id != order.order_id:
+        yield f"{what} is for {line.order_id}, not the matched order {order.order_id}"
+        return
+    remedy = policy.remedy(kind)
+    if remedy is None:
+        yield f"{what}: not a remedy of this shop (allowed: {', '.join(policy.remedies)})"
+        return
+    if not remedy.allows_status(str(order.status)):
+        yield (
+            f"{what}: not allowed for an order that is {order.status} (only "
+            f"{', '.join(remedy.statuses)})"
+        )
+    if not remedy.allows_demand(ctx.demand):
+        yield f"{what}: does not answer a {ctx.demand} request (only {', '.join(remedy.demands)})"
+    if (late := _past_window(remedy, order, ctx.today)) is not None:
+        yield late.format(what=what)
+    if not remedy.money:
+        if line.amount:
+            yield f"{what} carries no amount; state money only on refund or compensation lines"
+        return
+    yield from _money(line, remedy, order, what)
+
+
+def _past_window(remedy: Remedy, order: Order, today: date) -> str | None:
+    if remedy.window_days is None or order.status != "delivered":
+        return None
+    since = (order.delivered_at or order.ordered_at).date()
+    if (today - since).days <= remedy.window_days:
+        return None
+    return (
+        f"{{what}}: past its {remedy.window_days}-day window (order {order.order_id} was "
+        f"delivered on {since.isoformat()}, {(today - since).days} days ago)"
+    )
+
+
+def _money(line: OfferLine, remedy: Remedy, order: Order, what: str) -> Iterator[str]:
+    if line.amount is None:
+        yield f"{what} needs its amount"
+        return
+    if line.currency and line.currency.upper() != order.currency.upper():
+        yield f"{what}: {line.currency} is not the order's currency ({order.currency})"
+    if line.channel not in remedy.channels:
+        yield (
+            f"{what}: channel {line.channel or 'none'} is not allowed (only "
+            f"{', '.join(remedy.channels)})"
+        )
+    most = limit(remedy, order.amount)
+    if most is not None and line.amount > most + CENT:
+        yield (
+            f"{what}: {line.amount:.2f} {order.currency} is above the policy's limit of "
+            f"{most:.2f} for order {order.order_id}"
+        )
+
+
+def settle(lines: Sequence[OfferLine], policy: Policy, order: Order | None) -> Offer | None:
+    """The validated ``lines`` as the reply's offer: approved, or waiting for a person."""
+    if not lines:
+        return None
+    money = total(lines)
+    threshold = policy.money.approval_above
+    state = "needs_approval" if threshold is not None and money > threshold + CENT else "approved"
+    currency = order.currency if order is not None else None
+    return Offer(state=state, lines=list(lines), total=money, currency=currency)
