@@ -19,7 +19,7 @@ from agents.orders import OrderStore
 from agents.outcome import Failure, Outcome
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
-from agents.rules.reply import strategy_rules
+from agents.rules.reply import handoff_triggers, strategy_rules
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding
@@ -157,6 +157,12 @@ async def decide(
     )
     if asked.value is not None:
         draft = asked.value
+        if (
+            found := handoff_triggers(prompt.facts, understanding, policy)
+        ) and not draft.needs_human:
+            # The policy's triggers hand the ticket to a person whatever the model wrote.
+            note = f"{draft.internal_note} Handed to a person by policy: {', '.join(found)}."
+            draft = draft.model_copy(update={"needs_human": True, "internal_note": note.strip()})
         offer = settle(draft.offer, policy, order)
         if offer is not None and offer.state == "needs_approval":
             draft = awaiting_approval(understanding, draft)

@@ -26,7 +26,7 @@ from agents.rules.phrases import (
 )
 from agents.rules.understanding import understand_rules
 from schemas.records import OfferLine, Order
-from schemas.stages import StrategyDraft
+from schemas.stages import StrategyDraft, Understanding
 
 # The remedies each case commits to; the money ones carry the amount.
 _REMEDIES: dict[str, tuple[str, ...]] = {
@@ -209,29 +209,36 @@ def _which(zh: bool, orders: list[OrderFact]) -> str:
     )
 
 
-def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
-    """Decide by ``policy`` (the demo shop's by default) and write the reply and its offer."""
-    policy = policy or default_policy()
-    u = facts.understanding or understand_rules(facts)
-    zh, norm = u.language == "zh", normalize(facts.message)
-    oid = facts.match.order_id if facts.match else None
-    order = next((o for o in facts.orders if o.order_id == oid), None)
-    key = problem_key(u.problem)
-    safety, legal = key in SAFETY, bool(LEGAL.search(norm))
-    injection = bool(INJECTION.search(norm))
-    rules = policy.handoff
-    safety, legal, injection = (
-        safety and rules.safety,
-        legal and rules.legal,
-        injection and rules.prompt_injection,
-    )
+def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str]:
+    """The policy's hand-off triggers the ticket sets off (safety, legal, injection, repeats)."""
+    norm, key, rules = normalize(facts.message), problem_key(u.problem), policy.handoff
     repeated = bool(
         rules.repeated_contact
         and key is not None
         and problem_key(facts.session.problem) == key
         and len(facts.session.core_problems) + 1 >= rules.repeated_contact
     )
-    needs_human = safety or legal or injection or repeated
+    found = {
+        "safety": rules.safety and key in SAFETY,
+        "legal": rules.legal and bool(LEGAL.search(norm)),
+        "injection": rules.prompt_injection and bool(INJECTION.search(norm)),
+        "repeated contact": repeated,
+    }
+    return [name for name, on in found.items() if on]
+
+
+def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
+    """Decide by ``policy`` (the demo shop's by default) and write the reply and its offer."""
+    policy = policy or default_policy()
+    u = facts.understanding or understand_rules(facts)
+    zh = u.language == "zh"
+    oid = facts.match.order_id if facts.match else None
+    order = next((o for o in facts.orders if o.order_id == oid), None)
+    key = problem_key(u.problem)
+    found = handoff_triggers(facts, u, policy)
+    safety, legal = "safety" in found, "legal" in found
+    injection, repeated = "injection" in found, "repeated contact" in found
+    needs_human = bool(found)
     product = order.product_name if order else u.product
     what = product or ("商品" if zh else "item")
     handoff = "safety" if safety else "legal" if legal or repeated else None
