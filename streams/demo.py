@@ -30,7 +30,7 @@ def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
 
 def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
     """Upsert ``orders`` into the settings' order store."""
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_store
 
     async def run() -> None:
         store = build_store(settings)

@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from agents.orders import StoreUnavailable
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_store
 
     orders = load_records(Order, args.file, args.skip_invalid)
     progress = jsonl.Progress(len(orders), "importing")

@@ -38,7 +38,7 @@ def run_in_batches(
     from agents.testing.standin import run_in_thread
     from streams.batched import answer_in_batches, batch_llm, run_key, state_path
     from streams.demo import import_orders
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_source
 
     tickets = [c.ticket for c in cases]
     phases = sorted({c.label.phase for c in cases})
@@ -62,7 +62,7 @@ def run_in_batches(
         llm = batch_llm(run, journal, poll_s=options.poll_s, say=say)
 
         async def go() -> dict[str, Reply]:
-            store = build_store(run)
+            store = build_source(run)
             try:
                 return (await answer_in_batches(run, groups, llm, store)).replies
             finally:
