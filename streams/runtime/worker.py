@@ -85,6 +85,13 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
     from streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
+    # A source set up wrongly is one line before anything else starts.
+    built = orders is None
+    if orders is None:
+        orders = build_source(settings)
+    warning = check_source(orders)
+    if warning:
+        print(f"baton: {warning}", file=sys.stderr, flush=True)
     cluster = asyncio.run(probe_broker(settings))
     asyncio.run(ensure_topics(settings))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
@@ -115,12 +122,6 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
                 file=sys.stderr,
                 flush=True,
             )
-    built = orders is None
-    if orders is None:
-        orders = build_source(settings)
-    warning = check_source(orders)
-    if warning:
-        print(f"baton: {warning}", file=sys.stderr, flush=True)
     (settings.data_dir / "faust").mkdir(parents=True, exist_ok=True)
     # Held until the worker exits: no other worker may open this worker's RocksDB files.
     table_dir_lock = lock_table_dir(settings)
