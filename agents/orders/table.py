@@ -65,7 +65,7 @@ def check_columns(found: Iterable[str], where: str) -> None:
     if have == set(COLUMNS):
         return
     parts = []
-    if missing := sorted(set(COLUMNS) - have):
+    if missing := [c for c in COLUMNS if c not in have]:
         parts.append(f"no {', '.join(missing)}")
     if extra := sorted(have - set(COLUMNS)):
         parts.append(f"other columns: {', '.join(extra)}")
