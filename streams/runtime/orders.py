@@ -42,7 +42,13 @@ def build_source(settings: Settings) -> OrderSource:
             factory = load_factory(settings.orders_source)
         except ValueError as exc:
             raise SettingsError(f"BATON_ORDERS_SOURCE: {exc}") from None
-        made = factory(settings)
+        try:
+            made = factory(settings)
+        except Exception as exc:
+            # The operator's own code: its failure is reported in one line, as a setting's.
+            raise SettingsError(
+                f"BATON_ORDERS_SOURCE: {settings.orders_source} failed: {exc}"
+            ) from None
         if not isinstance(made, OrderSource):
             raise SettingsError(
                 f"BATON_ORDERS_SOURCE: {settings.orders_source} returned "
