@@ -64,7 +64,10 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
-        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True)
+        # The sample orders, never a shop's own source.
+        settings = settings.with_(
+            data_dir=Path(tmp), embedded_broker=True, orders_source="", orders_map=""
+        )
         orders = read_jsonl(demo_file("orders.jsonl"), Order)
         tickets = read_jsonl(demo_file("tickets.jsonl"), Ticket)
         if settings.llm == "offline":

@@ -24,6 +24,11 @@ DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haik
 STAGES = ("understand", "lookup", "strategy")
 
 
+# Settings changes that make a run read and write baton's own SQLite store in its data dir (an
+# eval's or a bench's orders), whatever order source the environment names.
+OWN_ORDERS: dict[str, str] = {"orders_dsn": "", "orders_source": "", "orders_map": ""}
+
+
 class SettingsError(ValueError):
     """A ``BATON_*`` variable has a value baton cannot use."""
 

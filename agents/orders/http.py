@@ -112,8 +112,8 @@ class HttpOrderSource:
         self._closed = False
         self._customers: dict[str, _Cached] = {}
         self._orders: dict[str, _Cached] = {}
-        self._pending: dict[str, asyncio.Future[list[Order]]] = {}
-        self.requests = 0
+        # One fetch in flight per customer (with the limit it asked for), shared by its callers.
+        self._pending: dict[str, tuple[int, asyncio.Future[list[Order]]]] = {}
 
     def __repr__(self) -> str:
         auth = f"{self._auth[0]}: {MASK}" if self._auth else None
@@ -151,13 +151,12 @@ class HttpOrderSource:
     async def _get_json(self, path: str, params: Mapping[str, str]) -> Any:
         import aiohttp
 
-        if self._closed:
-            raise StoreUnavailable("order source is closed")
         url = self.base_url + path
         shown = self._say(f"GET {url}")
         attempt = 0
         while True:
-            self.requests += 1
+            if self._closed:
+                raise StoreUnavailable("order source is closed")
             retry_after = None
             try:
                 async with self._client().get(url, params=params) as resp:
@@ -177,7 +176,14 @@ class HttpOrderSource:
                             raise StoreUnavailable(
                                 f"order source {shown}: the body is not JSON ({exc})"
                             ) from None
+            except RuntimeError:
+                # The session was closed under a request in flight: the source is shutting down.
+                if self._closed:
+                    raise StoreUnavailable("order source is closed") from None
+                raise
             except (aiohttp.ClientError, TimeoutError) as exc:
+                if self._closed:
+                    raise StoreUnavailable("order source is closed") from None
                 kind = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
                 problem = self._say(f"{shown}: {kind} {exc}".rstrip())
             if attempt >= self.retries:
@@ -246,12 +252,18 @@ class HttpOrderSource:
             and (hit.limit >= limit or len(hit.value) < hit.limit)
         ):
             return list(hit.value[:limit])
+        wanted = max(limit, 50)
         pending = self._pending.get(customer_id)
-        if pending is None:
-            pending = asyncio.ensure_future(self._fetch_customer(customer_id, max(limit, 50)))
-            self._pending[customer_id] = pending
-            pending.add_done_callback(lambda _: self._pending.pop(customer_id, None))
-        orders = await asyncio.shield(pending)
+        if pending is None or pending[0] < wanted:
+            fetch = asyncio.ensure_future(self._fetch_customer(customer_id, wanted))
+            pending = self._pending[customer_id] = (wanted, fetch)
+
+            def done(_: object, mine: tuple[int, Any] = pending) -> None:
+                if self._pending.get(customer_id) is mine:
+                    del self._pending[customer_id]
+
+            fetch.add_done_callback(done)
+        orders = await asyncio.shield(pending[1])
         return list(orders[:limit])
 
     async def get(self, order_id: str) -> Order | None:

@@ -20,7 +20,7 @@ from schemas.codec import dumps
 from schemas.records import Order, Reply
 from streams.batched import BatchOptions
 from streams.eval.score import Case
-from streams.settings import Settings
+from streams.settings import OWN_ORDERS, Settings
 
 
 def run_in_batches(
@@ -45,7 +45,7 @@ def run_in_batches(
     groups = [[c.ticket for c in cases if c.label.phase == p] for p in phases]
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
         path = state_path(settings, "eval", tickets_file.stem, options.state)
-        run = settings.with_(data_dir=Path(tmp), orders_dsn="", llm="anthropic")
+        run = settings.with_(data_dir=Path(tmp), llm="anthropic", **OWN_ORDERS)
         if mode == "echo":
             standin = stack.enter_context(run_in_thread())
             run = run.with_(anthropic_base_url=standin.base_url, anthropic_api_key=stand_in_key)

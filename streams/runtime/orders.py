@@ -27,6 +27,10 @@ def build_store(settings: Settings) -> WritableStore:
             "BATON_ORDERS_SOURCE or BATON_ORDERS_MAP is set: the orders are the shop's own and "
             "baton does not write them (import them into the shop's system instead)"
         )
+    if settings.orders_url.startswith(("http://", "https://")):
+        raise SettingsError(
+            "BATON_ORDERS_DSN is the shop's REST API: baton reads it and does not write it"
+        )
     try:
         return open_store(settings.orders_url, settings.orders_timeout_s)
     except ValueError as exc:

@@ -206,3 +206,23 @@ async def test_a_shop_api_that_is_down_flags_the_ticket(shop_api: ShopApi) -> No
     (_, again) = await run(pipeline, ticket("T-2", "My kettle is leaking, I want a refund.", "S2"))
     assert again.status == "answered" and again.order_id == "O-1"
     await s.close()
+
+
+async def test_closing_under_a_request_in_flight_is_unavailable(
+    shop_api: ShopApi, shop: HttpOrderSource
+) -> None:
+    shop_api.delay_s = 0.5
+    asking = asyncio.create_task(shop.for_customer("c-ana"))
+    await asyncio.sleep(0.1)
+    await shop.close()
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await asking
+
+
+async def test_a_larger_limit_than_the_fetch_in_flight_asks_again(
+    shop_api: ShopApi, shop: HttpOrderSource
+) -> None:
+    shop_api.delay_s = 0.2
+    small, large = await asyncio.gather(shop.for_customer("c-ana"), shop.for_customer("c-ana", 80))
+    assert len(small) == len(large) == 2
+    assert [s.query for s in shop_api.requests] == ["per_page=50", "per_page=80"]

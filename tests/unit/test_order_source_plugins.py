@@ -138,3 +138,8 @@ async def test_create_app_takes_an_order_source_or_builds_and_closes_its_own(
     await built.app.on_before_shutdown.send()
     with pytest.raises(StoreUnavailable, match="closed"):
         await own.for_customer("C1")
+
+
+def test_a_shops_rest_api_is_never_imported_into(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="does not write it"):
+        build_store(Settings(data_dir=tmp_path, orders_dsn="https://shop.example/api"))
