@@ -98,9 +98,9 @@ class PostgresOrderSource:
             else:
                 probes = [
                     await self._described(
-                        conn, sql.SQL(m.queries["for_customer"]), {"customer_id": "", "limit": 0}
+                        conn, sql.SQL(m.queries["for_customer"]), {"customer_id": None, "limit": 0}
                     ),
-                    await self._described(conn, sql.SQL(m.queries["get"]), {"order_id": ""}),
+                    await self._described(conn, sql.SQL(m.queries["get"]), {"order_id": None}),
                 ]
         except psycopg.errors.UndefinedTable as exc:
             raise SourceMisconfigured(f"BATON_ORDERS_MAP: {exc.diag.message_primary}") from None
@@ -157,8 +157,15 @@ class PostgresOrderSource:
         )
 
     async def _fetch(self, which: str, params: dict[str, Any]) -> list[Order]:
+        import psycopg
+
         async def work(conn: Any) -> list[Order]:
-            cur = await conn.execute(self._sql[which], params)
+            try:
+                cur = await conn.execute(self._sql[which], params)
+            except psycopg.DataError:
+                # An id that cannot be of their column's type ("c-7" for an integer) has no
+                # orders there.
+                return []
             names = [d.name for d in cur.description or ()]
             rows = await cur.fetchall()
             where = f"the order source ({self._what()})"
