@@ -83,9 +83,10 @@ class HttpOrderSource:
     """A shop's orders over HTTP/JSON, through ``HttpMap``; down means ``StoreUnavailable``.
 
     Connection errors, timeouts, 429 and 5xx are retried ``retries`` times with exponential
-    backoff (a ``Retry-After`` is honoured up to 5 s); other statuses and bodies that are not
-    the mapped JSON are not. A 404 is no order (or a customer with none). Answers are kept
-    ``cache_ttl_s`` seconds, and callers asking for one customer at once share one request.
+    backoff (a ``Retry-After`` is honoured up to 5 s); other statuses (redirects included: they
+    are not followed) and bodies that are not the mapped JSON are not. A 404 is no order (or
+    a customer with none). Answers are kept ``cache_ttl_s`` seconds, and callers asking for one
+    customer at once share one request.
     The auth header's value is never logged or shown.
     """
 
@@ -95,7 +96,7 @@ class HttpOrderSource:
         mapping: HttpMap | None = None,
         *,
         auth: tuple[str, str] | None = None,
-        timeout_s: float = 5.0,
+        timeout_s: float = 10.0,
         retries: int = 2,
         backoff_s: float = 0.2,
         cache_ttl_s: float = 30.0,
@@ -159,7 +160,8 @@ class HttpOrderSource:
                 raise StoreUnavailable("order source is closed")
             retry_after = None
             try:
-                async with self._client().get(url, params=params) as resp:
+                # Not followed: the auth header would go along to wherever a redirect points.
+                async with self._client().get(url, params=params, allow_redirects=False) as resp:
                     if resp.status == 404:
                         raise _Absent
                     body = await resp.read()

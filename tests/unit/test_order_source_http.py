@@ -226,3 +226,13 @@ async def test_a_larger_limit_than_the_fetch_in_flight_asks_again(
     small, large = await asyncio.gather(shop.for_customer("c-ana"), shop.for_customer("c-ana", 80))
     assert len(small) == len(large) == 2
     assert [s.query for s in shop_api.requests] == ["per_page=50", "per_page=80"]
+
+
+async def test_a_redirect_is_not_followed_so_the_key_stays_home(
+    shop_api: ShopApi, shop: HttpOrderSource
+) -> None:
+    elsewhere = "http://127.0.0.1:9/collect"
+    shop_api.faults.append(Fault(status=302, headers={"Location": elsewhere}))
+    with pytest.raises(StoreUnavailable, match="HTTP 302"):
+        await shop.for_customer("c-ana")
+    assert len(shop_api.requests) == 1
