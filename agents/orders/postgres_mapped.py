@@ -16,6 +16,8 @@ MAP_KEYS = ("table", "for_customer", "get", "fields", "status_values")
 _PARAM = re.compile(r"%\((\w+)\)s")
 _PARAMS = {"for_customer": {"customer_id", "limit"}, "get": {"order_id"}}
 _NEEDED = {"for_customer": "customer_id", "get": "order_id"}
+# The parameters the columns are probed with: NULL matches nothing and fits any type.
+_NULLS = {"customer_id": None, "limit": 0, "order_id": None}
 
 
 @dataclass(frozen=True)
@@ -90,26 +92,23 @@ class PostgresOrderSource:
         from psycopg import sql
 
         m = self.mapping
-        try:
-            if m.table:
-                probes = [
-                    await self._described(conn, sql.SQL("TABLE {}").format(_table(m.table)), {})
-                ]
-            else:
-                probes = [
-                    await self._described(
-                        conn, sql.SQL(m.queries["for_customer"]), {"customer_id": None, "limit": 0}
-                    ),
-                    await self._described(conn, sql.SQL(m.queries["get"]), {"order_id": None}),
-                ]
-        except psycopg.errors.UndefinedTable as exc:
-            raise SourceMisconfigured(f"BATON_ORDERS_MAP: {exc.diag.message_primary}") from None
-        except (psycopg.errors.SyntaxError, psycopg.errors.UndefinedColumn) as exc:
-            raise SourceMisconfigured(
-                f"BATON_ORDERS_MAP: {self._what()}: {exc.diag.message_primary}"
-            ) from None
+        statements: list[tuple[str, Any, Mapping[str, Any]]] = (
+            [(f"table {m.table}", sql.SQL("TABLE {}").format(_table(m.table)), {})]
+            if m.table
+            else [
+                ("the 'for_customer' query", sql.SQL(m.queries["for_customer"]), _NULLS),
+                ("the 'get' query", sql.SQL(m.queries["get"]), _NULLS),
+            ]
+        )
         columns: dict[str, str] = {}
-        for found in probes:
+        for what, statement, params in statements:
+            try:
+                found = await self._described(conn, statement, params)
+            except psycopg.ProgrammingError as exc:
+                # SQLSTATE class 42: no such table or column, a syntax error, no permission.
+                raise SourceMisconfigured(
+                    f"BATON_ORDERS_MAP: {what}: {exc.diag.message_primary or exc}"
+                ) from None
             lower = {c.lower(): c for c in found}
             missing = []
             for ours in FIELDS:
@@ -121,7 +120,7 @@ class PostgresOrderSource:
                     missing.append(f"{theirs} (for {ours})" if theirs != ours else theirs)
             if missing:
                 raise SourceMisconfigured(
-                    f"BATON_ORDERS_MAP: {self._what()} has no column {', '.join(missing)}; "
+                    f"BATON_ORDERS_MAP: {what} has no column {', '.join(missing)}; "
                     f"it has {', '.join(found) or 'none'}"
                 )
         self._columns = columns

@@ -55,6 +55,7 @@ INSERT INTO shop.purchases VALUES
      '2026-10-12 10:00:00', NULL, NULL),
     (1003, 42, 'A broken row', 'PAID', -1.00, 'USD', '2026-08-13 10:00:00', NULL, NULL),
     (2001, 7, 'Espresso Machine', 'PAID', 120.00, 'EUR', '2026-09-01 08:00:00', NULL, NULL);
+CREATE TABLE shop.payroll (id int, salary numeric);
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE ROLE shop_reader LOGIN;
 GRANT USAGE ON SCHEMA shop TO shop_reader;
@@ -182,7 +183,17 @@ async def test_queries_with_named_parameters(shop_db: str) -> None:
             "has no column tracking (for tracking_no)",
         ),
         ({"fields": {}}, "has no column order_id, customer_id, product_name, status, amount"),
-        ({"table": "shop.nope"}, 'relation "shop.nope" does not exist'),
+        ({"table": "shop.nope"}, 'table shop.nope: relation "shop.nope" does not exist'),
+        ({"table": "shop.payroll"}, "table shop.payroll: permission denied for table payroll"),
+        (
+            {
+                "table": None,
+                "fields": {},
+                **QUERY_MAP,
+                "get": "SELECT nope FROM shop.purchases WHERE id = %(order_id)s",
+            },
+            "the 'get' query: column \"nope\" does not exist",
+        ),
     ],
 )
 def test_a_missing_column_or_table_is_one_line_at_start(
