@@ -7,7 +7,7 @@ from datetime import datetime
 from agents import prompts
 from agents.asking import Validator, ask
 from agents.models.llm import LLM, OutputInvalid
-from agents.orders import OrderStore, StoreUnavailable
+from agents.orders import OrderSource, StoreUnavailable
 from agents.outcome import Failure, Outcome
 from agents.prompts import EarlierSession
 from agents.rules import recall
@@ -87,7 +87,7 @@ async def look_up(
     ticket: Ticket,
     understanding: Understanding,
     baton: Baton,
-    store: OrderStore,
+    store: OrderSource,
     llm: LLM,
     *,
     earlier: list[EarlierSession] | None = None,

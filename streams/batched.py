@@ -18,7 +18,7 @@ from typing import Any
 
 from agents.models.batch_journal import BatchJournal, digest
 from agents.models.batches import BatchLLM, BatchSender, run_batched
-from agents.orders import OrderStore
+from agents.orders import OrderSource
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket
 from streams.runtime.dead_letters import Source
@@ -92,7 +92,7 @@ class Answered:
 
 
 async def answer_in_batches(
-    settings: Settings, groups: Sequence[Sequence[Ticket]], llm: BatchLLM, store: OrderStore
+    settings: Settings, groups: Sequence[Sequence[Ticket]], llm: BatchLLM, store: OrderSource
 ) -> Answered:
     """Every ticket of every group through the pipeline, a group after the previous one ended
     (the eval's phases; replay has one group), each wave's stages as batches."""

@@ -30,7 +30,7 @@ def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
 
 def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
     """Upsert ``orders`` into the settings' order store."""
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_store
 
     async def run() -> None:
         store = build_store(settings)
@@ -64,7 +64,10 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
-        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True)
+        # The sample orders, never a shop's own source.
+        settings = settings.with_(
+            data_dir=Path(tmp), embedded_broker=True, orders_source="", orders_map=""
+        )
         orders = read_jsonl(demo_file("orders.jsonl"), Order)
         tickets = read_jsonl(demo_file("tickets.jsonl"), Ticket)
         if settings.llm == "offline":

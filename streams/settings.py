@@ -26,6 +26,11 @@ DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haik
 STAGES = ("understand", "lookup", "strategy")
 
 
+# Settings changes that make a run read and write baton's own SQLite store in its data dir (an
+# eval's or a bench's orders), whatever order source the environment names.
+OWN_ORDERS: dict[str, str] = {"orders_dsn": "", "orders_source": "", "orders_map": ""}
+
+
 class SettingsError(ValueError):
     """A ``BATON_*`` variable has a value baton cannot use."""
 
@@ -96,6 +101,16 @@ class Settings:
     orders_dsn: str = ""
     # The shop's service policy file (TOML); empty: the demo shop's, shipped with baton.
     policy_file: Path | None = None
+    # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
+    orders_source: str = ""
+    # JSON (or a JSON file's path) mapping the shop's table, view, queries or API to orders.
+    orders_map: str = ""
+    # "Header-Name: value" sent to an HTTP order source; the value is a secret.
+    orders_auth: str = ""
+    orders_timeout_s: float = 10.0
+    orders_retries: int = 2
+    # 0 turns the HTTP source's per-customer cache off.
+    orders_cache_ttl_s: float = 30.0
     namespace: str = ""
     partitions: int = 8
     embedded_broker: bool = False
@@ -146,6 +161,8 @@ class Settings:
         for name in ("web_token", "anthropic_api_key"):
             if shown[name]:
                 shown[name] = MASK
+        if self.orders_auth:
+            shown["orders_auth"] = f"{self.orders_auth.partition(':')[0]}: {MASK}"
         # Every URL may carry a user:password@ part.
         for name in ("orders_dsn", "broker", "anthropic_base_url"):
             if shown[name]:
@@ -164,6 +181,17 @@ class Settings:
     @property
     def orders_url(self) -> str:
         return self.orders_dsn or f"sqlite:///{(self.data_dir / 'orders.sqlite3').resolve()}"
+
+    @property
+    def orders_mapping(self) -> dict[str, object] | None:
+        """``orders_map`` read (from its file when it names one); None when not set."""
+        return _orders_map(self.orders_map)
+
+    @property
+    def orders_auth_header(self) -> tuple[str, str] | None:
+        """``orders_auth`` as (header name, value); None when not set."""
+        name, _, value = self.orders_auth.partition(":")
+        return (name.strip(), value.strip()) if self.orders_auth else None
 
     @property
     def table_dir(self) -> Path:
@@ -193,6 +221,12 @@ class Settings:
             "BATON_MODEL": self.model,
             "BATON_ORDERS_DSN": self.orders_dsn,
             "BATON_POLICY": str(self.policy_file or ""),
+            "BATON_ORDERS_SOURCE": self.orders_source,
+            "BATON_ORDERS_MAP": self.orders_map,
+            "BATON_ORDERS_AUTH": self.orders_auth,
+            "BATON_ORDERS_TIMEOUT": repr(self.orders_timeout_s),
+            "BATON_ORDERS_RETRIES": str(self.orders_retries),
+            "BATON_ORDERS_CACHE_TTL": repr(self.orders_cache_ttl_s),
             "BATON_NAMESPACE": self.namespace,
             "BATON_PARTITIONS": str(self.partitions),
             "BATON_EMBEDDED_BROKER": "1" if self.embedded_broker else "0",
@@ -272,6 +306,41 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     if value <= 0:
         raise SettingsError(f"{name} must be positive, got {raw!r}")
     return value
+
+
+def _seconds_or_off(env: Mapping[str, str], name: str, default: float) -> float:
+    if env.get(name, "").strip() in ("0", "0.0"):
+        return 0.0
+    return _float(env, name, default)
+
+
+def _orders_map(raw: str) -> dict[str, object] | None:
+    """BATON_ORDERS_MAP's JSON object, given inline or as a file's path."""
+    if not raw.strip():
+        return None
+    text = raw
+    if not raw.lstrip().startswith("{"):
+        try:
+            text = Path(raw).read_text("utf-8")
+        except OSError as exc:
+            raise SettingsError(
+                f"BATON_ORDERS_MAP is neither a JSON object nor a readable file: {exc}"
+            ) from None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise SettingsError(f"BATON_ORDERS_MAP is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise SettingsError("BATON_ORDERS_MAP must be a JSON object")
+    return value
+
+
+def _orders_auth(raw: str) -> str:
+    name, sep, value = raw.partition(":")
+    if raw and (not sep or not re.fullmatch(r"[A-Za-z0-9-]+", name.strip()) or not value.strip()):
+        # Never the value in the message: it is the secret.
+        raise SettingsError("BATON_ORDERS_AUTH must be 'Header-Name: value'")
+    return raw
 
 
 def _acks(raw: str) -> str:
@@ -418,6 +487,14 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         stage_models=stage_models,
         orders_dsn=env.get("BATON_ORDERS_DSN", ""),
         policy_file=_policy_file(env),
+        orders_source=env.get("BATON_ORDERS_SOURCE", "").strip(),
+        orders_map=env.get("BATON_ORDERS_MAP", ""),
+        orders_auth=_orders_auth(env.get("BATON_ORDERS_AUTH", "")),
+        orders_timeout_s=_float(env, "BATON_ORDERS_TIMEOUT", defaults.orders_timeout_s),
+        orders_retries=_int(env, "BATON_ORDERS_RETRIES", defaults.orders_retries),
+        orders_cache_ttl_s=_seconds_or_off(
+            env, "BATON_ORDERS_CACHE_TTL", defaults.orders_cache_ttl_s
+        ),
         namespace=env.get("BATON_NAMESPACE", ""),
         partitions=_int(env, "BATON_PARTITIONS", defaults.partitions, 1),
         embedded_broker=env.get("BATON_EMBEDDED_BROKER", "") in ("1", "true", "yes"),
@@ -472,6 +549,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         kafka=kafka_security(env),
         signing_keys=_signing_keys(env.get("BATON_SIGNING_KEYS", "")),
     )
+    _orders_map(settings.orders_map)
     known = {f.name for f in fields(Settings)}
     unknown = set(overrides) - known
     if unknown:

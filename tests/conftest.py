@@ -20,6 +20,7 @@ pytest_plugins = [
     "tests.fixtures.delivery",
     "tests.fixtures.observability",
     "tests.fixtures.postgres",
+    "tests.fixtures.shop_api",
 ]
 
 

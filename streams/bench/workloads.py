@@ -64,6 +64,8 @@ class Context:
         model and no credentials."""
         return s.with_(
             orders_dsn=s.orders_url,
+            orders_source="",
+            orders_map="",
             log_level="info",
             web_port=free_port(),
             embedded_broker=self.embedded or s.embedded_broker,

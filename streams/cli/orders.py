@@ -26,8 +26,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from agents.orders import StoreUnavailable
-    from streams.runtime.worker import build_store
+    from agents.orders import SourceMisconfigured, StoreUnavailable
+    from streams.runtime.orders import build_store
 
     orders = load_records(Order, args.file, args.skip_invalid)
     progress = jsonl.Progress(len(orders), "importing")
@@ -46,6 +46,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         count = asyncio.run(upsert())
+    except SourceMisconfigured as exc:
+        raise Fail(f"baton: {exc}") from None
     except StoreUnavailable as exc:
         raise Fail(f"baton: order store unavailable: {exc}") from None
     print(f"baton: imported {count} order(s) into {mask_dsn(settings.orders_url)}")

@@ -139,7 +139,7 @@ def replay_in_batches(
     from streams.kafka.client import publish
     from streams.kafka.topics import ensure_topics
     from streams.runtime import dead_letters
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_source
 
     into = TopicNames.of(target)
     replies = first_replies(there[into.replies])
@@ -161,7 +161,7 @@ def replay_in_batches(
     llm = batch_llm(target, journal, poll_s=options.poll_s, say=say)
 
     async def run() -> Answered:
-        store = build_store(target)
+        store = build_source(target)
         try:
             return await answer_in_batches(target, [run_tickets], llm, store)
         finally:

@@ -20,7 +20,7 @@ from schemas.codec import dumps
 from schemas.records import Order, Reply
 from streams.batched import BatchOptions
 from streams.eval.score import Case
-from streams.settings import Settings
+from streams.settings import OWN_ORDERS, Settings
 
 
 def run_in_batches(
@@ -38,14 +38,14 @@ def run_in_batches(
     from agents.testing.standin import run_in_thread
     from streams.batched import answer_in_batches, batch_llm, run_key, state_path
     from streams.demo import import_orders
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_source
 
     tickets = [c.ticket for c in cases]
     phases = sorted({c.label.phase for c in cases})
     groups = [[c.ticket for c in cases if c.label.phase == p] for p in phases]
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
         path = state_path(settings, "eval", tickets_file.stem, options.state)
-        run = settings.with_(data_dir=Path(tmp), orders_dsn="", llm="anthropic")
+        run = settings.with_(data_dir=Path(tmp), llm="anthropic", **OWN_ORDERS)
         if mode == "echo":
             standin = stack.enter_context(run_in_thread())
             run = run.with_(anthropic_base_url=standin.base_url, anthropic_api_key=stand_in_key)
@@ -62,7 +62,7 @@ def run_in_batches(
         llm = batch_llm(run, journal, poll_s=options.poll_s, say=say)
 
         async def go() -> dict[str, Reply]:
-            store = build_store(run)
+            store = build_source(run)
             try:
                 return (await answer_in_batches(run, groups, llm, store)).replies
             finally:

@@ -25,7 +25,7 @@ from schemas.codec import InvalidRecord, parse
 from schemas.records import Order, Reply
 from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
 from streams.runtime.spawn import spawn_worker, stop_worker
-from streams.settings import Settings
+from streams.settings import OWN_ORDERS, Settings
 
 if TYPE_CHECKING:
     from streams.batched import BatchOptions
@@ -181,7 +181,7 @@ def run_pipeline(
     replies: dict[str, Reply] = {}
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
         llm = "offline" if mode == "offline" else "anthropic"
-        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True, orders_dsn="", llm=llm)
+        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True, llm=llm, **OWN_ORDERS)
         if mode == "echo":
             standin = stack.enter_context(run_in_thread())
             settings = settings.with_(

@@ -189,6 +189,7 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         settings.kafka.password,
         settings.kafka.key_password,
         *passwords(settings.orders_dsn),
+        (settings.orders_auth_header or ("", ""))[1],
         *(secret for _, secret in settings.signing_keys),
     ]
     formatter = JsonFormatter if settings.log_format == "json" else TextFormatter

@@ -9,7 +9,7 @@ from typing import Any
 import faust
 
 from agents.models.llm import LLM
-from agents.orders import OrderStore
+from agents.orders import OrderSource
 from streams.kafka.faust_auth import broker_credentials
 from streams.kafka.faust_consumer import seeking_consumer
 from streams.kafka.faust_producer import IdempotentProducer
@@ -116,9 +116,24 @@ def _headers(event: Any) -> list[tuple[str, bytes]]:
     return list(raw.items()) if isinstance(raw, dict) else [(k, v) for k, v in raw]
 
 
-def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
-    """Build the Faust app with its topics, tables and agents for ``settings``."""
+def close_on_shutdown(app: faust.App, orders: OrderSource) -> None:
+    """Close ``orders`` when ``app`` shuts down (after its agents have stopped)."""
+
+    async def close(sender: Any, /, *_: Any, signal: Any, **__: Any) -> None:
+        await orders.close()
+
+    app.on_before_shutdown.connect(close, weak=False)
+
+
+def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) -> Runtime:
+    """Build the Faust app with its topics, tables and agents for ``settings``; ``orders``
+    replaces the order source the settings name (and is then the caller's to close)."""
+    from streams.runtime.orders import build_source
+
     app = faust.App(settings.app_id, **faust_settings(settings))
+    if orders is None:
+        orders = build_source(settings)
+        close_on_shutdown(app, orders)
     names = TopicNames.of(settings)
     sources = frozenset({names.tickets, *(s.source_topic(names) for s in STAGES)})
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
@@ -147,7 +162,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     pipeline = Pipeline(
         settings=settings,
         llm=llm,
-        store=store,
+        store=orders,
         sink=sink,
         state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,

@@ -14,7 +14,7 @@ from agents import memory
 from agents.asking import budget_tokens
 from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
-from agents.orders import OrderStore
+from agents.orders import OrderSource
 from agents.outcome import Outcome
 from agents.policy import load as load_policy
 from schemas.baton import Baton
@@ -50,7 +50,7 @@ class Pipeline:
 
     settings: Settings
     llm: LLM
-    store: OrderStore
+    store: OrderSource
     sink: Sink
     state: State
     gate: SessionGate = field(default_factory=SessionGate)

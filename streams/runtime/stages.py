@@ -13,7 +13,7 @@ from agents import memory
 from agents.history import recallable
 from agents.lookup import look_up
 from agents.models.llm import LLM
-from agents.orders import OrderStore, StoreUnavailable
+from agents.orders import OrderSource, StoreUnavailable
 from agents.outcome import Outcome
 from agents.policy import Policy, default_policy
 from agents.prompts import EarlierSession
@@ -39,7 +39,7 @@ class Inputs:
     record: StageRecord
     baton: Baton
     llm: LLM
-    store: OrderStore
+    store: OrderSource
     batons: BatonStore
     reask_limit: int
     tokens_left: int

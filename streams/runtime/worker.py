@@ -1,4 +1,4 @@
-"""``baton worker``: check the broker, build the model and order store, run the Faust worker."""
+"""``baton worker``: check the broker, build the model and order source, run the Faust worker."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from agents.models.llm import LLM
-from agents.orders import OrderStore, open_store
+from agents.orders import OrderSource
 from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
+from streams.runtime.orders import build_source, check_source
 from streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.worker")
@@ -46,16 +47,6 @@ def build_llm(settings: Settings) -> LLM:
     return OfflineLLM()
 
 
-def build_store(settings: Settings) -> OrderStore:
-    """The order store of ``settings.orders_url`` (default: SQLite in the data dir); raises
-    ``SettingsError`` for a URL of another kind."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        return open_store(settings.orders_url)
-    except ValueError as exc:
-        raise SettingsError(f"BATON_ORDERS_DSN: {exc}") from None
-
-
 def use_event_loop(settings: Settings) -> str:
     """Install the configured event loop for the worker; returns the one in use.
 
@@ -83,16 +74,24 @@ def check_guarantee(settings: Settings) -> None:
         )
 
 
-def run(settings: Settings) -> None:
-    """Run one worker in the foreground until interrupted."""
+def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | None = None) -> None:
+    """Run one worker in the foreground until interrupted; ``llm`` and ``orders`` replace the
+    model and the order source the settings name."""
     import faust
 
     from streams.kafka.topics import ensure_topics
     from streams.observe.logs import faust_loglevel, logging_config
-    from streams.runtime.app import create_app
+    from streams.runtime.app import close_on_shutdown, create_app
     from streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
+    # A source set up wrongly is one line before anything else starts.
+    built = orders is None
+    if orders is None:
+        orders = build_source(settings)
+    warning = check_source(orders)
+    if warning:
+        print(f"baton: {warning}", file=sys.stderr, flush=True)
     cluster = asyncio.run(probe_broker(settings))
     asyncio.run(ensure_topics(settings))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
@@ -114,21 +113,23 @@ def run(settings: Settings) -> None:
             file=sys.stderr,
             flush=True,
         )
-    llm = build_llm(settings)
-    if settings.llm == "offline":
-        print(
-            "baton: using the OFFLINE rule-based model (no ANTHROPIC_API_KEY set); "
-            "replies are deterministic templates, not Claude.",
-            file=sys.stderr,
-            flush=True,
-        )
-    store = build_store(settings)
+    if llm is None:
+        llm = build_llm(settings)
+        if settings.llm == "offline":
+            print(
+                "baton: using the OFFLINE rule-based model (no ANTHROPIC_API_KEY set); "
+                "replies are deterministic templates, not Claude.",
+                file=sys.stderr,
+                flush=True,
+            )
     (settings.data_dir / "faust").mkdir(parents=True, exist_ok=True)
     # Held until the worker exits: no other worker may open this worker's RocksDB files.
     table_dir_lock = lock_table_dir(settings)
     try:
         use_event_loop(settings)
-        worker = create_app(settings, llm, store)
+        worker = create_app(settings, llm, orders)
+        if built:
+            close_on_shutdown(worker.app, orders)
         faust.Worker(
             worker.app,
             loglevel=faust_loglevel(settings),

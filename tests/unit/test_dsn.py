@@ -51,7 +51,7 @@ def test_the_passwords_of_a_dsn_as_written_and_decoded() -> None:
 def test_orders_import_prints_the_dsn_without_its_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import streams.runtime.worker
+    import streams.runtime.orders
 
     lines = tmp_path / "orders.jsonl"
     lines.write_text(
@@ -60,7 +60,7 @@ def test_orders_import_prints_the_dsn_without_its_password(
     )
     # A SQLite store behind a PostgreSQL DSN: what is printed is the DSN.
     monkeypatch.setattr(
-        streams.runtime.worker, "build_store", lambda s: SQLiteOrderStore(tmp_path / "o.db")
+        streams.runtime.orders, "build_store", lambda s: SQLiteOrderStore(tmp_path / "o.db")
     )
     monkeypatch.setenv("BATON_ORDERS_DSN", DSN)
     assert main(["orders", "import", str(lines)]) == 0
@@ -85,7 +85,7 @@ def test_an_unsupported_dsn_is_one_line_without_its_password(
         open_store(f"mysql://u:{PASSWORD}@h/db")
     assert PASSWORD not in str(raised.value)
 
-    from streams.runtime.worker import build_store
+    from streams.runtime.orders import build_store
 
     with pytest.raises(SettingsError, match="BATON_ORDERS_DSN"):
         build_store(Settings(data_dir=tmp_path, orders_dsn=f"redis://u:{PASSWORD}@h"))

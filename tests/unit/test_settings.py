@@ -57,6 +57,7 @@ def test_the_repr_hides_every_secret(tmp_path: Path) -> None:
             "BATON_KAFKA_PASSWORD": "kafka-secret",
             "BATON_KAFKA_CERT_FILE": str(cert),
             "BATON_KAFKA_KEY_PASSWORD": "key-secret",
+            "BATON_ORDERS_AUTH": "Authorization: Bearer shop-secret",
         }
     )
     shown = repr(s)
@@ -69,8 +70,10 @@ def test_the_repr_hides_every_secret(tmp_path: Path) -> None:
         "proxy-secret",
         "kafka-secret",
         "key-secret",
+        "shop-secret",
     ):
         assert secret not in shown, secret
+    assert "orders_auth='Authorization: ***'" in shown
     assert "postgresql://baton:***@db:5432/orders" in shown
     assert "kafka://user:***@k1:9092" in shown
     assert "https://proxy-user:***@proxy.internal/anthropic" in shown
@@ -103,6 +106,12 @@ def test_the_repr_hides_every_secret(tmp_path: Path) -> None:
             "BATON_LOG_LEVEL": "DEBUG",
             "BATON_LOG_FORMAT": "text",
             "BATON_EVENT_LOOP": "asyncio",
+            "BATON_ORDERS_SOURCE": "my_shop.orders:source",
+            "BATON_ORDERS_MAP": '{"table": "shop.orders"}',
+            "BATON_ORDERS_AUTH": "X-Api-Key: k",
+            "BATON_ORDERS_TIMEOUT": "2.5",
+            "BATON_ORDERS_RETRIES": "0",
+            "BATON_ORDERS_CACHE_TTL": "0",
             "ANTHROPIC_API_KEY": "sk-x",
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
         },
@@ -266,3 +275,23 @@ def test_lag_interval() -> None:
         with pytest.raises(SettingsError, match="BATON_LAG_INTERVAL") as raised:
             load({"BATON_LAG_INTERVAL": bad})
         assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("auth", ["Bearer secret-token", "Bad Header: x", "X-Key:   "])
+def test_a_bad_orders_auth_is_one_line_without_its_value(auth: str) -> None:
+    with pytest.raises(SettingsError, match="BATON_ORDERS_AUTH must be 'Header-Name: value'") as e:
+        load({"BATON_ORDERS_AUTH": auth})
+    assert "secret-token" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_order_source_settings_and_their_defaults() -> None:
+    s = load({"BATON_ORDERS_AUTH": "X-Api-Key:  k-123 "})
+    assert s.orders_auth_header == ("X-Api-Key", "k-123")
+    assert (s.orders_timeout_s, s.orders_retries, s.orders_cache_ttl_s) == (10.0, 2, 30.0)
+    assert Settings().orders_mapping is None and Settings().orders_auth_header is None
+    with pytest.raises(SettingsError, match="BATON_ORDERS_CACHE_TTL must be a number"):
+        load({"BATON_ORDERS_CACHE_TTL": "soon"})
+    from streams.observe.logs import logging_config
+
+    secrets = logging_config(s)["filters"]["redact"]["secrets"]
+    assert "k-123" in secrets

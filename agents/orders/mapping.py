@@ -1,0 +1,113 @@
+"""The operator's map from an order system's fields to baton's ``Order`` (SQL or JSON)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import ValidationError
+
+from agents.orders.source import utc
+from schemas.records import Order
+
+log = logging.getLogger("baton.orders")
+
+FIELDS = tuple(Order.model_fields)
+REQUIRED = tuple(n for n, f in Order.model_fields.items() if f.is_required())
+# Fields held as text: an integer id or a numeric status code of the shop's is read as text.
+_TEXT = {"order_id", "customer_id", "product_name", "status", "currency", "carrier", "tracking_no"}
+
+
+class MapError(ValueError):
+    """The field map cannot be used as written (one line, naming the key)."""
+
+
+def _text_map(raw: Any, key: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in raw.items()
+    ):
+        raise MapError(f"{key!r} must be an object of non-empty strings")
+    return dict(raw)
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which of their fields (a column, or a dotted path into a JSON object) holds each of ours.
+
+    A field not named is looked for under its own name; ``status_values`` renames their
+    statuses (``{"SHIPPED": "shipped"}``), and a status it does not name is kept as it is.
+    """
+
+    fields: Mapping[str, str] = field(default_factory=dict)
+    status_values: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> FieldMap:
+        """The ``fields`` and ``status_values`` keys of a map; raises ``MapError``."""
+        fields = _text_map(raw.get("fields"), "fields")
+        unknown = sorted(set(fields) - set(FIELDS))
+        if unknown:
+            raise MapError(
+                f"'fields' names {', '.join(unknown)}, not fields of an order ({', '.join(FIELDS)})"
+            )
+        return cls(fields, _text_map(raw.get("status_values"), "status_values"))
+
+    def name(self, ours: str) -> str:
+        """Their name for our field ``ours``."""
+        return self.fields.get(ours, ours)
+
+    def explicit(self, ours: str) -> bool:
+        """Whether the operator named a source for ``ours``."""
+        return ours in self.fields
+
+    def order(self, value_of: Callable[[str], Any], where: str) -> Order | None:
+        """The order read through ``value_of(ours)``; None (logged) when it is not a valid one."""
+        data: dict[str, Any] = {}
+        for ours in FIELDS:
+            value = value_of(ours)
+            if value is None:
+                continue
+            if ours in _TEXT and not isinstance(value, str):
+                value = str(value)
+            elif isinstance(value, Decimal):
+                value = float(value)
+            elif isinstance(value, datetime):
+                value = utc(value)
+            if ours == "status":
+                value = self.status_values.get(value, value)
+            data[ours] = value
+        try:
+            order = Order.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'order'}: {e['msg']}" for e in exc.errors()
+            )
+            log.warning(
+                "skipped order %s of %s, not valid: %s", data.get("order_id"), where, problems
+            )
+            return None
+        if order.ordered_at.tzinfo is None or (
+            order.delivered_at is not None and order.delivered_at.tzinfo is None
+        ):
+            order = order.model_copy(
+                update={
+                    "ordered_at": utc(order.ordered_at),
+                    "delivered_at": utc(order.delivered_at) if order.delivered_at else None,
+                }
+            )
+        return order
+
+
+def keys(raw: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
+    """Refuse a key ``what`` does not read: a typo would silently mean a default."""
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise MapError(
+            f"{', '.join(map(repr, unknown))} is not a key of {what} (use {', '.join(allowed)})"
+        )
