@@ -20,7 +20,9 @@ def _unique(values: list[str], keep: int) -> list[str]:
     return list(reversed(seen))
 
 
-def _entry(order_id: str, tickets: list[TicketMemory], session_id: str) -> OrderMemory:
+def _entry(
+    order_id: str, tickets: list[TicketMemory], session_id: str, offered: dict[str, float]
+) -> OrderMemory:
     decided = [t for t in tickets if t.status in _DECIDED]
     last = decided[-1] if decided else None
     return OrderMemory(
@@ -32,6 +34,7 @@ def _entry(order_id: str, tickets: list[TicketMemory], session_id: str) -> Order
         told_status=next((t.order_status for t in reversed(decided) if t.order_status), None),
         session_id=session_id,
         at=tickets[-1].at,
+        offered=offered,
     )
 
 
@@ -41,7 +44,10 @@ def orders_discussed(baton: Baton) -> list[OrderMemory]:
     for ticket in baton.tickets:
         if ticket.order_id:
             by_order.setdefault(ticket.order_id, []).append(ticket)
-    entries = [_entry(oid, tickets, baton.session_id) for oid, tickets in by_order.items()]
+    entries = [
+        _entry(oid, tickets, baton.session_id, baton.offered.get(oid, {}))
+        for oid, tickets in by_order.items()
+    ]
     return sorted(entries, key=lambda e: e.at, reverse=True)
 
 
@@ -55,8 +61,18 @@ def _fold(older: OrderMemory, newer: OrderMemory) -> OrderMemory:
             "problems": _unique([*older.problems, *newer.problems], PROBLEMS_KEEP),
             "decision": newer.decision or older.decision,
             "told_status": newer.told_status or older.told_status,
+            "offered": offered_by_kind(older.offered, newer.offered),
         }
     )
+
+
+def offered_by_kind(*ledgers: dict[str, float]) -> dict[str, float]:
+    """What was offered per remedy across ``ledgers``: a restated offer counts once (the max)."""
+    merged: dict[str, float] = {}
+    for ledger in ledgers:
+        for kind, amount in ledger.items():
+            merged[kind] = max(merged.get(kind, 0.0), amount)
+    return merged
 
 
 def merge_orders(

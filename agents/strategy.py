@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from agents import prompts
@@ -14,13 +15,14 @@ from agents.guards import (
     drift_problems,
     product_names,
 )
+from agents.history import offered_by_kind
 from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderStore
 from agents.outcome import Failure, Outcome
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
 from agents.rules.reply import handoff_triggers, strategy_rules
-from schemas.baton import Baton
+from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding
 
@@ -90,9 +92,15 @@ def awaiting_approval(u: Understanding, draft: StrategyDraft) -> StrategyDraft:
     )
 
 
-def already_offered(baton: Baton, order: Order | None) -> dict[str, float]:
-    """Money offered for ``order`` in the session's earlier answered replies, by remedy."""
-    return dict(baton.offered.get(order.order_id, {})) if order is not None else {}
+def already_offered(
+    baton: Baton, order: Order | None, history: Sequence[OrderMemory] = ()
+) -> dict[str, float]:
+    """Money offered for ``order`` in earlier answered replies, by remedy: the session's and the
+    customer's other sessions' (from the index)."""
+    if order is None:
+        return {}
+    earlier = [h.offered for h in history if h.order_id == order.order_id]
+    return offered_by_kind(baton.offered.get(order.order_id, {}), *earlier)
 
 
 def asked_about(match: OrderMatch, orders: list[Order]) -> list[Order]:
@@ -114,6 +122,7 @@ async def decide(
     reask_limit: int = 1,
     tokens_left: int | None = None,
     policy: Policy | None = None,
+    history: Sequence[OrderMemory] = (),
 ) -> Outcome[StrategyDraft]:
     """Write solution, reply, note, confidence and offer; re-ask on drift or broken rules.
 
@@ -135,8 +144,11 @@ async def decide(
         ticket,
         policy=policy,
         demand=understanding.demand,
-        already=already_offered(baton, order),
+        already=(already := already_offered(baton, order, history)),
     )
+    if order is not None and already:
+        # The prompt states what was offered for the order before, in any of its sessions.
+        baton = baton.model_copy(update={"offered": {**baton.offered, order.order_id: already}})
     names = product_names(order, understanding, baton, ticket.text)
     prompt = prompts.build(
         "strategy",

@@ -137,6 +137,10 @@ class OrderMemory(BaseModel):
     )
     session_id: str = Field(description="The session that last discussed it.")
     at: datetime = Field(default_factory=utcnow, description="When it was last discussed.")
+    offered: dict[str, float] = Field(
+        default_factory=dict,
+        description="Money offered for it per remedy in answered replies, across sessions.",
+    )
 
 
 class MemoryIndex(BaseModel):

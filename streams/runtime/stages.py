@@ -148,6 +148,7 @@ async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,
         policy=i.policy,
+        history=i.history(),
     )
 
 

@@ -48,6 +48,7 @@ ORDERS = [
     _order("400918273", "Aurora Kettle 1.7L", "delivered", 59.0, 3),
     _order("400918274", "Trail Backpack 30L", "delivered", 89.0, 20),
     _order("400918275", "Summit Down Jacket", "paid", 150.0, None),
+    _order("400918276", "Nordic Ceramic Mug Set", "delivered", 59.0, 3),
 ]
 TICKETS = [
     Ticket(
@@ -66,7 +67,7 @@ TICKETS = [
         ticket_id="T-3",
         session_id="S-3",
         customer_id="C7",
-        text="The kettle lid is loose. I'd like some compensation for the trouble.",
+        text="The mug set arrived with a chipped cup. I'd like some compensation for the trouble.",
     ),
     Ticket(
         ticket_id="T-4", session_id="S-4", customer_id="C7", text="Please cancel my jacket order."
@@ -132,6 +133,27 @@ async def test_each_shop_answers_the_same_tickets_by_its_own_policy(
     assert "150" not in held.reply and "150" not in held.solution
     assert all(r.status == "answered" for t, r in {**demo, **alpine}.items() if t != "T-4")
     assert dead_letters(demo_pipeline) == dead_letters(alpine_pipeline) == []
+
+
+async def test_what_was_offered_before_counts_in_a_later_session(tmp_path: Path) -> None:
+    later = Ticket(
+        ticket_id="T-9",
+        session_id="S-9",
+        customer_id="C7",
+        text="The Aurora kettle still leaks. Can I get some compensation for the hassle?",
+    )
+    async with sqlite_store(tmp_path / "orders.sqlite3", ORDERS) as store:
+        pipeline = Pipeline(
+            settings=Settings(namespace="shop", session_ttl_s=3600),
+            llm=OfflineLLM(),
+            store=store,
+            sink=MemorySink(),
+            state=MemoryState(),
+        )
+        replies = {r.ticket_id: r for r in await run(pipeline, TICKETS[0], later)}
+    assert _lines(replies["T-1"]) == [("refund", 59.0, "original_payment")]
+    # The full price was offered in S-1: nothing is left to compensate on that order.
+    assert replies["T-9"].offer is None and "EUR" not in replies["T-9"].reply
 
 
 def _greedy(request: Request) -> BaseModel | dict[str, Any]:
