@@ -42,13 +42,28 @@ def parse(data: bytes, source: str = "<policy>") -> Policy:
 
 @functools.cache
 def load(path: Path | str | None = None) -> Policy:
-    """The policy in the file at ``path``; the demo shop's when none is named."""
+    """The policy in the file at ``path``; the demo shop's when none is named.
+
+    Its version is the hash of the file, and of the shop's handbook file when it names one.
+    """
     file = Path(path) if path else DEFAULT_FILE
     try:
         data = file.read_bytes()
     except OSError as exc:
         raise PolicyError(f"{file}: cannot read the policy file ({exc.strerror})") from None
-    return parse(data, str(file))
+    policy = parse(data, str(file))
+    if policy.shop.handbook is None:
+        return policy
+    notes_file = file.parent / policy.shop.handbook
+    try:
+        notes = notes_file.read_bytes()
+    except OSError as exc:
+        raise PolicyError(
+            f"{file}: shop.handbook: cannot read {notes_file} ({exc.strerror})"
+        ) from None
+    shop = policy.shop.model_copy(update={"notes": notes.decode("utf-8", "replace").strip()})
+    version = hashlib.sha256(data + b"\0" + notes).hexdigest()[:12]
+    return policy.model_copy(update={"shop": shop, "version": version})
 
 
 def default() -> Policy:

@@ -54,6 +54,10 @@ class Shop(BaseModel):
 
     name: Text = "the shop"
     languages: tuple[str, ...] = Field(default=("en", "zh"), min_length=1)
+    handbook: str | None = Field(
+        default=None, description="A Markdown file beside the policy: the shop's own words."
+    )
+    notes: str = Field(default="", description="The handbook file's text, read with the policy.")
 
 
 class OrderIds(BaseModel):

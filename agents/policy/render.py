@@ -37,7 +37,9 @@ def _limits(kind: str, policy: Policy) -> list[str]:
 
 def render(policy: Policy) -> str:
     """The handbook's section on the shop's service policy."""
+    about = [f"# About {policy.shop.name}", policy.shop.notes, ""] if policy.shop.notes else []
     lines = [
+        *about,
         f"# The service policy of {policy.shop.name}",
         "This section and the policy data under it are the shop's binding rules. Every remedy",
         "you commit to goes into the offer as one typed line (kind, order_id, amount, currency,",
@@ -85,7 +87,13 @@ def render(policy: Policy) -> str:
         "  multiples, no recurring payments, no vouchers or discounts on future orders unless a",
         "  remedy above allows that channel, no dates we cannot know.",
         "<policy_data>",
-        orjson.dumps({**policy.model_dump(mode="json"), "version": policy.version})
+        # The handbook's words stand above already: the data block holds the rules alone.
+        orjson.dumps(
+            {
+                **policy.model_dump(mode="json", exclude={"shop": {"notes"}}),
+                "version": policy.version,
+            }
+        )
         .decode()
         .replace("<", "\\u003c"),
         "</policy_data>",

@@ -104,7 +104,24 @@ def test_the_handbook_says_what_the_policy_file_says() -> None:
     assert "alpine-outfitters.example" in alpine
     assert system_prompt("strategy", load(ALPINE)).startswith(system_prompt("strategy")[:200])
     assert prompt_version(load(ALPINE)) != prompt_version()
-    assert read_back(system_prompt("understand", load(ALPINE))) == load(ALPINE)
+    back = read_back(system_prompt("understand", load(ALPINE)))
+    assert back is not None and back.remedies == load(ALPINE).remedies
+    assert back.version == load(ALPINE).version
+
+
+def test_the_shops_own_words_come_from_its_handbook_file(tmp_path: Path) -> None:
+    alpine = system_prompt("strategy", load(ALPINE))
+    assert "# About Alpine Outfitters" in alpine and "The Alpine Outfitters team" in alpine
+    assert "# About" not in system_prompt("strategy")
+    (tmp_path / "policy.toml").write_bytes(ALPINE.read_bytes())
+    (tmp_path / "handbook.md").write_text("Sign every reply with 'Cheers, Ana'.", "utf-8")
+    copy = load(tmp_path / "policy.toml")
+    assert "Cheers, Ana" in system_prompt("strategy", copy)
+    assert copy.version != load(ALPINE).version  # the handbook's hash is part of the version
+    (tmp_path / "handbook.md").unlink()
+    load.cache_clear()
+    with pytest.raises(PolicyError, match=r"policy.toml: shop.handbook: cannot read .*handbook.md"):
+        load(tmp_path / "policy.toml")
 
 
 CASES = [
