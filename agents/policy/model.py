@@ -18,7 +18,9 @@ class Remedy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    text: Text = Field(description="What the remedy is, told to the model as written.")
+    text: str = Field(
+        default="", max_length=2000, description="What the remedy is, told to the model as written."
+    )
     statuses: tuple[str, ...] = Field(
         default=(), description="Order statuses it applies to; empty: any status."
     )

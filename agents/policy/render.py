@@ -35,6 +35,12 @@ def _limits(kind: str, policy: Policy) -> list[str]:
     return parts
 
 
+def _rules(policy: Policy) -> dict[str, object]:
+    """The policy as data without what the prose above already says (texts, defaults)."""
+    texts = {"shop": {"notes"}, "remedies": {kind: {"text"} for kind in policy.remedies}}
+    return policy.model_dump(mode="json", exclude=texts, exclude_defaults=True)  # type: ignore[arg-type]
+
+
 def render(policy: Policy) -> str:
     """The handbook's section on the shop's service policy."""
     about = [f"# About {policy.shop.name}", policy.shop.notes, ""] if policy.shop.notes else []
@@ -50,7 +56,7 @@ def render(policy: Policy) -> str:
     for kind, r in policy.remedies.items():
         when = "; ".join(_limits(kind, policy))
         time = "; ".join(f"{lang}: {t}" for lang, t in r.turnaround.items())
-        lines.append(f"- {kind}: {r.text}" + (f" Allowed {when}." if when else ""))
+        lines.append(f"- {kind}: {r.text or kind}" + (f" Allowed {when}." if when else ""))
         if time:
             lines.append(f"  Turnaround ({time}).")
     m = policy.money
@@ -87,13 +93,7 @@ def render(policy: Policy) -> str:
         "  multiples, no recurring payments, no vouchers or discounts on future orders unless a",
         "  remedy above allows that channel, no dates we cannot know.",
         "<policy_data>",
-        # The handbook's words stand above already: the data block holds the rules alone.
-        orjson.dumps(
-            {
-                **policy.model_dump(mode="json", exclude={"shop": {"notes"}}),
-                "version": policy.version,
-            }
-        )
+        orjson.dumps({**_rules(policy), "version": policy.version})
         .decode()
         .replace("<", "\\u003c"),
         "</policy_data>",

@@ -21,6 +21,8 @@ from tests.fixtures.paths import ROOT
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 TODAY = date(2026, 11, 30)
+# What the prompt's policy data leaves to the prose: the remedies' texts, the shop's words.
+RULES_ONLY = {"shop": {"notes"}, "remedies": {"__all__": {"text"}}}
 
 
 def _order(status: str = "delivered", amount: float = 59.0, delivered: int = 20) -> Order:
@@ -51,7 +53,9 @@ def test_the_version_is_the_hash_of_the_file() -> None:
     policy = default_policy()
     assert policy.version == hashlib.sha256(DEFAULT_FILE.read_bytes()).hexdigest()[:12]
     assert load(ALPINE).version != policy.version
-    assert read_back(system_prompt("strategy")) == policy
+    back = read_back(system_prompt("strategy"))
+    assert back is not None and back.version == policy.version
+    assert back.model_dump(exclude=RULES_ONLY) == policy.model_dump(exclude=RULES_ONLY)
 
 
 @pytest.mark.parametrize(
@@ -105,8 +109,8 @@ def test_the_handbook_says_what_the_policy_file_says() -> None:
     assert system_prompt("strategy", load(ALPINE)).startswith(system_prompt("strategy")[:200])
     assert prompt_version(load(ALPINE)) != prompt_version()
     back = read_back(system_prompt("understand", load(ALPINE)))
-    assert back is not None and back.remedies == load(ALPINE).remedies
-    assert back.version == load(ALPINE).version
+    assert back is not None and back.version == load(ALPINE).version
+    assert back.model_dump(exclude=RULES_ONLY) == load(ALPINE).model_dump(exclude=RULES_ONLY)
 
 
 def test_the_shops_own_words_come_from_its_handbook_file(tmp_path: Path) -> None:
