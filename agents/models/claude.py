@@ -28,10 +28,11 @@ import anthropic
 import httpx2
 from anthropic.types import JSONOutputFormatParam, Message, TextBlockParam
 from opentelemetry import trace
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agents.models import genai
-from agents.models.api_errors import attempt_failure, retry_cause
+from agents.models.api_errors import Attempt, attempt_failure, retry_cause
+from agents.models.capabilities import FIRST_PARTY, Capabilities, StructuredOutput
 from agents.models.llm import (
     Answer,
     ModelFailure,
@@ -43,9 +44,10 @@ from agents.models.llm import (
     Truncated,
 )
 from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
+from agents.models.parsing import output_schema, parse_output, schema_instruction
 from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from agents.models.ratelimits import RateLimitPacer
-from agents.models.tokens import ApiCounter, TokenCount
+from agents.models.tokens import ApiCounter, Counter, Estimator, TokenCount
 from agents.prompts import SHARED_PREFIX
 from schemas.records import CallUsage, StageName
 
@@ -73,14 +75,6 @@ def cache_blocks(system: str) -> list[TextBlockParam]:
     return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
 
 
-def _readable(exc: ValidationError) -> str:
-    errors = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"]) or "output"
-        errors.append(f"{where}: {error['msg']}")
-    return "; ".join(errors)
-
-
 def sdk_spans(provider: trace.TracerProvider) -> Literal[False] | None:
     """The SDK's OpenTelemetry option: its own settings where a tracer provider is set, else off.
 
@@ -102,13 +96,25 @@ def _tracer_provider() -> trace.TracerProvider:
 @functools.cache
 def _output_format(output_type: type[BaseModel]) -> JSONOutputFormatParam:
     # What messages.parse(output_format=...) would send; parse has no raw-response variant.
-    return {"type": "json_schema", "schema": anthropic.transform_schema(output_type)}
+    return {"type": "json_schema", "schema": output_schema(output_type)}
+
+
+class AttemptFailed(Exception):
+    """One request of a provider without the SDK's errors failed: how, and its headers."""
+
+    def __init__(self, attempt: Attempt, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(attempt.failure.message)
+        self.attempt = attempt
+        self.headers = headers
 
 
 class AnthropicLLM:
     """Claude through the official SDK; one instance per worker, ``concurrency`` calls at most."""
 
     name = "anthropic"
+    # The provider as OpenTelemetry's GenAI conventions name it.
+    provider = "anthropic"
+    capabilities: Capabilities = FIRST_PARTY
 
     def __init__(
         self,
@@ -122,14 +128,20 @@ class AnthropicLLM:
         concurrency: int = 8,
         ticket_budget_s: float = 180.0,
         prices: Mapping[str, Price] | None = None,
+        cache_min_tokens: Mapping[str, int] | None = None,
+        structured_output: StructuredOutput = "auto",
         ratelimit_reserve: float = 0.05,
         ratelimit_max_wait_s: float = 30.0,
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
+        self.capabilities = type(self).capabilities.with_structured_output(structured_output)
         self.model = model
         self.stage_models = dict(stage_models or {})
         self.prices = {**PRICES, **(prices or {})}
+        self.cache_min_tokens = dict(cache_min_tokens or {})
+        # Answers whose JSON was recovered from a fence or prose.
+        self.recovered = 0
         self.unpriced: set[str] = set()
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
@@ -154,7 +166,7 @@ class AnthropicLLM:
         limits = httpx2.Limits(
             max_connections=max(1000, concurrency), max_keepalive_connections=max(1, concurrency)
         )
-        self._client = anthropic.AsyncAnthropic(
+        self._client = self._make_client(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout_s,
@@ -162,7 +174,13 @@ class AnthropicLLM:
             http_client=anthropic.DefaultAioHttpClient(limits=limits),
             open_telemetry=sdk_spans(_tracer_provider()),
         )
-        self.counter = ApiCounter(self._client)
+        self.counter: Counter = (
+            ApiCounter(self._client) if self.capabilities.token_counting else Estimator()
+        )
+
+    def _make_client(self, **options: Any) -> anthropic.AsyncAnthropic:
+        """The SDK client of this provider (Bedrock and Vertex AI have their own)."""
+        return anthropic.AsyncAnthropic(**options)
 
     def model_for(self, stage: StageName) -> str:
         """The stage's own model if configured, else the default model."""
@@ -178,19 +196,10 @@ class AnthropicLLM:
         """Ask, retrying transient errors within the ticket's budget; raise a ``ModelFailure``."""
         model = self.model_for(prompt.stage)
         ticket = getattr(prompt.facts, "ticket_id", None)
-        request: dict[str, Any] = {
-            "model": model,
-            "max_tokens": max_tokens or prompt.max_tokens,
-            "system": cache_blocks(prompt.system),
-            "messages": [
-                {
-                    "role": "user",
-                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
-                }
-            ],
-            "output_config": {"format": _output_format(prompt.output_type)},
-        }
-        with genai.chat_span(model, prompt.stage, request["max_tokens"]) as span:
+        request = self.request(prompt, model, feedback, max_tokens or prompt.max_tokens)
+        with genai.chat_span(
+            model, prompt.stage, request["max_tokens"], provider=self.provider
+        ) as span:
             started = self._clock()
             try:
                 message = await self._send(model, request, started + self.tickets.left(ticket))
@@ -205,6 +214,36 @@ class AnthropicLLM:
                 self.tickets.spend(ticket, self._clock() - started)
             genai.record_response(span, message)
             return self._answer(prompt, model, message)
+
+    def request(
+        self, prompt: Prompt[Any], model: str, feedback: str | None, max_tokens: int
+    ) -> dict[str, Any]:
+        """The Messages request of ``prompt``, shaped by the provider's capabilities."""
+        caps = self.capabilities
+        system = prompt.system
+        if not caps.structured_output:
+            system += schema_instruction(prompt.output_type)
+        request: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "system": cache_blocks(system) if caps.caching else system,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
+                }
+            ],
+        }
+        if caps.structured_output:
+            request["output_config"] = {"format": _output_format(prompt.output_type)}
+        return request
+
+    async def _call(
+        self, request: dict[str, Any], timeout_s: float
+    ) -> tuple[Message, Mapping[str, str]]:
+        """One request: the answer and its headers; an SDK error or ``AttemptFailed``."""
+        raw = await self._client.messages.with_raw_response.create(**request, timeout=timeout_s)
+        return await raw.parse(), raw.headers
 
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         last: ModelFailure | None = None
@@ -231,15 +270,13 @@ class AnthropicLLM:
             timeout_s = min(self.timeout_s, max(0.001, deadline - self._clock()))
             headers: Mapping[str, str] | None = None
             try:
-                raw = await self._client.messages.with_raw_response.create(
-                    **request, timeout=timeout_s
-                )
-                headers = raw.headers
-                message = await raw.parse()
+                message, headers = await self._call(request, timeout_s)
             except anthropic.AnthropicError as exc:
                 if isinstance(exc, anthropic.APIStatusError):
                     headers = exc.response.headers
                 attempt = attempt_failure(model, exc, timeout_s)
+            except AttemptFailed as exc:
+                headers, attempt = exc.headers, exc.attempt
             else:
                 self.limit.succeeded()
                 return message
@@ -309,9 +346,12 @@ class AnthropicLLM:
                 usage.request_id,
             )
         try:
-            value = prompt.output_type.model_validate_json(text)
-        except ValidationError as exc:
-            raise OutputInvalid(_readable(exc), text, [usage], usage.request_id) from None
+            value, recovered = parse_output(text, prompt.output_type)
+        except OutputInvalid as exc:
+            raise OutputInvalid(exc.message, text, [usage], usage.request_id) from None
+        if recovered:
+            self.recovered += 1
+            log.debug("%s: the answer's JSON was recovered from around it", model)
         return Answer(value=value, usage=usage, raw=text, stop_reason=stop)
 
     def _usage(self, stage: StageName, model: str, message: Message) -> CallUsage:
@@ -326,7 +366,7 @@ class AnthropicLLM:
             # A message from a batch's results came with no HTTP response, so no request id.
             request_id=getattr(message, "_request_id", None),
         )
-        if not (usage.cache_read_tokens or usage.cache_write_tokens):
+        if self.capabilities.caching and not (usage.cache_read_tokens or usage.cache_write_tokens):
             self._warn_uncached(stage, model, usage.input_tokens)
         price = price_for(model, self.prices)
         if price is None and model not in self.unpriced:
@@ -345,7 +385,7 @@ class AnthropicLLM:
             model,
             input_tokens,
             model,
-            min_cacheable_tokens(model),
+            min_cacheable_tokens(model, self.cache_min_tokens),
         )
 
     async def aclose(self) -> None:

@@ -30,11 +30,26 @@ from agents.testing.standin.faults import (
 from agents.testing.standin.messages import (
     Request,
     Responder,
+    chat_of_message,
     echo_responder,
+    messages_of_chat,
     read_count_request,
     read_request,
 )
 from agents.testing.standin.ratelimits import RateBudget, RateWindow
+from agents.testing.standin.weak import WeakStyle
+
+_VERTEX = "/projects/{project}/locations/{region}/publishers/anthropic/models/{tail}"
+
+
+def _auth(http: web.Request) -> str | None:
+    """How a request authenticated, never the secret: ``bearer``, ``x-api-key``, ``aws-sigv4``."""
+    value = http.headers.get("authorization", "")
+    if value.startswith("AWS4-HMAC-SHA256"):
+        return "aws-sigv4"
+    if value.lower().startswith("bearer "):
+        return "bearer"
+    return "x-api-key" if "x-api-key" in http.headers else None
 
 
 def _request_id() -> str:
@@ -77,8 +92,11 @@ class StandIn:
         port: int = 0,
         seed: int = 0,
         rate_limit: RateBudget | None = None,
+        style: WeakStyle | None = None,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
+        # A weak model's habits (None: a healthy model's answers).
+        self.style = style
         self.retry_after = retry_after
         self.cache = PromptCache(min_cache_tokens)
         self.faults = FaultPlan()
@@ -102,6 +120,7 @@ class StandIn:
 
     def _clear(self) -> None:
         self._calls, self._in_flight, self._max_in_flight = 0, 0, 0
+        self._answered = 0
         self._counts = 0
         self._request_ids: deque[str] = deque(maxlen=10_000)
         self._by_stage: Counter[str] = Counter()
@@ -113,6 +132,11 @@ class StandIn:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        # Claude on Amazon Bedrock and Vertex AI: the model in the path, the version in the body.
+        app.router.add_post("/model/{model}/invoke", self._bedrock)
+        app.router.add_post(_VERTEX, self._vertex)
+        # An OpenAI-compatible server (vLLM, Ollama, llama.cpp).
+        app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
@@ -178,20 +202,80 @@ class StandIn:
         if fault == "refusal":
             return ""
         answer = self.responder(request)
+        if self.style is not None:
+            answer = self.style.answer(request, answer)
         if isinstance(answer, BaseModel):
             text = answer.model_dump_json()
         else:
             text = answer if isinstance(answer, str) else orjson.dumps(dict(answer)).decode()
-        return spoil(text, fault, request.stage, request.schema)
+        text = spoil(text, fault, request.stage, request.schema)
+        if self.style is not None and fault != "max_tokens":
+            text = self.style.wrap_text(request, text)
+        return text
 
-    async def _messages(self, http: web.Request) -> web.Response:
+    async def _bedrock(self, http: web.Request) -> web.Response:
+        body = await http.json()
+        if not isinstance(body, dict) or "model" in body:
+            return _error(400, "invalid_request_error", "model: belongs in the path on Bedrock")
+        if not body.get("anthropic_version"):
+            return _error(400, "invalid_request_error", "anthropic_version: Field required")
+        wire = {"wire": "bedrock", "version": body["anthropic_version"], "auth": _auth(http)}
+        posted = Posted.of({**body, "model": http.match_info["model"]})
+        return await self._messages(posted, wire)
+
+    async def _vertex(self, http: web.Request) -> web.Response:
+        model, _, verb = http.match_info["tail"].partition(":")
+        body = await http.json()
+        if verb != "rawPredict" or not isinstance(body, dict):
+            return _error(404, "not_found_error", f"no such method: {verb!r}")
+        if not body.get("anthropic_version"):
+            return _error(400, "invalid_request_error", "anthropic_version: Field required")
+        if model == "count-tokens":
+            return await self._count_tokens(Posted.of(body))
+        if "model" in body:
+            return _error(400, "invalid_request_error", "model: belongs in the path on Vertex AI")
+        wire = {
+            "wire": "vertex",
+            "version": body["anthropic_version"],
+            "auth": _auth(http),
+            "project": http.match_info["project"],
+            "region": http.match_info["region"],
+        }
+        return await self._messages(Posted.of({**body, "model": model}), wire)
+
+    async def _chat(self, http: web.Request) -> web.Response:
+        try:
+            body = messages_of_chat(await http.json())
+        except ValueError as exc:
+            return _error(400, "invalid_request_error", str(exc))
+        wire = {"wire": "chat", "auth": _auth(http), "schema": "output_config" in body}
+        response = await self._messages(Posted.of(body), wire)
+        headers = {"x-request-id": response.headers.get("request-id", _request_id())}
+        headers.update(
+            (k, v) for k, v in response.headers.items() if k.lower().startswith("retry-after")
+        )
+        if response.status != 200:
+            assert isinstance(response.body, bytes)
+            return web.Response(
+                body=response.body,
+                status=response.status,
+                headers=headers,
+                content_type="application/json",
+            )
+        assert isinstance(response.body, bytes)
+        completion = chat_of_message(orjson.loads(response.body))
+        return web.json_response(completion, headers=headers)
+
+    async def _messages(
+        self, http: web.Request, wire: Mapping[str, Any] | None = None
+    ) -> web.Response:
         with self._lock:
             self._calls += 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         response: web.Response | None = None
         try:
-            response = await self._answer(http)
+            response = await self._answer(http, wire)
             return response
         finally:
             with self._lock:
@@ -211,7 +295,9 @@ class StandIn:
         tokens = estimate_tokens(system) + estimate_tokens(text)
         return web.json_response({"input_tokens": tokens}, headers={"request-id": _request_id()})
 
-    async def _answer(self, http: web.Request) -> web.Response:
+    async def _answer(
+        self, http: web.Request, wire: Mapping[str, Any] | None = None
+    ) -> web.Response:
         try:
             request = read_request(await http.json())
         except ValueError as exc:
@@ -227,11 +313,11 @@ class StandIn:
                 response = _error(429, "rate_limit_error", "stand-in: rate limit exceeded")
                 response.headers.update(limits)
                 return response
-        response = await self._reply(request)
+        response = await self._reply(request, wire)
         response.headers.update(limits)
         return response
 
-    async def _reply(self, request: Request) -> web.Response:
+    async def _reply(self, request: Request, wire: Mapping[str, Any] | None = None) -> web.Response:
         fault = self.faults.take(request)
         summary: dict[str, Any] = {
             "stage": request.stage,
@@ -241,9 +327,12 @@ class StandIn:
             "fault": fault,
             "status": 200,
             "at": round(time.monotonic() - self._started, 4),
+            **(wire or {}),
         }
         with self._lock:
             summary["in_flight"] = self._in_flight
+            first = self._answered == 0
+            self._answered += 1
             self._by_stage[request.stage] += 1
             if fault:
                 self._by_fault[fault] += 1
@@ -263,7 +352,8 @@ class StandIn:
             await asyncio.sleep(self.hang_s)
             self._note(summary, status=200)
         spread = self._random.uniform(-self.jitter, self.jitter) if self.jitter else 0.0
-        await asyncio.sleep(max(0.0, self.latency + spread))
+        slow = self.style.delay_s(first) if self.style is not None else 0.0
+        await asyncio.sleep(max(0.0, self.latency + spread + slow))
         try:
             output = self._output(request, fault)
         except Exception as exc:
