@@ -248,7 +248,13 @@ class StandIn:
             body = messages_of_chat(await http.json())
         except ValueError as exc:
             return _error(400, "invalid_request_error", str(exc))
-        wire = {"wire": "chat", "auth": _auth(http), "schema": "output_config" in body}
+        wire = {
+            "wire": "chat",
+            "auth": _auth(http),
+            "schema": "output_config" in body,
+            # Names only: a header's value may be a secret.
+            "headers": sorted(k.lower() for k in http.headers),
+        }
         response = await self._messages(Posted.of(body), wire)
         headers = {"x-request-id": response.headers.get("request-id", _request_id())}
         headers.update(
