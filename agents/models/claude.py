@@ -216,7 +216,7 @@ class AnthropicLLM:
             return self._answer(prompt, model, message)
 
     def request(
-        self, prompt: Prompt[Any], model: str, feedback: str | None, max_tokens: int
+        self, prompt: Prompt[T], model: str, feedback: str | None, max_tokens: int
     ) -> dict[str, Any]:
         """The Messages request of ``prompt``, shaped by the provider's capabilities."""
         caps = self.capabilities

@@ -177,8 +177,8 @@ class OpenAICompatibleLLM(AnthropicLLM):
                 timeout=timeout_s,
             )
         except httpx2.TimeoutException:
-            failure = TimedOut(f"{model} did not answer within {timeout_s:g} s")
-            raise AttemptFailed(Attempt(failure, True)) from None
+            late = TimedOut(f"{model} did not answer within {timeout_s:g} s")
+            raise AttemptFailed(Attempt(late, True)) from None
         except httpx2.TransportError as exc:
             raise AttemptFailed(Attempt(Unavailable(f"{model} unreachable: {exc}"), True)) from None
         headers = response.headers

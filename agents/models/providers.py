@@ -131,7 +131,7 @@ def factory_of(name: str) -> Factory:
     found = getattr(module, attr, None)
     if not callable(found):
         raise ProviderError(f"BATON_LLM={name}: {module_name} has no callable {attr!r}")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def open_llm(name: str, options: ModelOptions) -> LLM:

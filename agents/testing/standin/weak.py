@@ -126,3 +126,5 @@ def _misspell_order(request: Request, data: Mapping[str, Any]) -> dict[str, Any]
 
 
 WEAK = WeakStyle()
+# The stand-in's answering styles by name (``baton eval --llm`` and ``--style`` of the server).
+STYLES: dict[str, WeakStyle | None] = {"echo": None, "weak": WEAK}
