@@ -369,9 +369,13 @@ class AnthropicLLM:
         if self.capabilities.caching and not (usage.cache_read_tokens or usage.cache_write_tokens):
             self._warn_uncached(stage, model, usage.input_tokens)
         price = price_for(model, self.prices)
-        if price is None and model not in self.unpriced:
-            self.unpriced.add(model)
-            log.warning("no price for model %s: its calls are costed at 0", model)
+        if price is None:
+            if model not in self.unpriced:
+                self.unpriced.add(model)
+                log.warning(
+                    "no price for model %s: its calls' cost is unknown (set BATON_PRICES)", model
+                )
+            return usage.model_copy(update={"cost_usd": None})
         return usage.model_copy(update={"cost_usd": cost(usage, price)})
 
     def _warn_uncached(self, stage: StageName, model: str, input_tokens: int) -> None:

@@ -15,9 +15,10 @@ from agents.models.claude import AnthropicLLM
 from agents.models.llm import SpendLimit, TimedOut
 from agents.models.openai_compat import message_of
 from agents.models.parsing import schema_instruction
+from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from agents.models.tokens import ApiCounter, Estimator
 from agents.testing import Request, Responder, StandIn
-from schemas import OrderChoice
+from schemas import OrderChoice, UsageTotals
 from streams.runtime.worker import build_llm, model_options
 from streams.settings import SettingsError, load
 from tests.fixtures.agents import MODEL, ORDERS, prompt, respond
@@ -247,3 +248,52 @@ def test_provider_names_and_their_settings() -> None:
     assert load({"BATON_LLM": "anthropic"}).model_timeout_s == 60.0
     secret = load({"BATON_LLM": "openai", "BATON_MODEL": "m", "BATON_MODEL_API_KEY": "s3cret"})
     assert "s3cret" not in repr(secret) and load(secret.to_env()) == secret
+
+
+async def test_a_self_hosted_model_costs_unknown_until_it_is_priced(own_standin: StandIn) -> None:
+    url = own_standin.base_url + "/v1"
+    unpriced = open_llm("openai", options(url, model="qwen2.5-1.5b-instruct"))
+    priced = open_llm(
+        "openai",
+        options(
+            url, model="qwen2.5-1.5b-instruct", prices={"qwen2.5-1.5b-instruct": Price.of(0.1, 0.2)}
+        ),
+    )
+    try:
+        unknown = (await unpriced.ask(prompt("lookup"))).usage
+        known = (await priced.ask(prompt("lookup"))).usage
+    finally:
+        await unpriced.aclose()
+        await priced.aclose()
+    assert unknown.cost_usd is None and unpriced.unpriced == {"qwen2.5-1.5b-instruct"}  # type: ignore[attr-defined]
+    assert known.cost_usd == cost(known, Price.of(0.1, 0.2)) > 0
+    totals = UsageTotals().add(known).add(unknown)
+    assert (totals.calls, totals.unpriced_calls, totals.cost_usd) == (2, 1, known.cost_usd)
+    assert totals.merge(totals).unpriced_calls == 2
+
+
+def test_cache_minimums_are_configurable_per_model() -> None:
+    settings = load({"BATON_CACHE_MIN_TOKENS": '{"claude-haiku-4-5": 2048, "my-model": 512}'})
+    table = settings.cache_min_tokens
+    assert min_cacheable_tokens("claude-haiku-4-5", table) == 2048
+    assert min_cacheable_tokens("us.anthropic.claude-haiku-4-5-20251001-v1:0", table) == 2048
+    assert min_cacheable_tokens("my-model", table) == 512
+    assert min_cacheable_tokens("claude-sonnet-4-5@20250929") == 1024
+    assert load(settings.to_env()) == settings
+    for bad in ("[1]", '{"m": -1}', '{"m": "x"}', "{"):
+        with pytest.raises(SettingsError, match="BATON_CACHE_MIN_TOKENS"):
+            load({"BATON_CACHE_MIN_TOKENS": bad})
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "claude-sonnet-4-5@20250929",
+        "claude-sonnet-4-5-latest",
+    ],
+)
+def test_a_platform_model_name_finds_its_price(name: str) -> None:
+    assert price_for(name, PRICES) == PRICES["claude-sonnet-4-5"]
