@@ -68,6 +68,11 @@ class BatchSender(AnthropicLLM):
 
     hand_over: Callable[[dict[str, Any]], Awaitable[Message]] | None = None
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # A batch's wait is no call's latency: nothing to measure against the live limits.
+        self.latency.first = 0
+
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         # No deadline: a batch takes up to 24 hours, and its wait is no ticket's model time.
         assert self.hand_over is not None, "a BatchSender sends only through a BatchLLM"

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from agents.models import genai
 from agents.models.api_errors import Attempt, attempt_failure, retry_cause
 from agents.models.capabilities import FIRST_PARTY, Capabilities, StructuredOutput
+from agents.models.latency import LatencyWatch
 from agents.models.llm import (
     Answer,
     ModelFailure,
@@ -147,6 +148,7 @@ class AnthropicLLM:
         self.max_retries = max(0, max_retries)
         self.limit = AdaptiveLimit(concurrency, clock=clock)
         self.tickets = TicketClock(ticket_budget_s)
+        self.latency = LatencyWatch(timeout_s, ticket_budget_s, concurrency)
         self.spend_alarm = Throttle(SPEND_ALARM_INTERVAL_S, clock=clock)
         self.pacer = RateLimitPacer(
             reserve=ratelimit_reserve, max_wait_s=ratelimit_max_wait_s, clock=clock
@@ -201,6 +203,7 @@ class AnthropicLLM:
             model, prompt.stage, request["max_tokens"], provider=self.provider
         ) as span:
             started = self._clock()
+            in_flight = self.limit.in_use + 1
             try:
                 message = await self._send(model, request, started + self.tickets.left(ticket))
             except SpendLimit:
@@ -209,9 +212,14 @@ class AnthropicLLM:
             except OutOfTime:
                 # What is left is too little for a retry, so too little for the next stage's call.
                 self.tickets.exhaust(ticket)
+                self.latency.observe(self._clock() - started, budget_spent=True)
+                raise
+            except TimedOut:
+                self.latency.observe(self._clock() - started, timed_out=True, in_flight=in_flight)
                 raise
             finally:
                 self.tickets.spend(ticket, self._clock() - started)
+            self.latency.observe(self._clock() - started, in_flight=in_flight)
             genai.record_response(span, message)
             return self._answer(prompt, model, message)
 
