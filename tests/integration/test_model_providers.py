@@ -1,0 +1,73 @@
+"""A worker on another model provider, end to end: ``BATON_LLM=openai`` against an
+OpenAI-compatible server that answers as a weak model does, and ``BATON_LLM=bedrock``, both
+served by the stand-in over HTTP; the replies, the wire each call came on, and the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents.testing.standin import WEAK, StandIn, run_in_thread
+from tests.fixtures.brokers import Broker
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment
+
+pytestmark = pytest.mark.integration
+
+TICKETS = [
+    ("p1", "s-ana", "c-ana", "My kettle is leaking, I want a refund."),
+    ("p2", "s-li", "c-li", "我的水壶漏水了，想退款"),
+]
+
+
+@pytest.fixture
+def weak_server() -> Iterator[StandIn]:
+    """A stand-in of this test's own that answers as a weak model does."""
+    with run_in_thread(style=WEAK) as server:
+        yield server
+
+
+def _deployment(broker: Broker, namespace: str, tmp_path: Path, env: dict[str, str]) -> Deployment:
+    return Deployment(broker=broker, namespace=namespace, data_dir=tmp_path, env_extra=env)
+
+
+@pytest.mark.parametrize("provider", ["openai", "bedrock"])
+async def test_a_worker_answers_through_another_provider(
+    provider: str, broker: Broker, namespace: str, weak_server: StandIn, tmp_path: Path
+) -> None:
+    url = weak_server.base_url + ("/v1" if provider == "openai" else "")
+    env = {
+        "BATON_LLM": provider,
+        "BATON_MODEL": "qwen2.5-1.5b-instruct" if provider == "openai" else "claude-haiku-4-5",
+        "BATON_MODEL_URL": url,
+        "BATON_MODEL_API_KEY": "self-hosted-key",
+        "AWS_REGION": "eu-west-1",
+        "BATON_MODEL_MAX_RETRIES": "2",
+    }
+    d = _deployment(broker, namespace, tmp_path, env)
+    try:
+        d.import_orders(ORDERS)
+        worker = d.start_worker()
+        await d.publish_tickets([ticket_record(*t) for t in TICKETS])
+        replies = {r.ticket_id: r for r in await d.replies(2)}
+    finally:
+        d.stop()
+    assert replies["p1"].status == replies["p2"].status == "answered"
+    assert replies["p1"].order_id == "O-1001" and "O-1001" in replies["p1"].reply
+    assert replies["p2"].order_id == "O-2001" and "水壶" in replies["p2"].reply
+    calls = [r for r in weak_server.stats()["requests"] if r.get("ticket_id") in replies]
+    wire = "chat" if provider == "openai" else "bedrock"
+    assert calls and {c["wire"] for c in calls} == {wire}
+    assert {c["auth"] for c in calls} == {"bearer"}
+    assert all(r.llm == provider for r in replies.values())
+    log = worker.log.read_text(errors="replace")
+    # Every answer came wrapped in prose or a fence, and none was rejected for it.
+    assert "Invalid JSON" not in log and "self-hosted-key" not in log
+    if provider == "openai":
+        # A self-hosted model has no price: its cost is unknown, not 0.
+        assert all(r.usage.unpriced_calls == r.usage.calls > 0 for r in replies.values())
+        assert "its calls' cost is unknown" in log
+    else:
+        assert all(r.usage.unpriced_calls == 0 and r.usage.cost_usd > 0 for r in replies.values())
