@@ -13,6 +13,7 @@ from agents.testing.standin import WEAK, StandIn, run_in_thread
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment
+from tests.fixtures.evals import eval_report
 
 pytestmark = pytest.mark.integration
 
@@ -71,3 +72,15 @@ async def test_a_worker_answers_through_another_provider(
         assert "its calls' cost is unknown" in log
     else:
         assert all(r.usage.unpriced_calls == 0 and r.usage.cost_usd > 0 for r in replies.values())
+
+
+@pytest.mark.timeout(660)
+def test_baton_eval_with_the_weak_stand_in_scores_as_the_readme_says() -> None:
+    report = eval_report(llm="weak")
+    summary = report["summary"]
+    assert report["llm"] == "weak" and summary["tickets"] == 144
+    assert summary["amnesia_rate"] == 0.0 and summary["order_accuracy"] == 1.0
+    assert summary["invented_orders"] == 0 and summary["leaks"] == 0
+    # As many answered as with the healthy stand-in (the README's table).
+    assert sum(summary["statuses"].values()) == 144
+    assert summary["statuses"].get("answered", 0) >= 141
