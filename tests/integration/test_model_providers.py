@@ -5,6 +5,7 @@ served by the stand-in over HTTP; the replies, the wire each call came on, and t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ TICKETS = [
 
 @pytest.fixture
 def weak_server() -> Iterator[StandIn]:
-    """A stand-in of this test's own that answers as a weak model does."""
-    with run_in_thread(style=WEAK) as server:
+    """A stand-in of this test's own that answers as a weak model does, its first call slow."""
+    with run_in_thread(style=replace(WEAK, first_call_s=1.2)) as server:
         yield server
 
 
@@ -46,6 +47,7 @@ async def test_a_worker_answers_through_another_provider(
         "BATON_MODEL_API_KEY": "self-hosted-key",
         "AWS_REGION": "eu-west-1",
         "BATON_MODEL_MAX_RETRIES": "2",
+        "BATON_MODEL_TIMEOUT": "2",
     }
     d = _deployment(broker, namespace, tmp_path, env)
     try:
@@ -66,6 +68,9 @@ async def test_a_worker_answers_through_another_provider(
     log = worker.log.read_text(errors="replace")
     # Every answer came wrapped in prose or a fence, and none was rejected for it.
     assert "Invalid JSON" not in log and "self-hosted-key" not in log
+    # The slow first call was said once, with the setting to raise.
+    slow = [line for line in log.splitlines() if "model calls are slow for the limits" in line]
+    assert len(slow) == 1 and "raise BATON_MODEL_TIMEOUT" in slow[0], log[-3000:]
     if provider == "openai":
         # A self-hosted model has no price: its cost is unknown, not 0.
         assert all(r.usage.unpriced_calls == r.usage.calls > 0 for r in replies.values())
