@@ -11,13 +11,18 @@ succeed, so an overload slows the worker down instead of piling retries onto it.
 Calls are costed with ``agents.models.prices``, updated by the constructor's ``prices``. Every
 response's ``anthropic-ratelimit-*`` headers feed ``agents.models.ratelimits``, which holds new
 calls before a budget runs out; every call's ``request-id`` is kept in its usage, its failure and
-its log line.
+its log line. A model with no price costs unknown (``cost_usd`` None), not 0.
+
+The request follows the provider's ``capabilities``: without structured output the answer's
+schema goes into the system prompt, without caching no breakpoints are sent; the answer is read
+tolerantly either way (``agents.models.parsing``). Subclasses change the client
+(``_make_client``: Bedrock, Vertex AI) or the wire (``_call``: an OpenAI-compatible server);
+``LatencyWatch`` times the first calls against the limits.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import time
@@ -26,7 +31,7 @@ from typing import Any, Literal, TypeVar
 
 import anthropic
 import httpx2
-from anthropic.types import JSONOutputFormatParam, Message, TextBlockParam
+from anthropic.types import Message
 from opentelemetry import trace
 from pydantic import BaseModel
 
@@ -45,35 +50,22 @@ from agents.models.llm import (
     Truncated,
 )
 from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
-from agents.models.parsing import output_schema, parse_output, schema_instruction
+from agents.models.parsing import parse_output
 from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from agents.models.ratelimits import RateLimitPacer
+from agents.models.request_shape import messages_request
 from agents.models.tokens import ApiCounter, Counter, Estimator, TokenCount
-from agents.prompts import SHARED_PREFIX
 from schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
-FEEDBACK = "\n\nYour previous answer was rejected: {}\nAnswer again, fixing these errors."
 SPEND_ALARM_INTERVAL_S = 60.0
 
 
 class OutOfTime(TimedOut):
     """The ticket's model time budget ran out: no further call for it."""
-
-
-def cache_blocks(system: str) -> list[TextBlockParam]:
-    """The system prompt as cache breakpoints: the handbook all stages share, then the stage's.
-
-    Stages on the same model then share the handbook's cache entry, so a rarely called stage
-    reads what a busy one wrote.
-    """
-    parts = [system]
-    if system.startswith(SHARED_PREFIX) and len(system) > len(SHARED_PREFIX):
-        parts = [SHARED_PREFIX, system[len(SHARED_PREFIX) :]]
-    return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
 
 
 def sdk_spans(provider: trace.TracerProvider) -> Literal[False] | None:
@@ -92,12 +84,6 @@ def _tracer_provider() -> trace.TracerProvider:
         # A provider named by OTEL_PYTHON_TRACER_PROVIDER that cannot load: the SDK has no
         # spans then either.
         return trace.ProxyTracerProvider()
-
-
-@functools.cache
-def _output_format(output_type: type[BaseModel]) -> JSONOutputFormatParam:
-    # What messages.parse(output_format=...) would send; parse has no raw-response variant.
-    return {"type": "json_schema", "schema": output_schema(output_type)}
 
 
 class AttemptFailed(Exception):
@@ -227,24 +213,7 @@ class AnthropicLLM:
         self, prompt: Prompt[T], model: str, feedback: str | None, max_tokens: int
     ) -> dict[str, Any]:
         """The Messages request of ``prompt``, shaped by the provider's capabilities."""
-        caps = self.capabilities
-        system = prompt.system
-        if not caps.structured_output:
-            system += schema_instruction(prompt.output_type)
-        request: dict[str, Any] = {
-            "model": model,
-            "max_tokens": max_tokens,
-            "system": cache_blocks(system) if caps.caching else system,
-            "messages": [
-                {
-                    "role": "user",
-                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
-                }
-            ],
-        }
-        if caps.structured_output:
-            request["output_config"] = {"format": _output_format(prompt.output_type)}
-        return request
+        return messages_request(prompt, model, feedback, max_tokens, self.capabilities)
 
     async def _call(
         self, request: dict[str, Any], timeout_s: float

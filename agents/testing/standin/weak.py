@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.models.claude import FEEDBACK
+from agents.models.request_shape import FEEDBACK
 from agents.rules.reply import strategy_rules
 from agents.rules.understanding import understand_rules
 from agents.testing.standin.messages import Request
