@@ -72,6 +72,22 @@ LIMITS: dict[str, Limits] = {
 }
 
 
+def describe(caps: Capabilities) -> str:
+    """What ``caps`` serve and not, in a few words: ``structured output, caching; no batches``."""
+    names = {
+        "structured output": caps.structured_output,
+        "caching": caps.caching,
+        "batches": caps.batches,
+        "token counting": caps.token_counting,
+    }
+    served = [n for n, on in names.items() if on]
+    missing = [n for n, on in names.items() if not on]
+    parts = [", ".join(served)] if served else []
+    if missing:
+        parts.append("no " + ", ".join(missing))
+    return "; ".join(parts)
+
+
 def limits_for(provider: str) -> Limits:
     """The default limits of ``provider`` (a dotted path gets the first-party ones)."""
     return LIMITS.get(provider, Limits())

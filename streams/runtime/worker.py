@@ -7,6 +7,7 @@ import logging
 import sys
 from typing import Any
 
+from agents.models.capabilities import capabilities_of, describe
 from agents.models.llm import LLM
 from agents.models.providers import ModelOptions, ProviderError, open_llm
 from agents.orders import OrderStore, open_store
@@ -109,6 +110,8 @@ def run(settings: Settings) -> None:
     from streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
+    # A model that cannot be built is a settings error: said before the broker is reached.
+    llm = build_llm(settings)
     cluster = asyncio.run(probe_broker(settings))
     asyncio.run(ensure_topics(settings))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
@@ -130,11 +133,18 @@ def run(settings: Settings) -> None:
             file=sys.stderr,
             flush=True,
         )
-    llm = build_llm(settings)
     if settings.llm == "offline":
         print(
             "baton: using the OFFLINE rule-based model (no ANTHROPIC_API_KEY set); "
             "replies are deterministic templates, not Claude.",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif settings.llm != "anthropic":
+        print(
+            f"baton: model provider {settings.llm} ({describe(capabilities_of(llm))}); "
+            f"{settings.model_timeout_s:g} s per call, {settings.ticket_model_budget_s:g} s "
+            f"per ticket, {settings.model_concurrency} calls in flight at most",
             file=sys.stderr,
             flush=True,
         )

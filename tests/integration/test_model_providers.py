@@ -71,6 +71,10 @@ async def test_a_worker_answers_through_another_provider(
     # The slow first call was said once, with the setting to raise.
     slow = [line for line in log.splitlines() if "model calls are slow for the limits" in line]
     assert len(slow) == 1 and "raise BATON_MODEL_TIMEOUT" in slow[0], log[-3000:]
+    assert f"baton: model provider {provider} (structured output" in log
+    # The timeout was set; the rest are the provider's own defaults.
+    limits = "1200 s per ticket, 4 calls" if provider == "openai" else "180 s per ticket, 256 calls"
+    assert f"2 s per call, {limits} in flight at most" in log
     if provider == "openai":
         # A self-hosted model has no price: its cost is unknown, not 0.
         assert all(r.usage.unpriced_calls == r.usage.calls > 0 for r in replies.values())

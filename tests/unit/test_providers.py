@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from agents.models import Capabilities, ModelOptions, ProviderError, open_llm
-from agents.models.capabilities import BEDROCK, OPENAI_COMPATIBLE, VERTEX, capabilities_of
+from agents.models.capabilities import (
+    BEDROCK,
+    OPENAI_COMPATIBLE,
+    VERTEX,
+    capabilities_of,
+    describe,
+)
 from agents.models.claude import AnthropicLLM
 from agents.models.llm import SpendLimit, TimedOut
 from agents.models.openai_compat import message_of
@@ -297,3 +303,10 @@ def test_cache_minimums_are_configurable_per_model() -> None:
 )
 def test_a_platform_model_name_finds_its_price(name: str) -> None:
     assert price_for(name, PRICES) == PRICES["claude-sonnet-4-5"]
+
+
+def test_what_a_provider_serves_is_said_in_a_few_words() -> None:
+    assert describe(OPENAI_COMPATIBLE) == "structured output; no caching, batches, token counting"
+    assert describe(BEDROCK) == "structured output, caching; no batches, token counting"
+    assert describe(Capabilities()) == "structured output, caching, batches, token counting"
+    assert describe(Capabilities(False, False, False, False)).startswith("no structured output")
