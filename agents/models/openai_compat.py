@@ -8,14 +8,18 @@ tolerant reading of the output are ``AnthropicLLM``'s: ``prompt_tokens`` (less i
 are the input tokens, ``completion_tokens`` the output tokens, cached prompt tokens cache reads;
 ``finish_reason`` ``length`` is a truncation and ``content_filter`` (or a ``refusal``) a refusal.
 
+A server that answers 400 to the JSON-schema ``response_format`` (it has no such mode) is asked
+again at once with the schema in the prompt instead, and from then on, said once at WARNING.
 The key, if any, is sent as a bearer token to this endpoint only, never an Anthropic key.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -26,6 +30,9 @@ from agents.models.api_errors import Attempt, spend_limit_message
 from agents.models.capabilities import OPENAI_COMPATIBLE, Capabilities
 from agents.models.claude import AnthropicLLM, AttemptFailed
 from agents.models.llm import SpendLimit, TimedOut, Unavailable
+from agents.models.parsing import schema_text
+
+log = logging.getLogger(__name__)
 
 _RETRY_STATUS = frozenset({408, 409, 429})
 _OVERLOAD_STATUS = frozenset({429, 503, 529})
@@ -130,6 +137,20 @@ def status_attempt(model: str, response: httpx2.Response, request_id: str | None
     )
 
 
+def _about_schema(response: httpx2.Response) -> bool:
+    """Whether a 400 is about the response format (not, say, a prompt too long)."""
+    text = response.text.lower()
+    return any(word in text for word in ("response_format", "json_schema", "schema"))
+
+
+def without_schema(request: Mapping[str, Any]) -> dict[str, Any]:
+    """``request`` with its structured output moved into the system prompt."""
+    out = dict(request)
+    schema = out.pop("output_config")["format"]["schema"]
+    out["system"] = _system_text(out.get("system", "")) + schema_text(schema)
+    return out
+
+
 class _ChatClient:
     """The HTTP side: an ``httpx2`` client on the endpoint's base URL, with the bearer key."""
 
@@ -164,6 +185,16 @@ class OpenAICompatibleLLM(AnthropicLLM):
     def _make_client(self, **options: Any) -> Any:
         return _ChatClient(options["http_client"], str(options["base_url"]), options["api_key"])
 
+    def _drop_structured_output(self, model: str, response: httpx2.Response) -> None:
+        self.capabilities = replace(self.capabilities, structured_output=False)
+        log.warning(
+            "%s refused the JSON-schema response_format (%d: %s): the answer's schema goes "
+            "into the prompt instead (BATON_MODEL_STRUCTURED_OUTPUT=off says so at start)",
+            model,
+            response.status_code,
+            response.text[:200],
+        )
+
     async def _call(
         self, request: dict[str, Any], timeout_s: float
     ) -> tuple[Message, Mapping[str, str]]:
@@ -183,6 +214,10 @@ class OpenAICompatibleLLM(AnthropicLLM):
             raise AttemptFailed(Attempt(Unavailable(f"{model} unreachable: {exc}"), True)) from None
         headers = response.headers
         request_id = headers.get("x-request-id") or headers.get("request-id")
+        if response.status_code == 400 and request.get("output_config") and _about_schema(response):
+            # A server without a JSON-schema mode: the schema goes into the prompt from now on.
+            self._drop_structured_output(model, response)
+            return await self._call(without_schema(request), timeout_s)
         if response.status_code >= 400:
             raise AttemptFailed(status_attempt(model, response, request_id), headers)
         try:

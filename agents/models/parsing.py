@@ -102,7 +102,12 @@ def output_schema(output_type: type[BaseModel]) -> dict[str, Any]:
 @functools.cache
 def schema_instruction(output_type: type[BaseModel]) -> str:
     """What the prompt says about the answer's form when the provider cannot constrain it."""
-    schema = json.dumps(output_schema(output_type), ensure_ascii=False, sort_keys=True)
+    return schema_text(output_schema(output_type))
+
+
+def schema_text(schema_of_answer: dict[str, Any]) -> str:
+    """The prompt's "Answer format" section for a JSON Schema."""
+    schema = json.dumps(schema_of_answer, ensure_ascii=False, sort_keys=True)
     return (
         "\n\n# Answer format\n"
         "Answer with one JSON object and nothing else: no prose before or after it, no code "

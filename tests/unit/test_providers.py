@@ -310,3 +310,26 @@ def test_what_a_provider_serves_is_said_in_a_few_words() -> None:
     assert describe(BEDROCK) == "structured output, caching; no batches, token counting"
     assert describe(Capabilities()) == "structured output, caching, batches, token counting"
     assert describe(Capabilities(False, False, False, False)).startswith("no structured output")
+
+
+async def test_a_server_without_a_json_schema_mode_gets_the_schema_in_the_prompt(
+    own_standin: StandIn, seen: list[Request], caplog: pytest.LogCaptureFixture
+) -> None:
+    own_standin.chat_json_schema = False
+    llm = open_llm("openai", options(own_standin.base_url + "/v1", model="m"))
+    try:
+        first = await llm.ask(prompt("lookup"))
+        second = await llm.ask(prompt("lookup", ticket_id="t-2"))
+    finally:
+        await llm.aclose()
+    assert first.value.order_id == second.value.order_id == ORDERS[0].order_id
+    stats = own_standin.stats()
+    # One refusal, then every call with the schema in the system prompt instead.
+    assert stats["by_fault"] == {"json_schema_refused": 1}
+    assert [r["schema"] for r in stats["requests"]] == [False, False]
+    assert all(r.system.endswith(schema_instruction(OrderChoice)) for r in seen)
+    assert capabilities_of(llm).structured_output is False
+    refused = [
+        r.getMessage() for r in caplog.records if "refused the JSON-schema" in r.getMessage()
+    ]
+    assert len(refused) == 1 and "BATON_MODEL_STRUCTURED_OUTPUT=off" in refused[0]

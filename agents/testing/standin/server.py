@@ -93,10 +93,14 @@ class StandIn:
         seed: int = 0,
         rate_limit: RateBudget | None = None,
         style: WeakStyle | None = None,
+        chat_json_schema: bool = True,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
         # A weak model's habits (None: a healthy model's answers).
         self.style = style
+        # False: /v1/chat/completions refuses a JSON-schema response_format, as a server
+        # without that mode does.
+        self.chat_json_schema = chat_json_schema
         self.retry_after = retry_after
         self.cache = PromptCache(min_cache_tokens)
         self.faults = FaultPlan()
@@ -248,6 +252,11 @@ class StandIn:
             body = messages_of_chat(await http.json())
         except ValueError as exc:
             return _error(400, "invalid_request_error", str(exc))
+        if "output_config" in body and not self.chat_json_schema:
+            with self._lock:
+                self._by_fault["json_schema_refused"] += 1
+            text = "response_format type 'json_schema' is not supported by this server"
+            return _error(400, "invalid_request_error", text)
         wire = {
             "wire": "chat",
             "auth": _auth(http),
