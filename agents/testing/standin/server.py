@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from agents.testing.standin.batches import BatchDesk, Posted
 from agents.testing.standin.caching import PromptCache, estimate_tokens
+from agents.testing.standin.errors import error_response, request_id
 from agents.testing.standin.faults import (
     API_ERRORS,
     NOT_JSON,
@@ -30,37 +31,13 @@ from agents.testing.standin.faults import (
 from agents.testing.standin.messages import (
     Request,
     Responder,
-    chat_of_message,
     echo_responder,
-    messages_of_chat,
     read_count_request,
     read_request,
 )
 from agents.testing.standin.ratelimits import RateBudget, RateWindow
 from agents.testing.standin.weak import WeakStyle
-
-_VERTEX = "/projects/{project}/locations/{region}/publishers/anthropic/models/{tail}"
-
-
-def _auth(http: web.Request) -> str | None:
-    """How a request authenticated, never the secret: ``bearer``, ``x-api-key``, ``aws-sigv4``."""
-    value = http.headers.get("authorization", "")
-    if value.startswith("AWS4-HMAC-SHA256"):
-        return "aws-sigv4"
-    if value.lower().startswith("bearer "):
-        return "bearer"
-    return "x-api-key" if "x-api-key" in http.headers else None
-
-
-def _request_id() -> str:
-    return f"req_standin_{uuid.uuid4().hex[:20]}"
-
-
-def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
-    error: dict[str, Any] = {"type": kind, "message": message, **extra}
-    request_id = _request_id()
-    body = {"type": "error", "error": error, "request_id": request_id}
-    return web.json_response(body, status=status, headers={"request-id": request_id})
+from agents.testing.standin.wires import Wires
 
 
 class StandIn:
@@ -101,6 +78,7 @@ class StandIn:
         # False: /v1/chat/completions refuses a JSON-schema response_format, as a server
         # without that mode does.
         self.chat_json_schema = chat_json_schema
+        self.wires = Wires(self._messages, self._count_tokens, lambda: self.chat_json_schema)
         self.retry_after = retry_after
         self.cache = PromptCache(min_cache_tokens)
         self.faults = FaultPlan()
@@ -125,6 +103,7 @@ class StandIn:
     def _clear(self) -> None:
         self._calls, self._in_flight, self._max_in_flight = 0, 0, 0
         self._answered = 0
+        self.wires.refused = 0
         self._counts = 0
         self._request_ids: deque[str] = deque(maxlen=10_000)
         self._by_stage: Counter[str] = Counter()
@@ -136,11 +115,8 @@ class StandIn:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
-        # Claude on Amazon Bedrock and Vertex AI: the model in the path, the version in the body.
-        app.router.add_post("/model/{model}/invoke", self._bedrock)
-        app.router.add_post(_VERTEX, self._vertex)
-        # An OpenAI-compatible server (vLLM, Ollama, llama.cpp).
-        app.router.add_post("/v1/chat/completions", self._chat)
+        # Claude on Amazon Bedrock and Vertex AI, and an OpenAI-compatible server.
+        self.wires.routes(app)
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
@@ -188,7 +164,8 @@ class StandIn:
                 **self.batches.stats(),
                 "calls": self._calls,
                 "by_stage": dict(self._by_stage),
-                "by_fault": dict(self._by_fault),
+                "by_fault": dict(self._by_fault)
+                | ({"json_schema_refused": self.wires.refused} if self.wires.refused else {}),
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
                 "token_counts": self._counts,
@@ -217,70 +194,6 @@ class StandIn:
             text = self.style.wrap_text(request, text)
         return text
 
-    async def _bedrock(self, http: web.Request) -> web.Response:
-        body = await http.json()
-        if not isinstance(body, dict) or "model" in body:
-            return _error(400, "invalid_request_error", "model: belongs in the path on Bedrock")
-        if not body.get("anthropic_version"):
-            return _error(400, "invalid_request_error", "anthropic_version: Field required")
-        wire = {"wire": "bedrock", "version": body["anthropic_version"], "auth": _auth(http)}
-        posted = Posted.of({**body, "model": http.match_info["model"]})
-        return await self._messages(posted, wire)
-
-    async def _vertex(self, http: web.Request) -> web.Response:
-        model, _, verb = http.match_info["tail"].partition(":")
-        body = await http.json()
-        if verb != "rawPredict" or not isinstance(body, dict):
-            return _error(404, "not_found_error", f"no such method: {verb!r}")
-        if not body.get("anthropic_version"):
-            return _error(400, "invalid_request_error", "anthropic_version: Field required")
-        if model == "count-tokens":
-            return await self._count_tokens(Posted.of(body))
-        if "model" in body:
-            return _error(400, "invalid_request_error", "model: belongs in the path on Vertex AI")
-        wire = {
-            "wire": "vertex",
-            "version": body["anthropic_version"],
-            "auth": _auth(http),
-            "project": http.match_info["project"],
-            "region": http.match_info["region"],
-        }
-        return await self._messages(Posted.of({**body, "model": model}), wire)
-
-    async def _chat(self, http: web.Request) -> web.Response:
-        try:
-            body = messages_of_chat(await http.json())
-        except ValueError as exc:
-            return _error(400, "invalid_request_error", str(exc))
-        if "output_config" in body and not self.chat_json_schema:
-            with self._lock:
-                self._by_fault["json_schema_refused"] += 1
-            text = "response_format type 'json_schema' is not supported by this server"
-            return _error(400, "invalid_request_error", text)
-        wire = {
-            "wire": "chat",
-            "auth": _auth(http),
-            "schema": "output_config" in body,
-            # Names only: a header's value may be a secret.
-            "headers": sorted(k.lower() for k in http.headers),
-        }
-        response = await self._messages(Posted.of(body), wire)
-        headers = {"x-request-id": response.headers.get("request-id", _request_id())}
-        headers.update(
-            (k, v) for k, v in response.headers.items() if k.lower().startswith("retry-after")
-        )
-        if response.status != 200:
-            assert isinstance(response.body, bytes)
-            return web.Response(
-                body=response.body,
-                status=response.status,
-                headers=headers,
-                content_type="application/json",
-            )
-        assert isinstance(response.body, bytes)
-        completion = chat_of_message(orjson.loads(response.body))
-        return web.json_response(completion, headers=headers)
-
     async def _messages(
         self, http: web.Request, wire: Mapping[str, Any] | None = None
     ) -> web.Response:
@@ -302,13 +215,15 @@ class StandIn:
         with self._lock:
             self._counts += 1
         if self.count_tokens_fails:
-            return _error(500, "api_error", "stand-in: token counting is failing on request")
+            return error_response(
+                500, "api_error", "stand-in: token counting is failing on request"
+            )
         try:
             system, text = read_count_request(await http.json())
         except ValueError as exc:
-            return _error(400, "invalid_request_error", str(exc))
+            return error_response(400, "invalid_request_error", str(exc))
         tokens = estimate_tokens(system) + estimate_tokens(text)
-        return web.json_response({"input_tokens": tokens}, headers={"request-id": _request_id()})
+        return web.json_response({"input_tokens": tokens}, headers={"request-id": request_id()})
 
     async def _answer(
         self, http: web.Request, wire: Mapping[str, Any] | None = None
@@ -316,7 +231,7 @@ class StandIn:
         try:
             request = read_request(await http.json())
         except ValueError as exc:
-            return _error(400, "invalid_request_error", str(exc))
+            return error_response(400, "invalid_request_error", str(exc))
         limits: dict[str, str] = {}
         if self.rate_limit is not None:
             tokens = estimate_tokens(request.system) + estimate_tokens(request.text)
@@ -325,7 +240,7 @@ class StandIn:
                 with self._lock:
                     self._by_fault["rate_limited"] += 1
                     self._requests.append({"stage": request.stage, "status": 429})
-                response = _error(429, "rate_limit_error", "stand-in: rate limit exceeded")
+                response = error_response(429, "rate_limit_error", "stand-in: rate limit exceeded")
                 response.headers.update(limits)
                 return response
         response = await self._reply(request, wire)
@@ -356,8 +271,8 @@ class StandIn:
             status, kind, text = API_ERRORS[fault]
             self._note(summary, status=status)
             if fault == "spend_limit":
-                return _error(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
-            response = _error(status, kind, text)
+                return error_response(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
+            response = error_response(status, kind, text)
             response.headers["retry-after"] = str(max(1, math.ceil(self.retry_after)))
             response.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
             return response
@@ -373,7 +288,7 @@ class StandIn:
             output = self._output(request, fault)
         except Exception as exc:
             self._note(summary, status=500)
-            response = _error(500, "api_error", f"stand-in responder failed: {exc!r}")
+            response = error_response(500, "api_error", f"stand-in responder failed: {exc!r}")
             # A responder bug is not transient: tell the SDK not to retry it.
             response.headers["x-should-retry"] = "false"
             return response
@@ -392,14 +307,14 @@ class StandIn:
             "stop_sequence": None,
             "usage": usage,
         }
-        return web.json_response(message, headers={"request-id": _request_id()})
+        return web.json_response(message, headers={"request-id": request_id()})
 
     async def _control_faults(self, http: web.Request) -> web.Response:
         try:
             data = await http.json()
             self.add_faults(data if isinstance(data, list) else [data])
         except (ValueError, TypeError) as exc:
-            return _error(400, "invalid_request_error", str(exc))
+            return error_response(400, "invalid_request_error", str(exc))
         return web.json_response({"queued": len(data) if isinstance(data, list) else 1})
 
     async def _control_reset(self, http: web.Request) -> web.Response:
