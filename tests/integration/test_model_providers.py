@@ -1,6 +1,6 @@
-"""A worker on another model provider, end to end: ``BATON_LLM=openai`` against an
-OpenAI-compatible server that answers as a weak model does, and ``BATON_LLM=bedrock``, both
-served by the stand-in over HTTP; the replies, the wire each call came on, and the ledger."""
+"""A worker on another model provider, end to end: ``BATON_LLM=openai`` (an OpenAI-compatible
+server), ``bedrock`` and ``vertex``, each served by the stand-in over HTTP answering as a weak
+model does; the replies, the wire each call came on, the ledger and the worker's own lines."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _deployment(broker: Broker, namespace: str, tmp_path: Path, env: dict[str, s
     return Deployment(broker=broker, namespace=namespace, data_dir=tmp_path, env_extra=env)
 
 
-@pytest.mark.parametrize("provider", ["openai", "bedrock"])
+@pytest.mark.parametrize("provider", ["openai", "bedrock", "vertex"])
 async def test_a_worker_answers_through_another_provider(
     provider: str, broker: Broker, namespace: str, weak_server: StandIn, tmp_path: Path
 ) -> None:
@@ -46,6 +46,8 @@ async def test_a_worker_answers_through_another_provider(
         "BATON_MODEL_URL": url,
         "BATON_MODEL_API_KEY": "self-hosted-key",
         "AWS_REGION": "eu-west-1",
+        "CLOUD_ML_REGION": "europe-west4",
+        "ANTHROPIC_VERTEX_PROJECT_ID": "shop-support",
         "BATON_MODEL_MAX_RETRIES": "2",
         "BATON_MODEL_TIMEOUT": "2",
     }
@@ -61,7 +63,7 @@ async def test_a_worker_answers_through_another_provider(
     assert replies["p1"].order_id == "O-1001" and "O-1001" in replies["p1"].reply
     assert replies["p2"].order_id == "O-2001" and "水壶" in replies["p2"].reply
     calls = [r for r in weak_server.stats()["requests"] if r.get("ticket_id") in replies]
-    wire = "chat" if provider == "openai" else "bedrock"
+    wire = {"openai": "chat", "bedrock": "bedrock", "vertex": "vertex"}[provider]
     assert calls and {c["wire"] for c in calls} == {wire}
     assert {c["auth"] for c in calls} == {"bearer"}
     assert all(r.llm == provider for r in replies.values())
@@ -71,7 +73,8 @@ async def test_a_worker_answers_through_another_provider(
     # The slow first call was said once, with the setting to raise.
     slow = [line for line in log.splitlines() if "model calls are slow for the limits" in line]
     assert len(slow) == 1 and "raise BATON_MODEL_TIMEOUT" in slow[0], log[-3000:]
-    assert f"baton: model provider {provider} (structured output" in log
+    said = "caching, token counting; no structured output" if provider == "vertex" else "structured"
+    assert f"baton: model provider {provider} ({said}" in log
     # The timeout was set; the rest are the provider's own defaults.
     limits = "1200 s per ticket, 4 calls" if provider == "openai" else "180 s per ticket, 256 calls"
     assert f"2 s per call, {limits} in flight at most" in log
