@@ -24,6 +24,7 @@ T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\r?\n?(.*?)```", re.S)
 # Where to start decoding an object inside prose; bounded so a brace-heavy reply stays cheap.
 _MAX_STARTS = 32
+_MAX_CANDIDATES = 8
 ONLY_JSON = "answer with the JSON object alone: no prose before or after it, no code fences"
 
 _decoder = json.JSONDecoder()
@@ -37,24 +38,34 @@ def _object_at(text: str, start: int) -> str | None:
     return text[start:end] if isinstance(value, dict) else None
 
 
-def recover_json(text: str) -> str | None:
-    """The JSON object in ``text``: the text itself, a fenced block's, or the first in prose."""
+def json_candidates(text: str) -> list[str]:
+    """The JSON objects in ``text``, most likely answer first: the text itself, fenced blocks,
+    then objects in the prose (a model may quote an example or the schema before answering)."""
     stripped = text.strip()
     if stripped.startswith("{") and _object_at(stripped, 0) == stripped:
-        return stripped
+        return [stripped]
+    found: list[str] = []
     for block in _FENCE.findall(text):
         inner = block.strip()
-        if inner.startswith("{") and (found := _object_at(inner, 0)) is not None:
-            return found
-    start = text.find("{")
-    for _ in range(_MAX_STARTS):
-        if start < 0:
-            break
-        found = _object_at(text, start)
-        if found is not None:
-            return found
-        start = text.find("{", start + 1)
-    return None
+        if inner.startswith("{") and (obj := _object_at(inner, 0)) is not None:
+            found.append(obj)
+    start, tries = text.find("{"), 0
+    while start >= 0 and tries < _MAX_STARTS and len(found) < _MAX_CANDIDATES:
+        tries += 1
+        obj = _object_at(text, start)
+        if obj is None:
+            start = text.find("{", start + 1)
+            continue
+        if obj not in found:
+            found.append(obj)
+        start = text.find("{", start + len(obj))
+    return found
+
+
+def recover_json(text: str) -> str | None:
+    """The most likely JSON answer in ``text`` (see ``json_candidates``), or None."""
+    candidates = json_candidates(text)
+    return candidates[0] if candidates else None
 
 
 def readable(exc: ValidationError) -> str:
@@ -83,14 +94,18 @@ def parse_output(
         if not _not_json(exc):
             raise OutputInvalid(readable(exc), text, request_id=request_id) from None
         first = exc
-    recovered = recover_json(text)
-    if recovered is None:
+    candidates = json_candidates(text)
+    if not candidates:
         message = f"{readable(first)}; {ONLY_JSON}"
         raise OutputInvalid(message, text, request_id=request_id) from None
-    try:
-        return output_type.model_validate_json(recovered), True
-    except ValidationError as exc:
-        raise OutputInvalid(readable(exc), text, request_id=request_id) from None
+    # The first object that is a valid answer; if none is, what is wrong with the likeliest.
+    complaint = ""
+    for candidate in candidates:
+        try:
+            return output_type.model_validate_json(candidate), True
+        except ValidationError as exc:
+            complaint = complaint or readable(exc)
+    raise OutputInvalid(complaint, text, request_id=request_id) from None
 
 
 @functools.cache

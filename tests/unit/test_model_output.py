@@ -135,3 +135,17 @@ async def test_the_weak_style_misspells_ids_then_switches_language_on_a_reask(
 )
 def test_a_near_miss_is_one_character_off(order_id: str, miss: str) -> None:
     assert near_miss(order_id) == miss
+
+
+def test_an_example_or_the_schema_quoted_before_the_answer_is_skipped() -> None:
+    text = (
+        'The schema is {"type": "object", "required": ["order_id"]}, for example '
+        '```json\n{"order_id": "O-1001"}\n```\nMy answer:\n'
+        f"```json\n{CHOICE}\n```"
+    )
+    value, recovered = parse_output(text, OrderChoice)
+    assert recovered and value.order_id == "ORD-1001"
+    # None valid: the complaint is about the likeliest one (the first fenced block).
+    with pytest.raises(OutputInvalid) as caught:
+        parse_output('```json\n{"order_id": "O-1"}\n``` or {"reason": "r"}', OrderChoice)
+    assert caught.value.message == "reason: Field required"
