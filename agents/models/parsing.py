@@ -2,9 +2,9 @@
 
 A provider that constrains its output (structured output) answers with the JSON alone; one that
 does not, or that accepts the constraint and ignores it, may wrap the JSON in a Markdown fence or
-put a sentence before it. The JSON object is recovered from such text and validated exactly as
-an unwrapped answer would be; text with no JSON object in it is invalid, and the complaint says
-how to answer, so the re-ask can fix it.
+put a sentence before it. The JSON objects in such text are recovered (fences first) and each
+validated exactly as an unwrapped answer would be, until one is valid; text with no JSON object
+in it is invalid, and the complaint says how to answer, so the re-ask can fix it.
 """
 
 from __future__ import annotations
