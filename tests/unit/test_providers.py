@@ -28,6 +28,7 @@ from schemas import OrderChoice, UsageTotals
 from streams.runtime.worker import build_llm, model_options
 from streams.settings import SettingsError, load
 from tests.fixtures.agents import MODEL, ORDERS, prompt, respond
+from tests.fixtures.paths import ROOT
 
 
 @pytest.fixture
@@ -333,3 +334,11 @@ async def test_a_server_without_a_json_schema_mode_gets_the_schema_in_the_prompt
         r.getMessage() for r in caplog.records if "refused the JSON-schema" in r.getMessage()
     ]
     assert len(refused) == 1 and "BATON_MODEL_STRUCTURED_OUTPUT=off" in refused[0]
+
+
+def test_the_documented_model_example_is_the_shipped_one() -> None:
+    doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## A model") :]
+    shown = section[section.index("```python\n") + len("```python\n") :]
+    shown = shown[: shown.index("```")]
+    assert shown.strip() in (ROOT / "examples" / "gateway_model.py").read_text(encoding="utf-8")
