@@ -20,7 +20,7 @@ from agents.models.providers import ProviderError, check_name
 # A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
 LLMKind = str
 # Providers whose model names are their own: BATON_MODEL must name one.
-NAMED_MODELS = ("bedrock", "openai")
+NAMED_MODELS = ("bedrock", "vertex", "openai")
 StoreKind = Literal["memory", "rocksdb"]
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
 
@@ -420,7 +420,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
     # Understanding and choosing among orders are extraction tasks: a small fast model does
     # them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them.
-    first_party_names = llm in ("anthropic", "vertex", "offline")
+    first_party_names = llm in ("anthropic", "offline")
     stage_models = (
         {} if env.get("BATON_MODEL") or not first_party_names else dict(DEFAULT_STAGE_MODELS)
     )
