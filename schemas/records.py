@@ -155,7 +155,10 @@ class CallUsage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = Field(
+        default=0.0,
+        description="USD; null when the model has no known price (unknown, not free).",
+    )
     request_id: str | None = Field(
         default=None, description="The API's request-id of the call, when it sent one."
     )
@@ -171,6 +174,9 @@ class UsageTotals(BaseModel):
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     by_stage: dict[str, int] = Field(default_factory=dict, description="Model calls per stage.")
+    unpriced_calls: int = Field(
+        default=0, description="Calls of models with no known price: cost_usd leaves them out."
+    )
 
     def add(self, call: CallUsage) -> UsageTotals:
         """Return a new total including ``call``."""
@@ -182,8 +188,9 @@ class UsageTotals(BaseModel):
             output_tokens=self.output_tokens + call.output_tokens,
             cache_read_tokens=self.cache_read_tokens + call.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + call.cache_write_tokens,
-            cost_usd=round(self.cost_usd + call.cost_usd, 8),
+            cost_usd=round(self.cost_usd + (call.cost_usd or 0.0), 8),
             by_stage=by_stage,
+            unpriced_calls=self.unpriced_calls + (call.cost_usd is None),
         )
 
     def merge(self, other: UsageTotals) -> UsageTotals:
@@ -199,6 +206,7 @@ class UsageTotals(BaseModel):
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cost_usd=round(self.cost_usd + other.cost_usd, 8),
             by_stage=by_stage,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
     @property

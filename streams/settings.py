@@ -13,11 +13,16 @@ from typing import Literal
 import orjson
 
 from agents.dsn import MASK, mask_dsn
-from agents.models.prices import Price, parse_prices
+from agents.models.capabilities import StructuredOutput, limits_for
+from agents.models.prices import Price, parse_cache_minimums, parse_prices
+from agents.models.providers import ProviderError, check_name
 from agents.policy import PolicyError
 from agents.policy import load as load_policy
 
-LLMKind = Literal["anthropic", "offline"]
+# A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
+LLMKind = str
+# Providers whose model names are their own: BATON_MODEL must name one.
+NAMED_MODELS = ("bedrock", "vertex", "openai")
 StoreKind = Literal["memory", "rocksdb"]
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
 
@@ -98,6 +103,12 @@ class Settings:
     llm: LLMKind = "offline"
     model: str = "claude-sonnet-4-6"
     stage_models: Mapping[str, str] = field(default_factory=dict)
+    # The endpoint and key of a provider other than the first-party API (Bedrock's bearer
+    # key, Vertex AI's access token, a self-hosted server's key).
+    model_url: str | None = None
+    model_api_key: str | None = None
+    # auto: as the provider declares; off: the schema goes into the prompt instead.
+    model_structured_output: StructuredOutput = "auto"
     orders_dsn: str = ""
     # The shop's service policy file (TOML); empty: the demo shop's, shipped with baton.
     policy_file: Path | None = None
@@ -148,6 +159,7 @@ class Settings:
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     processing_guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
     prices: Mapping[str, Price] = field(default_factory=dict)
+    cache_min_tokens: Mapping[str, int] = field(default_factory=dict)
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     kafka: KafkaSecurity = KafkaSecurity()
@@ -158,13 +170,13 @@ class Settings:
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
-        for name in ("web_token", "anthropic_api_key"):
+        for name in ("web_token", "anthropic_api_key", "model_api_key"):
             if shown[name]:
                 shown[name] = MASK
         if self.orders_auth:
             shown["orders_auth"] = f"{self.orders_auth.partition(':')[0]}: {MASK}"
         # Every URL may carry a user:password@ part.
-        for name in ("orders_dsn", "broker", "anthropic_base_url"):
+        for name in ("orders_dsn", "broker", "anthropic_base_url", "model_url"):
             if shown[name]:
                 shown[name] = mask_dsn(shown[name])
         shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
@@ -219,6 +231,9 @@ class Settings:
             "BATON_WEB_TOKEN": self.web_token or "",
             "BATON_LLM": self.llm,
             "BATON_MODEL": self.model,
+            "BATON_MODEL_URL": self.model_url or "",
+            "BATON_MODEL_API_KEY": self.model_api_key or "",
+            "BATON_MODEL_STRUCTURED_OUTPUT": self.model_structured_output,
             "BATON_ORDERS_DSN": self.orders_dsn,
             "BATON_POLICY": str(self.policy_file or ""),
             "BATON_ORDERS_SOURCE": self.orders_source,
@@ -265,6 +280,8 @@ class Settings:
                 m: [p.input, p.output, p.cache_write, p.cache_read] for m, p in self.prices.items()
             }
             env["BATON_PRICES"] = orjson.dumps(rows).decode()
+        if self.cache_min_tokens:
+            env["BATON_CACHE_MIN_TOKENS"] = orjson.dumps(dict(self.cache_min_tokens)).decode()
         env |= self.kafka.to_env()
         if self.signing_keys:
             env["BATON_SIGNING_KEYS"] = ",".join(f"{k}:{v}" for k, v in self.signing_keys)
@@ -356,6 +373,24 @@ def _prices(env: Mapping[str, str]) -> dict[str, Price]:
         raise SettingsError(str(exc)) from None
 
 
+def _cache_minimums(env: Mapping[str, str]) -> dict[str, int]:
+    try:
+        return parse_cache_minimums(env.get("BATON_CACHE_MIN_TOKENS", ""), "BATON_CACHE_MIN_TOKENS")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def _llm(env: Mapping[str, str]) -> str:
+    llm = env.get("BATON_LLM") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "offline")
+    try:
+        check_name(llm)
+    except ProviderError as exc:
+        raise SettingsError(str(exc)) from None
+    if llm in NAMED_MODELS and not env.get("BATON_MODEL"):
+        raise SettingsError(f"BATON_LLM={llm} needs BATON_MODEL: the model's name there")
+    return llm
+
+
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
     value = (env.get(name) or default).upper()
     if value not in choices:
@@ -443,9 +478,14 @@ def _policy_file(env: Mapping[str, str]) -> Path | None:
 def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``env`` (default: ``os.environ``); raises ``SettingsError``."""
     env = os.environ if env is None else env
-    llm = env.get("BATON_LLM") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "offline")
-    if llm not in ("anthropic", "offline"):
-        raise SettingsError(f"BATON_LLM must be 'anthropic' or 'offline', got {llm!r}")
+    llm = _llm(env)
+    structured = env.get("BATON_MODEL_STRUCTURED_OUTPUT") or "auto"
+    if structured not in ("auto", "on", "off"):
+        raise SettingsError(
+            f"BATON_MODEL_STRUCTURED_OUTPUT must be 'auto', 'on' or 'off', got {structured!r}"
+        )
+    # A provider's own defaults for the model time limits (a slow self-hosted server).
+    limits = limits_for(llm)
     log_format = env.get("BATON_LOG_FORMAT", "json")
     if log_format not in ("json", "text"):
         raise SettingsError(f"BATON_LOG_FORMAT must be 'json' or 'text', got {log_format!r}")
@@ -466,7 +506,10 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
     # Understanding and choosing among orders are extraction tasks: a small fast model does
     # them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them.
-    stage_models = {} if env.get("BATON_MODEL") else dict(DEFAULT_STAGE_MODELS)
+    first_party_names = llm in ("anthropic", "offline")
+    stage_models = (
+        {} if env.get("BATON_MODEL") or not first_party_names else dict(DEFAULT_STAGE_MODELS)
+    )
     stage_models |= {
         stage: env[f"BATON_MODEL_{stage.upper()}"]
         for stage in STAGES
@@ -482,9 +525,12 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         web_port=_int(env, "BATON_WEB_PORT", defaults.web_port, 1),
         web_bind=env.get("BATON_WEB_BIND", defaults.web_bind),
         web_token=env.get("BATON_WEB_TOKEN") or None,
-        llm=llm,  # type: ignore[arg-type]
+        llm=llm,
         model=env.get("BATON_MODEL") or defaults.model,
         stage_models=stage_models,
+        model_url=env.get("BATON_MODEL_URL") or None,
+        model_api_key=env.get("BATON_MODEL_API_KEY") or None,
+        model_structured_output=structured,  # type: ignore[arg-type]
         orders_dsn=env.get("BATON_ORDERS_DSN", ""),
         policy_file=_policy_file(env),
         orders_source=env.get("BATON_ORDERS_SOURCE", "").strip(),
@@ -513,12 +559,10 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         ),
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
         lag_interval_s=_float(env, "BATON_LAG_INTERVAL", defaults.lag_interval_s),
-        model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),
+        model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", limits.timeout_s),
         model_max_retries=_int(env, "BATON_MODEL_MAX_RETRIES", defaults.model_max_retries),
-        model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", defaults.model_concurrency, 1),
-        ticket_model_budget_s=_float(
-            env, "BATON_TICKET_MODEL_BUDGET", defaults.ticket_model_budget_s
-        ),
+        model_concurrency=_int(env, "BATON_MODEL_CONCURRENCY", limits.concurrency, 1),
+        ticket_model_budget_s=_float(env, "BATON_TICKET_MODEL_BUDGET", limits.ticket_budget_s),
         model_ratelimit_reserve=_fraction(
             env, "BATON_MODEL_RATELIMIT_RESERVE", defaults.model_ratelimit_reserve
         ),
@@ -544,6 +588,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         event_loop=event_loop,  # type: ignore[arg-type]
         processing_guarantee=guarantee,  # type: ignore[arg-type]
         prices=_prices(env),
+        cache_min_tokens=_cache_minimums(env),
         anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
         anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
         kafka=kafka_security(env),

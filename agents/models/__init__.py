@@ -1,5 +1,7 @@
-"""Model clients behind one protocol: ``LLM``, its prompt and answer, and how a call fails."""
+"""Model clients behind one protocol: ``LLM``, its prompt and answer, how a call fails, and
+the providers that build one (by name or ``module:factory``) with what each can do."""
 
+from agents.models.capabilities import Capabilities
 from agents.models.llm import (
     LLM,
     Answer,
@@ -13,17 +15,22 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
+from agents.models.providers import ModelOptions, ProviderError, open_llm
 
 __all__ = [
     "LLM",
     "Answer",
     "BudgetExceeded",
+    "Capabilities",
     "ModelFailure",
+    "ModelOptions",
     "OutputInvalid",
     "Prompt",
+    "ProviderError",
     "Refused",
     "SpendLimit",
     "TimedOut",
     "Truncated",
     "Unavailable",
+    "open_llm",
 ]

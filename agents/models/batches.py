@@ -68,6 +68,11 @@ class BatchSender(AnthropicLLM):
 
     hand_over: Callable[[dict[str, Any]], Awaitable[Message]] | None = None
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        # A batch's wait is no call's latency: nothing to measure against the live limits.
+        self.latency.first = 0
+
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         # No deadline: a batch takes up to 24 hours, and its wait is no ticket's model time.
         assert self.hand_over is not None, "a BatchSender sends only through a BatchLLM"
@@ -173,16 +178,16 @@ class BatchLLM:
         try:
             answer = await self.live.ask(prompt, feedback=feedback, max_tokens=max_tokens)
         except ModelFailure as exc:
-            self.tally.live_cost_usd += sum(u.cost_usd for u in exc.usage)
+            self.tally.live_cost_usd += sum(u.cost_usd or 0.0 for u in exc.usage)
             raise
-        self.tally.live_cost_usd += answer.usage.cost_usd
+        self.tally.live_cost_usd += answer.usage.cost_usd or 0.0
         return answer
 
     def _batch_priced(self, usage: CallUsage) -> CallUsage:
         price = price_for(usage.model, self.live.prices)
-        at_batch = cost(usage, batch_price(price)) if price is not None else 0.0
-        self.tally.batch_cost_usd += at_batch
-        self.tally.batch_cost_at_live_price_usd += usage.cost_usd
+        at_batch = cost(usage, batch_price(price)) if price is not None else None
+        self.tally.batch_cost_usd += at_batch or 0.0
+        self.tally.batch_cost_at_live_price_usd += usage.cost_usd or 0.0
         tokens = self.tally.batch_tokens.setdefault(usage.model, {})
         for kind in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             tokens[kind] = tokens.get(kind, 0) + getattr(usage, kind)

@@ -11,13 +11,18 @@ succeed, so an overload slows the worker down instead of piling retries onto it.
 Calls are costed with ``agents.models.prices``, updated by the constructor's ``prices``. Every
 response's ``anthropic-ratelimit-*`` headers feed ``agents.models.ratelimits``, which holds new
 calls before a budget runs out; every call's ``request-id`` is kept in its usage, its failure and
-its log line.
+its log line. A model with no price costs unknown (``cost_usd`` None), not 0.
+
+The request follows the provider's ``capabilities``: without structured output the answer's
+schema goes into the system prompt, without caching no breakpoints are sent; the answer is read
+tolerantly either way (``agents.models.parsing``). Subclasses change the client
+(``_make_client``: Bedrock, Vertex AI) or the wire (``_call``: an OpenAI-compatible server);
+``LatencyWatch`` times the first calls against the limits.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import time
@@ -26,12 +31,14 @@ from typing import Any, Literal, TypeVar
 
 import anthropic
 import httpx2
-from anthropic.types import JSONOutputFormatParam, Message, TextBlockParam
+from anthropic.types import Message
 from opentelemetry import trace
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agents.models import genai
-from agents.models.api_errors import attempt_failure, retry_cause
+from agents.models.api_errors import Attempt, attempt_failure, retry_cause
+from agents.models.capabilities import FIRST_PARTY, Capabilities, StructuredOutput
+from agents.models.latency import LatencyWatch
 from agents.models.llm import (
     Answer,
     ModelFailure,
@@ -43,40 +50,22 @@ from agents.models.llm import (
     Truncated,
 )
 from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
+from agents.models.parsing import parse_output
 from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from agents.models.ratelimits import RateLimitPacer
-from agents.models.tokens import ApiCounter, TokenCount
-from agents.prompts import split_shared
+from agents.models.request_shape import messages_request
+from agents.models.tokens import ApiCounter, Counter, Estimator, TokenCount
 from schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
 
 log = logging.getLogger(__name__)
 
-FEEDBACK = "\n\nYour previous answer was rejected: {}\nAnswer again, fixing these errors."
 SPEND_ALARM_INTERVAL_S = 60.0
 
 
 class OutOfTime(TimedOut):
     """The ticket's model time budget ran out: no further call for it."""
-
-
-def cache_blocks(system: str) -> list[TextBlockParam]:
-    """The system prompt as cache breakpoints: the handbook all stages share, then the stage's.
-
-    Stages on the same model then share the handbook's cache entry, so a rarely called stage
-    reads what a busy one wrote.
-    """
-    parts = split_shared(system)
-    return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
-
-
-def _readable(exc: ValidationError) -> str:
-    errors = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"]) or "output"
-        errors.append(f"{where}: {error['msg']}")
-    return "; ".join(errors)
 
 
 def sdk_spans(provider: trace.TracerProvider) -> Literal[False] | None:
@@ -97,16 +86,22 @@ def _tracer_provider() -> trace.TracerProvider:
         return trace.ProxyTracerProvider()
 
 
-@functools.cache
-def _output_format(output_type: type[BaseModel]) -> JSONOutputFormatParam:
-    # What messages.parse(output_format=...) would send; parse has no raw-response variant.
-    return {"type": "json_schema", "schema": anthropic.transform_schema(output_type)}
+class AttemptFailed(Exception):
+    """One request of a provider without the SDK's errors failed: how, and its headers."""
+
+    def __init__(self, attempt: Attempt, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(attempt.failure.message)
+        self.attempt = attempt
+        self.headers = headers
 
 
 class AnthropicLLM:
     """Claude through the official SDK; one instance per worker, ``concurrency`` calls at most."""
 
     name = "anthropic"
+    # The provider as OpenTelemetry's GenAI conventions name it.
+    provider = "anthropic"
+    capabilities: Capabilities = FIRST_PARTY
 
     def __init__(
         self,
@@ -120,19 +115,26 @@ class AnthropicLLM:
         concurrency: int = 8,
         ticket_budget_s: float = 180.0,
         prices: Mapping[str, Price] | None = None,
+        cache_min_tokens: Mapping[str, int] | None = None,
+        structured_output: StructuredOutput = "auto",
         ratelimit_reserve: float = 0.05,
         ratelimit_max_wait_s: float = 30.0,
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
+        self.capabilities = type(self).capabilities.with_structured_output(structured_output)
         self.model = model
         self.stage_models = dict(stage_models or {})
         self.prices = {**PRICES, **(prices or {})}
+        self.cache_min_tokens = dict(cache_min_tokens or {})
+        # Answers whose JSON was recovered from a fence or prose.
+        self.recovered = 0
         self.unpriced: set[str] = set()
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
         self.limit = AdaptiveLimit(concurrency, clock=clock)
         self.tickets = TicketClock(ticket_budget_s)
+        self.latency = LatencyWatch(timeout_s, ticket_budget_s, concurrency)
         self.spend_alarm = Throttle(SPEND_ALARM_INTERVAL_S, clock=clock)
         self.pacer = RateLimitPacer(
             reserve=ratelimit_reserve, max_wait_s=ratelimit_max_wait_s, clock=clock
@@ -152,7 +154,7 @@ class AnthropicLLM:
         limits = httpx2.Limits(
             max_connections=max(1000, concurrency), max_keepalive_connections=max(1, concurrency)
         )
-        self._client = anthropic.AsyncAnthropic(
+        self._client = self._make_client(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout_s,
@@ -160,7 +162,13 @@ class AnthropicLLM:
             http_client=anthropic.DefaultAioHttpClient(limits=limits),
             open_telemetry=sdk_spans(_tracer_provider()),
         )
-        self.counter = ApiCounter(self._client)
+        self.counter: Counter = (
+            ApiCounter(self._client) if self.capabilities.token_counting else Estimator()
+        )
+
+    def _make_client(self, **options: Any) -> anthropic.AsyncAnthropic:
+        """The SDK client of this provider (Bedrock and Vertex AI have their own)."""
+        return anthropic.AsyncAnthropic(**options)
 
     def model_for(self, stage: StageName) -> str:
         """The stage's own model if configured, else the default model."""
@@ -176,20 +184,12 @@ class AnthropicLLM:
         """Ask, retrying transient errors within the ticket's budget; raise a ``ModelFailure``."""
         model = self.model_for(prompt.stage)
         ticket = getattr(prompt.facts, "ticket_id", None)
-        request: dict[str, Any] = {
-            "model": model,
-            "max_tokens": max_tokens or prompt.max_tokens,
-            "system": cache_blocks(prompt.system),
-            "messages": [
-                {
-                    "role": "user",
-                    "content": prompt.context + (FEEDBACK.format(feedback) if feedback else ""),
-                }
-            ],
-            "output_config": {"format": _output_format(prompt.output_type)},
-        }
-        with genai.chat_span(model, prompt.stage, request["max_tokens"]) as span:
+        request = self.request(prompt, model, feedback, max_tokens or prompt.max_tokens)
+        with genai.chat_span(
+            model, prompt.stage, request["max_tokens"], provider=self.provider
+        ) as span:
             started = self._clock()
+            in_flight = self.limit.in_use + 1
             try:
                 message = await self._send(model, request, started + self.tickets.left(ticket))
             except SpendLimit:
@@ -198,11 +198,29 @@ class AnthropicLLM:
             except OutOfTime:
                 # What is left is too little for a retry, so too little for the next stage's call.
                 self.tickets.exhaust(ticket)
+                self.latency.observe(self._clock() - started, budget_spent=True)
+                raise
+            except TimedOut:
+                self.latency.observe(self._clock() - started, timed_out=True, in_flight=in_flight)
                 raise
             finally:
                 self.tickets.spend(ticket, self._clock() - started)
+            self.latency.observe(self._clock() - started, in_flight=in_flight)
             genai.record_response(span, message)
             return self._answer(prompt, model, message)
+
+    def request(
+        self, prompt: Prompt[T], model: str, feedback: str | None, max_tokens: int
+    ) -> dict[str, Any]:
+        """The Messages request of ``prompt``, shaped by the provider's capabilities."""
+        return messages_request(prompt, model, feedback, max_tokens, self.capabilities)
+
+    async def _call(
+        self, request: dict[str, Any], timeout_s: float
+    ) -> tuple[Message, Mapping[str, str]]:
+        """One request: the answer and its headers; an SDK error or ``AttemptFailed``."""
+        raw = await self._client.messages.with_raw_response.create(**request, timeout=timeout_s)
+        return await raw.parse(), raw.headers
 
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         last: ModelFailure | None = None
@@ -229,15 +247,13 @@ class AnthropicLLM:
             timeout_s = min(self.timeout_s, max(0.001, deadline - self._clock()))
             headers: Mapping[str, str] | None = None
             try:
-                raw = await self._client.messages.with_raw_response.create(
-                    **request, timeout=timeout_s
-                )
-                headers = raw.headers
-                message = await raw.parse()
+                message, headers = await self._call(request, timeout_s)
             except anthropic.AnthropicError as exc:
                 if isinstance(exc, anthropic.APIStatusError):
                     headers = exc.response.headers
                 attempt = attempt_failure(model, exc, timeout_s)
+            except AttemptFailed as exc:
+                headers, attempt = exc.headers, exc.attempt
             else:
                 self.limit.succeeded()
                 return message
@@ -307,9 +323,12 @@ class AnthropicLLM:
                 usage.request_id,
             )
         try:
-            value = prompt.output_type.model_validate_json(text)
-        except ValidationError as exc:
-            raise OutputInvalid(_readable(exc), text, [usage], usage.request_id) from None
+            value, recovered = parse_output(text, prompt.output_type)
+        except OutputInvalid as exc:
+            raise OutputInvalid(exc.message, text, [usage], usage.request_id) from None
+        if recovered:
+            self.recovered += 1
+            log.debug("%s: the answer's JSON was recovered from around it", model)
         return Answer(value=value, usage=usage, raw=text, stop_reason=stop)
 
     def _usage(self, stage: StageName, model: str, message: Message) -> CallUsage:
@@ -324,12 +343,16 @@ class AnthropicLLM:
             # A message from a batch's results came with no HTTP response, so no request id.
             request_id=getattr(message, "_request_id", None),
         )
-        if not (usage.cache_read_tokens or usage.cache_write_tokens):
+        if self.capabilities.caching and not (usage.cache_read_tokens or usage.cache_write_tokens):
             self._warn_uncached(stage, model, usage.input_tokens)
         price = price_for(model, self.prices)
-        if price is None and model not in self.unpriced:
-            self.unpriced.add(model)
-            log.warning("no price for model %s: its calls are costed at 0", model)
+        if price is None:
+            if model not in self.unpriced:
+                self.unpriced.add(model)
+                log.warning(
+                    "no price for model %s: its calls' cost is unknown (set BATON_PRICES)", model
+                )
+            return usage.model_copy(update={"cost_usd": None})
         return usage.model_copy(update={"cost_usd": cost(usage, price)})
 
     def _warn_uncached(self, stage: StageName, model: str, input_tokens: int) -> None:
@@ -343,7 +366,7 @@ class AnthropicLLM:
             model,
             input_tokens,
             model,
-            min_cacheable_tokens(model),
+            min_cacheable_tokens(model, self.cache_min_tokens),
         )
 
     async def aclose(self) -> None:

@@ -22,16 +22,18 @@ def _tracer() -> trace.Tracer:
 
 
 @contextmanager
-def chat_span(model: str, stage: str, max_tokens: int) -> Iterator[Span]:
+def chat_span(
+    model: str, stage: str, max_tokens: int, *, provider: str = PROVIDER
+) -> Iterator[Span]:
     """The current span of one chat call; a failure leaves ``error.type`` and an error status."""
     with _tracer().start_as_current_span(
         f"chat {model}",
         kind=SpanKind.CLIENT,
         attributes={
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": PROVIDER,
+            "gen_ai.provider.name": provider,
             # The older name, which many backends still read.
-            "gen_ai.system": PROVIDER,
+            "gen_ai.system": provider,
             "gen_ai.request.model": model,
             "gen_ai.request.max_tokens": max_tokens,
             "baton.stage": stage,

@@ -2,7 +2,11 @@
 
 A JSON table ``{"model": [input, output, cache_write, cache_read]}`` (or ``[input, output]``,
 deriving the cache prices) overrides or extends the built-in one (the settings read it from
-``BATON_PRICES``). A dated or ``-latest`` model name uses its base name's row.
+``BATON_PRICES``); ``{"model": tokens}`` does the same for the cache minimums
+(``BATON_CACHE_MIN_TOKENS``). A dated or ``-latest`` model name uses its base name's row, and so
+do the names Amazon Bedrock (``us.anthropic.claude-sonnet-4-5-20250929-v1:0``) and Vertex AI
+(``claude-sonnet-4-5@20250929``) give the same model. A model with no row has no price: its
+cost is unknown, not 0.
 """
 
 from __future__ import annotations
@@ -10,11 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import astuple, dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import orjson
 
-_VERSION_SUFFIX = re.compile(r"-(\d{8}|latest)$")
+_V = TypeVar("_V")
+
+_VERSION_SUFFIX = re.compile(r"(-|@)(\d{8}|latest)$")
+# Bedrock's inference-profile region and vendor prefix, and its model version suffix.
+_PLATFORM_PREFIX = re.compile(r"^(?:(?:us|eu|apac|global|jp|au|us-gov)\.)?anthropic\.")
+_PLATFORM_SUFFIX = re.compile(r"-v\d+(?::\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -92,18 +101,49 @@ def parse_prices(text: str, source: str) -> dict[str, Price]:
     return prices
 
 
+def parse_cache_minimums(text: str, source: str) -> dict[str, int]:
+    """The rows of a JSON table ``{"model": tokens}`` (empty text: none); ValueError naming
+    ``source``."""
+    if not text.strip():
+        return {}
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{source} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f'{source} must be {{"model": tokens}}')
+    for model, tokens in data.items():
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+            raise ValueError(f"{source}[{model!r}] must be a non-negative integer")
+    return dict(data)
+
+
+def base_name(model: str) -> str:
+    """``model`` without a date, ``-latest``, or a cloud platform's prefix and version."""
+    bare = _PLATFORM_SUFFIX.sub("", _PLATFORM_PREFIX.sub("", model))
+    return _VERSION_SUFFIX.sub("", bare)
+
+
+def _row(model: str, table: Mapping[str, _V]) -> _V | None:
+    if model in table:
+        return table[model]
+    return table.get(base_name(model))
+
+
 def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of ``model``, also under a dated or ``-latest`` name; None when unknown."""
-    if model in prices:
-        return prices[model]
-    return prices.get(_VERSION_SUFFIX.sub("", model))
+    """The price of ``model``, also under a dated, ``-latest`` or platform name; None when
+    unknown."""
+    return _row(model, prices)
 
 
-def min_cacheable_tokens(model: str) -> int:
-    """The shortest prompt prefix ``model`` caches (the strictest known value if unknown)."""
-    return CACHE_MIN_TOKENS.get(
-        model, CACHE_MIN_TOKENS.get(_VERSION_SUFFIX.sub("", model), CACHE_MIN_UNKNOWN)
-    )
+def min_cacheable_tokens(model: str, overrides: Mapping[str, int] | None = None) -> int:
+    """The shortest prompt prefix ``model`` caches: ``overrides``' row, the built-in one, or the
+    strictest known value if unknown."""
+    for table in (overrides or {}, CACHE_MIN_TOKENS):
+        found = _row(model, table)
+        if found is not None:
+            return found
+    return CACHE_MIN_UNKNOWN
 
 
 BATCH_FACTOR = 0.5

@@ -7,6 +7,7 @@ from typing import cast
 
 from pydantic import BaseModel
 
+from agents.models.capabilities import OFFLINE
 from agents.models.llm import Answer, OutputInvalid, Prompt, T
 from agents.policy.render import read_back
 from agents.prompts import Facts, parse_context
@@ -23,6 +24,7 @@ class OfflineLLM:
     """The rule-based model behind the ``LLM`` protocol: free, instant and deterministic."""
 
     name = "offline"
+    capabilities = OFFLINE
 
     def model_for(self, stage: StageName) -> str:
         """Name of the model used for ``stage``."""

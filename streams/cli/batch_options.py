@@ -46,3 +46,13 @@ def check_batch_options(args: argparse.Namespace, command: str) -> BatchOptions 
     from streams.batched import BatchOptions
 
     return BatchOptions(state=args.batch_state, poll_s=args.batch_poll)
+
+
+def batches_served(llm: str) -> bool:
+    """Whether provider ``llm`` declares the Message Batches API (a dotted path may: it is
+    checked when built; the offline rules are refused elsewhere with their own reason)."""
+    from agents.models.capabilities import CAPABILITIES
+
+    if llm == "offline" or llm not in CAPABILITIES:
+        return True
+    return CAPABILITIES[llm].batches

@@ -11,7 +11,7 @@ from streams.cli.batch_options import add_batch_options, check_batch_options
 from streams.cli.errors import Fail, UsageError
 from streams.settings import Settings
 
-MODES = ("offline", "anthropic", "echo")
+MODES = ("offline", "anthropic", "echo", "weak")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -25,7 +25,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="orders (JSON Lines); default: FILE with 'tickets' -> 'orders'",
     )
     p.add_argument(
-        "--llm", choices=MODES, default=None, help="model; default: as BATON_LLM would choose"
+        "--llm",
+        choices=MODES,
+        default=None,
+        help="model (echo, weak: the stand-in, healthy or as a weak model answers); "
+        "default: as BATON_LLM would choose",
     )
     p.add_argument("--json", action="store_true", help="print one JSON report instead of a table")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each phase")

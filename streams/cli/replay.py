@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from streams.cli.batch_options import add_batch_options, check_batch_options
+from streams.cli.batch_options import add_batch_options, batches_served, check_batch_options
 from streams.cli.errors import Fail, UsageError
 from streams.settings import Settings
 
@@ -120,6 +120,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     batch = check_batch_options(args, "baton replay")
     if batch is not None and args.no_worker:
         raise _usage("--batch answers the tickets itself: it cannot be used with --no-worker")
+    if batch is not None and not batches_served(settings.llm):
+        raise _usage(f"--batch: BATON_LLM={settings.llm} serves no Message Batches API")
     if batch is not None and (settings.llm != "anthropic" or not settings.anthropic_api_key):
         raise _usage("--batch needs ANTHROPIC_API_KEY and BATON_LLM=anthropic (rules call no API)")
     source, target = TopicNames.of(settings), settings.with_(namespace=namespace)

@@ -51,7 +51,8 @@ def _excerpt(text: str, limit: int = 70) -> str:
 
 
 def _usage_text(u: UsageTotals) -> str:
-    return f"{u.calls} call(s), {u.total_tokens} tokens, ${u.cost_usd:.4f}"
+    unknown = f" (+ {u.unpriced_calls} of unknown cost)" if u.unpriced_calls else ""
+    return f"{u.calls} call(s), {u.total_tokens} tokens, ${u.cost_usd:.4f}{unknown}"
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agents.models.batch_journal import BatchJournal
 from agents.models.batch_tally import Tally
+from agents.testing.standin.weak import STYLES
 from schemas.codec import dumps
 from schemas.records import Order, Reply
 from streams.batched import BatchOptions
@@ -46,8 +47,8 @@ def run_in_batches(
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
         path = state_path(settings, "eval", tickets_file.stem, options.state)
         run = settings.with_(data_dir=Path(tmp), llm="anthropic", **OWN_ORDERS)
-        if mode == "echo":
-            standin = stack.enter_context(run_in_thread())
+        if mode in STYLES:
+            standin = stack.enter_context(run_in_thread(style=STYLES[mode]))
             run = run.with_(anthropic_base_url=standin.base_url, anthropic_api_key=stand_in_key)
             path = Path(tmp) / "batch.json"
             say(f"model: message batches on the stand-in {standin.base_url} (echoes prompt facts)")

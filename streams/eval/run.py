@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.testing.standin.weak import STYLES
 from schemas.codec import InvalidRecord, parse
 from schemas.records import Order, Reply
 from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
@@ -180,14 +181,16 @@ def run_pipeline(
 
     replies: dict[str, Reply] = {}
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
-        llm = "offline" if mode == "offline" else "anthropic"
+        # The stand-in speaks the first-party API; any other provider is the run's own.
+        llm = "anthropic" if mode in ("anthropic", *STYLES) else mode
         settings = settings.with_(data_dir=Path(tmp), embedded_broker=True, llm=llm, **OWN_ORDERS)
-        if mode == "echo":
-            standin = stack.enter_context(run_in_thread())
+        if mode in STYLES:
+            standin = stack.enter_context(run_in_thread(style=STYLES[mode]))
             settings = settings.with_(
                 anthropic_base_url=standin.base_url, anthropic_api_key=STAND_IN_KEY
             )
-            say(f"model: the Messages-API stand-in on {standin.base_url} (echoes prompt facts)")
+            habit = "as a weak model answers" if mode == "weak" else "echoes prompt facts"
+            say(f"model: the Messages-API stand-in on {standin.base_url} ({habit})")
         else:
             say(f"model: {'offline rules' if mode == 'offline' else settings.model}")
 

@@ -7,13 +7,39 @@ import logging
 import sys
 from typing import Any
 
+from agents.models.capabilities import capabilities_of, describe
 from agents.models.llm import LLM
+from agents.models.providers import ModelOptions, ProviderError, open_llm
 from agents.orders import OrderSource
 from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
 from streams.runtime.orders import build_source, check_source
 from streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.worker")
+
+
+def model_options(settings: Settings) -> ModelOptions:
+    """What a model provider of a run is built from: endpoint, key, models, limits, prices.
+
+    The first-party API's key and address are ``ANTHROPIC_*``; every other provider's are
+    ``BATON_MODEL_URL`` and ``BATON_MODEL_API_KEY`` (an Anthropic key never goes elsewhere).
+    """
+    first_party = settings.llm == "anthropic"
+    return ModelOptions(
+        model=settings.model,
+        stage_models=dict(settings.stage_models),
+        api_key=settings.anthropic_api_key if first_party else settings.model_api_key,
+        base_url=settings.anthropic_base_url if first_party else settings.model_url,
+        timeout_s=settings.model_timeout_s,
+        max_retries=settings.model_max_retries,
+        concurrency=settings.model_concurrency,
+        ticket_budget_s=settings.ticket_model_budget_s,
+        prices=dict(settings.prices),
+        cache_min_tokens=dict(settings.cache_min_tokens),
+        structured_output=settings.model_structured_output,
+        ratelimit_reserve=settings.model_ratelimit_reserve,
+        ratelimit_max_wait_s=settings.model_ratelimit_wait_s,
+    )
 
 
 def client_options(settings: Settings) -> dict[str, Any]:
@@ -26,25 +52,16 @@ def client_options(settings: Settings) -> dict[str, Any]:
         "stage_models": dict(settings.stage_models),
         "timeout_s": settings.model_timeout_s,
         "prices": settings.prices,
+        "cache_min_tokens": settings.cache_min_tokens,
     }
 
 
 def build_llm(settings: Settings) -> LLM:
-    """The configured model: Claude through the SDK, or the offline rules."""
-    if settings.llm == "anthropic":
-        from agents.models.claude import AnthropicLLM
-
-        return AnthropicLLM(
-            **client_options(settings),
-            max_retries=settings.model_max_retries,
-            concurrency=settings.model_concurrency,
-            ticket_budget_s=settings.ticket_model_budget_s,
-            ratelimit_reserve=settings.model_ratelimit_reserve,
-            ratelimit_max_wait_s=settings.model_ratelimit_wait_s,
-        )
-    from agents.rules.offline import OfflineLLM
-
-    return OfflineLLM()
+    """The configured model provider (``BATON_LLM``); ``SettingsError`` if it cannot be built."""
+    try:
+        return open_llm(settings.llm, model_options(settings))
+    except ProviderError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def use_event_loop(settings: Settings) -> str:
@@ -92,6 +109,9 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
     warning = check_source(orders)
     if warning:
         print(f"baton: {warning}", file=sys.stderr, flush=True)
+    # A model that cannot be built is a settings error: said before the broker is reached.
+    if llm is None:
+        llm = build_llm(settings)
     cluster = asyncio.run(probe_broker(settings))
     asyncio.run(ensure_topics(settings))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
@@ -113,15 +133,21 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
             file=sys.stderr,
             flush=True,
         )
-    if llm is None:
-        llm = build_llm(settings)
-        if settings.llm == "offline":
-            print(
-                "baton: using the OFFLINE rule-based model (no ANTHROPIC_API_KEY set); "
-                "replies are deterministic templates, not Claude.",
-                file=sys.stderr,
-                flush=True,
-            )
+    if settings.llm == "offline":
+        print(
+            "baton: using the OFFLINE rule-based model (no ANTHROPIC_API_KEY set); "
+            "replies are deterministic templates, not Claude.",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif settings.llm != "anthropic":
+        print(
+            f"baton: model provider {settings.llm} ({describe(capabilities_of(llm))}); "
+            f"{settings.model_timeout_s:g} s per call, {settings.ticket_model_budget_s:g} s "
+            f"per ticket, {settings.model_concurrency} calls in flight at most",
+            file=sys.stderr,
+            flush=True,
+        )
     (settings.data_dir / "faust").mkdir(parents=True, exist_ok=True)
     # Held until the worker exits: no other worker may open this worker's RocksDB files.
     table_dir_lock = lock_table_dir(settings)

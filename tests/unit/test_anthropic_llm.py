@@ -82,13 +82,13 @@ async def test_stage_models_choose_the_model(own_standin: StandIn) -> None:
     assert answer.usage.cost_usd == cost(answer.usage, PRICES["claude-opus-4-1"])
 
 
-async def test_unknown_models_cost_nothing_and_are_flagged(own_standin: StandIn) -> None:
+async def test_an_unknown_model_costs_unknown_and_is_flagged(own_standin: StandIn) -> None:
     llm = client(own_standin, model="claude-unknown-9")
     try:
         answer = await llm.ask(prompt("lookup"))
     finally:
         await llm.aclose()
-    assert answer.usage.cost_usd == 0 and llm.unpriced == {"claude-unknown-9"}
+    assert answer.usage.cost_usd is None and llm.unpriced == {"claude-unknown-9"}
 
 
 async def test_feedback_and_max_tokens_reach_the_model(own_standin: StandIn) -> None:

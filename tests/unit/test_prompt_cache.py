@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.models.claude import cache_blocks
 from agents.models.prices import CACHE_MIN_TOKENS, CACHE_MIN_UNKNOWN, min_cacheable_tokens
+from agents.models.request_shape import cache_blocks
 from agents.prompts import PROMPT_VERSION, SHARED_PREFIX, build, system_prompt
 from agents.testing import estimate_tokens
 from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding

@@ -22,6 +22,12 @@ least ``min_cache_tokens`` (``None``: each model's documented minimum).
 text (deterministic), or a 500 while ``count_tokens_fails`` is set. With a ``rate_limit``
 (``RateBudget``: requests, and optionally input tokens, per window) every answer carries the
 ``anthropic-ratelimit-*`` headers and a call past the budget gets a 429.
+
+Besides ``/v1/messages`` it answers the same calls as Claude on Amazon Bedrock
+(``/model/{model}/invoke``), on Vertex AI (``/projects/…/models/{model}:rawPredict``, and
+``count-tokens:rawPredict``) and as an OpenAI-compatible server (``/v1/chat/completions``, with a
+JSON-schema ``response_format``); each request's summary in ``stats()`` says which wire it came
+on and how it authenticated. With a ``style`` (``WeakStyle``) it answers as a weak model does.
 """
 
 from agents.testing.standin.caching import PromptCache, estimate_tokens
@@ -29,19 +35,23 @@ from agents.testing.standin.faults import FAULTS, RULE_BREAKS, FaultRule, direct
 from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
 from agents.testing.standin.ratelimits import RateBudget
 from agents.testing.standin.server import StandIn, run_in_thread
+from agents.testing.standin.weak import WEAK, WeakStyle, near_miss
 
 __all__ = [
     "FAULTS",
     "RULE_BREAKS",
+    "WEAK",
     "FaultRule",
     "PromptCache",
     "RateBudget",
     "Request",
     "Responder",
     "StandIn",
+    "WeakStyle",
     "directives",
     "echo_responder",
     "estimate_tokens",
+    "near_miss",
     "read_request",
     "run_in_thread",
 ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+from dataclasses import replace
 
 from agents.testing import standin
 from agents.testing.standin.ratelimits import RateBudget
 from agents.testing.standin.server import StandIn
+from agents.testing.standin.weak import STYLES
 
 
 def rate_budget(text: str) -> RateBudget:
@@ -28,6 +30,10 @@ async def _serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     options = {"latency": args.latency, "jitter": args.jitter, "retry_after": args.retry_after}
+    style = STYLES[args.style]
+    if style is not None and (args.first_call_s or args.call_s):
+        style = replace(style, first_call_s=args.first_call_s, call_s=args.call_s)
+    options["style"] = style
     server = StandIn(
         host=args.host, port=args.port, seed=args.seed, rate_limit=args.rate_limit, **options
     )
@@ -54,6 +60,17 @@ def main(argv: list[str] | None = None) -> None:
         metavar="REQUESTS/SECONDS",
         help="a 429 past this many calls per window; rate-limit headers on every answer",
     )
+    parser.add_argument(
+        "--style",
+        choices=sorted(STYLES),
+        default="echo",
+        help="echo: a healthy model's answers; weak: wrapped JSON, near-miss ids, English "
+        "re-asks, structured output ignored",
+    )
+    parser.add_argument(
+        "--first-call-s", type=float, default=0.0, help="weak style: extra seconds, first call"
+    )
+    parser.add_argument("--call-s", type=float, default=0.0, help="weak style: extra seconds")
     asyncio.run(_serve(parser.parse_args(argv)))
 
 

@@ -135,3 +135,69 @@ def read_count_request(body: Any) -> tuple[str, str]:
         raise ValueError("messages: expected objects")
     text = "".join(_text(m.get("content"), "messages.content") for m in messages)
     return _text(body.get("system", ""), "system"), text
+
+
+_CHAT_STOP = {"end_turn": "stop", "max_tokens": "length", "refusal": "content_filter"}
+
+
+def messages_of_chat(body: Any) -> dict[str, Any]:
+    """A chat completions request as the Messages request it stands for; ``ValueError`` if
+    malformed (system messages become the system prompt, a JSON-schema ``response_format`` the
+    structured output)."""
+    if not isinstance(body, dict):
+        raise ValueError("body: expected a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("messages: Field required (a non-empty list)")
+    if not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
+        raise ValueError("messages: expected objects with a string content")
+    system = [m["content"] for m in messages if m.get("role") in ("system", "developer")]
+    rest = [
+        {"role": m.get("role"), "content": m["content"]}
+        for m in messages
+        if m.get("role") not in ("system", "developer")
+    ]
+    out: dict[str, Any] = {
+        "model": body.get("model"),
+        "max_tokens": body.get("max_tokens") or body.get("max_completion_tokens") or 1024,
+        "messages": rest,
+        "system": "\n".join(system),
+    }
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema")
+        if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
+            raise ValueError("response_format.json_schema.schema: Field required")
+        if not isinstance(spec.get("name"), str) or not spec["name"]:
+            raise ValueError("response_format.json_schema.name: Field required")
+        out["output_config"] = {"format": {"type": "json_schema", "schema": spec["schema"]}}
+    return out
+
+
+def chat_of_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A Messages answer as the chat completion an OpenAI-compatible server sends."""
+    text = "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+    usage = message.get("usage") or {}
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + read
+    prompt += int(usage.get("cache_creation_input_tokens") or 0)
+    output = int(usage.get("output_tokens") or 0)
+    stop = str(message.get("stop_reason") or "end_turn")
+    return {
+        "id": "chatcmpl-" + str(message.get("id", "")).removeprefix("msg_"),
+        "object": "chat.completion",
+        "model": message.get("model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text or None},
+                "finish_reason": _CHAT_STOP.get(stop, "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+            "prompt_tokens_details": {"cached_tokens": read},
+        },
+    }

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from agents.testing.standin.batches import BatchDesk, Posted
 from agents.testing.standin.caching import PromptCache, estimate_tokens
+from agents.testing.standin.errors import error_response, request_id
 from agents.testing.standin.faults import (
     API_ERRORS,
     NOT_JSON,
@@ -35,17 +36,8 @@ from agents.testing.standin.messages import (
     read_request,
 )
 from agents.testing.standin.ratelimits import RateBudget, RateWindow
-
-
-def _request_id() -> str:
-    return f"req_standin_{uuid.uuid4().hex[:20]}"
-
-
-def _error(status: int, kind: str, message: str, **extra: Any) -> web.Response:
-    error: dict[str, Any] = {"type": kind, "message": message, **extra}
-    request_id = _request_id()
-    body = {"type": "error", "error": error, "request_id": request_id}
-    return web.json_response(body, status=status, headers={"request-id": request_id})
+from agents.testing.standin.weak import WeakStyle
+from agents.testing.standin.wires import Wires
 
 
 class StandIn:
@@ -77,8 +69,16 @@ class StandIn:
         port: int = 0,
         seed: int = 0,
         rate_limit: RateBudget | None = None,
+        style: WeakStyle | None = None,
+        chat_json_schema: bool = True,
     ) -> None:
         self.latency, self.jitter, self.hang_s = latency, jitter, hang_s
+        # A weak model's habits (None: a healthy model's answers).
+        self.style = style
+        # False: /v1/chat/completions refuses a JSON-schema response_format, as a server
+        # without that mode does.
+        self.chat_json_schema = chat_json_schema
+        self.wires = Wires(self._messages, self._count_tokens, lambda: self.chat_json_schema)
         self.retry_after = retry_after
         self.cache = PromptCache(min_cache_tokens)
         self.faults = FaultPlan()
@@ -102,6 +102,8 @@ class StandIn:
 
     def _clear(self) -> None:
         self._calls, self._in_flight, self._max_in_flight = 0, 0, 0
+        self._answered = 0
+        self.wires.refused = 0
         self._counts = 0
         self._request_ids: deque[str] = deque(maxlen=10_000)
         self._by_stage: Counter[str] = Counter()
@@ -113,6 +115,8 @@ class StandIn:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        # Claude on Amazon Bedrock and Vertex AI, and an OpenAI-compatible server.
+        self.wires.routes(app)
         app.router.add_post("/_control/faults", self._control_faults)
         app.router.add_post("/_control/reset", self._control_reset)
         app.router.add_get("/_control/stats", self._control_stats)
@@ -160,7 +164,8 @@ class StandIn:
                 **self.batches.stats(),
                 "calls": self._calls,
                 "by_stage": dict(self._by_stage),
-                "by_fault": dict(self._by_fault),
+                "by_fault": dict(self._by_fault)
+                | ({"json_schema_refused": self.wires.refused} if self.wires.refused else {}),
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
                 "token_counts": self._counts,
@@ -178,20 +183,27 @@ class StandIn:
         if fault == "refusal":
             return ""
         answer = self.responder(request)
+        if self.style is not None:
+            answer = self.style.answer(request, answer)
         if isinstance(answer, BaseModel):
             text = answer.model_dump_json()
         else:
             text = answer if isinstance(answer, str) else orjson.dumps(dict(answer)).decode()
-        return spoil(text, fault, request.stage, request.schema)
+        text = spoil(text, fault, request.stage, request.schema)
+        if self.style is not None and fault != "max_tokens":
+            text = self.style.wrap_text(request, text)
+        return text
 
-    async def _messages(self, http: web.Request) -> web.Response:
+    async def _messages(
+        self, http: web.Request, wire: Mapping[str, Any] | None = None
+    ) -> web.Response:
         with self._lock:
             self._calls += 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
         response: web.Response | None = None
         try:
-            response = await self._answer(http)
+            response = await self._answer(http, wire)
             return response
         finally:
             with self._lock:
@@ -203,19 +215,23 @@ class StandIn:
         with self._lock:
             self._counts += 1
         if self.count_tokens_fails:
-            return _error(500, "api_error", "stand-in: token counting is failing on request")
+            return error_response(
+                500, "api_error", "stand-in: token counting is failing on request"
+            )
         try:
             system, text = read_count_request(await http.json())
         except ValueError as exc:
-            return _error(400, "invalid_request_error", str(exc))
+            return error_response(400, "invalid_request_error", str(exc))
         tokens = estimate_tokens(system) + estimate_tokens(text)
-        return web.json_response({"input_tokens": tokens}, headers={"request-id": _request_id()})
+        return web.json_response({"input_tokens": tokens}, headers={"request-id": request_id()})
 
-    async def _answer(self, http: web.Request) -> web.Response:
+    async def _answer(
+        self, http: web.Request, wire: Mapping[str, Any] | None = None
+    ) -> web.Response:
         try:
             request = read_request(await http.json())
         except ValueError as exc:
-            return _error(400, "invalid_request_error", str(exc))
+            return error_response(400, "invalid_request_error", str(exc))
         limits: dict[str, str] = {}
         if self.rate_limit is not None:
             tokens = estimate_tokens(request.system) + estimate_tokens(request.text)
@@ -224,14 +240,14 @@ class StandIn:
                 with self._lock:
                     self._by_fault["rate_limited"] += 1
                     self._requests.append({"stage": request.stage, "status": 429})
-                response = _error(429, "rate_limit_error", "stand-in: rate limit exceeded")
+                response = error_response(429, "rate_limit_error", "stand-in: rate limit exceeded")
                 response.headers.update(limits)
                 return response
-        response = await self._reply(request)
+        response = await self._reply(request, wire)
         response.headers.update(limits)
         return response
 
-    async def _reply(self, request: Request) -> web.Response:
+    async def _reply(self, request: Request, wire: Mapping[str, Any] | None = None) -> web.Response:
         fault = self.faults.take(request)
         summary: dict[str, Any] = {
             "stage": request.stage,
@@ -241,9 +257,12 @@ class StandIn:
             "fault": fault,
             "status": 200,
             "at": round(time.monotonic() - self._started, 4),
+            **(wire or {}),
         }
         with self._lock:
             summary["in_flight"] = self._in_flight
+            first = self._answered == 0
+            self._answered += 1
             self._by_stage[request.stage] += 1
             if fault:
                 self._by_fault[fault] += 1
@@ -252,8 +271,8 @@ class StandIn:
             status, kind, text = API_ERRORS[fault]
             self._note(summary, status=status)
             if fault == "spend_limit":
-                return _error(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
-            response = _error(status, kind, text)
+                return error_response(status, kind, text, details={"error_code": SPEND_LIMIT_CODE})
+            response = error_response(status, kind, text)
             response.headers["retry-after"] = str(max(1, math.ceil(self.retry_after)))
             response.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
             return response
@@ -263,12 +282,13 @@ class StandIn:
             await asyncio.sleep(self.hang_s)
             self._note(summary, status=200)
         spread = self._random.uniform(-self.jitter, self.jitter) if self.jitter else 0.0
-        await asyncio.sleep(max(0.0, self.latency + spread))
+        slow = self.style.delay_s(first) if self.style is not None else 0.0
+        await asyncio.sleep(max(0.0, self.latency + spread + slow))
         try:
             output = self._output(request, fault)
         except Exception as exc:
             self._note(summary, status=500)
-            response = _error(500, "api_error", f"stand-in responder failed: {exc!r}")
+            response = error_response(500, "api_error", f"stand-in responder failed: {exc!r}")
             # A responder bug is not transient: tell the SDK not to retry it.
             response.headers["x-should-retry"] = "false"
             return response
@@ -287,14 +307,14 @@ class StandIn:
             "stop_sequence": None,
             "usage": usage,
         }
-        return web.json_response(message, headers={"request-id": _request_id()})
+        return web.json_response(message, headers={"request-id": request_id()})
 
     async def _control_faults(self, http: web.Request) -> web.Response:
         try:
             data = await http.json()
             self.add_faults(data if isinstance(data, list) else [data])
         except (ValueError, TypeError) as exc:
-            return _error(400, "invalid_request_error", str(exc))
+            return error_response(400, "invalid_request_error", str(exc))
         return web.json_response({"queued": len(data) if isinstance(data, list) else 1})
 
     async def _control_reset(self, http: web.Request) -> web.Response:

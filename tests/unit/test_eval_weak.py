@@ -1,0 +1,62 @@
+"""The labelled eval set through the pipeline in memory, the model calls through the real SDK to
+the stand-in answering as a weak model: wrapped JSON is read, near-miss ids are re-asked, and
+the figures match the healthy stand-in's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agents.models.claude import AnthropicLLM
+from agents.testing.standin import WEAK, StandIn, WeakStyle
+from schemas import Reply
+from streams.eval.run import load_cases, load_orders, shifted, week_shift
+from streams.eval.score import World, score, summarize
+from streams.runtime.pipeline import Pipeline
+from streams.settings import Settings
+from streams.testing import MemorySink, MemoryState
+from tests.fixtures.paths import TEST_DATA
+from tests.fixtures.pipelines import run
+from tests.fixtures.stores import sqlite_store
+
+
+async def _eval(tmp: Path, style: WeakStyle | None) -> tuple[dict[str, Any], int, AnthropicLLM]:
+    cases = load_cases(TEST_DATA / "eval_tickets.jsonl")
+    orders = load_orders(TEST_DATA / "eval_orders.jsonl")
+    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date()))
+    replies: dict[str, Reply] = {}
+    async with (
+        StandIn(style=style) as standin,
+        sqlite_store(tmp / f"orders-{style is not None}.sqlite3", orders) as store,
+    ):
+        llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
+        pipeline = Pipeline(
+            settings=Settings(namespace="u", session_ttl_s=3600, llm="anthropic"),
+            llm=llm,
+            store=store,
+            sink=MemorySink(),
+            state=MemoryState(),
+        )
+        try:
+            for phase in sorted({c.label.phase for c in cases}):
+                for case in (c for c in cases if c.label.phase == phase):
+                    for reply in await run(pipeline, case.ticket):
+                        replies[reply.ticket_id] = reply
+        finally:
+            await llm.aclose()
+        calls = standin.stats()["calls"]
+    world = World.build(orders, cases)
+    return summarize([score(c, replies[c.ticket.ticket_id], world) for c in cases]), calls, llm
+
+
+async def test_the_weak_model_answers_the_eval_set_as_the_healthy_one(tmp_path: Path) -> None:
+    healthy, healthy_calls, _ = await _eval(tmp_path, None)
+    weak, weak_calls, llm = await _eval(tmp_path, WEAK)
+    # Every answer came wrapped, and every one was read.
+    assert llm.recovered == weak_calls
+    for figure in ("statuses", "amnesia_rate", "order_accuracy", "invented_orders", "leaks"):
+        assert weak[figure] == healthy[figure], figure
+    assert weak["statuses"]["answered"] >= healthy["tickets"] - 3
+    # The near-miss ids cost one re-ask each, nothing more.
+    assert healthy_calls < weak_calls <= healthy_calls * 1.5
