@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from agents.guards import offered, reading
-from agents.guards.identifiers import identifiers, shape
+from agents.guards.identifiers import Identifier, identifiers, shape
 from agents.guards.money import money
 from agents.guards.numbers import RUN, all_numbers
 from agents.policy import Policy, default_policy
@@ -109,6 +109,25 @@ class CustomerOrders:
         return frozenset(tokens)
 
     @functools.cached_property
+    def name_phrases(self) -> list[re.Pattern[str]]:
+        """The talked-about products' names, and their parts with digits, as text names them.
+
+        The whole name, each word with digits with its neighbour ("forerunner 265"), and a
+        model number of 4+ digits alone ("the LEGO set 42171").
+        """
+        phrases: set[str] = set()
+        for o in self.talked_about:
+            name = o.product_name.casefold()
+            words = name.split()
+            phrases.add(name)
+            for i, w in enumerate(words):
+                if any(c.isdigit() for c in w):
+                    phrases.update(" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0)
+            phrases.update(w for w in words if w.isdigit() and len(w) >= 4)
+        wanted = (p for p in phrases if len(p) > 2 and any(c.isdigit() for c in p))
+        return [re.compile(rf"(?<![\w.,]){re.escape(p)}(?![\w]|[.,]\d)") for p in wanted]
+
+    @functools.cached_property
     def name_numbers(self) -> frozenset[float]:
         """Numbers written alone in the discussed products' names: "Pro 3", "Forerunner 265"."""
         names = (o.product_name for o in self.talked_about)
@@ -131,34 +150,23 @@ def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
     problems = [f"offer: {p}" for p in offers.problems(draft.offer, books.policy, books.context)]
     for name in FIELDS:
         text = reading.normalise(getattr(draft, name))
-        found = _customer_facing(text, draft, books) if name in CUSTOMER_FACING else ()
-        problems += [f"{name}: {p}" for p in (*found, *_problems(text, books, name))]
+        if not text.strip():
+            continue
+        ids = identifiers(text, books.shapes)
+        found = _customer_facing(text, ids, draft, books) if name in CUSTOMER_FACING else ()
+        problems += [f"{name}: {p}" for p in (*found, *_problems(text, ids, books, name))]
     return list(dict.fromkeys(p.replace("offer: offer", "offer") for p in problems))
 
 
-def _name_spans(text: str, orders: Sequence[Order]) -> list[tuple[int, int]]:
-    """Where ``text`` names a product of ``orders`` ("Kettle 1500", "Forerunner 265")."""
-    spans: list[tuple[int, int]] = []
+def _name_spans(text: str, names: Sequence[re.Pattern[str]]) -> list[tuple[int, int]]:
+    """Where ``text`` names a product of the customer's ("Kettle 1500", "Forerunner 265")."""
     folded = text.casefold()
-    for o in orders:
-        name = o.product_name.casefold()
-        words = name.split()
-        phrases = {name}
-        for i, w in enumerate(words):
-            if any(c.isdigit() for c in w):
-                phrases.update(" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0)
-        # A model number of 4+ digits is the product's even alone ("the LEGO set 42171").
-        phrases.update(w for w in words if w.isdigit() and len(w) >= 4)
-        for phrase in phrases:
-            if len(phrase) > 2 and any(c.isdigit() for c in phrase):
-                pattern = rf"(?<![\w.,]){re.escape(phrase)}(?![\w]|[.,]\d)"
-                spans += [m.span() for m in re.finditer(pattern, folded)]
-    return spans
+    return [m.span() for pattern in names for m in pattern.finditer(folded)]
 
 
-def _customer_facing(text: str, draft: StrategyDraft, books: CustomerOrders) -> Iterator[str]:
-    if not text.strip():
-        return
+def _customer_facing(
+    text: str, found: list[Identifier], draft: StrategyDraft, books: CustomerOrders
+) -> Iterator[str]:
     for host in reading.hosts(text):
         if not reading.allowed(host, books.policy.links.allowed_hosts):
             yield f"links to {host}, which is not a host the shop allows; send no links"
@@ -168,16 +176,14 @@ def _customer_facing(text: str, draft: StrategyDraft, books: CustomerOrders) -> 
     for number in reading.grouped_tracking(text):
         if number.casefold() not in own:
             yield f"tracking number {number} is not one of this customer's orders, do not name it"
-    found = identifiers(text, books.shapes)
-    skip = [(i.start, i.end) for i in found] + _name_spans(text, books.talked_about)
+    skip = [(i.start, i.end) for i in found] + _name_spans(text, books.name_phrases)
     prices = [o.amount for o in books.talked_about]
     yield from offered.problems(text, draft.offer, books.matched, prices, skip)
 
 
-def _problems(text: str, books: CustomerOrders, name: str) -> Iterator[str]:
-    if not text.strip():
-        return
-    found = identifiers(text, books.shapes)
+def _problems(
+    text: str, found: list[Identifier], books: CustomerOrders, name: str
+) -> Iterator[str]:
     for i in found:
         if i.value.casefold() not in books.own_tokens:
             yield f"{i.kind} {i.value} is not one of this customer's orders, do not name it"

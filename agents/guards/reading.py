@@ -28,6 +28,12 @@ _NEVER = re.compile(
     r"never|not|don't|do\s+not|won't|no\s+need|without|不会|切勿|不要|请勿|无需|不需要|绝不|从不",
     re.I,
 )
+# Every character of Unicode's "Cf" category (zero-width space and joiners, bidi marks, soft
+# hyphen, word joiner, BOM, tags, ...), as of Unicode 14; a test checks it against unicodedata.
+FORMAT_CHARACTERS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
 _TRACKING_WORDS = re.compile(
     r"(?:tracking(?:\s+(?:number|no\.?|code|id))?|waybill|运单号?|快递单号|物流单号)\s*[:：#]?\s*",
@@ -38,8 +44,9 @@ _GROUPS = re.compile(r"[A-Za-z0-9]{1,6}(?:[ \u00a0-][A-Za-z0-9]{1,6}){2,}")
 
 def normalise(text: str) -> str:
     """``text`` in NFKC (fullwidth digits to ASCII) without format characters (zero-width, ...)."""
-    folded = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
+    if text.isascii():
+        return text  # NFKC and format characters concern non-ASCII text only
+    return FORMAT_CHARACTERS.sub("", unicodedata.normalize("NFKC", text))
 
 
 def hosts(text: str) -> Iterator[str]:

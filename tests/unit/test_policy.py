@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
 from agents import memory
+from agents.guards.reading import normalise
 from agents.policy import DEFAULT_FILE, PolicyError, default_policy, load, parse
 from agents.policy.offer import OfferContext, problems, settle
 from agents.policy.render import read_back, render
@@ -288,3 +290,9 @@ def test_the_session_remembers_what_was_offered_per_order_and_remedy() -> None:
         offer=settle([_line("compensation", 5.0)], default_policy(), _order()),
     )
     assert memory.apply_reply(baton, held).offered == baton.offered  # not promised
+
+
+def test_every_format_character_is_removed_before_the_text_is_read() -> None:
+    cf = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    assert normalise("5" + "".join(cf) + "9") == "59"
+    assert normalise("Ｇ－９００１ ￥５９") == "G-9001 ¥59"
