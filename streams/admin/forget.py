@@ -102,7 +102,7 @@ async def _request(settings: Settings, topic: str, records: list[tuple[str, Eras
         settings,
         topic,
         [(key, dumps(e)) for key, e in records],
-        headers_of=lambda value: [*erasure.headers(), *signer.headers(topic, value)],
+        headers_of=lambda key, value: [*erasure.headers(), *signer.headers(topic, key, value)],
     )
 
 

@@ -189,7 +189,7 @@ def replay_in_batches(
             target,
             into.dead_letters,
             ((key, value) for key, value, _ in letters),
-            headers_of=lambda value: headers[value],
+            headers_of=lambda _key, value: headers[value],
         )
         await publish(target, into.tickets, ((t.session_id, dumps(t)) for t in todo))
 

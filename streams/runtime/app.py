@@ -22,8 +22,9 @@ from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout
 from streams.observe.tracing import TracingObserver
 from streams.runtime.dead_letters import Source
-from streams.runtime.faust_io import FaustSink, FaustState, session_partition
+from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.pipeline import Pipeline
+from streams.runtime.placement import session_partition
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.runtime.stages import STAGES, Stage
 from streams.runtime.table_store import store_settings
@@ -107,7 +108,10 @@ def stage_schedulers(settings: Settings) -> dict[str, SessionScheduler]:
 
 def _source(event: Any) -> Source:
     msg = event.message
-    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
+    key = msg.key
+    # An unkeyed record names an empty key: it is read from a broker, so its place is checked.
+    text = bytes(key).decode("utf-8", "replace") if key is not None else ""
+    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset, key=text)
 
 
 def _headers(event: Any) -> list[tuple[str, bytes]]:
@@ -158,7 +162,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     @app.agent(sink.topics[names.memory_index], name="index")
     async def index(stream: Any) -> None:
         async for event in stream.events():
-            await pipeline.apply_index(event.value, _headers(event))
+            await pipeline.apply_index(event.value, _headers(event), _source(event))
 
     @app.timer(interval=settings.expiry_interval_s)
     async def expire() -> None:

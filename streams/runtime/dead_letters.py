@@ -17,11 +17,12 @@ HEADER_PREFIX = "__connect.errors."
 
 @dataclass(frozen=True)
 class Source:
-    """Where a record was read from."""
+    """Where a record was read from; ``key`` is None for a record handed over in-process."""
 
     topic: str | None = None
     partition: int | None = None
     offset: int | None = None
+    key: str | None = None
 
 
 def new_id() -> str:

@@ -23,7 +23,7 @@ from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
 from streams.observe.observer import CountingObserver, Observer
-from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
+from streams.runtime import context, dead_letters, erasure, expiry, ownership, placement, replies
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
@@ -111,13 +111,12 @@ class Pipeline:
     ) -> None:
         self.observer.record_in(stage)
         step = BY_NAME[stage]
-        problem = self.signer.problem(step.source_topic(self.topics), value, headers)
+        problem = self.signer.problem(step.source_topic(self.topics), source.key, value, headers)
         if problem is not None:
-            await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
-            self.observer.stage_done(stage, "refused", 0.0)
+            await self._untrusted(stage, value, problem, source)
             return
         if step.name == "understand" and erasure.requested(headers):
-            await erasure.erase_session(self.batons, self.gate, value)
+            await erasure.erase_session(self.batons, self.gate, value, self._misplaced(source))
             return
         try:
             record = parse(StageRecord, value)
@@ -126,6 +125,9 @@ class Pipeline:
             self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
+        if (problem := self._misplaced(source)(ticket.session_id)) is not None:
+            await self._untrusted(stage, value, problem, source)
+            return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
         if step.name == "understand":
             await self.gate.enter(
@@ -168,7 +170,10 @@ class Pipeline:
             ticket: Ticket | None = parse(StageRecord, value).ticket
         except InvalidRecord:
             ticket = None  # run_stage dead-letters it as invalid
-        untrusted = self.signer.problem(BY_NAME[stage].source_topic(self.topics), value, headers)
+        topic = BY_NAME[stage].source_topic(self.topics)
+        untrusted = self.signer.problem(topic, source.key, value, headers) or (
+            ticket is not None and self._misplaced(source)(ticket.session_id)
+        )
         if ticket is None or untrusted or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
@@ -178,6 +183,17 @@ class Pipeline:
             cap = self.settings.max_queued_per_session
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
             self.observer.stage_done(stage, "flooded", 0.0)
+
+    def _misplaced(self, source: Source) -> Callable[[str], str | None]:
+        """Why a record of a session read at ``source`` is not on the session's key/partition."""
+        return lambda session_id: placement.misplaced(source, session_id, self.settings.partitions)
+
+    async def _untrusted(
+        self, stage: StageName, value: bytes | None, problem: str, source: Source
+    ) -> None:
+        """Dead-letter a record that is not signed for where it was read: nothing is written."""
+        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
+        self.observer.stage_done(stage, "refused", 0.0)
 
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
@@ -327,9 +343,11 @@ class Pipeline:
         # Through ``out``: dead letters are not signed, but carry the ticket's trace.
         await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
-    async def apply_index(self, value: bytes | None, headers: Headers | None = None) -> None:
+    async def apply_index(
+        self, value: bytes | None, headers: Headers | None = None, source: Source | None = None
+    ) -> None:
         """Fold one signed session summary into the customer's index."""
-        self.index.apply(value, headers)
+        self.index.apply(value, headers, source or Source())
 
     async def expire_sessions(
         self, owned: Callable[[str], bool], now: datetime | None = None

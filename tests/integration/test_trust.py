@@ -7,8 +7,10 @@ import pytest
 
 from schemas import StageRecord, Ticket, dumps
 from schemas.stages import OrderMatch
+from streams.kafka.topics import changelog_topic
+from streams.runtime.placement import session_partition
 from tests.fixtures.data import ORDERS, ticket_record
-from tests.fixtures.deployments import Deployment
+from tests.fixtures.deployments import Deployment, settings_of
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +57,54 @@ async def test_intruders_and_forged_records_are_dead_lettered_and_never_answered
     # One session, so one partition: its replies come in order.
     assert [r.ticket_id for r in replies] == ["a1", "a2"]
     assert replies[1].order_id == "O-1001" and "9999" not in replies[1].reply
+
+
+async def test_a_signed_record_re_produced_under_another_key_or_partition_writes_nothing(
+    deployment: Deployment,
+) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker(BATON_SIGNING_KEYS=KEYS)
+    await deployment.publish_tickets(
+        [ticket_record("a1", "s-own", "c-ana", "My kettle is leaking, I want a refund.")]
+    )
+    [answered] = await deployment.replies(1)
+    # The intake's signed record of a1, as anyone who can read the topic sees it.
+    [(value, headers)] = await deployment.read("support.tickets-by-session", lambda vs: bool(vs))
+    settings = settings_of(deployment)
+    partitions = settings.partitions
+    own = session_partition("s-own", partitions)
+    victim = next(
+        s for s in ("s-victim", "s-v2", "s-v3") if session_partition(s, partitions) != own
+    )
+    await deployment.publish([(victim, value)], "support.tickets-by-session", headers)
+    await deployment.publish(
+        [("s-own", value)], "support.tickets-by-session", headers, partition=(own + 1) % partitions
+    )
+    letters = await deployment.dead_letters(2)
+    assert [(dl.reason, dl.stage, dl.ticket_id) for dl, _ in letters] == [
+        ("untrusted_record", "understand", "a1")
+    ] * 2
+    assert {dl.source_partition for dl, _ in letters} == {
+        session_partition(victim, partitions),
+        (own + 1) % partitions,
+    }
+    # Nothing was written: no second reply, and every baton record of the session is on the
+    # session's own changelog partition, none under the other key.
+    await deployment.publish_tickets(
+        [ticket_record("a2", "s-own", "c-ana", "How long will the refund take?")]
+    )
+    replies = await deployment.replies(2)
+    assert [r.ticket_id for r in replies] == [answered.ticket_id, "a2"]
+    reader = deployment.reader(changelog_topic(settings))
+    await reader.start()
+    try:
+        placed: set[tuple[str, int]] = set()
+        while batch := await reader.getmany(timeout_ms=3000):
+            # The table's keys are JSON strings.
+            placed |= {(orjson.loads(r.key), tp.partition) for tp, rs in batch.items() for r in rs}
+    finally:
+        await reader.stop()
+    assert placed == {("s-own", own)}
 
 
 async def test_forget_erases_a_customers_sessions_and_index(deployment: Deployment) -> None:
