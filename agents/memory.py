@@ -25,7 +25,7 @@ MAX_FLAGS = 10
 
 def new_baton(ticket: Ticket) -> Baton:
     """An empty baton for the ticket's session."""
-    return Baton(session_id=ticket.session_id, customer_id=ticket.customer_id)
+    return Baton(session_id=ticket.session_id, customer_id=ticket.customer_id, guest=ticket.guest())
 
 
 def _fold_chain(chain: list[ChainEntry], summary: str) -> tuple[list[ChainEntry], str]:
@@ -186,6 +186,7 @@ def from_snapshot(ticket: Ticket, snap: Snapshot, version: int) -> Baton:
     return Baton(
         session_id=ticket.session_id,
         customer_id=ticket.customer_id,
+        guest=ticket.guest(),
         version=version,
         tickets=memories,
         product=snap.product,

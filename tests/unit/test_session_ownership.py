@@ -47,7 +47,8 @@ async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
     [dl] = dead_letters(shared)
     assert dl.reason == "session_conflict" and dl.stage == "understand"
     assert dl.ticket == intruder and Ticket.model_validate_json(dl.payload) == intruder
-    assert "belongs to another customer" in dl.error and "session id of its own" in dl.error
+    assert "may not use session S1" in dl.error and "session id of its own" in dl.error
+    assert "customer" not in dl.error and "anonymous" not in dl.error
     # Nothing published while handling the intruder names the session owner's order or product.
     sent = everything_sent(shared)
     assert "O-1" not in sent and "Kettle" not in sent and "leak" not in dl.model_dump_json()
@@ -71,7 +72,8 @@ async def test_an_anonymous_session_stays_anonymous(shared: Pipeline) -> None:
     replies = await run(shared, ticket("a1", "Which order was that?", customer="C1"))
     assert [r.ticket_id for r in replies] == ["x1"]
     [dl] = dead_letters(shared)
-    assert dl.reason == "session_conflict" and "an anonymous customer" in dl.error
+    # The refusal says nothing about the session: not whose it is, not what kind.
+    assert dl.reason == "session_conflict" and "anonymous" not in dl.error
     assert baton_of(shared, "S1") == anonymous
 
 
@@ -114,3 +116,49 @@ async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: Pipeli
     assert mine.ticket_id == "b1" and mine.order_id == "O-9"
     assert "Kettle" not in mine.reply and "O-1" not in mine.reply
     assert dead_letters(shared) == []
+
+
+def guest(tid: str, text: str, guest_id: str | None, session: str = "S1") -> Ticket:
+    return Ticket(ticket_id=tid, session_id=session, text=text, guest_id=guest_id)
+
+
+async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipeline) -> None:
+    first = await run(shared, guest("g1", "My kettle is leaking, I live at 5 Elm Road.", "gA"))
+    held = baton_of(shared, "S1")
+    assert first[-1].ticket_id == "g1"
+    sink(shared).sent.clear()
+
+    # Another visitor who learned the session id, with their own guest id or none at all.
+    await run(shared, guest("g2", "What was my problem again? Where do I live?", "gB"))
+    await run(shared, guest("g3", "What was my problem again?", None))
+    assert sink(shared).sent[names(shared).replies] == []
+    assert [dl.reason for dl in dead_letters(shared)] == ["session_conflict"] * 2
+    sent = everything_sent(shared)
+    assert "kettle" not in sent.lower() and "Elm" not in sent
+    assert all(
+        "anonymous" not in dl.error and "guest" not in dl.error for dl in dead_letters(shared)
+    )
+    assert baton_of(shared, "S1") == held
+
+    # The first guest goes on with their context.
+    again = await run(shared, guest("g4", "Can it be repaired instead?", "gA"))
+    assert again[-1].ticket_id == "g4"
+    assert [t.ticket_id for t in baton_of(shared, "S1").tickets] == ["g1", "g4"]
+    # The baton keeps a digest of the guest id, never the id itself (a bearer secret).
+    assert held.guest and "gA" not in held.model_dump_json()
+
+
+async def test_a_guest_id_cannot_claim_a_session_opened_without_one(shared: Pipeline) -> None:
+    await run(shared, guest("g1", "My kettle is leaking.", None))
+    await run(shared, guest("g2", "What was my problem?", "gB"))
+    [dl] = dead_letters(shared)
+    assert dl.reason == "session_conflict" and dl.ticket_id == "g2"
+
+
+def test_a_guest_id_is_ignored_for_a_customer_and_never_stored() -> None:
+    assert (
+        Ticket(ticket_id="t", session_id="s", customer_id="C1", text="x", guest_id="g").guest()
+        is None
+    )
+    a, b = (Ticket(ticket_id="t", session_id="s", text="x", guest_id=g).guest() for g in "ab")
+    assert a and b and a != b and len(a) == 32
