@@ -201,8 +201,11 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         async def shed(event: Any) -> None:
             await pipeline.shed(stage.name, event.value, _source(event), _headers(event))
 
+        def refused(event: Any) -> bool:
+            return pipeline.refuses(stage.name, event.value, _source(event), _headers(event))
+
         async def agent(stream: Any) -> None:
-            await scheduler.run(stream.noack(), handle, shed)
+            await scheduler.run(stream.noack(), handle, shed, refused)
 
         app.agent(sink.topics[stage.source_topic(names)], name=stage.name)(agent)
 

@@ -96,8 +96,12 @@ def from_failure(
 
 
 def conflict(stage: StageName, ticket: Ticket, problem: str, source: Source) -> DeadLetter:
-    """The dead letter of a ticket that may not use its session; it carries the ticket."""
-    return letter(
+    """The dead letter of a ticket that may not use its session; it carries the ticket.
+
+    It is filed under its sender, not the session (``session_id`` empty, the pipeline keys it
+    by the sender): the session's own history does not show another sender's text.
+    """
+    dl = letter(
         stage=stage,
         reason="session_conflict",
         error=problem,
@@ -105,6 +109,7 @@ def conflict(stage: StageName, ticket: Ticket, problem: str, source: Source) -> 
         source=source,
         ticket=ticket,
     )
+    return dl.model_copy(update={"session_id": None})
 
 
 def flood(stage: StageName, ticket: Ticket, source: Source, cap: int) -> DeadLetter:

@@ -31,3 +31,11 @@ def conflict(held: Baton | None, ticket: Ticket) -> str | None:
     elif held.guest == ticket.guest():
         return None
     return REFUSAL.format(session=ticket.session_id)
+
+
+def sender(ticket: Ticket) -> str:
+    """Who sent ``ticket``: its customer, its guest (the digest), or the ticket alone."""
+    if ticket.customer_id is not None:
+        return ticket.customer_id
+    guest = ticket.guest()
+    return f"guest:{guest}" if guest else f"ticket:{ticket.ticket_id}"

@@ -130,6 +130,11 @@ class Pipeline:
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
         if step.name == "understand":
+            # Ownership first: a ticket that may not use the session never waits for its turn.
+            held = self.batons.get(ticket.session_id)
+            if (problem := ownership.conflict(held, ticket)) is not None:
+                await self._refuse(record, stage, problem, source)
+                return
             await self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
             )
@@ -156,6 +161,27 @@ class Pipeline:
                 )
                 await self._fail_ticket(record, stage, dl)
                 self.observer.stage_done(stage, "failed", 0.0)
+
+    def refuses(
+        self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> bool:
+        """Whether the record is a ticket its session refuses (another sender's, or not signed
+        for where it was read): it needs no place in the session's queue nor its turn.
+
+        An erasure request and a record that does not parse go through the queue as usual.
+        """
+        if erasure.requested(headers):
+            return False
+        try:
+            ticket = parse(StageRecord, value).ticket
+        except InvalidRecord:
+            return False
+        topic = BY_NAME[stage].source_topic(self.topics)
+        if self.signer.problem(topic, source.key, value, headers):
+            return True
+        if self._misplaced(source)(ticket.session_id) is not None:
+            return True
+        return ownership.conflict(self.batons.get(ticket.session_id), ticket) is not None
 
     async def shed(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -340,6 +366,9 @@ class Pipeline:
         """Write a dead letter and wait for the broker's acknowledgement."""
         self.observer.dead_letter(dl.stage, dl.reason)
         key = dl.session_id or dl.ticket_id
+        if dl.reason == "session_conflict" and dl.ticket is not None:
+            # Filed under who sent it, never under the session it tried to use.
+            key = ownership.sender(dl.ticket)
         # Through ``out``: dead letters are not signed, but carry the ticket's trace.
         await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 

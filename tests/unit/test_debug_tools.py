@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 from aiokafka.structs import OffsetAndTimestamp
 
@@ -395,3 +396,33 @@ def test_trace_shows_each_tickets_trace_id_from_the_headers() -> None:
     lines = trace.render(doc)
     assert lines[1] == f"trace of a: {first}, {second}"
     assert not any(line.startswith("trace of b") for line in lines)
+
+
+def test_a_session_trace_does_not_show_what_a_refused_sender_wrote() -> None:
+    names = TopicNames.of(Settings())
+    changelog = changelog_topic(Settings())
+    own, intruder = ticket("a"), data.ticket("b", "I am someone else: 12 Secret Lane", "s1", "c2")
+    refused = letter(
+        id="dx",
+        ticket_id="b",
+        stage="understand",
+        reason="session_conflict",
+        error="this ticket may not use session s1.",
+        payload=dumps(intruder).decode(),
+        ticket=intruder,
+    )
+    records = {
+        names.tickets: [
+            msg(names.tickets, dumps(own)),
+            msg(names.tickets, dumps(intruder), offset=1, key=b"s1"),
+        ],
+        names.sessions: [
+            msg(names.sessions, dumps(StageRecord(ticket=own))),
+            msg(names.sessions, dumps(StageRecord(ticket=intruder)), offset=1),
+        ],
+        names.dead_letters: [msg(names.dead_letters, dumps(refused), key=b"c2")],
+    }
+    doc = trace.build("s1", names, changelog, records)
+    assert [t["ticket_id"] for t in doc["tickets"]] == ["a"] and doc["dead_letters"] == []
+    shown = orjson.dumps(doc).decode() + "\n".join(trace.render(doc))
+    assert "Secret Lane" not in shown and "a ticket this session refused" in shown

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from schemas import MemoryIndex, Ticket
+from schemas import MemoryIndex, StageRecord, Ticket, dumps
+from streams.runtime import erasure
+from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import C1_ORDERS, order, ticket
 from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
@@ -162,3 +165,26 @@ def test_a_guest_id_is_ignored_for_a_customer_and_never_stored() -> None:
     )
     a, b = (Ticket(ticket_id="t", session_id="s", text="x", guest_id=g).guest() for g in "ab")
     assert a and b and a != b and len(a) == 32
+
+
+async def test_an_intruder_is_refused_before_the_sessions_turn_and_filed_under_the_sender(
+    shared: Pipeline,
+) -> None:
+    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
+    n = names(shared)
+    # The owner's next ticket is in flight: the session is held.
+    await shared.gate.enter("S1", "a2", lambda: None)
+    await shared.intake(dumps(ticket("b1", "What did they write?", customer="C2")), Source())
+    [(_, record)] = sink(shared).sent.pop(n.sessions)
+    assert shared.refuses("understand", record, Source(n.sessions, 0, 0))
+    await asyncio.wait_for(shared.run_stage("understand", record, Source(n.sessions, 0, 0)), 2)
+    [dl] = dead_letters(shared)
+    assert dl.reason == "session_conflict" and dl.ticket_id == "b1"
+    # Filed under the sender: keyed by them, not by the session they tried to use.
+    [(key, _)] = sink(shared).sent[n.dead_letters]
+    assert key == "C2" and dl.session_id is None
+    # The owner's own tickets and erasure requests are not refused.
+    own = StageRecord(ticket=ticket("a3", "And the refund?", customer="C1"))
+    assert not shared.refuses("understand", dumps(own), Source(n.sessions, 0, 1))
+    assert not shared.refuses("understand", b"{}", Source(), erasure.headers())
+    assert not shared.refuses("understand", b"{not json", Source())
