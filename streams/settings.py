@@ -12,7 +12,7 @@ from typing import Literal
 
 import orjson
 
-from agents.dsn import MASK, mask_dsn
+from agents.dsn import MASK, mask_url
 from agents.models.prices import Price, parse_prices
 
 LLMKind = Literal["anthropic", "offline"]
@@ -137,6 +137,11 @@ class Settings:
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)
 
+    @property
+    def broker_shown(self) -> str:
+        """``broker`` as every message shows it: any password in it masked."""
+        return mask_url(self.broker)
+
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
         for name in ("web_token", "anthropic_api_key"):
@@ -145,7 +150,7 @@ class Settings:
         # Every URL may carry a user:password@ part.
         for name in ("orders_dsn", "broker", "anthropic_base_url"):
             if shown[name]:
-                shown[name] = mask_dsn(shown[name])
+                shown[name] = mask_url(shown[name])
         shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
@@ -377,7 +382,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         )
     broker = env.get("BATON_BROKER", Settings.broker)
     if not broker.startswith("kafka://"):
-        raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
+        raise SettingsError(
+            f"BATON_BROKER must look like kafka://host:port, got {mask_url(broker)!r}"
+        )
     # Understanding and choosing among orders are extraction tasks: a small fast model does
     # them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them.
     stage_models = {} if env.get("BATON_MODEL") else dict(DEFAULT_STAGE_MODELS)

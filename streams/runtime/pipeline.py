@@ -22,6 +22,7 @@ from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
+from streams.observe.logs import describe
 from streams.observe.observer import CountingObserver, Observer
 from streams.runtime import context, dead_letters, erasure, expiry, ownership, placement, replies
 from streams.runtime.batons import BatonStore, State
@@ -143,13 +144,19 @@ class Pipeline:
                 await self._run(step, record, source)
                 return
             except Exception as exc:
+                # The type and a short message: the record's contents stay out of the logs.
                 if attempt < STAGE_ATTEMPTS:
                     log.warning(
-                        "%s failed on %s (attempt %d): %r", stage, ticket.ticket_id, attempt, exc
+                        "%s failed on %s (attempt %d): %s",
+                        stage,
+                        ticket.ticket_id,
+                        attempt,
+                        describe(exc),
                     )
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
-                log.exception("%s gave up on %s", stage, ticket.ticket_id)
+                log.error("%s gave up on %s: %s", stage, ticket.ticket_id, describe(exc))
+                log.debug("%s failed on %s", stage, ticket.ticket_id, exc_info=True)
                 dl = dead_letters.letter(
                     stage=stage,
                     reason="stage_error",

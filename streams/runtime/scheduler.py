@@ -146,11 +146,17 @@ class SessionScheduler:
                     self.in_flight -= 1
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             # The handler dead-letters what it can; reaching here means even that failed,
             # so the record stays unacked (holding back its partition's later acks) and is
             # redelivered after a restart or rebalance.
-            log.exception("%s: record at offset %s left unacked", self.name, event.message.offset)
+            log.error(
+                "%s: record at offset %s left unacked (%s)",
+                self.name,
+                event.message.offset,
+                type(exc).__name__,
+            )
+            log.debug("%s: the handler failed", self.name, exc_info=True)
         finally:
             if acked:
                 await self._acknowledge(held, stream)
