@@ -124,6 +124,9 @@ class Settings:
     # How long the customer index keeps a session's summary after the session's last ticket.
     index_retention_days: float = 30.0
     index_keep: int = 20
+    # A ticket's created_at further back is read as this long ago: its time words ("last
+    # month") count from a date a producer can move back by at most this much.
+    ticket_max_age_days: float = 7.0
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
@@ -219,6 +222,7 @@ class Settings:
             "BATON_CUSTOMER_BUDGET_WINDOW_S": repr(self.customer_budget_window_s),
             "BATON_INDEX_RETENTION_DAYS": repr(self.index_retention_days),
             "BATON_INDEX_KEEP": str(self.index_keep),
+            "BATON_TICKET_MAX_AGE_DAYS": repr(self.ticket_max_age_days),
             "BATON_LOG_LEVEL": self.log_level,
             "BATON_LOG_FORMAT": self.log_format,
             "BATON_EVENT_LOOP": self.event_loop,
@@ -451,6 +455,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_INDEX_RETENTION_DAYS", defaults.index_retention_days
         ),
         index_keep=_int(env, "BATON_INDEX_KEEP", defaults.index_keep, 1),
+        ticket_max_age_days=_float(env, "BATON_TICKET_MAX_AGE_DAYS", defaults.ticket_max_age_days),
         log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
         log_format=log_format,  # type: ignore[arg-type]
         event_loop=event_loop,  # type: ignore[arg-type]

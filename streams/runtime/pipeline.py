@@ -92,6 +92,7 @@ class Pipeline:
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
         self.observer.stage_done("intake", "ok", 0.0)
+        ticket = self._bounded(ticket)
         record = StageRecord(
             ticket=ticket,
             source_topic=source.topic,
@@ -99,6 +100,18 @@ class Pipeline:
             source_offset=source.offset,
         )
         await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
+
+    def _bounded(self, ticket: Ticket) -> Ticket:
+        """``ticket`` with its ``created_at`` no further back than ``BATON_TICKET_MAX_AGE_DAYS``.
+
+        The time words of the message count from it: a producer cannot move "last month" back.
+        """
+        if ticket.created_at is None:
+            return ticket
+        floor = utcnow() - timedelta(days=self.settings.ticket_max_age_days)
+        if ticket.written_at() >= floor:
+            return ticket
+        return ticket.model_copy(update={"created_at": floor})
 
     async def run_stage(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
