@@ -137,6 +137,8 @@ class Settings:
     kafka: KafkaSecurity = KafkaSecurity()
     # (key id, secret) pairs: the first signs records between stages, every one verifies.
     signing_keys: tuple[tuple[str, str], ...] = ()
+    # A worker on Apache Kafka refuses to start without signing keys unless this is set.
+    allow_unsigned: bool = False
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)
 
@@ -199,6 +201,7 @@ class Settings:
             "BATON_NAMESPACE": self.namespace,
             "BATON_PARTITIONS": str(self.partitions),
             "BATON_EMBEDDED_BROKER": "1" if self.embedded_broker else "0",
+            "BATON_ALLOW_UNSIGNED": "1" if self.allow_unsigned else "0",
             "BATON_REPLICATION_FACTOR": str(self.replication_factor),
             "BATON_PRODUCER_ACKS": self.producer_acks,
             "BATON_MAX_IN_FLIGHT": str(self.max_in_flight),
@@ -414,6 +417,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         namespace=env.get("BATON_NAMESPACE", ""),
         partitions=_int(env, "BATON_PARTITIONS", defaults.partitions, 1),
         embedded_broker=env.get("BATON_EMBEDDED_BROKER", "") in ("1", "true", "yes"),
+        allow_unsigned=env.get("BATON_ALLOW_UNSIGNED", "") in ("1", "true", "yes"),
         replication_factor=_int(env, "BATON_REPLICATION_FACTOR", defaults.replication_factor, 1),
         producer_acks=_acks(env.get("BATON_PRODUCER_ACKS", defaults.producer_acks)),
         max_in_flight=_int(env, "BATON_MAX_IN_FLIGHT", defaults.max_in_flight, 1),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import orjson
 import pytest
 
@@ -142,3 +144,19 @@ def test_forget_refuses_a_bad_customer_id(deployment: Deployment) -> None:
     done = deployment.baton("forget", "")
     assert done.returncode == 2
     assert done.stderr.decode().strip().startswith("baton forget: invalid customer id")
+
+
+@pytest.mark.kafka_only
+def test_a_worker_on_apache_kafka_refuses_to_start_unsigned(deployment: Deployment) -> None:
+    worker = deployment.start_worker(BATON_ALLOW_UNSIGNED="0")
+    assert worker.proc.wait(timeout=90) == 2
+    said = worker.log.read_text()
+    assert "BATON_SIGNING_KEYS is not set" in said and "BATON_ALLOW_UNSIGNED=1" in said
+    assert "Traceback" not in said
+    worker.stop()  # it has exited: the readers below need not watch it
+    signed = deployment.start_worker(BATON_ALLOW_UNSIGNED="0", BATON_SIGNING_KEYS=KEYS)
+    deployment.import_orders(ORDERS)
+    asyncio.run(
+        deployment.publish_tickets([ticket_record("a1", "s-1", "c-ana", "My kettle leaks.")])
+    )
+    assert len(asyncio.run(deployment.replies(1))) == 1 and signed.proc.poll() is None

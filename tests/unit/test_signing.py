@@ -10,6 +10,7 @@ from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
 from streams.runtime.signing import HEADER, Signer
+from streams.runtime.worker import check_signing
 from streams.settings import SettingsError, load
 from streams.testing import MemorySink
 from tests.fixtures.data import ticket
@@ -205,3 +206,13 @@ async def test_an_index_update_under_another_customers_key_is_ignored(signed: Pi
     forged_key = Signer(signed.settings.signing_keys).headers(n.memory_index, "C9", update)
     await signed.apply_index(update, forged_key, Source(n.memory_index, 0, 0, "C9"))
     assert signed.state.customers.get("C1") is None
+
+
+def test_a_worker_on_kafka_refuses_to_run_unsigned_unless_allowed() -> None:
+    with pytest.raises(SettingsError, match="BATON_SIGNING_KEYS is not set") as caught:
+        check_signing(load({}))
+    assert "BATON_ALLOW_UNSIGNED=1" in str(caught.value) and "\n" not in str(caught.value)
+    check_signing(load({"BATON_ALLOW_UNSIGNED": "1"}))
+    check_signing(load({"BATON_EMBEDDED_BROKER": "1"}))
+    check_signing(load({"BATON_SIGNING_KEYS": f"{NEW[0]}:{NEW[1]}"}))
+    assert load(load({"BATON_ALLOW_UNSIGNED": "1"}).to_env()).allow_unsigned
