@@ -149,6 +149,13 @@ class MemoryIndex(BaseModel):
     orders: list[OrderMemory] = Field(
         default_factory=list, description="Every order the sessions discussed, newest first."
     )
+    erased_at: datetime | None = Field(
+        default=None,
+        description=(
+            "When the customer's data was erased (`baton forget`): no record written before "
+            "it is taken in again, by any stage or by the index."
+        ),
+    )
 
 
 class IndexUpdate(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
@@ -111,7 +112,10 @@ def _source(event: Any) -> Source:
     key = msg.key
     # An unkeyed record names an empty key: it is read from a broker, so its place is checked.
     text = bytes(key).decode("utf-8", "replace") if key is not None else ""
-    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset, key=text)
+    at = datetime.fromtimestamp(msg.timestamp, UTC) if msg.timestamp else None
+    return Source(
+        topic=msg.topic, partition=msg.partition, offset=msg.offset, key=text, timestamp=at
+    )
 
 
 def _headers(event: Any) -> list[tuple[str, bytes]]:

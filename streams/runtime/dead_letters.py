@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from pydantic import ValidationError
 
@@ -23,6 +24,8 @@ class Source:
     partition: int | None = None
     offset: int | None = None
     key: str | None = None
+    # When the record was written (its broker timestamp), if known.
+    timestamp: datetime | None = None
 
 
 def new_id() -> str:

@@ -72,15 +72,18 @@ async def erase_session(
 def erase_index(
     batons: BatonStore, value: bytes | None, misplaced: Callable[[str], str | None] = lambda _: None
 ) -> bool:
-    """Tombstone the customer's index entry; True when there was one."""
+    """Replace the customer's index entry by the mark of the erasure; True when there was one.
+
+    The mark (the request's time) makes the erasure last: every stage and the index refuse the
+    customer's records written before it, read again or re-driven as they may be.
+    """
     request = _parse(value)
     if request is None or request.session_id is not None:
         return False
     if (problem := misplaced(request.customer_id)) is not None:
         log.error("ignoring an erasure request (request %s): %s", request.request_id, problem)
         return False
-    if batons.index(request.customer_id) is None:
-        return False
-    batons.delete_index(request.customer_id)
+    held = batons.index(request.customer_id)
+    batons.erase_index(request.customer_id, request.requested_at)
     log.info("erased a customer's index entry (request %s)", request.request_id)
-    return True
+    return held is not None and bool(held.sessions or held.orders)

@@ -91,6 +91,9 @@ class Pipeline:
             await self._reject("intake", value, exc, source)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
+        if self._erased(ticket, source):
+            self._drop_erased("intake", ticket)
+            return
         self.observer.stage_done("intake", "ok", 0.0)
         ticket = self._bounded(ticket)
         record = StageRecord(
@@ -141,6 +144,9 @@ class Pipeline:
         ticket = record.ticket
         if (problem := self._misplaced(source)(ticket.session_id)) is not None:
             await self._untrusted(stage, value, problem, source)
+            return
+        if self._erased(ticket, source):
+            self._drop_erased(stage, ticket)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
         if step.name == "understand":
@@ -201,6 +207,8 @@ class Pipeline:
             return True
         if self._misplaced(source)(ticket.session_id) is not None:
             return True
+        if self._erased(ticket, source):
+            return True
         return ownership.conflict(self.batons.get(ticket.session_id), ticket) is not None
 
     async def shed(
@@ -220,7 +228,9 @@ class Pipeline:
         untrusted = self.signer.problem(topic, source.key, value, headers) or (
             ticket is not None and self._misplaced(source)(ticket.session_id)
         )
-        if ticket is None or untrusted or self.redelivery.known(ticket):
+        # An erased customer's old record is dropped there, never kept in a dead letter.
+        erased = ticket is not None and self._erased(ticket, source)
+        if ticket is None or untrusted or erased or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
         with tracing.stage_span(stage, headers, source):
@@ -229,6 +239,20 @@ class Pipeline:
             cap = self.settings.max_queued_per_session
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
             self.observer.stage_done(stage, "flooded", 0.0)
+
+    def _erased(self, ticket: Ticket, source: Source) -> bool:
+        """Whether the ticket's customer was erased after this record was written."""
+        erased = self.batons.erased_at(ticket.customer_id)
+        written = source.timestamp or (ticket.written_at() if ticket.created_at else None)
+        return erased is not None and written is not None and written <= erased
+
+    def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
+        """Drop a record of an erased customer written before the erasure: no dead letter (it
+        would keep the data), no baton, no reply."""
+        log.info(
+            "%s dropped ticket %s: written before its customer's erasure", stage, ticket.ticket_id
+        )
+        self.observer.stage_done(stage, "erased", 0.0)
 
     def _misplaced(self, source: Source) -> Callable[[str], str | None]:
         """Why a record of a session read at ``source`` is not on the session's key/partition."""
