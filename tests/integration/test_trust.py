@@ -6,6 +6,7 @@ import asyncio
 
 import orjson
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from schemas import StageRecord, Ticket, dumps
 from schemas.stages import OrderMatch
@@ -160,3 +161,55 @@ def test_a_worker_on_apache_kafka_refuses_to_start_unsigned(deployment: Deployme
         deployment.publish_tickets([ticket_record("a1", "s-1", "c-ana", "My kettle leaks.")])
     )
     assert len(asyncio.run(deployment.replies(1))) == 1 and signed.proc.poll() is None
+
+
+async def test_after_forget_a_topic_read_again_or_a_requeue_brings_nothing_back(
+    deployment: Deployment,
+) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+    faulty = "My kettle is leaking, I live at 5 Elm Road. [[fault:invalid_json:understand:9]]"
+    await deployment.publish_tickets([ticket_record("a1", "s-a1", "c-ana", faulty)])
+    [first] = await deployment.replies(1)
+    [(letter, _)] = await deployment.dead_letters(1)
+    assert first.status == "degraded" and letter.ticket and letter.ticket.customer_id == "c-ana"
+    # The ticket as the tickets topic holds it, with the time it was written.
+    reader = deployment.reader(deployment.topic("support.tickets"))
+    await reader.start()
+    try:
+        [original] = [r for rs in (await reader.getmany(timeout_ms=5000)).values() for r in rs]
+    finally:
+        await reader.stop()
+
+    done = deployment.baton("forget", "c-ana", "--json")
+    assert done.returncode == 0 and orjson.loads(done.stdout)["confirmed"] is True
+
+    # An offset reset reads the same record again; a requeue would re-drive its dead letter.
+    producer = AIOKafkaProducer(bootstrap_servers=deployment.broker.bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            deployment.topic("support.tickets"),
+            original.value,
+            key=original.key,
+            timestamp_ms=original.timestamp,
+        )
+    finally:
+        await producer.stop()
+    requeued = deployment.baton("dlq", "requeue", "--all")
+    assert requeued.returncode == 0, requeued.stderr.decode()
+    assert b"its customer was erased after it" in requeued.stderr
+    assert b"requeued 0, skipped 1" in requeued.stderr
+
+    # The customer's next ticket, behind the re-read one in the session's partition, is the
+    # only one answered, in a session that starts from nothing.
+    await deployment.publish_tickets([ticket_record("a2", "s-a1", "c-ana", "Hello again.")])
+    replies = await deployment.replies(2)
+    assert [r.ticket_id for r in replies] == ["a1", "a2"]
+    assert "Elm" not in replies[1].reply + replies[1].internal_note
+    assert len(await deployment.dead_letters(1)) == 1
+    again = deployment.baton("forget", "c-ana", "--json")
+    assert orjson.loads(again.stdout)["sessions"] == ["s-a1"]
+    trace = deployment.baton("trace", "s-a1", "--json")
+    batons = orjson.loads(trace.stdout)["batons"]
+    assert batons and all("Elm" not in orjson.dumps(b).decode() for b in batons[-1:])

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from aiokafka.structs import OffsetAndTimestamp
 
-from schemas.baton import Baton, ChainEntry
+from schemas.baton import Baton, ChainEntry, MemoryIndex
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
 from schemas.stages import OrderCandidate, OrderMatch, Recall, StageRecord, Understanding
@@ -426,3 +426,32 @@ def test_a_session_trace_does_not_show_what_a_refused_sender_wrote() -> None:
     assert [t["ticket_id"] for t in doc["tickets"]] == ["a"] and doc["dead_letters"] == []
     shown = orjson.dumps(doc).decode() + "\n".join(trace.render(doc))
     assert "Secret Lane" not in shown and "a ticket this session refused" in shown
+
+
+def test_no_dead_letter_of_a_customer_erased_after_it_is_requeued() -> None:
+    m = msg("support.dead-letters", b"")
+    failed = datetime(2026, 11, 1, 12, tzinfo=UTC)
+    chosen = [
+        dlq.Letter(letter(id="d1", ticket=ticket("a"), ticket_id="a", stage="understand"), m),
+        dlq.Letter(
+            letter(
+                id="d2", ticket=data.ticket("b", "x", "s2", "c2"), ticket_id="b", stage="lookup"
+            ),
+            m,
+        ),
+    ]
+    mark = MemoryIndex(key="c1", erased_at=failed.replace(hour=13))
+    changelog = [
+        msg("baton-customers-changelog", dumps(MemoryIndex(key="c1")), key=b'"c1"'),
+        msg("baton-customers-changelog", dumps(mark), offset=1, key=b'"c1"'),
+    ]
+    erased = dlq.erasures(changelog)
+    assert erased == {"c1": mark.erased_at}
+    todo, skipped = dlq.plan(chosen, [], again=False, erased=erased)
+    assert [x.dl.id for x, *_ in todo] == ["d2"]
+    assert [(x.dl.id, why) for x, why in skipped] == [
+        ("d1", "its customer was erased after it (baton forget)")
+    ]
+    # A dead letter written after the erasure (a new ticket of the customer) is requeued.
+    later = {"c1": failed.replace(hour=11)}
+    assert len(dlq.plan(chosen, [], again=False, erased=later)[0]) == 2
