@@ -200,6 +200,10 @@ async def test_after_forget_a_topic_read_again_or_a_requeue_brings_nothing_back(
     assert requeued.returncode == 0, requeued.stderr.decode()
     assert b"its customer was erased after it" in requeued.stderr
     assert b"requeued 0, skipped 1" in requeued.stderr
+    # A replay leaves the erased customer's tickets out (both copies of a1 are from before).
+    replayed = deployment.baton("replay", "--dry-run", "--json")
+    assert replayed.returncode == 0, replayed.stderr.decode()
+    assert orjson.loads(replayed.stdout)["selected"] == 0
 
     # The customer's next ticket, behind the re-read one in the session's partition, is the
     # only one answered, in a session that starts from nothing.

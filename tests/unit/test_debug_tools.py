@@ -455,3 +455,15 @@ def test_no_dead_letter_of_a_customer_erased_after_it_is_requeued() -> None:
     # A dead letter written after the erasure (a new ticket of the customer) is requeued.
     later = {"c1": failed.replace(hour=11)}
     assert len(dlq.plan(chosen, [], again=False, erased=later)[0]) == 2
+
+
+def test_a_replay_leaves_out_the_tickets_of_a_customer_erased_after_them() -> None:
+    erased_at = datetime.fromtimestamp((T0 + 10) / 1000, UTC)
+    records = [
+        msg("support.tickets", dumps(ticket("a")), ts=T0),
+        msg("support.tickets", dumps(data.ticket("b", "x", "s2", "c2")), offset=1, ts=T0 + 1),
+        msg("support.tickets", dumps(ticket("c")), offset=2, ts=T0 + 20),
+    ]
+    picked = select(records, Selection(erased={"c1": erased_at}))
+    # c1's ticket from before the erasure stays out; their later one and c2's are replayed.
+    assert [t.ticket_id for t in picked.tickets] == ["b", "c"] and picked.erased == 1
