@@ -252,6 +252,8 @@ class Pipeline:
         log.info(
             "%s dropped ticket %s: written before its customer's erasure", stage, ticket.ticket_id
         )
+        # A later stage's copy may be the ticket holding the session: free it.
+        self.gate.leave(ticket.session_id, ticket.ticket_id)
         self.observer.stage_done(stage, "erased", 0.0)
 
     def _misplaced(self, source: Source) -> Callable[[str], str | None]:
