@@ -217,3 +217,28 @@ async def test_after_forget_a_topic_read_again_or_a_requeue_brings_nothing_back(
     trace = deployment.baton("trace", "s-a1", "--json")
     batons = orjson.loads(trace.stdout)["batons"]
     assert batons and all("Elm" not in orjson.dumps(b).decode() for b in batons[-1:])
+
+
+async def test_a_second_guest_cannot_use_the_first_guests_session(deployment: Deployment) -> None:
+    deployment.import_orders(ORDERS)
+    deployment.start_worker()
+
+    def guest(tid: str, text: str, guest_id: str) -> dict[str, str]:
+        return {"ticket_id": tid, "session_id": "s-visit", "text": text, "guest_id": guest_id}
+
+    await deployment.publish_tickets(
+        [guest("g1", "My kettle is leaking, I live at 5 Elm Road.", "visitor-a-7f3e")]
+    )
+    await deployment.replies(1)
+    await deployment.publish_tickets(
+        [
+            guest("g2", "What was my problem again? Where do I live?", "visitor-b-19c2"),
+            guest("g3", "Can it be repaired instead?", "visitor-a-7f3e"),
+        ]
+    )
+    [(letter, _)] = await deployment.dead_letters(1)
+    assert (letter.reason, letter.ticket_id, letter.session_id) == ("session_conflict", "g2", None)
+    assert "anonymous" not in letter.error and "guest" not in letter.error
+    replies = await deployment.replies(2)
+    assert [r.ticket_id for r in replies] == ["g1", "g3"]
+    assert all("Elm" not in r.reply for r in replies[1:])
