@@ -24,7 +24,8 @@ from streams.kafka.topics import TopicNames
 from streams.observe import tracing
 from streams.observe.logs import describe
 from streams.observe.observer import CountingObserver, Observer
-from streams.runtime import context, dead_letters, erasure, expiry, ownership, placement, replies
+from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
+from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
@@ -63,6 +64,7 @@ class Pipeline:
             self.settings.customer_token_budget, self.settings.customer_budget_window_s
         )
         self.signer = Signer(self.settings.signing_keys)
+        self.admission = Admission(self.settings, self.signer, self.batons)
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
         self.out = SignedSink(
@@ -91,11 +93,11 @@ class Pipeline:
             await self._reject("intake", value, exc, source)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
-        if self._erased(ticket, source):
+        if self.admission.erased(ticket, source):
             self._drop_erased("intake", ticket)
             return
         self.observer.stage_done("intake", "ok", 0.0)
-        ticket = self._bounded(ticket)
+        ticket = self.admission.bounded(ticket)
         record = StageRecord(
             ticket=ticket,
             source_topic=source.topic,
@@ -103,18 +105,6 @@ class Pipeline:
             source_offset=source.offset,
         )
         await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
-
-    def _bounded(self, ticket: Ticket) -> Ticket:
-        """``ticket`` with its ``created_at`` no further back than ``BATON_TICKET_MAX_AGE_DAYS``.
-
-        The time words of the message count from it: a producer cannot move "last month" back.
-        """
-        if ticket.created_at is None:
-            return ticket
-        floor = utcnow() - timedelta(days=self.settings.ticket_max_age_days)
-        if ticket.written_at() >= floor:
-            return ticket
-        return ticket.model_copy(update={"created_at": floor})
 
     async def run_stage(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -133,7 +123,9 @@ class Pipeline:
             await self._untrusted(stage, value, problem, source)
             return
         if step.name == "understand" and erasure.requested(headers):
-            await erasure.erase_session(self.batons, self.gate, value, self._misplaced(source))
+            await erasure.erase_session(
+                self.batons, self.gate, value, self.admission.misplaced(source)
+            )
             return
         try:
             record = parse(StageRecord, value)
@@ -142,10 +134,10 @@ class Pipeline:
             self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
-        if (problem := self._misplaced(source)(ticket.session_id)) is not None:
+        if (problem := self.admission.misplaced(source)(ticket.session_id)) is not None:
             await self._untrusted(stage, value, problem, source)
             return
-        if self._erased(ticket, source):
+        if self.admission.erased(ticket, source):
             self._drop_erased(stage, ticket)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
@@ -191,25 +183,10 @@ class Pipeline:
     def refuses(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> bool:
-        """Whether the record is a ticket its session refuses (another sender's, or not signed
-        for where it was read): it needs no place in the session's queue nor its turn.
-
-        An erasure request and a record that does not parse go through the queue as usual.
-        """
-        if erasure.requested(headers):
-            return False
-        try:
-            ticket = parse(StageRecord, value).ticket
-        except InvalidRecord:
-            return False
+        """Whether ``stage`` refuses the record before it touches the session (see
+        ``Admission.refuses``): it takes no place in the session's queue."""
         topic = BY_NAME[stage].source_topic(self.topics)
-        if self.signer.problem(topic, source.key, value, headers):
-            return True
-        if self._misplaced(source)(ticket.session_id) is not None:
-            return True
-        if self._erased(ticket, source):
-            return True
-        return ownership.conflict(self.batons.get(ticket.session_id), ticket) is not None
+        return self.admission.refuses(topic, value, source, headers)
 
     async def shed(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -226,10 +203,10 @@ class Pipeline:
             ticket = None  # run_stage dead-letters it as invalid
         topic = BY_NAME[stage].source_topic(self.topics)
         untrusted = self.signer.problem(topic, source.key, value, headers) or (
-            ticket is not None and self._misplaced(source)(ticket.session_id)
+            ticket is not None and self.admission.misplaced(source)(ticket.session_id)
         )
         # An erased customer's old record is dropped there, never kept in a dead letter.
-        erased = ticket is not None and self._erased(ticket, source)
+        erased = ticket is not None and self.admission.erased(ticket, source)
         if ticket is None or untrusted or erased or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
@@ -240,12 +217,6 @@ class Pipeline:
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
             self.observer.stage_done(stage, "flooded", 0.0)
 
-    def _erased(self, ticket: Ticket, source: Source) -> bool:
-        """Whether the ticket's customer was erased after this record was written."""
-        erased = self.batons.erased_at(ticket.customer_id)
-        written = source.timestamp or (ticket.written_at() if ticket.created_at else None)
-        return erased is not None and written is not None and written <= erased
-
     def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
         """Drop a record of an erased customer written before the erasure: no dead letter (it
         would keep the data), no baton, no reply."""
@@ -255,10 +226,6 @@ class Pipeline:
         # A later stage's copy may be the ticket holding the session: free it.
         self.gate.leave(ticket.session_id, ticket.ticket_id)
         self.observer.stage_done(stage, "erased", 0.0)
-
-    def _misplaced(self, source: Source) -> Callable[[str], str | None]:
-        """Why a record of a session read at ``source`` is not on the session's key/partition."""
-        return lambda session_id: placement.misplaced(source, session_id, self.settings.partitions)
 
     async def _untrusted(
         self, stage: StageName, value: bytes | None, problem: str, source: Source
