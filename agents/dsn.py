@@ -23,6 +23,16 @@ def mask_dsn(text: str) -> str:
     return _KEY_PASSWORD.sub(lambda m: m[1] + MASK, text)
 
 
+def mask_url(url: str) -> str:
+    """A connection URL as shown: masked like ``mask_dsn``, and a ``user:password@`` written
+    without a scheme (``user:pw@host:9092``) hidden whole."""
+    text = mask_dsn(url)
+    head, at, tail = text.rpartition("@")
+    if at and "://" not in head:
+        return MASK + "@" + tail
+    return text
+
+
 def passwords(dsn: str) -> set[str]:
     """The passwords ``dsn`` carries, as written and percent-decoded."""
     found = {m[2] for m in _URL_PASSWORD.finditer(dsn)}

@@ -25,7 +25,7 @@ MAX_FLAGS = 10
 
 def new_baton(ticket: Ticket) -> Baton:
     """An empty baton for the ticket's session."""
-    return Baton(session_id=ticket.session_id, customer_id=ticket.customer_id)
+    return Baton(session_id=ticket.session_id, customer_id=ticket.customer_id, guest=ticket.guest())
 
 
 def _fold_chain(chain: list[ChainEntry], summary: str) -> tuple[list[ChainEntry], str]:
@@ -193,6 +193,7 @@ def from_snapshot(ticket: Ticket, snap: Snapshot, version: int) -> Baton:
     return Baton(
         session_id=ticket.session_id,
         customer_id=ticket.customer_id,
+        guest=ticket.guest(),
         version=version,
         tickets=memories,
         product=snap.product,
@@ -234,12 +235,17 @@ def index_with(
     The newest ``keep`` sessions (and orders) are kept, and none older than ``since``.
     """
     previous = index.sessions if index else []
+    erased = index.erased_at if index else None
     others = [s for s in previous if s.session_id != summary.session_id]
     merged = sorted([summary, *others], key=lambda s: s.at, reverse=True)
     if since is not None:
         merged = [s for s in merged if s.at >= since]
     history = merge_orders(index.orders if index else [], orders or [], keep, since)
-    return MemoryIndex(key=key, sessions=merged[:keep], orders=history)
+    if erased is not None:
+        # Nothing from before the customer's erasure comes back.
+        merged = [s for s in merged if s.at > erased]
+        history = [o for o in history if o.at > erased]
+    return MemoryIndex(key=key, sessions=merged[:keep], orders=history, erased_at=erased)
 
 
 def index_since(index: MemoryIndex, since: datetime) -> MemoryIndex:

@@ -190,16 +190,51 @@ class Facts(BaseModel):
     )
 
 
-# Facts derived from customer text: a model reads them as data, never as instructions.
+# Facts derived from customer text: a model reads them as data, never as instructions. The
+# session's flags and decision summary quote products and problems, a match's reason and a
+# recall's evidence quote the message.
 _FROM_CUSTOMER = (
     ("session.core_problems", lambda f: f.session.core_problems),
     ("session.product", lambda f: f.session.product),
     ("session.problem", lambda f: f.session.problem),
     ("session.topics", lambda f: f.session.topics),
+    ("session.flags", lambda f: f.session.flags),
+    ("session.summary", lambda f: f.session.summary),
     ("earlier", lambda f: f.earlier),
     ("history", lambda f: f.history),
     ("understanding", lambda f: f.understanding),
+    ("match.reason", lambda f: f.match.reason if f.match else None),
+    (
+        "match.recall.evidence",
+        lambda f: f.match.recall.evidence if f.match and f.match.recall else None,
+    ),
 )
+# The facts the shop's own systems state (the store, the pipeline) or closed vocabularies
+# (a demand is one of a few words whatever the customer wrote). Every field of ``Facts`` is
+# in one of the two lists, or is the message itself (a test walks them).
+FROM_SHOP = (
+    "stage",
+    "ticket_id",
+    "customer_id",
+    "today",
+    "session.demand",
+    "session.previous_demand",
+    "session.order_id",
+    "session.order_history",
+    "session.offered",  # from validated offers of earlier replies, not from customer text
+    "orders",
+    "match.order_id",
+    "match.order",
+    "match.method",
+    "match.confidence",
+    "match.candidates",
+    "match.recall.method",
+    "match.recall.order_id",
+    "match.recall.candidates",
+    "match.recall.session_id",
+    "from_customer",
+)
+FROM_CUSTOMER = tuple(name for name, _ in _FROM_CUSTOMER)
 
 
 def from_customer(facts: Facts) -> list[str]:

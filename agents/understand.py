@@ -16,6 +16,25 @@ from schemas.records import Order, Ticket
 from schemas.stages import Understanding
 
 GROUNDED = 0.35
+# How much of the customer's own message a fallback's core problem keeps.
+OWN_WORDS_CHARS = 200
+CORE_PROBLEM_CHARS = 400
+
+
+def in_own_words(u: Understanding, text: str) -> Understanding:
+    """The rules' understanding with the customer's own words (truncated) in its core problem.
+
+    The rules name a problem kind ("is damaged"); the session's next tickets read the core
+    problem as what the customer said, so a degraded understanding keeps what they wrote.
+    """
+    words = " ".join(text.split())
+    if len(words) > OWN_WORDS_CHARS:
+        words = words[: OWN_WORDS_CHARS - 1].rstrip() + "…"
+    if not words or words in u.core_problem:
+        return u
+    quoted = f"客户原话：“{words}”" if u.language == "zh" else f' The customer wrote: "{words}"'
+    label = u.core_problem[: CORE_PROBLEM_CHARS - len(quoted)]
+    return u.model_copy(update={"core_problem": label + quoted})
 
 
 def grounded_in(facts: Facts) -> Validator[Understanding]:
@@ -80,4 +99,4 @@ async def understand(
         reask_limit=reask_limit,
         tokens_left=tokens_left,
     )
-    return Outcome.of(asked, lambda: understand_rules(prompt.facts))
+    return Outcome.of(asked, lambda: in_own_words(understand_rules(prompt.facts), ticket.text))

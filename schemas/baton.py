@@ -75,6 +75,13 @@ class Baton(BaseModel):
     schema_version: int = SCHEMA_VERSION
     session_id: str
     customer_id: str | None = None
+    guest: str | None = Field(
+        default=None,
+        description=(
+            "An anonymous session's principal: the digest of its first ticket's guest id "
+            "(never the id itself); none for a customer's session or a guest without an id."
+        ),
+    )
     version: int = 0
     tickets: list[TicketMemory] = Field(
         default_factory=list, description="Core problem of every ticket, oldest first."
@@ -150,6 +157,13 @@ class MemoryIndex(BaseModel):
     sessions: list[SessionSummary] = Field(default_factory=list)
     orders: list[OrderMemory] = Field(
         default_factory=list, description="Every order the sessions discussed, newest first."
+    )
+    erased_at: datetime | None = Field(
+        default=None,
+        description=(
+            "When the customer's data was erased (`baton forget`): no record written before "
+            "it is taken in again, by any stage or by the index."
+        ),
     )
 
 

@@ -69,7 +69,7 @@ def _headers(topic: str) -> dict[str, Any]:
     if topic in (SESSIONS, UNDERSTOOD, MATCHED, MEMORY_INDEX):
         props["baton-signature"] = {
             "type": "string",
-            "description": "<key id>:<hex HMAC-SHA256 of topic NUL value>, when signing is on.",
+            "description": "<key id>:<hex HMAC-SHA256 of topic, key and value> when signing.",
         }
     if topic in (SESSIONS, MEMORY_INDEX):
         props["baton-control"] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from datetime import UTC, datetime
@@ -118,6 +119,22 @@ class Ticket(BaseModel):
         str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_clean_text)
     ] = Field(description="What the customer wrote; control characters are removed.")
     created_at: datetime | None = Field(default=None, description="RFC 3339 time of writing.")
+    guest_id: Identifier | None = Field(
+        default=None,
+        description=(
+            "For a ticket without a customer: an id the producer issues to the anonymous "
+            "visitor and keeps for them (a random value in their browser, say); the session "
+            "of their first ticket then takes only tickets with the same guest id. Ignored "
+            "when customer_id is set."
+        ),
+    )
+
+    def guest(self) -> str | None:
+        """The anonymous principal of a ticket without a customer: a digest of its guest id
+        (none for a customer's ticket or a guest without an id)."""
+        if self.customer_id is not None or self.guest_id is None:
+            return None
+        return hashlib.sha256(b"baton-guest\0" + self.guest_id.encode()).hexdigest()[:32]
 
     def written_at(self, now: datetime | None = None) -> datetime:
         """When the customer wrote it: ``created_at``, never later than now (a producer's

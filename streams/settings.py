@@ -12,7 +12,7 @@ from typing import Literal
 
 import orjson
 
-from agents.dsn import MASK, mask_dsn
+from agents.dsn import MASK, mask_url
 from agents.models.capabilities import StructuredOutput, limits_for
 from agents.models.prices import Price, parse_cache_minimums, parse_prices
 from agents.models.providers import ProviderError, check_name
@@ -154,6 +154,9 @@ class Settings:
     # How long the customer index keeps a session's summary after the session's last ticket.
     index_retention_days: float = 30.0
     index_keep: int = 20
+    # A ticket's created_at further back is read as this long ago: its time words ("last
+    # month") count from a date a producer can move back by at most this much.
+    ticket_max_age_days: float = 7.0
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
@@ -165,8 +168,15 @@ class Settings:
     kafka: KafkaSecurity = KafkaSecurity()
     # (key id, secret) pairs: the first signs records between stages, every one verifies.
     signing_keys: tuple[tuple[str, str], ...] = ()
+    # A worker on Apache Kafka refuses to start without signing keys unless this is set.
+    allow_unsigned: bool = False
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)
+
+    @property
+    def broker_shown(self) -> str:
+        """``broker`` as every message shows it: any password in it masked."""
+        return mask_url(self.broker)
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
@@ -178,7 +188,7 @@ class Settings:
         # Every URL may carry a user:password@ part.
         for name in ("orders_dsn", "broker", "anthropic_base_url", "model_url"):
             if shown[name]:
-                shown[name] = mask_dsn(shown[name])
+                shown[name] = mask_url(shown[name])
         shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
@@ -245,6 +255,7 @@ class Settings:
             "BATON_NAMESPACE": self.namespace,
             "BATON_PARTITIONS": str(self.partitions),
             "BATON_EMBEDDED_BROKER": "1" if self.embedded_broker else "0",
+            "BATON_ALLOW_UNSIGNED": "1" if self.allow_unsigned else "0",
             "BATON_REPLICATION_FACTOR": str(self.replication_factor),
             "BATON_PRODUCER_ACKS": self.producer_acks,
             "BATON_MAX_IN_FLIGHT": str(self.max_in_flight),
@@ -268,6 +279,7 @@ class Settings:
             "BATON_CUSTOMER_BUDGET_WINDOW_S": repr(self.customer_budget_window_s),
             "BATON_INDEX_RETENTION_DAYS": repr(self.index_retention_days),
             "BATON_INDEX_KEEP": str(self.index_keep),
+            "BATON_TICKET_MAX_AGE_DAYS": repr(self.ticket_max_age_days),
             "BATON_LOG_LEVEL": self.log_level,
             "BATON_LOG_FORMAT": self.log_format,
             "BATON_EVENT_LOOP": self.event_loop,
@@ -503,7 +515,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         )
     broker = env.get("BATON_BROKER", Settings.broker)
     if not broker.startswith("kafka://"):
-        raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
+        raise SettingsError(
+            f"BATON_BROKER must look like kafka://host:port, got {mask_url(broker)!r}"
+        )
     # Understanding and choosing among orders are extraction tasks: a small fast model does
     # them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them.
     first_party_names = llm in ("anthropic", "offline")
@@ -544,6 +558,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         namespace=env.get("BATON_NAMESPACE", ""),
         partitions=_int(env, "BATON_PARTITIONS", defaults.partitions, 1),
         embedded_broker=env.get("BATON_EMBEDDED_BROKER", "") in ("1", "true", "yes"),
+        allow_unsigned=env.get("BATON_ALLOW_UNSIGNED", "") in ("1", "true", "yes"),
         replication_factor=_int(env, "BATON_REPLICATION_FACTOR", defaults.replication_factor, 1),
         producer_acks=_acks(env.get("BATON_PRODUCER_ACKS", defaults.producer_acks)),
         max_in_flight=_int(env, "BATON_MAX_IN_FLIGHT", defaults.max_in_flight, 1),
@@ -583,6 +598,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_INDEX_RETENTION_DAYS", defaults.index_retention_days
         ),
         index_keep=_int(env, "BATON_INDEX_KEEP", defaults.index_keep, 1),
+        ticket_max_age_days=_float(env, "BATON_TICKET_MAX_AGE_DAYS", defaults.ticket_max_age_days),
         log_level=env.get("BATON_LOG_LEVEL", defaults.log_level).lower(),
         log_format=log_format,  # type: ignore[arg-type]
         event_loop=event_loop,  # type: ignore[arg-type]

@@ -44,9 +44,7 @@ class Forgotten:
 
     @property
     def confirmed(self) -> bool:
-        return set(self.erased_sessions) == set(self.sessions) and (
-            self.index_erased or not self.index_sessions
-        )
+        return set(self.erased_sessions) == set(self.sessions) and self.index_erased
 
 
 def _latest(messages: list[Message]) -> dict[str, bytes | None]:
@@ -102,7 +100,7 @@ async def _request(settings: Settings, topic: str, records: list[tuple[str, Eras
         settings,
         topic,
         [(key, dumps(e)) for key, e in records],
-        headers_of=lambda value: [*erasure.headers(), *signer.headers(topic, value)],
+        headers_of=lambda key, value: [*erasure.headers(), *signer.headers(topic, key, value)],
     )
 
 
@@ -129,16 +127,27 @@ async def forget(settings: Settings, customer_id: str, timeout: float = 60.0) ->
             if len(done.erased_sessions) == len(done.sessions):
                 break
             await asyncio.sleep(POLL_S)
-    if done.index_sessions:
-        request = Erasure(request_id=done.request_id, customer_id=customer_id)
-        await _request(settings, names.memory_index, [(customer_id, request)])
-        while time.monotonic() < deadline:
-            _, index = await _tables(settings)
-            if index.get(customer_id) is None:
-                done.index_erased = True
-                break
-            await asyncio.sleep(POLL_S)
+    # Always, even with no index entry: the mark of the erasure is what makes it last.
+    request = Erasure(request_id=done.request_id, customer_id=customer_id)
+    await _request(settings, names.memory_index, [(customer_id, request)])
+    while time.monotonic() < deadline:
+        _, index = await _tables(settings)
+        if _marked(index.get(customer_id), request):
+            done.index_erased = True
+            break
+        await asyncio.sleep(POLL_S)
     return done
+
+
+def _marked(raw: bytes | None, request: Erasure) -> bool:
+    """Whether the index entry is the mark of ``request``'s erasure (or a later one)."""
+    try:
+        index = parse(MemoryIndex, raw) if raw else None
+    except InvalidRecord:
+        return False
+    if index is None or index.erased_at is None:
+        return False
+    return index.erased_at >= request.requested_at and not index.sessions
 
 
 def retention(settings: Settings) -> dict[str, float]:

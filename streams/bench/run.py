@@ -100,7 +100,7 @@ def given_broker(settings: Settings) -> BrokerRun:
 
     cluster = asyncio.run(probe_broker(settings))
     embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
-    return BrokerRun("tansu" if embedded else "kafka", settings.broker)
+    return BrokerRun("tansu" if embedded else "kafka", settings.broker_shown)
 
 
 class BenchFailed(RuntimeError):
@@ -259,7 +259,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
     try:
         if settings.broker_given:
             broker = given_broker(settings)
-            say(f"using the broker at {settings.broker} (namespace prefix 'bench')")
+            say(f"using the broker at {settings.broker_shown} (namespace prefix 'bench')")
         else:
             if options.broker == "kafka":
                 say("starting Apache Kafka (one node) in the run's folder")
@@ -305,7 +305,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
             "max_in_flight": settings.max_in_flight,
             "max_buffered": settings.max_buffered,
             "model_latency_s": options.latency,
-            "broker": "embedded" if broker.started and broker.embedded else settings.broker,
+            "broker": "embedded" if broker.started and broker.embedded else settings.broker_shown,
         },
         "broker": broker.describe(),
         **result,

@@ -184,6 +184,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         published=published,
         skipped_invalid=picked.invalid,
         skipped_duplicates=picked.duplicates,
+        skipped_erased=picked.erased,
         **({"batch": tally.as_dict()} if tally is not None else {}),
     )
     if args.json:

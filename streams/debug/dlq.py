@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from schemas.baton import MemoryIndex
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Ticket
-from streams.kafka.topics import TopicNames
+from streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
 from streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -170,15 +171,44 @@ async def _send(
         await producer.stop()
 
 
+def erasures(changelog: Iterable[Message]) -> dict[str, datetime]:
+    """When each erased customer was erased, from the customer index's changelog."""
+    latest: dict[bytes, bytes | None] = {}
+    for m in changelog:
+        if m.key is not None:
+            latest[bytes(m.key)] = m.value
+    found = {}
+    for value in latest.values():
+        try:
+            index = MemoryIndex.model_validate_json(value) if value else None
+        except ValidationError:
+            continue
+        if index is not None and index.erased_at is not None:
+            found[index.key] = index.erased_at
+    return found
+
+
 def plan(
-    chosen: Sequence[Letter], tickets: Sequence[Message], again: bool
+    chosen: Sequence[Letter],
+    tickets: Sequence[Message],
+    again: bool,
+    erased: Mapping[str, datetime] | None = None,
 ) -> tuple[list[Planned], list[tuple[Letter, str]]]:
-    """What to re-drive (letter, key, value, attempts) and what to skip, with why."""
+    """What to re-drive (letter, key, value, attempts) and what to skip, with why.
+
+    A dead letter of a customer erased after it (``erased``: customer -> when) is never
+    re-driven: that would bring back what ``baton forget`` erased.
+    """
     done = set() if again else already_requeued(tickets)
     todo: list[Planned] = []
     skipped: list[tuple[Letter, str]] = []
     seen: set[str | bytes] = set()
     for x in chosen:
+        customer = x.dl.ticket.customer_id if x.dl.ticket else None
+        at = (erased or {}).get(customer) if customer else None
+        if at is not None and x.dl.failed_at <= at:
+            skipped.append((x, "its customer was erased after it (baton forget)"))
+            continue
         record = redrive(x.dl)
         if record is None:
             skipped.append((x, "no ticket to re-drive (the stage record itself was invalid)"))
@@ -208,9 +238,10 @@ async def requeue_plan(
 ) -> tuple[list[Planned], list[tuple[Letter, str]]]:
     """:func:`plan` for the dead letters ``filters`` match, against the tickets topic."""
     names = TopicNames.of(settings)
-    read = await _read(settings, names.dead_letters, names.tickets)
+    index = changelog_topic(settings, CUSTOMER_TABLE)
+    read = await _read(settings, names.dead_letters, names.tickets, index)
     chosen = [x for x in letters(read[names.dead_letters]) if filters.match(x.dl)]
-    return plan(chosen, read[names.tickets], again)
+    return plan(chosen, read[names.tickets], again, erasures(read[index]))
 
 
 def requeue_headers(letter: Letter, attempts: int) -> dict[str, str]:

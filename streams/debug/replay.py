@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING
 from schemas.codec import dumps
 from schemas.records import Reply, Ticket
 from streams.debug.replay_plan import Selection, first_replies, select
-from streams.kafka.topics import TopicNames
+from streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
 from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
 from streams.settings import Settings
 
@@ -53,7 +53,7 @@ async def resolve(
 ) -> Selection:
     """``selection`` with its time bounds as offsets of the tickets topic and, when asked,
     the tickets that have dead letters."""
-    from streams.debug.dlq import letters
+    from streams.debug.dlq import erasures, letters
     from streams.kafka.reader import offsets_at, read_topics
 
     names = TopicNames.of(settings)
@@ -65,7 +65,10 @@ async def resolve(
         dead = frozenset(
             x.dl.ticket_id for x in letters(read[names.dead_letters]) if x.dl.ticket_id
         )
-    return replace(selection, since=since, until=until, dead_lettered=dead)
+    # The customers `baton forget` erased: a replay does not bring their tickets back.
+    index = changelog_topic(settings, CUSTOMER_TABLE)
+    erased = erasures((await read_topics(settings, [index]))[index])
+    return replace(selection, since=since, until=until, dead_lettered=dead, erased=erased)
 
 
 async def wait_for_replies(
@@ -189,7 +192,7 @@ def replay_in_batches(
             target,
             into.dead_letters,
             ((key, value) for key, value, _ in letters),
-            headers_of=lambda value: headers[value],
+            headers_of=lambda _key, value: headers[value],
         )
         await publish(target, into.tickets, ((t.session_id, dumps(t)) for t in todo))
 

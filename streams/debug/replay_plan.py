@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -55,6 +56,8 @@ class Selection:
     sessions: frozenset[str] = frozenset()
     tickets: frozenset[str] = frozenset()
     dead_lettered: frozenset[str] | None = None
+    # Customer -> when `baton forget` erased them: their tickets from before are not replayed.
+    erased: Mapping[str, datetime] = field(default_factory=dict)
 
     def offset_ok(self, partition: int, offset: int) -> bool:
         """``from``/``to`` are inclusive; ``since``/``until`` are the first offsets at or after
@@ -89,6 +92,7 @@ class Selected:
     tickets: list[Ticket] = field(default_factory=list)
     invalid: int = 0
     duplicates: int = 0
+    erased: int = 0
 
 
 def select(messages: Iterable[Message], selection: Selection) -> Selected:
@@ -109,6 +113,10 @@ def select(messages: Iterable[Message], selection: Selection) -> Selected:
             out.invalid += 1
             continue
         if not selection.ticket_ok(ticket):
+            continue
+        erased = selection.erased.get(ticket.customer_id) if ticket.customer_id else None
+        if erased is not None and datetime.fromtimestamp(m.timestamp / 1000, UTC) <= erased:
+            out.erased += 1
             continue
         if ticket.ticket_id in seen:
             out.duplicates += 1

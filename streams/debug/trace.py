@@ -112,6 +112,7 @@ def build(
         if found is not None and found not in ids:
             ids.append(found)
 
+    refused = _refused(session_id, records.get(names.dead_letters, []))
     for m in records.get(names.tickets, []):
         if not _belongs(session_id, m):
             continue
@@ -120,6 +121,10 @@ def build(
         ticket = _model(Ticket, m.value)
         if ticket is None:
             c.add(m, "published", None, "invalid record (see its dead letter)")
+            continue
+        if ticket.ticket_id in refused:
+            # Another sender's ticket: the session's history does not show what they wrote.
+            c.add(m, "published", None, "a ticket this session refused (another sender's)")
             continue
         entry = ticket_entry(ticket.ticket_id)
         entry.setdefault("published", []).append(
@@ -143,6 +148,8 @@ def build(
         for m in records.get(topic, []):
             record = _model(StageRecord, m.value)
             if record is None or record.ticket.session_id != session_id:
+                continue
+            if record.ticket.ticket_id in refused:
                 continue
             tid = record.ticket.ticket_id
             decision, detail = _stage_decision(stage, record)
@@ -218,6 +225,18 @@ def build(
         "dead_letters": letters,
         "usage": _session_usage(tickets.values()).model_dump(mode="json"),
     }
+
+
+def _refused(session_id: str, letters: list[Message]) -> set[str]:
+    """The tickets of other senders that ``session_id`` refused (filed under their sender)."""
+    found = set()
+    for m in letters:
+        dl = _model(DeadLetter, m.value)
+        if dl is None or dl.reason != "session_conflict" or dl.ticket is None:
+            continue
+        if dl.ticket.session_id == session_id:
+            found.add(dl.ticket.ticket_id)
+    return found
 
 
 def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any]]:

@@ -55,11 +55,11 @@ async def publish(
     topic: str,
     records: Iterable[tuple[str | None, bytes]],
     on_sent: object = None,
-    headers_of: Callable[[bytes], list[tuple[str, bytes]]] | None = None,
+    headers_of: Callable[[str | None, bytes], list[tuple[str, bytes]]] | None = None,
 ) -> int:
     """Send ``(key, value)`` pairs in order and wait for every acknowledgement.
 
-    ``headers_of(value)`` gives each record's headers (a signature depends on the value).
+    ``headers_of(key, value)`` gives each record's headers (a signature depends on both).
     """
     await probe_broker(settings)
     if topic in TopicNames.of(settings).all() and not await topic_partitions(settings, [topic]):
@@ -75,7 +75,7 @@ async def publish(
                 topic,
                 value,
                 key=key.encode() if key else None,
-                headers=headers_of(value) if headers_of else None,
+                headers=headers_of(key, value) if headers_of else None,
             )
             pending.append(fut)
             if len(pending) >= 500:

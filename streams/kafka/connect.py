@@ -147,7 +147,7 @@ async def probe_broker(settings: Settings, timeout: float = 10.0) -> str | None:
         return str(cluster.get("cluster_id")) if cluster else None
     except (TimeoutError, KafkaError, OSError) as exc:
         raise BrokerUnreachable(
-            f"cannot reach the Kafka broker at {settings.broker} ({type(exc).__name__})"
+            f"cannot reach the Kafka broker at {settings.broker_shown} ({type(exc).__name__})"
         ) from None
     finally:
         await client.close()
@@ -192,7 +192,7 @@ def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
     )
 
     sec = settings.kafka
-    where = f"the Kafka broker at {settings.broker}"
+    where = f"the Kafka broker at {settings.broker_shown}"
     if isinstance(exc, ssl.SSLCertVerificationError):
         detail = exc.verify_message or exc.reason or "verification failed"
         return BrokerRefused(

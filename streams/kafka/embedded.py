@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from agents.dsn import mask_url
 from streams import processes
 
 
@@ -54,7 +55,7 @@ def parse_broker_url(url: str) -> tuple[str, int]:
     try:
         return host or "127.0.0.1", int(port)
     except ValueError:
-        raise BrokerError(f"broker URL has no port: {url!r}") from None
+        raise BrokerError(f"broker URL has no port: {mask_url(url)!r}") from None
 
 
 class EmbeddedBroker:

@@ -160,8 +160,17 @@ def _total(samples: Samples, name: str) -> float:
     return sum(samples.get(name, {}).values())
 
 
-def summary(samples: Samples, recent: Recent) -> dict[str, Any]:
-    """The dashboard's JSON: totals read from the metrics registry, plus the recent window."""
+# What a ticket row names: a session id is a bearer secret for a guest's session.
+IDS = ("ticket_id", "session_id", "order_id", "trace")
+
+
+def summary(samples: Samples, recent: Recent, ids: bool = True) -> dict[str, Any]:
+    """The dashboard's JSON: totals read from the metrics registry, plus the recent window.
+
+    Without ``ids`` (no web token: anyone on the machine reads it) the ticket rows name no
+    ticket, session or order.
+    """
+    tickets = [t if ids else {k: v for k, v in t.items() if k not in IDS} for t in recent.tickets]
     stages = list(STAGES) + sorted(set(recent.stages) - set(STAGES))
     return {
         "window_s": recent.window_s,
@@ -181,5 +190,6 @@ def summary(samples: Samples, recent: Recent) -> dict[str, Any]:
             "lag": _total(samples, "baton_consumer_lag"),
             "tables_recovered": _total(samples, "baton_tables_recovered"),
         },
-        "tickets": list(recent.tickets),
+        "tickets": tickets,
+        "ids_shown": ids,
     }

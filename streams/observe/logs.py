@@ -32,6 +32,30 @@ _SESSION_ID = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
 _SCAN_BYTES = 4096
 
 log = logging.getLogger("baton.events")
+# How much of an exception's message a log line shows: enough to tell errors apart.
+MAX_ERROR_CHARS = 160
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as a log line shows it: its type and a short message, DSN passwords masked.
+
+    A validation error is told by field and kind only: its message would quote the input, which
+    may be a customer's text. Never a traceback (those are logged at debug level only).
+    """
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        where = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['type']}"
+            for e in exc.errors(include_url=False, include_input=False, include_context=False)
+        )
+        message = f"{exc.error_count()} validation error(s): {where}"
+    else:
+        message = str(exc)
+    message = " ".join(mask_dsn(message).split())
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + "…"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 class Redactor:
@@ -74,11 +98,16 @@ class _Hidden(str):
 
 
 class RedactFilter(logging.Filter):
-    """A handler filter: formats each record's message once, then redacts it."""
+    """A handler filter: formats each record's message once, then redacts it.
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    Without ``tracebacks`` (any level but debug) an exception is shown as ``describe`` tells
+    it, one line: a traceback's frames and messages may carry record contents.
+    """
+
+    def __init__(self, secrets: Iterable[str] = (), tracebacks: bool = False) -> None:
         super().__init__()
         self.redactor = Redactor(secrets)
+        self.tracebacks = tracebacks
 
     def filter(self, record: logging.LogRecord) -> bool:
         r = self.redactor
@@ -95,6 +124,10 @@ class RedactFilter(logging.Filter):
         record.msg, record.args = r.text(text), None
         for key in PAYLOAD_KEYS & record.__dict__.keys():
             setattr(record, key, REDACTED)
+        if record.exc_info and not self.tracebacks:
+            exc = record.exc_info[1]
+            record.exc_info = None
+            record.exc_text = describe(exc) if exc is not None else None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
@@ -197,7 +230,13 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"baton": {"()": f"{__name__}.{formatter.__name__}"}},
-        "filters": {"redact": {"()": f"{__name__}.RedactFilter", "secrets": secrets}},
+        "filters": {
+            "redact": {
+                "()": f"{__name__}.RedactFilter",
+                "secrets": secrets,
+                "tracebacks": level_of(settings.log_level) <= logging.DEBUG,
+            }
+        },
         "handlers": {
             "default": {
                 "class": "logging.StreamHandler",

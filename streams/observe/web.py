@@ -114,7 +114,7 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
             ready, reason = readiness(app)
         except Exception as exc:
             ready, reason = False, f"starting ({type(exc).__name__})"
-        data = summary(metrics.values(), recent)
+        data = summary(metrics.values(), recent, ids=bool(settings.web_token))
         data["health"] = {"ready": ready, "reason": reason}
         data["worker"] = {"app_id": settings.app_id, "llm": settings.llm}
         data["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")

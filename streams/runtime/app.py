@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
@@ -22,8 +23,9 @@ from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout
 from streams.observe.tracing import TracingObserver
 from streams.runtime.dead_letters import Source
-from streams.runtime.faust_io import FaustSink, FaustState, session_partition
+from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.pipeline import Pipeline
+from streams.runtime.placement import session_partition
 from streams.runtime.scheduler import SessionGate, SessionScheduler
 from streams.runtime.stages import STAGES, Stage
 from streams.runtime.table_store import store_settings
@@ -107,7 +109,13 @@ def stage_schedulers(settings: Settings) -> dict[str, SessionScheduler]:
 
 def _source(event: Any) -> Source:
     msg = event.message
-    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
+    key = msg.key
+    # An unkeyed record names an empty key: it is read from a broker, so its place is checked.
+    text = bytes(key).decode("utf-8", "replace") if key is not None else ""
+    at = datetime.fromtimestamp(msg.timestamp, UTC) if msg.timestamp else None
+    return Source(
+        topic=msg.topic, partition=msg.partition, offset=msg.offset, key=text, timestamp=at
+    )
 
 
 def _headers(event: Any) -> list[tuple[str, bytes]]:
@@ -173,7 +181,7 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
     @app.agent(sink.topics[names.memory_index], name="index")
     async def index(stream: Any) -> None:
         async for event in stream.events():
-            await pipeline.apply_index(event.value, _headers(event))
+            await pipeline.apply_index(event.value, _headers(event), _source(event))
 
     @app.timer(interval=settings.expiry_interval_s)
     async def expire() -> None:
@@ -212,8 +220,11 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
         async def shed(event: Any) -> None:
             await pipeline.shed(stage.name, event.value, _source(event), _headers(event))
 
+        def refused(event: Any) -> bool:
+            return pipeline.refuses(stage.name, event.value, _source(event), _headers(event))
+
         async def agent(stream: Any) -> None:
-            await scheduler.run(stream.noack(), handle, shed)
+            await scheduler.run(stream.noack(), handle, shed, refused)
 
         app.agent(sink.topics[stage.source_topic(names)], name=stage.name)(agent)
 

@@ -129,7 +129,7 @@ class BatonStore:
         merged = memory.index_with(
             self.index(customer_id), customer_id, summary, self.index_keep, since, orders
         )
-        if merged.sessions:
+        if merged.sessions or merged.erased_at is not None:
             self.state.customers.put(customer_id, dumps(merged))
         elif self.state.customers.get(customer_id) is not None:
             self.state.customers.delete(customer_id)
@@ -148,7 +148,10 @@ class BatonStore:
             return 0, False
         pruned = memory.index_since(index, since)
         dropped = len(index.sessions) - len(pruned.sessions)
-        if not pruned.sessions:
+        # The mark of an erasure stays as long as a summary would: records written before it
+        # (dead letters, a topic read again) may still arrive until then.
+        marked = index.erased_at is not None and index.erased_at >= since
+        if not pruned.sessions and not marked:
             self.state.customers.delete(customer_id)
             return dropped, True
         if dropped:
@@ -158,6 +161,15 @@ class BatonStore:
     def delete_index(self, customer_id: str) -> None:
         """Tombstone the customer's memory index."""
         self.state.customers.delete(customer_id)
+
+    def erase_index(self, customer_id: str, at: datetime) -> None:
+        """Replace the customer's memory index by the mark of their erasure at ``at``."""
+        self.state.customers.put(customer_id, dumps(MemoryIndex(key=customer_id, erased_at=at)))
+
+    def erased_at(self, customer_id: str | None) -> datetime | None:
+        """When the customer's data was last erased, if it was (and the mark is still kept)."""
+        index = self.index(customer_id) if customer_id else None
+        return index.erased_at if index else None
 
     def earlier(self, customer_id: str | None, session_id: str) -> list[SessionSummary]:
         """The customer's other sessions (warm memory), most recent first."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from pydantic import ValidationError
 
@@ -17,11 +18,14 @@ HEADER_PREFIX = "__connect.errors."
 
 @dataclass(frozen=True)
 class Source:
-    """Where a record was read from."""
+    """Where a record was read from; ``key`` is None for a record handed over in-process."""
 
     topic: str | None = None
     partition: int | None = None
     offset: int | None = None
+    key: str | None = None
+    # When the record was written (its broker timestamp), if known.
+    timestamp: datetime | None = None
 
 
 def new_id() -> str:
@@ -95,8 +99,12 @@ def from_failure(
 
 
 def conflict(stage: StageName, ticket: Ticket, problem: str, source: Source) -> DeadLetter:
-    """The dead letter of a ticket that may not use its session; it carries the ticket."""
-    return letter(
+    """The dead letter of a ticket that may not use its session; it carries the ticket.
+
+    It is filed under its sender, not the session (``session_id`` empty, the pipeline keys it
+    by the sender): the session's own history does not show another sender's text.
+    """
+    dl = letter(
         stage=stage,
         reason="session_conflict",
         error=problem,
@@ -104,6 +112,7 @@ def conflict(stage: StageName, ticket: Ticket, problem: str, source: Source) -> 
         source=source,
         ticket=ticket,
     )
+    return dl.model_copy(update={"session_id": None})
 
 
 def flood(stage: StageName, ticket: Ticket, source: Source, cap: int) -> DeadLetter:

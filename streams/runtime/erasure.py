@@ -8,7 +8,7 @@ ticket), one per customer on the index topic.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from schemas.baton import Erasure
 from schemas.codec import InvalidRecord, parse
@@ -39,13 +39,22 @@ def _parse(value: bytes | None) -> Erasure | None:
         return None
 
 
-async def erase_session(batons: BatonStore, gate: SessionGate, value: bytes | None) -> bool:
+async def erase_session(
+    batons: BatonStore,
+    gate: SessionGate,
+    value: bytes | None,
+    misplaced: Callable[[str], str | None] = lambda _: None,
+) -> bool:
     """Tombstone the session's baton if it is the customer's; True when one was erased.
 
     It waits for the session's ticket in flight, so that ticket cannot write the baton back.
+    ``misplaced`` says why a request for a session was read off the session's key/partition.
     """
     request = _parse(value)
     if request is None or request.session_id is None:
+        return False
+    if (problem := misplaced(request.session_id)) is not None:
+        log.error("ignoring an erasure request (request %s): %s", request.request_id, problem)
         return False
     session, holder = request.session_id, f"erase:{request.request_id}"
     await gate.enter(session, holder, lambda: None)
@@ -60,13 +69,21 @@ async def erase_session(batons: BatonStore, gate: SessionGate, value: bytes | No
         gate.leave(session, holder)
 
 
-def erase_index(batons: BatonStore, value: bytes | None) -> bool:
-    """Tombstone the customer's index entry; True when there was one."""
+def erase_index(
+    batons: BatonStore, value: bytes | None, misplaced: Callable[[str], str | None] = lambda _: None
+) -> bool:
+    """Replace the customer's index entry by the mark of the erasure; True when there was one.
+
+    The mark (the request's time) makes the erasure last: every stage and the index refuse the
+    customer's records written before it, read again or re-driven as they may be.
+    """
     request = _parse(value)
     if request is None or request.session_id is not None:
         return False
-    if batons.index(request.customer_id) is None:
+    if (problem := misplaced(request.customer_id)) is not None:
+        log.error("ignoring an erasure request (request %s): %s", request.request_id, problem)
         return False
-    batons.delete_index(request.customer_id)
+    held = batons.index(request.customer_id)
+    batons.erase_index(request.customer_id, request.requested_at)
     log.info("erased a customer's index entry (request %s)", request.request_id)
-    return True
+    return held is not None and bool(held.sessions or held.orders)

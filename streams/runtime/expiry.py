@@ -46,6 +46,10 @@ async def expire_batons(
             await asyncio.sleep(0)
         if baton.updated_at >= cutoff:
             continue
+        # Read again: an erasure (or a ticket) may have come while the sweep paused, and the
+        # summary of an erased baton would write the erased customer's index entry back.
+        if batons.get(baton.session_id) != baton:
+            continue
         await send_summary(baton)
         # The stages ran while this sweep waited: a session that took a ticket meanwhile stays.
         if batons.get(baton.session_id) != baton:

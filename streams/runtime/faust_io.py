@@ -10,6 +10,7 @@ from typing import Any
 import faust
 
 from streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE, TopicNames
+from streams.runtime.placement import session_partition
 from streams.settings import Settings
 
 # How long a pending reply's check may read the replies partition before it is retried.
@@ -210,10 +211,3 @@ class FaustState:
     ) -> None:
         self.batons = FaustSessionTable(app, BATON_TABLE, partitions, on_read)
         self.customers = FaustIndexTable(app, CUSTOMER_TABLE, on_read)
-
-
-def session_partition(session_id: str, partitions: int) -> int:
-    """The partition Kafka's default partitioner gives a session's records."""
-    from aiokafka.partitioner import murmur2
-
-    return (murmur2(session_id.encode()) & 0x7FFFFFFF) % partitions

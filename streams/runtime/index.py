@@ -10,8 +10,9 @@ from agents import history, memory
 from agents.guards import UNTRUSTED
 from schemas.baton import Baton, IndexUpdate
 from schemas.codec import InvalidRecord, dumps, parse
-from streams.runtime import erasure, expiry
+from streams.runtime import erasure, expiry, placement
 from streams.runtime.batons import BatonStore
+from streams.runtime.dead_letters import Source
 from streams.runtime.signing import Headers, Signer
 from streams.runtime.sink import Sink
 from streams.settings import Settings
@@ -39,18 +40,31 @@ class CustomerIndex:
             )
             await self.out.send(self.topic, baton.customer_id, dumps(update))
 
-    def apply(self, value: bytes | None, headers: Headers | None = None) -> None:
-        """Fold one signed summary into the customer's index, or apply an erasure request."""
-        if problem := self.signer.problem(self.topic, value, headers):
+    def apply(
+        self, value: bytes | None, headers: Headers | None = None, source: Source | None = None
+    ) -> None:
+        """Fold one signed summary into the customer's index, or apply an erasure request.
+
+        ``source`` (with its key) is where the record was read; the topic has one partition.
+        """
+        source = source or Source()
+
+        def misplaced(customer_id: str) -> str | None:
+            return placement.misplaced(source, customer_id, 1)
+
+        if problem := self.signer.problem(self.topic, source.key, value, headers):
             log.error("ignoring an index update (%s): %s", UNTRUSTED, problem)
             return
         if erasure.requested(headers):
-            erasure.erase_index(self.batons, value)
+            erasure.erase_index(self.batons, value, misplaced)
             return
         try:
             update = parse(IndexUpdate, value)
         except InvalidRecord as exc:
             log.error("ignoring an invalid index update: %s", exc)
+            return
+        if problem := misplaced(update.customer_id):
+            log.error("ignoring an index update (%s): %s", UNTRUSTED, problem)
             return
         since = expiry.index_since(self.settings)
         self.batons.merge_index(update.customer_id, update.summary, since, update.orders)

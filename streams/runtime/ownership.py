@@ -1,22 +1,41 @@
-"""Session ownership: a session belongs to the customer of its first ticket."""
+"""Session ownership: a session belongs to the principal of its first ticket.
+
+The principal is the ticket's customer, or for a ticket without one its guest (the digest of
+the guest id its producer issued). A guest session whose first ticket had no guest id has no
+principal beyond its session id: whoever knows the id can use it.
+"""
 
 from __future__ import annotations
 
 from schemas.baton import Baton
 from schemas.records import Ticket
 
+# What a refused sender is told: nothing about whose the session is or what it holds.
+REFUSAL = (
+    "this ticket may not use session {session}. "
+    "Publish the ticket again under a session id of its own."
+)
+
 
 def conflict(held: Baton | None, ticket: Ticket) -> str | None:
     """Why ``ticket`` may not use the session's baton ``held``, or None when it may.
 
-    An anonymous session (first ticket without a customer) stays anonymous: a customer who
-    logs in mid-conversation starts a new session, so nobody can claim an anonymous context.
+    An anonymous session stays anonymous: a customer who logs in mid-conversation starts a new
+    session, so nobody can claim an anonymous context; a guest's session takes only that guest.
     """
-    if held is None or held.customer_id == ticket.customer_id:
+    if held is None:
         return None
-    owner = "an anonymous customer" if held.customer_id is None else "another customer"
-    sender = "a ticket without a customer" if ticket.customer_id is None else "this customer"
-    return (
-        f"session {ticket.session_id} belongs to {owner}; {sender} may not use it. "
-        "Publish the ticket again under a session id of its own."
-    )
+    if held.customer_id is not None or ticket.customer_id is not None:
+        if held.customer_id == ticket.customer_id:
+            return None
+    elif held.guest == ticket.guest():
+        return None
+    return REFUSAL.format(session=ticket.session_id)
+
+
+def sender(ticket: Ticket) -> str:
+    """Who sent ``ticket``: its customer, its guest (the digest), or the ticket alone."""
+    if ticket.customer_id is not None:
+        return ticket.customer_id
+    guest = ticket.guest()
+    return f"guest:{guest}" if guest else f"ticket:{ticket.ticket_id}"

@@ -23,8 +23,10 @@ from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
+from streams.observe.logs import describe
 from streams.observe.observer import CountingObserver, Observer
 from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
+from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
@@ -64,6 +66,7 @@ class Pipeline:
             self.settings.customer_token_budget, self.settings.customer_budget_window_s
         )
         self.signer = Signer(self.settings.signing_keys)
+        self.admission = Admission(self.settings, self.signer, self.batons)
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
         self.out = SignedSink(
@@ -92,7 +95,11 @@ class Pipeline:
             await self._reject("intake", value, exc, source)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
+        if self.admission.erased(ticket, source):
+            self._drop_erased("intake", ticket)
+            return
         self.observer.stage_done("intake", "ok", 0.0)
+        ticket = self.admission.bounded(ticket)
         record = StageRecord(
             ticket=ticket,
             source_topic=source.topic,
@@ -113,13 +120,14 @@ class Pipeline:
     ) -> None:
         self.observer.record_in(stage)
         step = BY_NAME[stage]
-        problem = self.signer.problem(step.source_topic(self.topics), value, headers)
+        problem = self.signer.problem(step.source_topic(self.topics), source.key, value, headers)
         if problem is not None:
-            await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
-            self.observer.stage_done(stage, "refused", 0.0)
+            await self._untrusted(stage, value, problem, source)
             return
         if step.name == "understand" and erasure.requested(headers):
-            await erasure.erase_session(self.batons, self.gate, value)
+            await erasure.erase_session(
+                self.batons, self.gate, value, self.admission.misplaced(source)
+            )
             return
         try:
             record = parse(StageRecord, value)
@@ -128,8 +136,19 @@ class Pipeline:
             self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
+        if (problem := self.admission.misplaced(source)(ticket.session_id)) is not None:
+            await self._untrusted(stage, value, problem, source)
+            return
+        if self.admission.erased(ticket, source):
+            self._drop_erased(stage, ticket)
+            return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
         if step.name == "understand":
+            # Ownership first: a ticket that may not use the session never waits for its turn.
+            held = self.batons.get(ticket.session_id)
+            if (problem := ownership.conflict(held, ticket)) is not None:
+                await self._refuse(record, stage, problem, source)
+                return
             await self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
             )
@@ -138,13 +157,19 @@ class Pipeline:
                 await self._run(step, record, source)
                 return
             except Exception as exc:
+                # The type and a short message: the record's contents stay out of the logs.
                 if attempt < STAGE_ATTEMPTS:
                     log.warning(
-                        "%s failed on %s (attempt %d): %r", stage, ticket.ticket_id, attempt, exc
+                        "%s failed on %s (attempt %d): %s",
+                        stage,
+                        ticket.ticket_id,
+                        attempt,
+                        describe(exc),
                     )
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
-                log.exception("%s gave up on %s", stage, ticket.ticket_id)
+                log.error("%s gave up on %s: %s", stage, ticket.ticket_id, describe(exc))
+                log.debug("%s failed on %s", stage, ticket.ticket_id, exc_info=True)
                 dl = dead_letters.letter(
                     stage=stage,
                     reason="stage_error",
@@ -156,6 +181,14 @@ class Pipeline:
                 )
                 await self._fail_ticket(record, stage, dl)
                 self.observer.stage_done(stage, "failed", 0.0)
+
+    def refuses(
+        self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> bool:
+        """Whether ``stage`` refuses the record before it touches the session (see
+        ``Admission.refuses``): it takes no place in the session's queue."""
+        topic = BY_NAME[stage].source_topic(self.topics)
+        return self.admission.refuses(topic, value, source, headers)
 
     async def shed(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -170,8 +203,13 @@ class Pipeline:
             ticket: Ticket | None = parse(StageRecord, value).ticket
         except InvalidRecord:
             ticket = None  # run_stage dead-letters it as invalid
-        untrusted = self.signer.problem(BY_NAME[stage].source_topic(self.topics), value, headers)
-        if ticket is None or untrusted or self.redelivery.known(ticket):
+        topic = BY_NAME[stage].source_topic(self.topics)
+        untrusted = self.signer.problem(topic, source.key, value, headers) or (
+            ticket is not None and self.admission.misplaced(source)(ticket.session_id)
+        )
+        # An erased customer's old record is dropped there, never kept in a dead letter.
+        erased = ticket is not None and self.admission.erased(ticket, source)
+        if ticket is None or untrusted or erased or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
         with tracing.stage_span(stage, headers, source):
@@ -180,6 +218,23 @@ class Pipeline:
             cap = self.settings.max_queued_per_session
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
             self.observer.stage_done(stage, "flooded", 0.0)
+
+    def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
+        """Drop a record of an erased customer written before the erasure: no dead letter (it
+        would keep the data), no baton, no reply."""
+        log.info(
+            "%s dropped ticket %s: written before its customer's erasure", stage, ticket.ticket_id
+        )
+        # A later stage's copy may be the ticket holding the session: free it.
+        self.gate.leave(ticket.session_id, ticket.ticket_id)
+        self.observer.stage_done(stage, "erased", 0.0)
+
+    async def _untrusted(
+        self, stage: StageName, value: bytes | None, problem: str, source: Source
+    ) -> None:
+        """Dead-letter a record that is not signed for where it was read: nothing is written."""
+        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
+        self.observer.stage_done(stage, "refused", 0.0)
 
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
@@ -329,12 +384,17 @@ class Pipeline:
         self.observer.dead_letter(dl.stage, dl.reason)
         dl = dl.model_copy(update={"policy_version": self.policy.version})
         key = dl.session_id or dl.ticket_id
+        if dl.reason == "session_conflict" and dl.ticket is not None:
+            # Filed under who sent it, never under the session it tried to use.
+            key = ownership.sender(dl.ticket)
         # Through ``out``: dead letters are not signed, but carry the ticket's trace.
         await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
-    async def apply_index(self, value: bytes | None, headers: Headers | None = None) -> None:
+    async def apply_index(
+        self, value: bytes | None, headers: Headers | None = None, source: Source | None = None
+    ) -> None:
         """Fold one signed session summary into the customer's index."""
-        self.index.apply(value, headers)
+        self.index.apply(value, headers, source or Source())
 
     async def expire_sessions(
         self, owned: Callable[[str], bool], now: datetime | None = None

@@ -58,11 +58,20 @@ class SessionScheduler:
         self._ack_lock = asyncio.Lock()
         self.in_flight = 0
 
-    async def run(self, stream: Any, handle: Handler, overflow: Handler | None = None) -> None:
+    async def run(
+        self,
+        stream: Any,
+        handle: Handler,
+        overflow: Handler | None = None,
+        bypass: Callable[[Any], bool] | None = None,
+    ) -> None:
         """Consume ``stream`` (a Faust stream with acks disabled) until it ends.
 
         ``overflow`` takes the records of a key beyond ``max_queued_per_key``; it runs at once,
         beside the key's queued records, and its record is acked like any other once it returns.
+        A record ``bypass`` holds true of (one its key's session will refuse: it touches no
+        state of the key) goes to ``handle`` at once, beside the key's queue, and takes no
+        place in it: another sender cannot fill or hold up a session's queue.
         """
         if self.max_queued_per_key is not None and overflow is None:
             raise ValueError("a scheduler with max_queued_per_key needs an overflow handler")
@@ -72,8 +81,13 @@ class SessionScheduler:
             held = self._hold(event)
             queued = self._queued.get(key, 0)
             cap = self.max_queued_per_key
-            if overflow is not None and cap is not None and queued >= cap:
-                task = asyncio.create_task(self._one(None, held, overflow, stream))
+            aside = None
+            if bypass is not None and bypass(event):
+                aside = handle
+            elif overflow is not None and cap is not None and queued >= cap:
+                aside = overflow
+            if aside is not None:
+                task = asyncio.create_task(self._one(None, held, aside, stream))
                 self._overflowing.add(task)
                 task.add_done_callback(self._overflowing.discard)
                 continue
@@ -132,11 +146,17 @@ class SessionScheduler:
                     self.in_flight -= 1
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             # The handler dead-letters what it can; reaching here means even that failed,
             # so the record stays unacked (holding back its partition's later acks) and is
             # redelivered after a restart or rebalance.
-            log.exception("%s: record at offset %s left unacked", self.name, event.message.offset)
+            log.error(
+                "%s: record at offset %s left unacked (%s)",
+                self.name,
+                event.message.offset,
+                type(exc).__name__,
+            )
+            log.debug("%s: the handler failed", self.name, exc_info=True)
         finally:
             if acked:
                 await self._acknowledge(held, stream)

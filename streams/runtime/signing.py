@@ -1,7 +1,9 @@
-"""Records between stages carry an HMAC of their topic and bytes, so writing a topic is not enough.
+"""Records between stages carry an HMAC of their topic, key and bytes: writing one is not enough.
 
-The header is ``baton-signature: <key id>:<hex SHA-256 HMAC of topic NUL value>``. The topic is
-part of what is signed, so a record cannot be replayed into another stage's input. The first
+The header is ``baton-signature: <key id>:<hex SHA-256 HMAC of topic, key and value>``. The topic
+and the key are part of what is signed, so a record cannot be replayed into another stage's
+input nor under another session's key (where it would land on a partition that does not hold
+the session's baton). The first
 key signs and every key verifies: a new key is added behind the old one on every worker, then
 moved first, then the old one is dropped once its records have been consumed.
 """
@@ -41,23 +43,28 @@ class Signer:
         return bool(self.keys)
 
     @staticmethod
-    def _mac(secret: str, topic: str, value: bytes) -> str:
-        return hmac.new(secret.encode(), topic.encode() + b"\0" + value, hashlib.sha256).hexdigest()
+    def _mac(secret: str, topic: str, key: str | None, value: bytes) -> str:
+        # The key's length goes first so no key/value split can be read as another one; a
+        # record without a key signs differently from one with an empty key.
+        keyed = b"-" if key is None else str(len(key.encode())).encode() + b":" + key.encode()
+        message = topic.encode() + b"\0" + keyed + b"\0" + value
+        return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
-    def headers(self, topic: str, value: bytes) -> Headers:
-        """The signature header for ``value`` on ``topic`` (none when signing is off)."""
+    def headers(self, topic: str, key: str | None, value: bytes) -> Headers:
+        """The signature header for ``value`` under ``key`` on ``topic`` (none when off)."""
         if not self.keys:
             return []
         kid, secret = self.keys[0]
-        return [(HEADER, f"{kid}:{self._mac(secret, topic, value)}".encode())]
+        return [(HEADER, f"{kid}:{self._mac(secret, topic, key, value)}".encode())]
 
     def problem(
         self,
         topic: str,
+        key: str | None,
         value: bytes | None,
         headers: Mapping[str, bytes] | Iterable[tuple[str, bytes]] | None,
     ) -> str | None:
-        """Why the record read from ``topic`` is not trusted, or None when it is."""
+        """Why the record read from ``topic`` under ``key`` is not trusted, or None when it is."""
         if not self.keys:
             return None
         found = [v for k, v in _pairs(headers) if k == HEADER]
@@ -70,8 +77,10 @@ class Signer:
         secret = dict(self.keys).get(kid)
         if secret is None:
             return f"the record on {topic} is signed with unknown key {kid!r}"
-        if not hmac.compare_digest(mac.encode(), self._mac(secret, topic, value or b"").encode()):
-            return f"the signature of the record on {topic} does not match its content"
+        if not hmac.compare_digest(
+            mac.encode(), self._mac(secret, topic, key, value or b"").encode()
+        ):
+            return f"the signature of the record on {topic} does not match its key and content"
         return None
 
 
@@ -87,7 +96,7 @@ class SignedSink:
         self, topic: str, key: str | None, value: bytes, headers: Headers | None = None
     ) -> None:
         if topic in self.signed and self.signer.enabled:
-            headers = [*(headers or []), *self.signer.headers(topic, value)]
+            headers = [*(headers or []), *self.signer.headers(topic, key, value)]
         await self.inner.send(topic, key, value, headers)
 
     async def contains(

@@ -33,12 +33,17 @@ def child_env(settings: Settings) -> dict[str, str]:
 
 def spawn_worker(settings: Settings, log_path: Path) -> WorkerProcess:
     """Start ``python -m streams worker`` with ``settings`` on a free web port of its own,
-    appending its output to ``log_path``."""
+    appending its output to ``log_path``.
+
+    A command's own worker (demo, eval, replay, bench) runs in a namespace of its own: without
+    signing keys it runs unsigned rather than refusing to start.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    own = settings.with_(web_port=free_port(), allow_unsigned=True)
     with log_path.open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "streams", "worker"],
-            env=child_env(settings.with_(web_port=free_port())),
+            env=child_env(own),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -91,6 +91,16 @@ def check_guarantee(settings: Settings) -> None:
         )
 
 
+def check_signing(settings: Settings) -> None:
+    """Refuse to run on Apache Kafka without signing keys, unless ``BATON_ALLOW_UNSIGNED``."""
+    if not settings.signing_keys and not settings.embedded_broker and not settings.allow_unsigned:
+        raise SettingsError(
+            "BATON_SIGNING_KEYS is not set: on Apache Kafka a worker signs the records between "
+            "its stages (generate a key: k1:$(openssl rand -hex 32)); set BATON_ALLOW_UNSIGNED=1 "
+            "to run unsigned anyway"
+        )
+
+
 def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | None = None) -> None:
     """Run one worker in the foreground until interrupted; ``llm`` and ``orders`` replace the
     model and the order source the settings name."""
@@ -126,6 +136,7 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
             file=sys.stderr,
             flush=True,
         )
+    check_signing(settings)
     if not settings.signing_keys and not settings.embedded_broker:
         print(
             "baton: BATON_SIGNING_KEYS is not set, so records between stages are not signed: "

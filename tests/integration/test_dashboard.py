@@ -167,7 +167,9 @@ async def test_dashboard_shows_what_metrics_report(
         )
         ok = total(samples, "baton_stage_outputs_total", stage=stage, outcome="ok")
         assert shown[f"stage.{stage}.success"] == f"{100 * ok / judged:.1f}%", stage
-    assert sorted(page.tickets) == sorted(r.ticket_id for r in replies)
+    # Without a web token the data names no ticket or session (a guest's session id is a
+    # bearer secret): the rows are there, their ids are not.
+    assert page.tickets == []
 
     SCREENSHOT.parent.mkdir(exist_ok=True)
     SCREENSHOT.unlink(missing_ok=True)

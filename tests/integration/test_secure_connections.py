@@ -3,6 +3,7 @@ a wrong password or an untrusted certificate is one clear line, fast, with no se
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from collections.abc import Iterator
@@ -10,11 +11,22 @@ from pathlib import Path
 
 import orjson
 import pytest
+from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
 
+from schemas import dumps
 from schemas.records import Reply
+from streams.kafka.connect import new_producer
+from streams.kafka.topics import TopicNames, changelog_topic, ensure_topics
 from tests.fixtures.data import ORDERS, ticket_record
-from tests.fixtures.deployments import Deployment
-from tests.fixtures.secure_kafka import PASSWORD, SecureKafka, make_ca, secure_kafka
+from tests.fixtures.deployments import Deployment, counts, settings_of
+from tests.fixtures.secure_kafka import (
+    AUTHORIZER,
+    PASSWORD,
+    SecureKafka,
+    grant,
+    make_ca,
+    secure_kafka,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +131,42 @@ def test_a_ca_that_did_not_sign_the_broker_is_one_tls_line(
     assert_one_line_failure(
         done, time.monotonic() - started, "TLS certificate not trusted", "BATON_KAFKA_CA_FILE"
     )
+
+
+SHOP, SHOP_PASSWORD = "shop", "shop-pw-7c1d0e9a44"
+
+
+@pytest.fixture(scope="module")
+def with_acls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    """A secured Kafka node that enforces ACLs, with a publisher's login besides the test user."""
+    folder = tmp_path_factory.mktemp("acl-kafka")
+    with secure_kafka(folder, users={SHOP: SHOP_PASSWORD}, extra_config=AUTHORIZER) as kafka:
+        yield kafka
+
+
+async def test_with_the_documented_acls_a_publisher_cannot_write_an_internal_topic(
+    with_acls: SecureKafka, tmp_path: Path, namespace: str
+) -> None:
+    d = deployment_on(with_acls, tmp_path, namespace)
+    admin = settings_of(d)
+    await ensure_topics(admin)
+    names = TopicNames.of(admin)
+    # The publishers' row of docs/production.md: write and describe the tickets topic, no more.
+    grant(with_acls, tmp_path, f"User:{SHOP}", names.tickets, "WRITE", "DESCRIBE")
+    shop = settings_of(d, BATON_KAFKA_USERNAME=SHOP, BATON_KAFKA_PASSWORD=SHOP_PASSWORD)
+    ticket = dumps(ticket_record("t1", "s1", "c-ana", "My kettle leaks."))
+    internal = [names.sessions, names.understood, names.matched, names.memory_index]
+    internal.append(changelog_topic(admin))
+    producer = new_producer(shop, acks="all", request_timeout_ms=10_000)
+    await producer.start()
+    try:
+        await producer.send_and_wait(names.tickets, ticket, key=b"s1")
+        for topic in internal:
+            with pytest.raises(KafkaError) as refused:
+                await asyncio.wait_for(producer.send_and_wait(topic, ticket, key=b"s1"), 30)
+            assert isinstance(refused.value, TopicAuthorizationFailedError), (topic, refused.value)
+    finally:
+        await producer.stop()
+    # Read as the super user: the ticket is there, and no internal topic holds a record.
+    found = await counts(admin, [names.tickets, *internal])
+    assert found == {names.tickets: 1, **{t: 0 for t in internal}}

@@ -97,7 +97,12 @@ def settings_load() -> Any:
 
 
 def resolved_worker_env(services: Mapping[str, Any], **host_env: str) -> dict[str, str]:
-    host = {"BATON_WEB_TOKEN": "t0ken", "POSTGRES_PASSWORD": "pg-pass", **host_env}
+    host = {
+        "BATON_WEB_TOKEN": "t0ken",
+        "POSTGRES_PASSWORD": "pg-pass",
+        "BATON_SIGNING_SECRET": "a-signing-secret-of-32-characters",
+        **host_env,
+    }
     return {k: interpolate(v, host) for k, v in env_of(services["worker"]).items()}
 
 
@@ -313,6 +318,15 @@ def test_worker_web_token_is_required(services: dict[str, Any]) -> None:
     with pytest.raises(LookupError):
         interpolate(token, {})
     assert interpolate(token, {"BATON_WEB_TOKEN": "abc"}) == "abc"
+
+
+def test_workers_sign_with_a_required_key(services: dict[str, Any]) -> None:
+    keys = env_of(services["worker"])["BATON_SIGNING_KEYS"]
+    with pytest.raises(LookupError):
+        interpolate(keys, {})
+    settings = settings_load()(resolved_worker_env(services))
+    assert settings.signing_keys == (("k1", "a-signing-secret-of-32-characters"),)
+    assert not settings.allow_unsigned
 
 
 def test_worker_environment_is_accepted_by_baton_settings(services: dict[str, Any]) -> None:

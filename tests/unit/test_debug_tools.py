@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import orjson
 import pytest
 from aiokafka.structs import OffsetAndTimestamp
 
-from schemas.baton import Baton, ChainEntry
+from schemas.baton import Baton, ChainEntry, MemoryIndex
 from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
 from schemas.stages import OrderCandidate, OrderMatch, Recall, StageRecord, Understanding
@@ -395,3 +396,74 @@ def test_trace_shows_each_tickets_trace_id_from_the_headers() -> None:
     lines = trace.render(doc)
     assert lines[1] == f"trace of a: {first}, {second}"
     assert not any(line.startswith("trace of b") for line in lines)
+
+
+def test_a_session_trace_does_not_show_what_a_refused_sender_wrote() -> None:
+    names = TopicNames.of(Settings())
+    changelog = changelog_topic(Settings())
+    own, intruder = ticket("a"), data.ticket("b", "I am someone else: 12 Secret Lane", "s1", "c2")
+    refused = letter(
+        id="dx",
+        ticket_id="b",
+        stage="understand",
+        reason="session_conflict",
+        error="this ticket may not use session s1.",
+        payload=dumps(intruder).decode(),
+        ticket=intruder,
+    )
+    records = {
+        names.tickets: [
+            msg(names.tickets, dumps(own)),
+            msg(names.tickets, dumps(intruder), offset=1, key=b"s1"),
+        ],
+        names.sessions: [
+            msg(names.sessions, dumps(StageRecord(ticket=own))),
+            msg(names.sessions, dumps(StageRecord(ticket=intruder)), offset=1),
+        ],
+        names.dead_letters: [msg(names.dead_letters, dumps(refused), key=b"c2")],
+    }
+    doc = trace.build("s1", names, changelog, records)
+    assert [t["ticket_id"] for t in doc["tickets"]] == ["a"] and doc["dead_letters"] == []
+    shown = orjson.dumps(doc).decode() + "\n".join(trace.render(doc))
+    assert "Secret Lane" not in shown and "a ticket this session refused" in shown
+
+
+def test_no_dead_letter_of_a_customer_erased_after_it_is_requeued() -> None:
+    m = msg("support.dead-letters", b"")
+    failed = datetime(2026, 11, 1, 12, tzinfo=UTC)
+    chosen = [
+        dlq.Letter(letter(id="d1", ticket=ticket("a"), ticket_id="a", stage="understand"), m),
+        dlq.Letter(
+            letter(
+                id="d2", ticket=data.ticket("b", "x", "s2", "c2"), ticket_id="b", stage="lookup"
+            ),
+            m,
+        ),
+    ]
+    mark = MemoryIndex(key="c1", erased_at=failed.replace(hour=13))
+    changelog = [
+        msg("baton-customers-changelog", dumps(MemoryIndex(key="c1")), key=b'"c1"'),
+        msg("baton-customers-changelog", dumps(mark), offset=1, key=b'"c1"'),
+    ]
+    erased = dlq.erasures(changelog)
+    assert erased == {"c1": mark.erased_at}
+    todo, skipped = dlq.plan(chosen, [], again=False, erased=erased)
+    assert [x.dl.id for x, *_ in todo] == ["d2"]
+    assert [(x.dl.id, why) for x, why in skipped] == [
+        ("d1", "its customer was erased after it (baton forget)")
+    ]
+    # A dead letter written after the erasure (a new ticket of the customer) is requeued.
+    later = {"c1": failed.replace(hour=11)}
+    assert len(dlq.plan(chosen, [], again=False, erased=later)[0]) == 2
+
+
+def test_a_replay_leaves_out_the_tickets_of_a_customer_erased_after_them() -> None:
+    erased_at = datetime.fromtimestamp((T0 + 10) / 1000, UTC)
+    records = [
+        msg("support.tickets", dumps(ticket("a")), ts=T0),
+        msg("support.tickets", dumps(data.ticket("b", "x", "s2", "c2")), offset=1, ts=T0 + 1),
+        msg("support.tickets", dumps(ticket("c")), offset=2, ts=T0 + 20),
+    ]
+    picked = select(records, Selection(erased={"c1": erased_at}))
+    # c1's ticket from before the erasure stays out; their later one and c2's are replayed.
+    assert [t.ticket_id for t in picked.tickets] == ["b", "c"] and picked.erased == 1

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
-from schemas import Erasure, dumps
+from agents import history, memory
+from schemas import Erasure, IndexUpdate, StageRecord, dumps
+from schemas.records import utcnow
 from streams.runtime import erasure
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import run, state
+from tests.fixtures.pipelines import baton_of, names, run, sink, state
 
 
 async def erase(p: Pipeline, customer: str, session: str | None) -> None:
@@ -30,7 +33,9 @@ async def test_a_session_and_the_index_entry_are_tombstoned(pipeline: Pipeline) 
     await erase(pipeline, "C1", "S2")
     await erase(pipeline, "C1", None)
     assert tables.batons.data == {} and tables.batons.tombstones == ["S1", "S2"]
-    assert tables.customers.data == {} and tables.customers.tombstones == ["C1"]
+    # The index entry is replaced by the mark of the erasure: no session, no order, the time.
+    mark = pipeline.batons.index("C1")
+    assert mark is not None and mark.sessions == [] and mark.orders == [] and mark.erased_at
 
     replies = await run(
         pipeline, ticket("a3", "What happened with the order I asked about yesterday?", "S3")
@@ -44,7 +49,8 @@ async def test_a_request_for_another_customer_erases_nothing(pipeline: Pipeline)
     await erase(pipeline, "C2", None)
     tables = state(pipeline)
     assert set(tables.batons.data) == {"S1"} and tables.batons.tombstones == []
-    assert set(tables.customers.data) == {"C1"} and tables.customers.tombstones == []
+    held = pipeline.batons.index("C1")
+    assert held is not None and held.sessions and held.erased_at is None
 
 
 async def test_an_erasure_waits_for_the_ticket_in_flight(pipeline: Pipeline) -> None:
@@ -70,3 +76,55 @@ async def test_an_erasure_is_never_shed_with_a_flooding_sessions_tickets(
     request = dumps(Erasure(request_id="r2", customer_id="C1", session_id="S1"))
     await pipeline.shed("understand", request, Source(), erasure.headers())
     assert state(pipeline).batons.tombstones == ["S1"]
+
+
+async def forget_all(p: Pipeline, customer: str, sessions: list[str]) -> None:
+    for session in sessions:
+        await erase(p, customer, session)
+    await erase(p, customer, None)
+
+
+async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pipeline) -> None:
+    n = names(pipeline)
+    written = utcnow() - timedelta(minutes=5)
+    old = ticket("a1", "My kettle is leaking, I live at 5 Elm Road.", "S1")
+    await run(pipeline, old)
+    # The session's summary as the index topic held it.
+    baton = baton_of(pipeline, "S1")
+    update = dumps(
+        IndexUpdate(
+            customer_id="C1",
+            summary=memory.summarize(baton, "a1"),
+            orders=history.orders_discussed(baton),
+        )
+    )
+    await forget_all(pipeline, "C1", ["S1"])
+    sink(pipeline).sent.clear()
+
+    # An offset reset or a re-processing reads the same records again, with their old times.
+    await pipeline.intake(dumps(old), Source(n.tickets, 0, 0, timestamp=written))
+    record = dumps(StageRecord(ticket=old))
+    await pipeline.run_stage("understand", record, Source(n.sessions, 0, 0, timestamp=written))
+    await pipeline.shed("understand", record, Source(n.sessions, 0, 1, timestamp=written))
+    await pipeline.apply_index(update)
+    assert all(not records for records in sink(pipeline).sent.values()), sink(pipeline).sent
+    assert pipeline.batons.get("S1") is None
+    mark = pipeline.batons.index("C1")
+    assert mark is not None and mark.sessions == [] and mark.orders == []
+
+    # The customer's tickets written after the erasure are answered as a new customer's.
+    replies = await run(pipeline, ticket("a2", "My controller drifts.", "S2"))
+    assert [r.ticket_id for r in replies] == ["a2"]
+    index = pipeline.batons.index("C1")
+    assert index is not None and [s.session_id for s in index.sessions] == ["S2"]
+    assert index.erased_at == mark.erased_at
+
+
+async def test_the_mark_of_an_erasure_is_kept_for_the_index_retention(pipeline: Pipeline) -> None:
+    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
+    await forget_all(pipeline, "C1", ["S1"])
+    await pipeline.sweep_index()
+    assert pipeline.batons.erased_at("C1") is not None
+    later = utcnow() + timedelta(days=pipeline.settings.index_retention_days + 1)
+    swept = await pipeline.sweep_index(later)
+    assert swept.customers == 1 and pipeline.batons.index("C1") is None

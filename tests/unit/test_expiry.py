@@ -168,3 +168,29 @@ async def test_the_index_keeps_the_configured_number_of_sessions(store: SQLiteOr
         update = IndexUpdate(customer_id="C1", summary=summary(f"S{i}", (10 - i) * DAY))
         await pipeline.apply_index(dumps(update))
     assert index_of(pipeline, "C1") == ["S4", "S3", "S2"]
+
+
+async def test_a_baton_erased_during_the_sweep_sends_no_summary(pipeline: Pipeline) -> None:
+    for i in range(3 * YIELD_EVERY):
+        put_baton(pipeline, f"S{i:03d}", idle=8 * DAY, customer="C1" if i else "C-erased")
+    for i in range(3 * YIELD_EVERY - 1, 2 * YIELD_EVERY, -1):
+        put_baton(pipeline, f"S{i:03d}", idle=8 * DAY, customer="C-erased")
+
+    async def forget() -> None:
+        # `baton forget` arrives while the sweep pauses: the batons go, then the index entry.
+        for session, raw in list(tables(pipeline).batons.data.items()):
+            if raw is not None and Baton.model_validate_json(raw).customer_id == "C-erased":
+                pipeline.batons.delete(session)
+
+    task = asyncio.get_running_loop().create_task(forget())
+    await pipeline.expire_sessions(lambda sid: True, now=NOW)
+    await task
+    assert isinstance(pipeline.sink, MemorySink)
+    sent = [
+        IndexUpdate.model_validate_json(v)
+        for _, v in pipeline.sink.take(pipeline.topics.memory_index)
+    ]
+    erased = [u for u in sent if u.customer_id == "C-erased"]
+    # Only the one swept before the pause had its summary sent; the erased ones sent none.
+    assert len(erased) == 1 and erased[0].summary.session_id == "S000"
+    assert {u.customer_id for u in sent} == {"C1", "C-erased"}

@@ -13,10 +13,12 @@ from faust.auth import SASLCredentials, SSLCredentials
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
 from streams.kafka.connect import (
+    BrokerUnreachable,
     client_options,
     new_admin,
     new_consumer,
     new_producer,
+    probe_broker,
     refusal,
     ssl_context,
 )
@@ -175,3 +177,24 @@ def test_refusals_name_the_cause_and_never_the_password(ca: tuple[Path, Path]) -
 def test_the_worker_log_redacts_the_kafka_passwords(ca: tuple[Path, Path]) -> None:
     config = logging_config(sasl_ssl(ca[0]))
     assert "kafka-secret-pw" in config["filters"]["redact"]["secrets"]
+
+
+@pytest.mark.parametrize("url", ["user:broker-pass-123@h1:9092", "kafka//user:broker-pass-123@h1"])
+def test_a_broker_setting_error_never_echoes_its_password(url: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load({"BATON_BROKER": url})
+    assert "broker-pass-123" not in str(caught.value) and "***" in str(caught.value)
+
+
+async def test_an_unreachable_broker_is_named_without_its_password() -> None:
+    # A port nothing listens on: the probe really connects and fails.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = load({"BATON_BROKER": f"kafka://user:broker-pass-123@127.0.0.1:{port}"})
+    assert "broker-pass-123" not in settings.broker_shown
+    with pytest.raises(BrokerUnreachable) as caught:
+        await probe_broker(settings, timeout=2.0)
+    assert "broker-pass-123" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import orjson
 import pytest
+from pydantic import ValidationError
 
 from agents.models.llm import Prompt
 from schemas.codec import dumps
@@ -24,6 +25,7 @@ from streams.observe.logs import (
     RedactFilter,
     TextFormatter,
     current_ids,
+    describe,
     faust_loglevel,
     logging_config,
 )
@@ -262,3 +264,49 @@ def test_worker_log_format_option_reaches_the_settings(monkeypatch: pytest.Monke
     assert main(["worker"]) == 0
     assert [s.log_format for s in started] == ["text", "json"]
     assert main(["worker", "--log-format", "xml"]) == 2
+
+
+def test_an_exception_is_its_type_and_a_short_message_without_a_traceback(
+    capture: tuple[logging.Logger, io.StringIO, logging.Handler],
+) -> None:
+    logger, buf, _ = capture
+    try:
+        Ticket.model_validate({"ticket_id": "t", "session_id": "s", "text": 42, "secret": 1})
+    except ValidationError:
+        logger.exception("understand gave up")
+    try:
+        raise RuntimeError("x" * 500 + " postgresql://shop:hunter2hunter2@db/orders")
+    except RuntimeError:
+        logger.exception("store failed")
+    first, second = lines(buf)
+    assert first["exc"] == "ValidationError: 1 validation error(s): text: string_type"
+    assert str(second["exc"]).startswith("RuntimeError: xxx") and len(str(second["exc"])) < 200
+    assert "Traceback" not in buf.getvalue() and "42" not in buf.getvalue()
+
+
+def test_tracebacks_are_logged_at_debug_level_only() -> None:
+    debug, info = (
+        logging_config(Settings(log_level=level))["filters"]["redact"]["tracebacks"]
+        for level in ("debug", "info")
+    )
+    assert debug is True and info is False
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(TextFormatter())
+    handler.addFilter(RedactFilter(tracebacks=True))
+    logger = logging.getLogger("baton.test-debug")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        logger.exception("failed")
+    logger.handlers.clear()
+    assert "Traceback (most recent call last)" in buf.getvalue()
+
+
+def test_describe_masks_passwords_and_never_quotes_validation_input() -> None:
+    assert describe(RuntimeError("to kafka://u:s3cretpw@h:9092 failed")) == (
+        "RuntimeError: to kafka://u:***@h:9092 failed"
+    )
+    assert describe(KeyError()) == "KeyError"

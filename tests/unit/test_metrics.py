@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from faust.types import TP
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
@@ -326,3 +327,16 @@ def test_dashboard_totals_are_the_registry_values() -> None:
     assert totals["cost_usd"] == 0.5
     assert totals["retries"] == {"overloaded": 1}
     assert [s["stage"] for s in data["stages"]] == ["intake", "understand", "lookup", "strategy"]
+
+
+def test_without_a_web_token_the_dashboard_data_names_no_ticket_or_session() -> None:
+    recent = Recent()
+    recent.reply(reply("T-1", session="guest-session-secret"), 1.0)
+    open_data = summary(PrometheusObserver().values(), recent, ids=False)
+    [row] = open_data["tickets"]
+    assert row["status"] and "end_to_end_ms" in row and open_data["ids_shown"] is False
+    assert (
+        "guest-session-secret" not in orjson.dumps(open_data).decode() and "T-1" not in row.values()
+    )
+    [full] = summary(PrometheusObserver().values(), recent, ids=True)["tickets"]
+    assert full["session_id"] == "guest-session-secret" and full["ticket_id"] == "T-1"

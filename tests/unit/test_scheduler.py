@@ -232,3 +232,35 @@ async def test_a_queue_cap_needs_an_overflow_handler() -> None:
 
     with pytest.raises(ValueError, match="overflow handler"):
         await scheduler.run(FakeStream([]), handle)
+
+
+async def test_a_refused_record_takes_no_place_in_its_keys_queue() -> None:
+    # s0's first record is in flight; the intruder's records of s0 (odd values) are refused.
+    release = asyncio.Event()
+    items = [FakeEvent(key=b"s0", value=v, message=FakeMessage(offset=v)) for v in range(8)]
+    stream = FakeStream(items)
+    handled: list[int] = []
+    overflowed: list[int] = []
+
+    async def handle(event: FakeEvent) -> None:
+        if event.value == 0:
+            await release.wait()
+        handled.append(event.value)
+
+    async def overflow(event: FakeEvent) -> None:
+        overflowed.append(event.value)
+
+    scheduler = SessionScheduler("t", max_running=8, max_buffered=100, max_queued_per_key=2)
+    run = asyncio.create_task(
+        scheduler.run(stream, handle, overflow, bypass=lambda e: e.value % 2 == 1)
+    )
+    await asyncio.sleep(0.05)
+    # The refused ones ran at once, beside the record in flight, and were never counted.
+    assert handled == [1, 3, 5, 7] and scheduler.queued(b"s0") == 2
+    # The owner's later records: one queued behind the first, the rest past the cap of 2.
+    assert overflowed == [4, 6]
+    release.set()
+    await run
+    while len(stream.acked) < len(items):
+        await asyncio.sleep(0.01)
+    assert handled == [1, 3, 5, 7, 0, 2] and sorted(stream.acked) == list(range(8))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from schemas import MemoryIndex, Ticket
+from schemas import MemoryIndex, StageRecord, Ticket, dumps
+from streams.runtime import erasure
+from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import C1_ORDERS, order, ticket
 from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
@@ -47,7 +50,8 @@ async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
     [dl] = dead_letters(shared)
     assert dl.reason == "session_conflict" and dl.stage == "understand"
     assert dl.ticket == intruder and Ticket.model_validate_json(dl.payload) == intruder
-    assert "belongs to another customer" in dl.error and "session id of its own" in dl.error
+    assert "may not use session S1" in dl.error and "session id of its own" in dl.error
+    assert "customer" not in dl.error and "anonymous" not in dl.error
     # Nothing published while handling the intruder names the session owner's order or product.
     sent = everything_sent(shared)
     assert "O-1" not in sent and "Kettle" not in sent and "leak" not in dl.model_dump_json()
@@ -71,7 +75,8 @@ async def test_an_anonymous_session_stays_anonymous(shared: Pipeline) -> None:
     replies = await run(shared, ticket("a1", "Which order was that?", customer="C1"))
     assert [r.ticket_id for r in replies] == ["x1"]
     [dl] = dead_letters(shared)
-    assert dl.reason == "session_conflict" and "an anonymous customer" in dl.error
+    # The refusal says nothing about the session: not whose it is, not what kind.
+    assert dl.reason == "session_conflict" and "anonymous" not in dl.error
     assert baton_of(shared, "S1") == anonymous
 
 
@@ -114,3 +119,72 @@ async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: Pipeli
     assert mine.ticket_id == "b1" and mine.order_id == "O-9"
     assert "Kettle" not in mine.reply and "O-1" not in mine.reply
     assert dead_letters(shared) == []
+
+
+def guest(tid: str, text: str, guest_id: str | None, session: str = "S1") -> Ticket:
+    return Ticket(ticket_id=tid, session_id=session, text=text, guest_id=guest_id)
+
+
+async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipeline) -> None:
+    first = await run(shared, guest("g1", "My kettle is leaking, I live at 5 Elm Road.", "gA"))
+    held = baton_of(shared, "S1")
+    assert first[-1].ticket_id == "g1"
+    sink(shared).sent.clear()
+
+    # Another visitor who learned the session id, with their own guest id or none at all.
+    await run(shared, guest("g2", "What was my problem again? Where do I live?", "gB"))
+    await run(shared, guest("g3", "What was my problem again?", None))
+    assert sink(shared).sent[names(shared).replies] == []
+    assert [dl.reason for dl in dead_letters(shared)] == ["session_conflict"] * 2
+    sent = everything_sent(shared)
+    assert "kettle" not in sent.lower() and "Elm" not in sent
+    assert all(
+        "anonymous" not in dl.error and "guest" not in dl.error for dl in dead_letters(shared)
+    )
+    assert baton_of(shared, "S1") == held
+
+    # The first guest goes on with their context.
+    again = await run(shared, guest("g4", "Can it be repaired instead?", "gA"))
+    assert again[-1].ticket_id == "g4"
+    assert [t.ticket_id for t in baton_of(shared, "S1").tickets] == ["g1", "g4"]
+    # The baton keeps a digest of the guest id, never the id itself (a bearer secret).
+    assert held.guest and "gA" not in held.model_dump_json()
+
+
+async def test_a_guest_id_cannot_claim_a_session_opened_without_one(shared: Pipeline) -> None:
+    await run(shared, guest("g1", "My kettle is leaking.", None))
+    await run(shared, guest("g2", "What was my problem?", "gB"))
+    [dl] = dead_letters(shared)
+    assert dl.reason == "session_conflict" and dl.ticket_id == "g2"
+
+
+def test_a_guest_id_is_ignored_for_a_customer_and_never_stored() -> None:
+    assert (
+        Ticket(ticket_id="t", session_id="s", customer_id="C1", text="x", guest_id="g").guest()
+        is None
+    )
+    a, b = (Ticket(ticket_id="t", session_id="s", text="x", guest_id=g).guest() for g in "ab")
+    assert a and b and a != b and len(a) == 32
+
+
+async def test_an_intruder_is_refused_before_the_sessions_turn_and_filed_under_the_sender(
+    shared: Pipeline,
+) -> None:
+    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
+    n = names(shared)
+    # The owner's next ticket is in flight: the session is held.
+    await shared.gate.enter("S1", "a2", lambda: None)
+    await shared.intake(dumps(ticket("b1", "What did they write?", customer="C2")), Source())
+    [(_, record)] = sink(shared).sent.pop(n.sessions)
+    assert shared.refuses("understand", record, Source(n.sessions, 0, 0))
+    await asyncio.wait_for(shared.run_stage("understand", record, Source(n.sessions, 0, 0)), 2)
+    [dl] = dead_letters(shared)
+    assert dl.reason == "session_conflict" and dl.ticket_id == "b1"
+    # Filed under the sender: keyed by them, not by the session they tried to use.
+    [(key, _)] = sink(shared).sent[n.dead_letters]
+    assert key == "C2" and dl.session_id is None
+    # The owner's own tickets and erasure requests are not refused.
+    own = StageRecord(ticket=ticket("a3", "And the refund?", customer="C1"))
+    assert not shared.refuses("understand", dumps(own), Source(n.sessions, 0, 1))
+    assert not shared.refuses("understand", b"{}", Source(), erasure.headers())
+    assert not shared.refuses("understand", b"{not json", Source())

@@ -119,10 +119,15 @@ function renderTickets(tickets) {
   }
   for (const t of tickets) {
     const tr = el("tr");
-    tr.dataset.ticket = t.ticket_id;
     const trace = el("td");
-    trace.append(el("code", t.trace), copyButton(t.trace));
-    tr.append(el("td", t.ticket_id), el("td", t.session_id), el("td", t.status, t.status),
+    if (t.ticket_id === undefined) {
+      // Without a web token the data names no ticket or session (BATON_WEB_TOKEN shows them).
+      trace.append(el("span", "ids need BATON_WEB_TOKEN", "muted"));
+    } else {
+      tr.dataset.ticket = t.ticket_id;
+      trace.append(el("code", t.trace), copyButton(t.trace));
+    }
+    tr.append(el("td", t.ticket_id ?? "—"), el("td", t.session_id ?? "—"), el("td", t.status, t.status),
       el("td", fmtMs(t.end_to_end_ms), "num"), el("td", fmtInt(t.calls), "num"),
       el("td", "$" + (t.cost_usd || 0).toFixed(4), "num"), trace);
     body.append(tr);

@@ -1,0 +1,71 @@
+"""What a record must be to be taken in: signed for where it was read, its session's and owner's,
+not from before its customer's erasure; and a ticket's time bounded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from schemas.codec import InvalidRecord, parse
+from schemas.records import Ticket, utcnow
+from schemas.stages import StageRecord
+from streams.runtime import erasure, ownership, placement
+from streams.runtime.batons import BatonStore
+from streams.runtime.dead_letters import Source
+from streams.runtime.signing import Headers, Signer
+from streams.settings import Settings
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The checks a stage runs on a record before it touches any state of the session."""
+
+    settings: Settings
+    signer: Signer
+    batons: BatonStore
+
+    def misplaced(self, source: Source) -> Callable[[str], str | None]:
+        """Why a record of a session read at ``source`` is not on the session's key/partition."""
+        return lambda session_id: placement.misplaced(source, session_id, self.settings.partitions)
+
+    def erased(self, ticket: Ticket, source: Source) -> bool:
+        """Whether the ticket's customer was erased after this record was written."""
+        erased = self.batons.erased_at(ticket.customer_id)
+        written = source.timestamp or (ticket.written_at() if ticket.created_at else None)
+        return erased is not None and written is not None and written <= erased
+
+    def bounded(self, ticket: Ticket) -> Ticket:
+        """``ticket`` with its ``created_at`` no further back than ``BATON_TICKET_MAX_AGE_DAYS``.
+
+        The time words of the message count from it: a producer cannot move "last month" back.
+        """
+        if ticket.created_at is None:
+            return ticket
+        floor = utcnow() - timedelta(days=self.settings.ticket_max_age_days)
+        if ticket.written_at() >= floor:
+            return ticket
+        return ticket.model_copy(update={"created_at": floor})
+
+    def refuses(
+        self, topic: str, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> bool:
+        """Whether the record read from ``topic`` is a ticket the stage refuses (not signed for
+        where it was read, from before its customer's erasure, another sender's): it needs no
+        place in the session's queue nor its turn.
+
+        An erasure request and a record that does not parse go through the queue as usual.
+        """
+        if erasure.requested(headers):
+            return False
+        try:
+            ticket = parse(StageRecord, value).ticket
+        except InvalidRecord:
+            return False
+        if self.signer.problem(topic, source.key, value, headers):
+            return True
+        if self.misplaced(source)(ticket.session_id) is not None:
+            return True
+        if self.erased(ticket, source):
+            return True
+        return ownership.conflict(self.batons.get(ticket.session_id), ticket) is not None
