@@ -17,6 +17,8 @@ from agents.models.prices import Price, parse_prices
 
 LLMKind = Literal["anthropic", "offline"]
 StoreKind = Literal["memory", "rocksdb"]
+DeadLetterFormat = Literal["baton", "connect"]
+DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
 
 
@@ -105,6 +107,9 @@ class Settings:
     session_ttl_s: float = 7 * 24 * 3600.0
     retention_days: float = 7.0
     dead_letter_retention_days: float = 30.0
+    # How a dead letter is written: baton's DeadLetter record, or the failed record itself with
+    # Kafka Connect's error headers (what Connect tooling re-drives).
+    dead_letter_format: DeadLetterFormat = "baton"
     expiry_interval_s: float = 60.0
     # Each sample asks the group coordinator and the partition leaders once.
     lag_interval_s: float = 5.0
@@ -200,6 +205,7 @@ class Settings:
             "BATON_SESSION_TTL": repr(self.session_ttl_s),
             "BATON_RETENTION_DAYS": repr(self.retention_days),
             "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
+            "BATON_DEAD_LETTER_FORMAT": self.dead_letter_format,
             "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
             "BATON_LAG_INTERVAL": repr(self.lag_interval_s),
             "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
@@ -375,6 +381,11 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             "BATON_PROCESSING_GUARANTEE must be 'at_least_once' or 'exactly_once', "
             f"got {guarantee!r}"
         )
+    dead_letter_format = env.get("BATON_DEAD_LETTER_FORMAT") or "baton"
+    if dead_letter_format not in DEAD_LETTER_FORMATS:
+        raise SettingsError(
+            f"BATON_DEAD_LETTER_FORMAT must be 'baton' or 'connect', got {dead_letter_format!r}"
+        )
     broker = env.get("BATON_BROKER", Settings.broker)
     if not broker.startswith("kafka://"):
         raise SettingsError(f"BATON_BROKER must look like kafka://host:port, got {broker!r}")
@@ -416,6 +427,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         dead_letter_retention_days=_float(
             env, "BATON_DEAD_LETTER_RETENTION_DAYS", defaults.dead_letter_retention_days
         ),
+        dead_letter_format=dead_letter_format,
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
         lag_interval_s=_float(env, "BATON_LAG_INTERVAL", defaults.lag_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Ticket
 from streams.kafka.topics import TopicNames
+from streams.runtime.connect_letters import from_connect, is_connect
 from streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -68,13 +69,18 @@ def parse_time(value: str) -> datetime:
 
 
 def letters(messages: Iterable[Message]) -> list[Letter]:
-    """The readable dead letters among ``messages`` (unreadable ones are skipped)."""
+    """The readable dead letters among ``messages``, in either format (others are skipped)."""
     out = []
     for m in messages:
         try:
             out.append(Letter(DeadLetter.model_validate_json(m.value or b""), m))
-        except ValidationError:
             continue
+        except ValidationError:
+            pass
+        where = f"{m.topic}-{m.partition}-{m.offset}"
+        dl = from_connect(m.key, m.value, list(m.headers), m.timestamp, where)
+        if dl is not None:
+            out.append(Letter(dl, m))
     return out
 
 
@@ -134,6 +140,7 @@ def line(letter: Letter) -> str:
 def described(letter: Letter) -> dict[str, Any]:
     """A dead letter with its location and headers, as ``dlq show`` prints it."""
     m = letter.message
+    connect = in_connect_format(letter)
     return {
         "topic": m.topic,
         "partition": m.partition,
@@ -141,8 +148,25 @@ def described(letter: Letter) -> dict[str, Any]:
         "timestamp": datetime.fromtimestamp(m.timestamp / 1000, UTC).isoformat(),
         "key": m.key.decode("utf-8", "backslashreplace") if m.key is not None else None,
         "headers": letter.headers,
-        "dead_letter": loads(m.value or b"{}"),
+        "format": "connect" if connect else "baton",
+        "dead_letter": as_json(letter),
     }
+
+
+def in_connect_format(letter: Letter) -> bool:
+    """Whether the letter is the failed record with Connect's headers, not a DeadLetter."""
+    try:
+        DeadLetter.model_validate_json(letter.message.value or b"")
+    except ValidationError:
+        return is_connect(list(letter.message.headers))
+    return False
+
+
+def as_json(letter: Letter) -> Any:
+    """The dead letter as JSON: the record as stored, or the one a Connect record stands for."""
+    if in_connect_format(letter):
+        return letter.dl.model_dump(mode="json")
+    return loads(letter.message.value or b"{}")
 
 
 async def _read(settings: Settings, *topics: str) -> dict[str, list[Message]]:

@@ -179,9 +179,7 @@ def check_topics(settings: Settings, counts: dict[str, int], refused: dict[str, 
             )
     for name, partitions in required_partitions(settings).items():
         if counts[name] != partitions:
-            setting = (
-                "it must have 1" if partitions == 1 else f"BATON_PARTITIONS is {partitions}"
-            )
+            setting = "it must have 1" if partitions == 1 else f"BATON_PARTITIONS is {partitions}"
             raise TopicMismatch(
                 f"topic {name} has {counts[name]} partitions but {setting}; use the same "
                 "value as when it was created, or recreate the topic"

@@ -107,7 +107,7 @@ def stage_schedulers(settings: Settings) -> dict[str, SessionScheduler]:
 
 def _source(event: Any) -> Source:
     msg = event.message
-    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset)
+    return Source(topic=msg.topic, partition=msg.partition, offset=msg.offset, key=msg.key)
 
 
 def _headers(event: Any) -> list[tuple[str, bytes]]:

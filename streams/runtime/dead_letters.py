@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -11,17 +11,26 @@ from agents.outcome import Failure
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, StageName, Ticket
 from schemas.stages import StageRecord
+from streams.kafka.carrier import Headers
 
 HEADER_PREFIX = "__connect.errors."
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a record was read from."""
+    """Where a record was read from and, once a stage has it, the record as it was read."""
 
     topic: str | None = None
     partition: int | None = None
     offset: int | None = None
+    key: bytes | None = None
+    value: bytes | None = field(default=None, repr=False)
+    headers: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
+
+
+def read_as(source: Source, value: bytes | None, headers: Headers | None) -> Source:
+    """``source`` with the record as it was read: what a Connect-format dead letter keeps."""
+    return replace(source, value=value, headers=tuple(headers or ()))
 
 
 def new_id() -> str:

@@ -26,7 +26,8 @@ from streams.observe.observer import CountingObserver, Observer
 from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
-from streams.runtime.dead_letters import Source
+from streams.runtime.connect_letters import connect_record
+from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
@@ -78,6 +79,7 @@ class Pipeline:
         self, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
+        source = read_as(source, value, headers)
         with tracing.stage_span("intake", headers, source):
             await self._intake(value, source)
 
@@ -103,6 +105,7 @@ class Pipeline:
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Run ``stage`` on one signed stage record, up to ``STAGE_ATTEMPTS`` times."""
+        source = read_as(source, value, headers)
         with tracing.stage_span(stage, headers, source):
             await self._run_stage(stage, value, source, headers)
 
@@ -113,7 +116,7 @@ class Pipeline:
         step = BY_NAME[stage]
         problem = self.signer.problem(step.source_topic(self.topics), value, headers)
         if problem is not None:
-            await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
+            await self.dead_letter(dead_letters.untrusted(stage, value, problem, source), source)
             self.observer.stage_done(stage, "refused", 0.0)
             return
         if step.name == "understand" and erasure.requested(headers):
@@ -152,7 +155,7 @@ class Pipeline:
                     ticket=ticket,
                     attempts=attempt,
                 )
-                await self._fail_ticket(record, stage, dl)
+                await self._fail_ticket(record, stage, dl, source)
                 self.observer.stage_done(stage, "failed", 0.0)
 
     async def shed(
@@ -172,11 +175,12 @@ class Pipeline:
         if ticket is None or untrusted or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
+        source = read_as(source, value, headers)
         with tracing.stage_span(stage, headers, source):
             tracing.annotate(ticket.ticket_id, ticket.session_id)
             self.observer.record_in(stage)
             cap = self.settings.max_queued_per_session
-            await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
+            await self.dead_letter(dead_letters.flood(stage, ticket, source, cap), source)
             self.observer.stage_done(stage, "flooded", 0.0)
 
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
@@ -202,7 +206,7 @@ class Pipeline:
                 source=source,
                 ticket=ticket,
             )
-            await self._fail_ticket(record, stage.name, dl)
+            await self._fail_ticket(record, stage.name, dl, source)
             return
         started = time.monotonic()
         level, baton = context.restore(record, held, PREVIOUS.get(stage.name))
@@ -245,7 +249,7 @@ class Pipeline:
             dl = dead_letters.from_failure(
                 outcome.failure, stage=stage.name, ticket=ticket, source=source
             )
-            await self.dead_letter(dl)
+            await self.dead_letter(dl, source)
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
         if stage.carries is None or stage.update is None:
@@ -290,16 +294,18 @@ class Pipeline:
     ) -> None:
         """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
         ticket = record.ticket
-        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source))
+        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
         self.gate.leave(ticket.session_id, ticket.ticket_id)
         self.observer.stage_done(stage, "refused", 0.0)
 
-    async def _fail_ticket(self, record: StageRecord, stage: StageName, dl: DeadLetter) -> None:
+    async def _fail_ticket(
+        self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source
+    ) -> None:
         """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
         ticket = record.ticket
         if not dl.payload:
             dl = dl.model_copy(update={"payload": dumps(record).decode()})
-        await self.dead_letter(dl)
+        await self.dead_letter(dl, source)
         if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
@@ -318,11 +324,18 @@ class Pipeline:
         dl = dead_letters.letter(
             stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
         )
-        await self.dead_letter(dl)
+        await self.dead_letter(dl, source)
 
-    async def dead_letter(self, dl: DeadLetter) -> None:
-        """Write a dead letter and wait for the broker's acknowledgement."""
+    async def dead_letter(self, dl: DeadLetter, source: Source) -> None:
+        """Write a dead letter (in ``BATON_DEAD_LETTER_FORMAT``) and wait for the broker's ack."""
         self.observer.dead_letter(dl.stage, dl.reason)
+        if self.settings.dead_letter_format == "connect":
+            raw_key, value, headers = connect_record(dl, source, self.settings.app_id)
+            # The record's own headers carry its trace already; the key as it was read
+            # (surrogate-escaped so that bytes that are not UTF-8 come back unchanged).
+            key = None if raw_key is None else raw_key.decode("utf-8", "surrogateescape")
+            await self.sink.send(self.topics.dead_letters, key, value, headers)
+            return
         key = dl.session_id or dl.ticket_id
         # Through ``out``: dead letters are not signed, but carry the ticket's trace.
         await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))

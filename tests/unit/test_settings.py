@@ -103,6 +103,7 @@ def test_the_repr_hides_every_secret(tmp_path: Path) -> None:
             "BATON_LOG_LEVEL": "DEBUG",
             "BATON_LOG_FORMAT": "text",
             "BATON_EVENT_LOOP": "asyncio",
+            "BATON_DEAD_LETTER_FORMAT": "connect",
             "ANTHROPIC_API_KEY": "sk-x",
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
         },
@@ -266,3 +267,10 @@ def test_lag_interval() -> None:
         with pytest.raises(SettingsError, match="BATON_LAG_INTERVAL") as raised:
             load({"BATON_LAG_INTERVAL": bad})
         assert "\n" not in str(raised.value)
+
+
+def test_the_dead_letter_format_is_a_closed_choice() -> None:
+    assert load({}).dead_letter_format == "baton"
+    assert load({"BATON_DEAD_LETTER_FORMAT": "connect"}).dead_letter_format == "connect"
+    with pytest.raises(SettingsError, match="BATON_DEAD_LETTER_FORMAT must be 'baton' or"):
+        load({"BATON_DEAD_LETTER_FORMAT": "avro"})
