@@ -41,6 +41,17 @@ log = logging.getLogger("baton.pipeline")
 STAGE_ATTEMPTS = 3
 
 
+def consumer_of(settings: Settings) -> tracing.Consumer:
+    """The messaging attributes of this worker: its consumer group and first bootstrap server."""
+    first = settings.broker.removeprefix("kafka://").split(";")[0]
+    host, _, port = first.rpartition(":")
+    return tracing.Consumer(
+        group=settings.app_id,
+        server=host or first,
+        port=int(port) if port.isdigit() else None,
+    )
+
+
 @dataclass
 class Pipeline:
     """Runs each stage for one record: every way out is a record, a reply or a dead letter.
@@ -58,6 +69,7 @@ class Pipeline:
 
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
+        self.consumer = consumer_of(self.settings)
         self.batons = BatonStore(self.state, self.settings.index_keep)
         self.budgets = CustomerBudgets(
             self.settings.customer_token_budget, self.settings.customer_budget_window_s
@@ -80,7 +92,7 @@ class Pipeline:
     ) -> None:
         """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
         source = read_as(source, value, headers)
-        with tracing.stage_span("intake", headers, source):
+        with tracing.stage_span("intake", headers, source, self.consumer):
             await self._intake(value, source)
 
     async def _intake(self, value: bytes | None, source: Source) -> None:
@@ -106,7 +118,7 @@ class Pipeline:
     ) -> None:
         """Run ``stage`` on one signed stage record, up to ``STAGE_ATTEMPTS`` times."""
         source = read_as(source, value, headers)
-        with tracing.stage_span(stage, headers, source):
+        with tracing.stage_span(stage, headers, source, self.consumer):
             await self._run_stage(stage, value, source, headers)
 
     async def _run_stage(
@@ -136,7 +148,8 @@ class Pipeline:
             )
         for attempt in range(1, STAGE_ATTEMPTS + 1):
             try:
-                await self._run(step, record, source)
+                with tracing.agent_span(stage, ticket.session_id, self.llm.name):
+                    await self._run(step, record, source)
                 return
             except Exception as exc:
                 if attempt < STAGE_ATTEMPTS:
@@ -176,7 +189,7 @@ class Pipeline:
             await self.run_stage(stage, value, source, headers)
             return
         source = read_as(source, value, headers)
-        with tracing.stage_span(stage, headers, source):
+        with tracing.stage_span(stage, headers, source, self.consumer):
             tracing.annotate(ticket.ticket_id, ticket.session_id)
             self.observer.record_in(stage)
             cap = self.settings.max_queued_per_session
