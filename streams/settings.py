@@ -110,6 +110,11 @@ class Settings:
     # How a dead letter is written: baton's DeadLetter record, or the failed record itself with
     # Kafka Connect's error headers (what Connect tooling re-drives).
     dead_letter_format: DeadLetterFormat = "baton"
+    # A Confluent-compatible Schema Registry: outputs registered and framed with their schema
+    # id, framed tickets accepted at intake. Empty: off, plain JSON only.
+    schema_registry_url: str = ""
+    # ``key:secret`` for the registry's basic authentication (Confluent Cloud's API key).
+    schema_registry_user_info: str = ""
     expiry_interval_s: float = 60.0
     # Each sample asks the group coordinator and the partition leaders once.
     lag_interval_s: float = 5.0
@@ -144,11 +149,11 @@ class Settings:
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
-        for name in ("web_token", "anthropic_api_key"):
+        for name in ("web_token", "anthropic_api_key", "schema_registry_user_info"):
             if shown[name]:
                 shown[name] = MASK
         # Every URL may carry a user:password@ part.
-        for name in ("orders_dsn", "broker", "anthropic_base_url"):
+        for name in ("orders_dsn", "broker", "anthropic_base_url", "schema_registry_url"):
             if shown[name]:
                 shown[name] = mask_dsn(shown[name])
         shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
@@ -206,6 +211,8 @@ class Settings:
             "BATON_RETENTION_DAYS": repr(self.retention_days),
             "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
             "BATON_DEAD_LETTER_FORMAT": self.dead_letter_format,
+            "BATON_SCHEMA_REGISTRY_URL": self.schema_registry_url,
+            "BATON_SCHEMA_REGISTRY_USER_INFO": self.schema_registry_user_info,
             "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
             "BATON_LAG_INTERVAL": repr(self.lag_interval_s),
             "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
@@ -293,6 +300,21 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default
     if value not in choices:
         raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {env[name]!r}")
     return value
+
+
+def _registry_url(raw: str) -> str:
+    url = raw.strip().rstrip("/")
+    if url and not re.match(r"^https?://[^/\s]+", url):
+        raise SettingsError(
+            f"BATON_SCHEMA_REGISTRY_URL must look like https://host[:port], got {mask_dsn(url)!r}"
+        )
+    return url
+
+
+def _user_info(raw: str) -> str:
+    if raw and ":" not in raw:
+        raise SettingsError("BATON_SCHEMA_REGISTRY_USER_INFO must look like key:secret")
+    return raw
 
 
 def _file(env: Mapping[str, str], name: str) -> Path | None:
@@ -428,6 +450,8 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_DEAD_LETTER_RETENTION_DAYS", defaults.dead_letter_retention_days
         ),
         dead_letter_format=dead_letter_format,
+        schema_registry_url=_registry_url(env.get("BATON_SCHEMA_REGISTRY_URL", "")),
+        schema_registry_user_info=_user_info(env.get("BATON_SCHEMA_REGISTRY_USER_INFO", "")),
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
         lag_interval_s=_float(env, "BATON_LAG_INTERVAL", defaults.lag_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", defaults.model_timeout_s),

@@ -199,7 +199,9 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         settings.web_token or "",
         settings.kafka.password,
         settings.kafka.key_password,
+        settings.schema_registry_user_info.partition(":")[2],
         *passwords(settings.orders_dsn),
+        *passwords(settings.schema_registry_url),
         *(secret for _, secret in settings.signing_keys),
     ]
     formatter = JsonFormatter if settings.log_format == "json" else TextFormatter

@@ -59,6 +59,13 @@ class Consumer:
     server: str | None = None
     port: int | None = None
 
+    @classmethod
+    def of(cls, group: str, broker: str) -> Consumer:
+        """The group's consumer of a ``kafka://h1:p1;h2:p2`` broker URL (its first server)."""
+        first = broker.removeprefix("kafka://").split(";")[0]
+        host, _, port = first.rpartition(":")
+        return cls(group=group, server=host or first, port=int(port) if port.isdigit() else None)
+
 
 # The span of the stage run in progress: the pipeline's events are written on it, and the
 # records it sends name it, whichever span (agent, model call) is current below it.

@@ -13,6 +13,7 @@ from agents.orders import OrderStore
 from streams.kafka.faust_auth import broker_credentials
 from streams.kafka.faust_consumer import seeking_consumer
 from streams.kafka.faust_producer import IdempotentProducer
+from streams.kafka.registry import register_contract
 from streams.kafka.topics import TopicNames
 from streams.observe import web
 from streams.observe.dashboard import Recent
@@ -144,6 +145,8 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
     )
     metrics.watch_lag(lag)
     recent = Recent()
+    # Registered before any record is written: the outputs are framed with these ids.
+    schema_ids = register_contract(settings) if settings.schema_registry_url else {}
     pipeline = Pipeline(
         settings=settings,
         llm=llm,
@@ -152,6 +155,7 @@ def create_app(settings: Settings, llm: LLM, store: OrderStore) -> Runtime:
         state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
         observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent, TracingObserver()),
+        schema_ids=schema_ids,
     )
     web.register(app, settings, metrics, recent)
 

@@ -18,6 +18,7 @@ from agents.orders import OrderStore
 from agents.outcome import Outcome
 from schemas.baton import Baton
 from schemas.codec import InvalidRecord, dumps, parse
+from schemas.framing import unframe
 from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
@@ -32,24 +33,13 @@ from streams.runtime.index import CustomerIndex
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
-from streams.runtime.sink import Sink, TracedSink
+from streams.runtime.sink import FramingSink, Sink, TracedSink
 from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
 from streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
 
 STAGE_ATTEMPTS = 3
-
-
-def consumer_of(settings: Settings) -> tracing.Consumer:
-    """The messaging attributes of this worker: its consumer group and first bootstrap server."""
-    first = settings.broker.removeprefix("kafka://").split(";")[0]
-    host, _, port = first.rpartition(":")
-    return tracing.Consumer(
-        group=settings.app_id,
-        server=host or first,
-        port=int(port) if port.isdigit() else None,
-    )
 
 
 @dataclass
@@ -66,19 +56,22 @@ class Pipeline:
     state: State
     gate: SessionGate = field(default_factory=SessionGate)
     observer: Observer = field(default_factory=CountingObserver)
+    # Topic -> Schema Registry id of the topics written framed (empty: plain JSON).
+    schema_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.topics = TopicNames.of(self.settings)
-        self.consumer = consumer_of(self.settings)
+        self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
         self.budgets = CustomerBudgets(
             self.settings.customer_token_budget, self.settings.customer_budget_window_s
         )
         self.signer = Signer(self.settings.signing_keys)
+        self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
         self.out = SignedSink(
-            TracedSink(self.sink), self.signer, frozenset({*internal, self.topics.memory_index})
+            TracedSink(self.raw), self.signer, frozenset({*internal, self.topics.memory_index})
         )
         self.redelivery = Redelivery(
             self.batons, self.out, self.gate, self.observer, self.topics.replies
@@ -98,7 +91,7 @@ class Pipeline:
     async def _intake(self, value: bytes | None, source: Source) -> None:
         self.observer.record_in("intake")
         try:
-            ticket = parse(Ticket, value)
+            ticket = parse(Ticket, self._unframed(value))
         except InvalidRecord as exc:
             self.observer.stage_done("intake", "invalid", 0.0)
             await self._reject("intake", value, exc, source)
@@ -112,6 +105,19 @@ class Pipeline:
             source_offset=source.offset,
         )
         await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
+
+    def _unframed(self, value: bytes | None) -> bytes | None:
+        """A ticket's JSON: a Schema Registry serializer's frame is taken off when the
+        registry is on, and named in the error otherwise."""
+        if not value:
+            return value
+        ref, payload = unframe(value)
+        if ref is None or self.settings.schema_registry_url:
+            return payload
+        raise InvalidRecord(
+            f"value is framed by a Schema Registry serializer (schema {ref.id or ref.guid}); "
+            "set BATON_SCHEMA_REGISTRY_URL to accept the framed form"
+        )
 
     async def run_stage(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -347,7 +353,7 @@ class Pipeline:
             # The record's own headers carry its trace already; the key as it was read
             # (surrogate-escaped so that bytes that are not UTF-8 come back unchanged).
             key = None if raw_key is None else raw_key.decode("utf-8", "surrogateescape")
-            await self.sink.send(self.topics.dead_letters, key, value, headers)
+            await self.raw.send(self.topics.dead_letters, key, value, headers)
             return
         key = dl.session_id or dl.ticket_id
         # Through ``out``: dead letters are not signed, but carry the ticket's trace.
