@@ -67,7 +67,11 @@ class Registry:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 return orjson.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
-            raise RegistryError(self._refusal(exc, path)) from None
+            try:
+                refusal = self._refusal(exc, path)
+            finally:
+                exc.close()  # it holds the connection
+            raise RegistryError(refusal) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise RegistryError(
