@@ -31,7 +31,8 @@ class SettingsError(ValueError):
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+OAUTHBEARER = "OAUTHBEARER"
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,20 @@ class KafkaSecurity:
     cert_file: Path | None = None
     key_file: Path | None = None
     key_password: str = ""
+    # OAUTHBEARER: where the token comes from, one of a fixed token, an OIDC client-credentials
+    # flow (token URL, client id and secret, scope) or a ``module:callable`` of one's own.
+    oauth_token: str = ""
+    oauth_token_url: str = ""
+    oauth_client_id: str = ""
+    oauth_client_secret: str = ""
+    oauth_scope: str = ""
+    oauth_provider: str = ""
+    # SASL extensions sent with the token (Confluent Cloud: logicalCluster, identityPoolId).
+    oauth_extensions: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("password", "key_password"):
+        for name in ("password", "key_password", "oauth_token", "oauth_client_secret"):
             if shown[name]:
                 shown[name] = MASK
         return f"KafkaSecurity({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
@@ -73,7 +84,18 @@ class KafkaSecurity:
             "BATON_KAFKA_CERT_FILE": str(self.cert_file or ""),
             "BATON_KAFKA_KEY_FILE": str(self.key_file or ""),
             "BATON_KAFKA_KEY_PASSWORD": self.key_password,
+            "BATON_KAFKA_OAUTH_TOKEN": self.oauth_token,
+            "BATON_KAFKA_OAUTH_TOKEN_URL": self.oauth_token_url,
+            "BATON_KAFKA_OAUTH_CLIENT_ID": self.oauth_client_id,
+            "BATON_KAFKA_OAUTH_CLIENT_SECRET": self.oauth_client_secret,
+            "BATON_KAFKA_OAUTH_SCOPE": self.oauth_scope,
+            "BATON_KAFKA_OAUTH_PROVIDER": self.oauth_provider,
+            "BATON_KAFKA_OAUTH_EXTENSIONS": ",".join(f"{k}={v}" for k, v in self.oauth_extensions),
         }
+
+    @property
+    def oauth(self) -> bool:
+        return self.sasl and self.mechanism == OAUTHBEARER
 
 
 @dataclass(frozen=True)
@@ -338,9 +360,17 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
         cert_file=_file(env, "BATON_KAFKA_CERT_FILE"),
         key_file=_file(env, "BATON_KAFKA_KEY_FILE"),
         key_password=env.get("BATON_KAFKA_KEY_PASSWORD", ""),
+        oauth_token=env.get("BATON_KAFKA_OAUTH_TOKEN", ""),
+        oauth_token_url=env.get("BATON_KAFKA_OAUTH_TOKEN_URL", ""),
+        oauth_client_id=env.get("BATON_KAFKA_OAUTH_CLIENT_ID", ""),
+        oauth_client_secret=env.get("BATON_KAFKA_OAUTH_CLIENT_SECRET", ""),
+        oauth_scope=env.get("BATON_KAFKA_OAUTH_SCOPE", ""),
+        oauth_provider=env.get("BATON_KAFKA_OAUTH_PROVIDER", ""),
+        oauth_extensions=_extensions(env.get("BATON_KAFKA_OAUTH_EXTENSIONS", "")),
     )
     protocol = f"BATON_KAFKA_SECURITY_PROTOCOL={sec.protocol}"
-    if sec.sasl and not (sec.username and sec.password):
+    _check_oauth(sec)
+    if sec.sasl and not sec.oauth and not (sec.username and sec.password):
         raise SettingsError(f"{protocol} needs BATON_KAFKA_USERNAME and BATON_KAFKA_PASSWORD")
     # Credentials or certificates the protocol would not use are a forgotten protocol, and
     # silently connecting without them would send data in the clear.
@@ -355,6 +385,58 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
     if sec.key_password and not sec.cert_file:
         raise SettingsError("BATON_KAFKA_KEY_PASSWORD needs BATON_KAFKA_CERT_FILE")
     return sec
+
+
+def _extensions(raw: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SettingsError("BATON_KAFKA_OAUTH_EXTENSIONS must be key=value[,key=value...]")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def _check_oauth(sec: KafkaSecurity) -> None:
+    """OAUTHBEARER takes its token from exactly one source, and nothing else uses them."""
+    sources = {
+        "BATON_KAFKA_OAUTH_TOKEN": sec.oauth_token,
+        "BATON_KAFKA_OAUTH_TOKEN_URL": sec.oauth_token_url,
+        "BATON_KAFKA_OAUTH_PROVIDER": sec.oauth_provider,
+    }
+    given = [name for name, value in sources.items() if value]
+    flow = (sec.oauth_client_id, sec.oauth_client_secret, sec.oauth_scope, sec.oauth_extensions)
+    if not sec.oauth:
+        if given or any(flow):
+            raise SettingsError(
+                "BATON_KAFKA_OAUTH_* settings need BATON_KAFKA_SASL_MECHANISM=OAUTHBEARER "
+                "and a SASL_* protocol"
+            )
+        return
+    if sec.username or sec.password:
+        raise SettingsError(
+            "OAUTHBEARER logs in with a token, not BATON_KAFKA_USERNAME/BATON_KAFKA_PASSWORD"
+        )
+    if len(given) != 1:
+        raise SettingsError(
+            "BATON_KAFKA_SASL_MECHANISM=OAUTHBEARER needs exactly one of "
+            f"{', '.join(sources)} (got {', '.join(given) or 'none'})"
+        )
+    if sec.oauth_token_url:
+        if not re.match(r"^https?://", sec.oauth_token_url):
+            raise SettingsError("BATON_KAFKA_OAUTH_TOKEN_URL must be an http(s):// URL")
+        if not (sec.oauth_client_id and sec.oauth_client_secret):
+            raise SettingsError(
+                "BATON_KAFKA_OAUTH_TOKEN_URL needs BATON_KAFKA_OAUTH_CLIENT_ID and "
+                "BATON_KAFKA_OAUTH_CLIENT_SECRET"
+            )
+    elif sec.oauth_client_id or sec.oauth_client_secret or sec.oauth_scope:
+        raise SettingsError(
+            "BATON_KAFKA_OAUTH_CLIENT_ID, _CLIENT_SECRET and _SCOPE belong to "
+            "BATON_KAFKA_OAUTH_TOKEN_URL (the client-credentials flow)"
+        )
+    if sec.oauth_provider and not re.fullmatch(r"[\w.]+:[\w.]+", sec.oauth_provider):
+        raise SettingsError("BATON_KAFKA_OAUTH_PROVIDER must be module.path:callable")
 
 
 _KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")

@@ -199,6 +199,8 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         settings.web_token or "",
         settings.kafka.password,
         settings.kafka.key_password,
+        settings.kafka.oauth_token,
+        settings.kafka.oauth_client_secret,
         settings.schema_registry_user_info.partition(":")[2],
         *passwords(settings.orders_dsn),
         *passwords(settings.schema_registry_url),
