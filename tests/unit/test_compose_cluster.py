@@ -127,6 +127,23 @@ def test_every_kafka_setting_is_passed_through(merged: dict[str, Any]) -> None:
         assert f"${{{name}" in env[name], name
 
 
+def test_an_oauthbearer_login_and_a_registry_are_passed_through(merged: dict[str, Any]) -> None:
+    oauth = {
+        **CLUSTER,
+        "BATON_KAFKA_SASL_MECHANISM": "OAUTHBEARER",
+        "BATON_KAFKA_USERNAME": "",
+        "BATON_KAFKA_PASSWORD": "",
+        "BATON_KAFKA_OAUTH_TOKEN_URL": "https://idp.example/token",
+        "BATON_KAFKA_OAUTH_CLIENT_ID": "svc",
+        "BATON_KAFKA_OAUTH_CLIENT_SECRET": "s",
+        "BATON_SCHEMA_REGISTRY_URL": "https://sr.example",
+    }
+    env = {k: interpolate(v, oauth) for k, v in env_of(merged["worker"]).items()}
+    settings = settings_load()(env)
+    assert settings.kafka.oauth and settings.kafka.oauth_token_url == "https://idp.example/token"
+    assert settings.schema_registry_url == "https://sr.example"
+
+
 def test_prometheus_and_grafana_are_the_kit_s_own(merged: dict[str, Any]) -> None:
     base = read_mapping(COMPOSE)["services"]
     assert merged["prometheus"] == base["prometheus"]
