@@ -68,20 +68,18 @@ def parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def read_letter(m: Message) -> DeadLetter | None:
+    """The dead letter a record of the dead-letter topic holds, in either format, or None."""
+    try:
+        return DeadLetter.model_validate_json(m.value or b"")
+    except ValidationError:
+        where = f"{m.topic}-{m.partition}-{m.offset}"
+        return from_connect(m.key, m.value, list(m.headers), m.timestamp, where)
+
+
 def letters(messages: Iterable[Message]) -> list[Letter]:
     """The readable dead letters among ``messages``, in either format (others are skipped)."""
-    out = []
-    for m in messages:
-        try:
-            out.append(Letter(DeadLetter.model_validate_json(m.value or b""), m))
-            continue
-        except ValidationError:
-            pass
-        where = f"{m.topic}-{m.partition}-{m.offset}"
-        dl = from_connect(m.key, m.value, list(m.headers), m.timestamp, where)
-        if dl is not None:
-            out.append(Letter(dl, m))
-    return out
+    return [Letter(dl, m) for m in messages if (dl := read_letter(m)) is not None]
 
 
 def redrive(dl: DeadLetter) -> tuple[str | None, bytes] | None:

@@ -145,6 +145,10 @@ def test_baton_dlq_lists_shows_and_requeues_connect_letters(run: Deployment) -> 
     doc = orjson.loads(shown.stdout)
     assert doc["format"] == "connect" and doc["dead_letter"]["id"] == fallback["id"]
 
+    traced = run.baton("trace", "s-h", "--json")
+    assert traced.returncode == 0, traced.stderr.decode()
+    assert fallback["id"] in [dl["id"] for dl in orjson.loads(traced.stdout)["dead_letters"]]
+
     dry = run.baton("dlq", "requeue", "--id", fallback["id"], "--dry-run")
     assert dry.returncode == 0, dry.stderr.decode()
     assert f"would requeue {fallback['id']}: ticket h1-{run.namespace}" in dry.stdout.decode()
