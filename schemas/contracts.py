@@ -86,7 +86,34 @@ def _headers(topic: str) -> dict[str, Any]:
         props["__connect.errors.stage"] = {"type": "string"}
         props["__connect.errors.exception.class.name"] = {"type": "string"}
         props["__connect.errors.exception.message"] = {"type": "string"}
+        # The rest of Connect's set and baton's details, in BATON_DEAD_LETTER_FORMAT=connect.
+        for name in ("connector.name", "task.id", "class.name", "exception.stacktrace"):
+            props[f"__connect.errors.{name}"] = {"type": "string"}
+        for name in ("stage", "failure_attempts", "model", "prompt_version", "request_id"):
+            props[f"baton.{name}"] = {"type": "string"}
+        props["baton.model_output"] = {"type": "string"}
     return {"type": "object", "properties": props}
+
+
+# Topics whose values baton writes in the Schema Registry's framed form when a registry is set,
+# and the topic whose values it accepts in either registry form.
+FRAMED = (REPLIES, DEAD_LETTERS)
+
+
+def _binding(topic: str, key: str) -> dict[str, Any]:
+    """The Kafka message binding: the key, and where a Schema Registry's schema id is."""
+    binding: dict[str, Any] = {
+        "key": {"type": "string", "description": key},
+        "bindingVersion": "0.5.0",
+    }
+    if topic in FRAMED:
+        # With BATON_SCHEMA_REGISTRY_URL set: byte 0, the id (4 bytes, big-endian), the JSON.
+        binding |= {
+            "schemaIdLocation": "payload",
+            "schemaIdPayloadEncoding": "confluent",
+            "schemaLookupStrategy": "TopicIdStrategy",
+        }
+    return binding
 
 
 def asyncapi() -> dict[str, Any]:
@@ -102,7 +129,7 @@ def asyncapi() -> dict[str, Any]:
             "contentType": "application/json",
             "payload": {"$ref": f"./{record}.schema.json"},
             "headers": _headers(topic),
-            "bindings": {"kafka": {"key": {"type": "string", "description": key}}},
+            "bindings": {"kafka": _binding(topic, key)},
         }
         channels[channel] = {
             "address": topic,
@@ -119,7 +146,12 @@ def asyncapi() -> dict[str, Any]:
         "info": {
             "title": "baton topics",
             "version": str(SCHEMA_VERSION),
-            "description": "Kafka topics of a baton deployment; values are JSON (UTF-8).",
+            "description": (
+                "Kafka topics of a baton deployment; values are JSON (UTF-8). With a Schema "
+                "Registry set (BATON_SCHEMA_REGISTRY_URL), replies and dead letters are framed "
+                "with their schema id (subject <topic>-value), and tickets are accepted plain, "
+                "framed or with the id in the __value_schema_id header."
+            ),
         },
         "channels": channels,
         "operations": operations,

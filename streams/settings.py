@@ -24,6 +24,8 @@ LLMKind = str
 # Providers whose model names are their own: BATON_MODEL must name one.
 NAMED_MODELS = ("bedrock", "vertex", "openai")
 StoreKind = Literal["memory", "rocksdb"]
+DeadLetterFormat = Literal["baton", "connect"]
+DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
 
 
@@ -41,7 +43,8 @@ class SettingsError(ValueError):
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+OAUTHBEARER = "OAUTHBEARER"
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,20 @@ class KafkaSecurity:
     cert_file: Path | None = None
     key_file: Path | None = None
     key_password: str = ""
+    # OAUTHBEARER: where the token comes from, one of a fixed token, an OIDC client-credentials
+    # flow (token URL, client id and secret, scope) or a ``module:callable`` of one's own.
+    oauth_token: str = ""
+    oauth_token_url: str = ""
+    oauth_client_id: str = ""
+    oauth_client_secret: str = ""
+    oauth_scope: str = ""
+    oauth_provider: str = ""
+    # SASL extensions sent with the token (Confluent Cloud: logicalCluster, identityPoolId).
+    oauth_extensions: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in ("password", "key_password"):
+        for name in ("password", "key_password", "oauth_token", "oauth_client_secret"):
             if shown[name]:
                 shown[name] = MASK
         return f"KafkaSecurity({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
@@ -83,7 +96,18 @@ class KafkaSecurity:
             "BATON_KAFKA_CERT_FILE": str(self.cert_file or ""),
             "BATON_KAFKA_KEY_FILE": str(self.key_file or ""),
             "BATON_KAFKA_KEY_PASSWORD": self.key_password,
+            "BATON_KAFKA_OAUTH_TOKEN": self.oauth_token,
+            "BATON_KAFKA_OAUTH_TOKEN_URL": self.oauth_token_url,
+            "BATON_KAFKA_OAUTH_CLIENT_ID": self.oauth_client_id,
+            "BATON_KAFKA_OAUTH_CLIENT_SECRET": self.oauth_client_secret,
+            "BATON_KAFKA_OAUTH_SCOPE": self.oauth_scope,
+            "BATON_KAFKA_OAUTH_PROVIDER": self.oauth_provider,
+            "BATON_KAFKA_OAUTH_EXTENSIONS": ",".join(f"{k}={v}" for k, v in self.oauth_extensions),
         }
+
+    @property
+    def oauth(self) -> bool:
+        return self.sasl and self.mechanism == OAUTHBEARER
 
 
 @dataclass(frozen=True)
@@ -135,6 +159,14 @@ class Settings:
     session_ttl_s: float = 7 * 24 * 3600.0
     retention_days: float = 7.0
     dead_letter_retention_days: float = 30.0
+    # How a dead letter is written: baton's DeadLetter record, or the failed record itself with
+    # Kafka Connect's error headers (what Connect tooling re-drives).
+    dead_letter_format: DeadLetterFormat = "baton"
+    # A Confluent-compatible Schema Registry: outputs registered and framed with their schema
+    # id, framed tickets accepted at intake. Empty: off, plain JSON only.
+    schema_registry_url: str = ""
+    # ``key:secret`` for the registry's basic authentication (Confluent Cloud's API key).
+    schema_registry_user_info: str = ""
     expiry_interval_s: float = 60.0
     # Each sample asks the group coordinator and the partition leaders once.
     lag_interval_s: float = 5.0
@@ -180,13 +212,24 @@ class Settings:
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
-        for name in ("web_token", "anthropic_api_key", "model_api_key"):
+        for name in (
+            "web_token",
+            "anthropic_api_key",
+            "model_api_key",
+            "schema_registry_user_info",
+        ):
             if shown[name]:
                 shown[name] = MASK
         if self.orders_auth:
             shown["orders_auth"] = f"{self.orders_auth.partition(':')[0]}: {MASK}"
         # Every URL may carry a user:password@ part.
-        for name in ("orders_dsn", "broker", "anthropic_base_url", "model_url"):
+        for name in (
+            "orders_dsn",
+            "broker",
+            "anthropic_base_url",
+            "model_url",
+            "schema_registry_url",
+        ):
             if shown[name]:
                 shown[name] = mask_url(shown[name])
         shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
@@ -265,6 +308,9 @@ class Settings:
             "BATON_SESSION_TTL": repr(self.session_ttl_s),
             "BATON_RETENTION_DAYS": repr(self.retention_days),
             "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
+            "BATON_DEAD_LETTER_FORMAT": self.dead_letter_format,
+            "BATON_SCHEMA_REGISTRY_URL": self.schema_registry_url,
+            "BATON_SCHEMA_REGISTRY_USER_INFO": self.schema_registry_user_info,
             "BATON_EXPIRY_INTERVAL": repr(self.expiry_interval_s),
             "BATON_LAG_INTERVAL": repr(self.lag_interval_s),
             "BATON_MODEL_TIMEOUT": repr(self.model_timeout_s),
@@ -410,6 +456,21 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default
     return value
 
 
+def _registry_url(raw: str) -> str:
+    url = raw.strip().rstrip("/")
+    if url and not re.match(r"^https?://[^/\s]+", url):
+        raise SettingsError(
+            f"BATON_SCHEMA_REGISTRY_URL must look like https://host[:port], got {mask_url(url)!r}"
+        )
+    return url
+
+
+def _user_info(raw: str) -> str:
+    if raw and ":" not in raw:
+        raise SettingsError("BATON_SCHEMA_REGISTRY_USER_INFO must look like key:secret")
+    return raw
+
+
 def _file(env: Mapping[str, str], name: str) -> Path | None:
     raw = env.get(name)
     if not raw:
@@ -431,9 +492,17 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
         cert_file=_file(env, "BATON_KAFKA_CERT_FILE"),
         key_file=_file(env, "BATON_KAFKA_KEY_FILE"),
         key_password=env.get("BATON_KAFKA_KEY_PASSWORD", ""),
+        oauth_token=env.get("BATON_KAFKA_OAUTH_TOKEN", ""),
+        oauth_token_url=env.get("BATON_KAFKA_OAUTH_TOKEN_URL", ""),
+        oauth_client_id=env.get("BATON_KAFKA_OAUTH_CLIENT_ID", ""),
+        oauth_client_secret=env.get("BATON_KAFKA_OAUTH_CLIENT_SECRET", ""),
+        oauth_scope=env.get("BATON_KAFKA_OAUTH_SCOPE", ""),
+        oauth_provider=env.get("BATON_KAFKA_OAUTH_PROVIDER", ""),
+        oauth_extensions=_extensions(env.get("BATON_KAFKA_OAUTH_EXTENSIONS", "")),
     )
     protocol = f"BATON_KAFKA_SECURITY_PROTOCOL={sec.protocol}"
-    if sec.sasl and not (sec.username and sec.password):
+    _check_oauth(sec)
+    if sec.sasl and not sec.oauth and not (sec.username and sec.password):
         raise SettingsError(f"{protocol} needs BATON_KAFKA_USERNAME and BATON_KAFKA_PASSWORD")
     # Credentials or certificates the protocol would not use are a forgotten protocol, and
     # silently connecting without them would send data in the clear.
@@ -448,6 +517,58 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
     if sec.key_password and not sec.cert_file:
         raise SettingsError("BATON_KAFKA_KEY_PASSWORD needs BATON_KAFKA_CERT_FILE")
     return sec
+
+
+def _extensions(raw: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SettingsError("BATON_KAFKA_OAUTH_EXTENSIONS must be key=value[,key=value...]")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def _check_oauth(sec: KafkaSecurity) -> None:
+    """OAUTHBEARER takes its token from exactly one source, and nothing else uses them."""
+    sources = {
+        "BATON_KAFKA_OAUTH_TOKEN": sec.oauth_token,
+        "BATON_KAFKA_OAUTH_TOKEN_URL": sec.oauth_token_url,
+        "BATON_KAFKA_OAUTH_PROVIDER": sec.oauth_provider,
+    }
+    given = [name for name, value in sources.items() if value]
+    flow = (sec.oauth_client_id, sec.oauth_client_secret, sec.oauth_scope, sec.oauth_extensions)
+    if not sec.oauth:
+        if given or any(flow):
+            raise SettingsError(
+                "BATON_KAFKA_OAUTH_* settings need BATON_KAFKA_SASL_MECHANISM=OAUTHBEARER "
+                "and a SASL_* protocol"
+            )
+        return
+    if sec.username or sec.password:
+        raise SettingsError(
+            "OAUTHBEARER logs in with a token, not BATON_KAFKA_USERNAME/BATON_KAFKA_PASSWORD"
+        )
+    if len(given) != 1:
+        raise SettingsError(
+            "BATON_KAFKA_SASL_MECHANISM=OAUTHBEARER needs exactly one of "
+            f"{', '.join(sources)} (got {', '.join(given) or 'none'})"
+        )
+    if sec.oauth_token_url:
+        if not re.match(r"^https?://", sec.oauth_token_url):
+            raise SettingsError("BATON_KAFKA_OAUTH_TOKEN_URL must be an http(s):// URL")
+        if not (sec.oauth_client_id and sec.oauth_client_secret):
+            raise SettingsError(
+                "BATON_KAFKA_OAUTH_TOKEN_URL needs BATON_KAFKA_OAUTH_CLIENT_ID and "
+                "BATON_KAFKA_OAUTH_CLIENT_SECRET"
+            )
+    elif sec.oauth_client_id or sec.oauth_client_secret or sec.oauth_scope:
+        raise SettingsError(
+            "BATON_KAFKA_OAUTH_CLIENT_ID, _CLIENT_SECRET and _SCOPE belong to "
+            "BATON_KAFKA_OAUTH_TOKEN_URL (the client-credentials flow)"
+        )
+    if sec.oauth_provider and not re.fullmatch(r"[\w.]+:[\w.]+", sec.oauth_provider):
+        raise SettingsError("BATON_KAFKA_OAUTH_PROVIDER must be module.path:callable")
 
 
 _KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
@@ -513,6 +634,11 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             "BATON_PROCESSING_GUARANTEE must be 'at_least_once' or 'exactly_once', "
             f"got {guarantee!r}"
         )
+    dead_letter_format = env.get("BATON_DEAD_LETTER_FORMAT") or "baton"
+    if dead_letter_format not in DEAD_LETTER_FORMATS:
+        raise SettingsError(
+            f"BATON_DEAD_LETTER_FORMAT must be 'baton' or 'connect', got {dead_letter_format!r}"
+        )
     broker = env.get("BATON_BROKER", Settings.broker)
     if not broker.startswith("kafka://"):
         raise SettingsError(
@@ -572,6 +698,9 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         dead_letter_retention_days=_float(
             env, "BATON_DEAD_LETTER_RETENTION_DAYS", defaults.dead_letter_retention_days
         ),
+        dead_letter_format=dead_letter_format,
+        schema_registry_url=_registry_url(env.get("BATON_SCHEMA_REGISTRY_URL", "")),
+        schema_registry_user_info=_user_info(env.get("BATON_SCHEMA_REGISTRY_USER_INFO", "")),
         expiry_interval_s=_float(env, "BATON_EXPIRY_INTERVAL", defaults.expiry_interval_s),
         lag_interval_s=_float(env, "BATON_LAG_INTERVAL", defaults.lag_interval_s),
         model_timeout_s=_float(env, "BATON_MODEL_TIMEOUT", limits.timeout_s),

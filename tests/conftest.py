@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.fixtures.deployments",
     "tests.fixtures.delivery",
     "tests.fixtures.observability",
+    "tests.fixtures.registry",
     "tests.fixtures.postgres",
     "tests.fixtures.shop_api",
 ]

@@ -64,15 +64,14 @@ def _filters(args: argparse.Namespace) -> Filters:
 def _list(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from schemas.codec import loads
-    from streams.debug.dlq import dead_letters, line
+    from streams.debug.dlq import as_json, dead_letters, line
     from streams.kafka.topics import TopicNames
 
     found = asyncio.run(dead_letters(settings, _filters(args)))
     found.sort(key=lambda x: x.dl.failed_at)
     for x in found:
         if args.json:
-            sys.stdout.write(orjson.dumps(loads(x.message.value or b"{}")).decode() + "\n")
+            sys.stdout.write(orjson.dumps(as_json(x)).decode() + "\n")
         else:
             sys.stdout.write(line(x) + "\n")
     topic = TopicNames.of(settings).dead_letters

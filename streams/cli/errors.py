@@ -23,6 +23,7 @@ def reported(command: Callable[[], int]) -> int:
     stderr and exit code 2 or 1, an interrupt exit code 130."""
     from streams.kafka.connect import BrokerUnreachable
     from streams.kafka.embedded import BrokerError
+    from streams.kafka.registry import RegistryError
     from streams.kafka.topics import TopicMismatch
     from streams.settings import SettingsError
 
@@ -34,7 +35,7 @@ def reported(command: Callable[[], int]) -> int:
     except SettingsError as exc:
         print(f"baton: {exc}", file=sys.stderr)
         return UsageError.exit_code
-    except (BrokerUnreachable, BrokerError, TopicMismatch) as exc:
+    except (BrokerUnreachable, BrokerError, TopicMismatch, RegistryError) as exc:
         print(f"baton: {exc}", file=sys.stderr)
         return Fail.exit_code
     except KeyboardInterrupt:

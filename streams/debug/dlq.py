@@ -13,6 +13,7 @@ from schemas.baton import MemoryIndex
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Ticket
 from streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
+from streams.runtime.connect_letters import from_connect, is_connect
 from streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -68,15 +69,18 @@ def parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def read_letter(m: Message) -> DeadLetter | None:
+    """The dead letter a record of the dead-letter topic holds, in either format, or None."""
+    try:
+        return DeadLetter.model_validate_json(m.value or b"")
+    except ValidationError:
+        where = f"{m.topic}-{m.partition}-{m.offset}"
+        return from_connect(m.key, m.value, list(m.headers), m.timestamp, where)
+
+
 def letters(messages: Iterable[Message]) -> list[Letter]:
-    """The readable dead letters among ``messages`` (unreadable ones are skipped)."""
-    out = []
-    for m in messages:
-        try:
-            out.append(Letter(DeadLetter.model_validate_json(m.value or b""), m))
-        except ValidationError:
-            continue
-    return out
+    """The readable dead letters among ``messages``, in either format (others are skipped)."""
+    return [Letter(dl, m) for m in messages if (dl := read_letter(m)) is not None]
 
 
 def redrive(dl: DeadLetter) -> tuple[str | None, bytes] | None:
@@ -135,6 +139,7 @@ def line(letter: Letter) -> str:
 def described(letter: Letter) -> dict[str, Any]:
     """A dead letter with its location and headers, as ``dlq show`` prints it."""
     m = letter.message
+    connect = in_connect_format(letter)
     return {
         "topic": m.topic,
         "partition": m.partition,
@@ -142,8 +147,25 @@ def described(letter: Letter) -> dict[str, Any]:
         "timestamp": datetime.fromtimestamp(m.timestamp / 1000, UTC).isoformat(),
         "key": m.key.decode("utf-8", "backslashreplace") if m.key is not None else None,
         "headers": letter.headers,
-        "dead_letter": loads(m.value or b"{}"),
+        "format": "connect" if connect else "baton",
+        "dead_letter": as_json(letter),
     }
+
+
+def in_connect_format(letter: Letter) -> bool:
+    """Whether the letter is the failed record with Connect's headers, not a DeadLetter."""
+    try:
+        DeadLetter.model_validate_json(letter.message.value or b"")
+    except ValidationError:
+        return is_connect(list(letter.message.headers))
+    return False
+
+
+def as_json(letter: Letter) -> Any:
+    """The dead letter as JSON: the record as stored, or the one a Connect record stands for."""
+    if in_connect_format(letter):
+        return letter.dl.model_dump(mode="json")
+    return loads(letter.message.value or b"{}")
 
 
 async def _read(settings: Settings, *topics: str) -> dict[str, list[Message]]:

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.baton import Baton
 from schemas.codec import dumps, loads
-from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
+from schemas.records import Reply, Ticket, UsageTotals
 from schemas.stages import StageRecord
+from streams.debug.dlq import read_letter
 from streams.kafka.topics import TopicNames, changelog_topic
 from streams.observe.tracing import trace_id_of
 from streams.runtime.stages import STAGES
@@ -178,7 +179,7 @@ def build(
 
     letters = []
     for m in records.get(names.dead_letters, []):
-        dl = _model(DeadLetter, m.value)
+        dl = read_letter(m)
         if dl is None:
             continue
         mine = dl.session_id == session_id or (
@@ -231,7 +232,7 @@ def _refused(session_id: str, letters: list[Message]) -> set[str]:
     """The tickets of other senders that ``session_id`` refused (filed under their sender)."""
     found = set()
     for m in letters:
-        dl = _model(DeadLetter, m.value)
+        dl = read_letter(m)
         if dl is None or dl.reason != "session_conflict" or dl.ticket is None:
             continue
         if dl.ticket.session_id == session_id:

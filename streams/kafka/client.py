@@ -12,6 +12,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from schemas.codec import dumps
+from schemas.framing import unframe
 from schemas.records import Ticket
 from streams.kafka.connect import (
     BrokerUnreachable,
@@ -38,14 +39,15 @@ class Message:
 
     @classmethod
     def of(cls, r: Any) -> Message:
-        """The message of an aiokafka ``ConsumerRecord``."""
+        """The message of an aiokafka ``ConsumerRecord``; a value in the Schema Registry's
+        framed form is its JSON (baton's readers take records in either form)."""
         return cls(
             topic=r.topic,
             partition=r.partition,
             offset=r.offset,
             timestamp=r.timestamp,
             key=r.key,
-            value=r.value,
+            value=unframe(r.value)[1] if r.value else r.value,
             headers=tuple((k, bytes(v)) for k, v in r.headers),
         )
 

@@ -73,7 +73,14 @@ def security_options(security: KafkaSecurity) -> dict[str, Any]:
     options: dict[str, Any] = {"security_protocol": security.protocol}
     if security.tls:
         options["ssl_context"] = ssl_context(security)
-    if security.sasl:
+    if security.oauth:
+        from streams.kafka.oauth import token_provider
+
+        options |= {
+            "sasl_mechanism": security.mechanism,
+            "sasl_oauth_token_provider": token_provider(security),
+        }
+    elif security.sasl:
         options |= {
             "sasl_mechanism": security.mechanism,
             "sasl_plain_username": security.username,
@@ -162,6 +169,8 @@ async def _login(settings: Settings, timeout: float) -> None:
     from aiokafka.conn import create_conn
     from aiokafka.errors import KafkaError
 
+    from streams.kafka.oauth import TokenUnavailable
+
     options = security_options(settings.kafka)
     reasons: list[BrokerRefused] = []
     for host in _hosts(settings.broker):
@@ -171,15 +180,54 @@ async def _login(settings: Settings, timeout: float) -> None:
                 create_conn(name, port, request_timeout_ms=int(timeout * 1000), **options),
                 timeout,
             )
-        except (TimeoutError, KafkaError, OSError) as exc:
+        except (TimeoutError, KafkaError, OSError, TokenUnavailable) as exc:
             refused = refusal(settings, exc)
             if refused is not None:
                 reasons.append(refused)
             continue
-        conn.close()
+        try:
+            if settings.kafka.oauth:
+                await _token_accepted(settings, conn, timeout)
+        except BrokerRefused as exc:
+            reasons.append(exc)
+            continue
+        finally:
+            conn.close()
         return
     if reasons:
         raise reasons[0]
+
+
+async def _token_accepted(settings: Settings, conn: Any, timeout: float) -> None:
+    """Raise ``BrokerRefused`` unless the OAUTHBEARER login really succeeded.
+
+    A broker that rejects a token answers the login with an error challenge, which aiokafka
+    takes for success; the broker then answers the first request with an empty error
+    response (no brokers) and drops the connection.
+    """
+    from aiokafka.errors import KafkaError
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    try:
+        answer = await asyncio.wait_for(conn.send(MetadataRequest([])), timeout)
+        accepted = bool(answer.brokers)
+    except (TimeoutError, KafkaError, OSError):
+        accepted = False
+    if not accepted:
+        raise BrokerRefused(
+            f"cannot authenticate to the Kafka broker at {settings.broker} (OAUTHBEARER with "
+            f"a token from {oauth_source(settings.kafka)}): the broker did not accept the "
+            "token (expired, or not what its validator expects)"
+        )
+
+
+def oauth_source(sec: KafkaSecurity) -> str:
+    """Where an OAUTHBEARER login's token comes from, as it may be printed."""
+    if sec.oauth_token:
+        return "BATON_KAFKA_OAUTH_TOKEN"
+    if sec.oauth_token_url:
+        return f"{sec.oauth_token_url} for client {sec.oauth_client_id!r}"
+    return sec.oauth_provider
 
 
 def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
@@ -190,6 +238,8 @@ def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
         SaslAuthenticationFailed,
         UnsupportedSaslMechanismError,
     )
+
+    from streams.kafka.oauth import TokenUnavailable
 
     sec = settings.kafka
     where = f"the Kafka broker at {settings.broker_shown}"
@@ -216,10 +266,12 @@ def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
             f"cannot authenticate to {where}: it does not offer SASL mechanism {sec.mechanism}"
         )
     if isinstance(exc, SaslAuthenticationFailed | IllegalSaslStateError):
+        who = f"with a token from {oauth_source(sec)}" if sec.oauth else f"as user {sec.username!r}"
         return BrokerRefused(
-            f"cannot authenticate to {where} ({sec.mechanism} as user {sec.username!r}): "
-            "authentication failed"
+            f"cannot authenticate to {where} ({sec.mechanism} {who}): authentication failed"
         )
+    if isinstance(exc, TokenUnavailable):
+        return BrokerRefused(f"cannot authenticate to {where} (OAUTHBEARER): {exc}")
     if isinstance(exc, KafkaConnectionError):
         # A listener hangs up on a client that speaks another protocol: the clear to a TLS
         # port, TLS to a plain one, no SASL login where one is expected.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faust.auth import SASLCredentials, SSLCredentials
+from faust.auth import OAuthCredentials, SASLCredentials, SSLCredentials
 from faust.types.auth import CredentialsT
 
 from streams.kafka.connect import ssl_context
@@ -17,6 +17,10 @@ def broker_credentials(settings: Settings) -> CredentialsT | None:
     """
     sec = settings.kafka
     context = ssl_context(sec)
+    if sec.oauth:
+        from streams.kafka.oauth import token_provider
+
+        return OAuthCredentials(oauth_cb=token_provider(sec), ssl_context=context)
     if sec.sasl:
         return SASLCredentials(
             username=sec.username,

@@ -73,30 +73,59 @@ class TopicNames:
 
 
 class TopicMismatch(RuntimeError):
-    """An existing internal topic has a partition count the tables cannot work with."""
+    """A topic baton needs is not as its tables need it (an existing one's partition count)."""
+
+
+class TopicRefused(TopicMismatch):
+    """The cluster refused to create a topic baton needs (ACL, policy, replication factor)."""
+
+
+# Kafka's answer for a topic that is there already: what a second start gets, not an error.
+TOPIC_ALREADY_EXISTS = 36
+
+
+def wanted_partitions(settings: Settings) -> dict[str, int]:
+    """Every topic baton creates and the partition count it creates it with.
+
+    The memory index has one partition: one writer per key keeps the global index table
+    consistent on every worker. Changelogs are created here too, compacted, so that a worker
+    never subscribes before they exist (Faust would then leave them unassigned).
+    """
+    names = TopicNames.of(settings)
+    return {
+        name: 1 if name == names.memory_index else settings.partitions for name in names.all()
+    } | changelogs(settings)
+
+
+def required_partitions(settings: Settings) -> dict[str, int]:
+    """The topics whose partition count must be exactly what baton would create.
+
+    Session-keyed topics and the baton changelog are read partition by partition against the
+    tables (a reply is looked for in its session's partition); the index and its changelog are
+    single-partition. The tickets and dead-letter topics may have any count.
+    """
+    names = TopicNames.of(settings)
+    anything = {names.tickets, names.dead_letters}
+    return {t: n for t, n in wanted_partitions(settings).items() if t not in anything}
 
 
 async def ensure_topics(settings: Settings) -> dict[str, int]:
     """Create baton's topics if missing; return each topic's partition count.
 
     Created before Faust starts: a broker that auto-creates topics on first use would give
-    them its default partition count, and tables need every session-keyed topic alike.
+    them its default partition count, and tables need every session-keyed topic alike. Every
+    topic's answer is checked: one refused and absent raises :class:`TopicRefused`, one there
+    with another partition count :class:`TopicMismatch`, each naming the topic and why.
     """
     from aiokafka.admin import NewTopic
 
     from streams.kafka.connect import new_admin
 
-    names = TopicNames.of(settings)
-    # The memory index has one partition: one writer per key keeps the global index table
-    # consistent on every worker. Changelogs are created here too, compacted, so that a
-    # worker never subscribes before they exist (Faust would then leave them unassigned).
-    wanted = {
-        name: 1 if name == names.memory_index else settings.partitions for name in names.all()
-    } | changelogs(settings)
+    wanted = wanted_partitions(settings)
     admin = new_admin(settings)
     await admin.start()
     try:
-        await admin.create_topics(
+        response = await admin.create_topics(
             [
                 NewTopic(
                     name,
@@ -107,16 +136,54 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
                 for name, partitions in wanted.items()
             ]
         )
-        counts = await _described(admin, list(wanted))
+        refused = refusals(response.topic_errors)
+        counts = await _described(admin, [t for t in wanted if t not in refused])
+        if refused:
+            # A refused topic may still be there (created beforehand by whoever may).
+            counts |= await _described(admin, list(refused), patience_s=0.0)
     finally:
         await admin.close()
-    for name in (names.sessions, names.understood, names.matched):
-        if counts.get(name) != settings.partitions:
-            raise TopicMismatch(
-                f"topic {name} has {counts.get(name)} partitions but BATON_PARTITIONS is "
-                f"{settings.partitions}; use the same value as when it was created"
-            )
+    check_topics(settings, counts, refused)
     return counts
+
+
+def refusals(topic_errors: list[Any]) -> dict[str, str]:
+    """Each topic the create answered with an error (other than "exists") and why, readably."""
+    from aiokafka.errors import for_code
+
+    refused: dict[str, str] = {}
+    for answer in topic_errors:
+        topic, code = answer[0], answer[1]
+        if code in (0, TOPIC_ALREADY_EXISTS):
+            continue
+        message = answer[2] if len(answer) > 2 and answer[2] else for_code(code).description
+        refused[topic] = f"{for_code(code).message}: {' '.join(str(message).split())}"
+    return refused
+
+
+def check_topics(settings: Settings, counts: dict[str, int], refused: dict[str, str]) -> None:
+    """Raise for the first topic baton cannot use, saying which topic and why in one line."""
+    missing = [t for t in refused if t not in counts]
+    if missing:
+        first = missing[0]
+        more = f"; also refused: {', '.join(missing[1:])}" if missing[1:] else ""
+        raise TopicRefused(
+            f"the cluster refused to create topic {first}: {refused[first]}{more} "
+            "(create the topics beforehand, or see docs/production.md)"
+        )
+    for name in wanted_partitions(settings):
+        if name not in counts:
+            raise TopicMismatch(
+                f"topic {name} was created but the cluster does not list it: check that this "
+                "login may describe it"
+            )
+    for name, partitions in required_partitions(settings).items():
+        if counts[name] != partitions:
+            setting = "it must have 1" if partitions == 1 else f"BATON_PARTITIONS is {partitions}"
+            raise TopicMismatch(
+                f"topic {name} has {counts[name]} partitions but {setting}; use the same "
+                "value as when it was created, or recreate the topic"
+            )
 
 
 def topic_configs(settings: Settings, name: str) -> dict[str, str]:
@@ -142,6 +209,8 @@ async def _described(admin: Any, topics: list[str], patience_s: float = 10.0) ->
     Apache Kafka answers a describe right after the create with "unknown topic" for up to
     about half a second, until the new topics' metadata reaches the broker asked.
     """
+    if not topics:
+        return {}  # an empty describe would list every topic of the cluster
     deadline = time.monotonic() + patience_s
     while True:
         described = await admin.describe_topics(topics)

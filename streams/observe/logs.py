@@ -13,10 +13,19 @@ import orjson
 
 from agents.dsn import mask_dsn, passwords
 from schemas.records import CallUsage, Reply
-from streams.observe.tracing import current_trace_id
+from streams.observe.tracing import current_span_ids
 from streams.settings import Settings
 
-FIELDS = ("ticket_id", "session_id", "stage", "outcome", "duration_ms", "request_id", "trace_id")
+FIELDS = (
+    "ticket_id",
+    "session_id",
+    "stage",
+    "outcome",
+    "duration_ms",
+    "request_id",
+    "trace_id",
+    "span_id",
+)
 # Payload keys whose values are prompts: the model's instructions or the customer's context.
 PAYLOAD_KEYS = frozenset({"system", "prompt", "messages"})
 REDACTED = "[redacted]"
@@ -147,13 +156,15 @@ def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str |
 
 
 def _fields(record: logging.LogRecord) -> Iterator[tuple[str, Any]]:
-    """The record's known event fields; ``trace_id`` from the current span when not given.
+    """The record's known event fields; ``trace_id`` and ``span_id`` from the current span
+    when not given.
 
     A handler formats in the task that logged, so the current span is the one of the ticket
     being processed.
     """
     if getattr(record, "trace_id", None) is None:
-        record.trace_id = current_trace_id()
+        ids = current_span_ids()
+        record.trace_id, record.span_id = ids if ids else (None, None)
     for name in FIELDS:
         value = getattr(record, name, None)
         if value is not None:
@@ -221,8 +232,12 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         settings.web_token or "",
         settings.kafka.password,
         settings.kafka.key_password,
+        settings.kafka.oauth_token,
+        settings.kafka.oauth_client_secret,
+        settings.schema_registry_user_info.partition(":")[2],
         *passwords(settings.orders_dsn),
         (settings.orders_auth_header or ("", ""))[1],
+        *passwords(settings.schema_registry_url),
         *(secret for _, secret in settings.signing_keys),
     ]
     formatter = JsonFormatter if settings.log_format == "json" else TextFormatter

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from agents.models.ratelimits import Budget
 from schemas.records import CallUsage, Reply
+from streams.observe.tracing import current_span_ids
 
 log = logging.getLogger("baton.metrics")
 
@@ -34,6 +35,12 @@ END_TO_END_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
 # Outcomes that may carry a measured duration; 0 means not measured (intake, redelivered copies).
 TIMED_OUTCOMES = frozenset({"ok", "degraded"})
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+
+
+def exemplar() -> dict[str, str] | None:
+    """The current trace as an OpenMetrics exemplar: a slow observation names its trace."""
+    ids = current_span_ids()
+    return None if ids is None else {"trace_id": ids[0], "span_id": ids[1]}
 
 
 def add_process_metrics(registry: CollectorRegistry) -> None:
@@ -143,7 +150,7 @@ class PrometheusObserver:
     def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
         self.outputs.labels(stage, outcome).inc()
         if outcome in TIMED_OUTCOMES and seconds > 0:
-            self.latency.labels(stage).observe(seconds)
+            self.latency.labels(stage).observe(seconds, exemplar())
 
     def changelog_read(self, table: str) -> None:
         """One changelog record applied to ``table`` (its ``on_changelog_event`` hook)."""
@@ -184,7 +191,7 @@ class PrometheusObserver:
     def reply(self, reply: Reply, end_to_end_s: float | None) -> None:
         self.replies.labels(reply.status).inc()
         if end_to_end_s is not None:
-            self.end_to_end.observe(end_to_end_s)
+            self.end_to_end.observe(end_to_end_s, exemplar())
 
     def watch_llm(self, llm: object) -> None:
         """Receive the model's retry and rate-limit reports, if it offers them."""

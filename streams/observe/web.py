@@ -12,8 +12,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web as aioweb
-from prometheus_client import generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.exposition import choose_encoder
 
 from streams.observe.dashboard import Recent, summary
 from streams.observe.guard import AUTHORIZED, guard
@@ -90,9 +89,11 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
     page_headers = {"Cache-Control": "no-store", "Content-Security-Policy": page_policy(page)}
 
     async def metrics_view(view: Any, request: Any) -> Any:
+        # The Prometheus client's own negotiation: OpenMetrics (with the latency histograms'
+        # trace exemplars) when the scraper asks for it, the 0.0.4 text format otherwise.
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
         return aioweb.Response(
-            body=generate_latest(metrics.registry),
-            headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4},
+            body=encode(metrics.registry), headers={"Content-Type": content_type}
         )
 
     async def health_view(view: Any, request: Any) -> Any:

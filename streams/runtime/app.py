@@ -14,6 +14,7 @@ from agents.orders import OrderSource
 from streams.kafka.faust_auth import broker_credentials
 from streams.kafka.faust_consumer import seeking_consumer
 from streams.kafka.faust_producer import IdempotentProducer
+from streams.kafka.registry import register_contract
 from streams.kafka.topics import TopicNames
 from streams.observe import web
 from streams.observe.dashboard import Recent
@@ -114,7 +115,12 @@ def _source(event: Any) -> Source:
     text = bytes(key).decode("utf-8", "replace") if key is not None else ""
     at = datetime.fromtimestamp(msg.timestamp, UTC) if msg.timestamp else None
     return Source(
-        topic=msg.topic, partition=msg.partition, offset=msg.offset, key=text, timestamp=at
+        topic=msg.topic,
+        partition=msg.partition,
+        offset=msg.offset,
+        key=text,
+        timestamp=at,
+        raw_key=None if key is None else bytes(key),
     )
 
 
@@ -167,6 +173,8 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
     )
     metrics.watch_lag(lag)
     recent = Recent()
+    # Registered before any record is written: the outputs are framed with these ids.
+    schema_ids = register_contract(settings) if settings.schema_registry_url else {}
     pipeline = Pipeline(
         settings=settings,
         llm=llm,
@@ -175,6 +183,7 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
         state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
         observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent, TracingObserver()),
+        schema_ids=schema_ids,
     )
     web.register(app, settings, metrics, recent)
 

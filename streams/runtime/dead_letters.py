@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pydantic import ValidationError
@@ -12,13 +12,18 @@ from agents.outcome import Failure
 from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, StageName, Ticket
 from schemas.stages import StageRecord
+from streams.kafka.carrier import Headers
 
 HEADER_PREFIX = "__connect.errors."
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a record was read from; ``key`` is None for a record handed over in-process."""
+    """Where a record was read from and, once a stage has it, the record as it was read.
+
+    ``key`` is the key as text (None for a record handed over in-process, whose place is not
+    checked); ``raw_key`` the key's bytes as read, which a Connect-format dead letter keeps.
+    """
 
     topic: str | None = None
     partition: int | None = None
@@ -26,6 +31,14 @@ class Source:
     key: str | None = None
     # When the record was written (its broker timestamp), if known.
     timestamp: datetime | None = None
+    raw_key: bytes | None = field(default=None, repr=False)
+    value: bytes | None = field(default=None, repr=False)
+    headers: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
+
+
+def read_as(source: Source, value: bytes | None, headers: Headers | None) -> Source:
+    """``source`` with the record as it was read: what a Connect-format dead letter keeps."""
+    return replace(source, value=value, headers=tuple(headers or ()))
 
 
 def new_id() -> str:

@@ -45,9 +45,9 @@ class FaustSink:
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        fut = await self.topics[topic].send(
-            key=key.encode() if key is not None else None, value=value, headers=headers
-        )
+        # surrogateescape: a key read as bytes that are not UTF-8 goes out as it came in.
+        raw_key = key.encode("utf-8", "surrogateescape") if key is not None else None
+        fut = await self.topics[topic].send(key=raw_key, value=value, headers=headers)
         await fut
 
     async def contains(

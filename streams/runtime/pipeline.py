@@ -19,6 +19,7 @@ from agents.outcome import Outcome
 from agents.policy import load as load_policy
 from schemas.baton import Baton
 from schemas.codec import InvalidRecord, dumps, parse
+from schemas.framing import unframe
 from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
@@ -29,12 +30,13 @@ from streams.runtime import context, dead_letters, erasure, expiry, ownership, r
 from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
-from streams.runtime.dead_letters import Source
+from streams.runtime.connect_letters import connect_record
+from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
-from streams.runtime.sink import Sink, TracedSink
+from streams.runtime.sink import FramingSink, Sink, TracedSink
 from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
 from streams.settings import Settings
 
@@ -57,20 +59,24 @@ class Pipeline:
     state: State
     gate: SessionGate = field(default_factory=SessionGate)
     observer: Observer = field(default_factory=CountingObserver)
+    # Topic -> Schema Registry id of the topics written framed (empty: plain JSON).
+    schema_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file)
         self.topics = TopicNames.of(self.settings)
+        self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
         self.budgets = CustomerBudgets(
             self.settings.customer_token_budget, self.settings.customer_budget_window_s
         )
         self.signer = Signer(self.settings.signing_keys)
         self.admission = Admission(self.settings, self.signer, self.batons)
+        self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
         self.out = SignedSink(
-            TracedSink(self.sink), self.signer, frozenset({*internal, self.topics.memory_index})
+            TracedSink(self.raw), self.signer, frozenset({*internal, self.topics.memory_index})
         )
         self.redelivery = Redelivery(
             self.batons, self.out, self.gate, self.observer, self.topics.replies
@@ -83,13 +89,14 @@ class Pipeline:
         self, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
-        with tracing.stage_span("intake", headers, source):
+        source = read_as(source, value, headers)
+        with tracing.stage_span("intake", headers, source, self.consumer):
             await self._intake(value, source)
 
     async def _intake(self, value: bytes | None, source: Source) -> None:
         self.observer.record_in("intake")
         try:
-            ticket = parse(Ticket, value)
+            ticket = parse(Ticket, self._unframed(value))
         except InvalidRecord as exc:
             self.observer.stage_done("intake", "invalid", 0.0)
             await self._reject("intake", value, exc, source)
@@ -108,11 +115,25 @@ class Pipeline:
         )
         await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
 
+    def _unframed(self, value: bytes | None) -> bytes | None:
+        """A ticket's JSON: a Schema Registry serializer's frame is taken off when the
+        registry is on, and named in the error otherwise."""
+        if not value:
+            return value
+        ref, payload = unframe(value)
+        if ref is None or self.settings.schema_registry_url:
+            return payload
+        raise InvalidRecord(
+            f"value is framed by a Schema Registry serializer (schema {ref.id or ref.guid}); "
+            "set BATON_SCHEMA_REGISTRY_URL to accept the framed form"
+        )
+
     async def run_stage(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Run ``stage`` on one signed stage record, up to ``STAGE_ATTEMPTS`` times."""
-        with tracing.stage_span(stage, headers, source):
+        source = read_as(source, value, headers)
+        with tracing.stage_span(stage, headers, source, self.consumer):
             await self._run_stage(stage, value, source, headers)
 
     async def _run_stage(
@@ -154,7 +175,8 @@ class Pipeline:
             )
         for attempt in range(1, STAGE_ATTEMPTS + 1):
             try:
-                await self._run(step, record, source)
+                with tracing.agent_span(stage, ticket.session_id, self.llm.name):
+                    await self._run(step, record, source)
                 return
             except Exception as exc:
                 # The type and a short message: the record's contents stay out of the logs.
@@ -179,7 +201,7 @@ class Pipeline:
                     ticket=ticket,
                     attempts=attempt,
                 )
-                await self._fail_ticket(record, stage, dl)
+                await self._fail_ticket(record, stage, dl, source)
                 self.observer.stage_done(stage, "failed", 0.0)
 
     def refuses(
@@ -212,11 +234,12 @@ class Pipeline:
         if ticket is None or untrusted or erased or self.redelivery.known(ticket):
             await self.run_stage(stage, value, source, headers)
             return
-        with tracing.stage_span(stage, headers, source):
+        source = read_as(source, value, headers)
+        with tracing.stage_span(stage, headers, source, self.consumer):
             tracing.annotate(ticket.ticket_id, ticket.session_id)
             self.observer.record_in(stage)
             cap = self.settings.max_queued_per_session
-            await self.dead_letter(dead_letters.flood(stage, ticket, source, cap))
+            await self.dead_letter(dead_letters.flood(stage, ticket, source, cap), source)
             self.observer.stage_done(stage, "flooded", 0.0)
 
     def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
@@ -233,7 +256,7 @@ class Pipeline:
         self, stage: StageName, value: bytes | None, problem: str, source: Source
     ) -> None:
         """Dead-letter a record that is not signed for where it was read: nothing is written."""
-        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source))
+        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source), source)
         self.observer.stage_done(stage, "refused", 0.0)
 
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
@@ -259,7 +282,7 @@ class Pipeline:
                 source=source,
                 ticket=ticket,
             )
-            await self._fail_ticket(record, stage.name, dl)
+            await self._fail_ticket(record, stage.name, dl, source)
             return
         started = time.monotonic()
         level, baton = context.restore(record, held, PREVIOUS.get(stage.name))
@@ -303,7 +326,7 @@ class Pipeline:
             dl = dead_letters.from_failure(
                 outcome.failure, stage=stage.name, ticket=ticket, source=source
             )
-            await self.dead_letter(dl)
+            await self.dead_letter(dl, source)
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
         if stage.carries is None or stage.update is None:
@@ -349,16 +372,18 @@ class Pipeline:
     ) -> None:
         """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
         ticket = record.ticket
-        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source))
+        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
         self.gate.leave(ticket.session_id, ticket.ticket_id)
         self.observer.stage_done(stage, "refused", 0.0)
 
-    async def _fail_ticket(self, record: StageRecord, stage: StageName, dl: DeadLetter) -> None:
+    async def _fail_ticket(
+        self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source
+    ) -> None:
         """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
         ticket = record.ticket
         if not dl.payload:
             dl = dl.model_copy(update={"payload": dumps(record).decode()})
-        await self.dead_letter(dl)
+        await self.dead_letter(dl, source)
         if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
@@ -377,12 +402,19 @@ class Pipeline:
         dl = dead_letters.letter(
             stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
         )
-        await self.dead_letter(dl)
+        await self.dead_letter(dl, source)
 
-    async def dead_letter(self, dl: DeadLetter) -> None:
-        """Write a dead letter and wait for the broker's acknowledgement."""
+    async def dead_letter(self, dl: DeadLetter, source: Source) -> None:
+        """Write a dead letter (in ``BATON_DEAD_LETTER_FORMAT``) and wait for the broker's ack."""
         self.observer.dead_letter(dl.stage, dl.reason)
         dl = dl.model_copy(update={"policy_version": self.policy.version})
+        if self.settings.dead_letter_format == "connect":
+            raw_key, value, headers = connect_record(dl, source, self.settings.app_id)
+            # The record's own headers carry its trace already; the key as it was read
+            # (surrogate-escaped so that bytes that are not UTF-8 come back unchanged).
+            key = None if raw_key is None else raw_key.decode("utf-8", "surrogateescape")
+            await self.raw.send(self.topics.dead_letters, key, value, headers)
+            return
         key = dl.session_id or dl.ticket_id
         if dl.reason == "session_conflict" and dl.ticket is not None:
             # Filed under who sent it, never under the session it tried to use.

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
+from schemas.framing import frame, unframe
 from streams.observe import tracing
 
 
@@ -46,3 +47,28 @@ class TracedSink:
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
     ) -> bool:
         return await self.inner.contains(topic, key, since, match)
+
+
+class FramingSink:
+    """A sink that writes the values of registered topics in the Schema Registry's framed form
+    (byte 0, the schema id, the JSON), and unframes them for ``contains``' match."""
+
+    def __init__(self, inner: Sink, schema_ids: dict[str, int]) -> None:
+        self.inner = inner
+        self.schema_ids = dict(schema_ids)
+
+    async def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        schema_id = self.schema_ids.get(topic)
+        framed = value if schema_id is None else frame(schema_id, value)
+        await self.inner.send(topic, key, framed, headers)
+
+    async def contains(
+        self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
+    ) -> bool:
+        return await self.inner.contains(topic, key, since, lambda v: match(unframe(v)[1]))

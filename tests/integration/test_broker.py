@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streams.kafka.topics import TopicNames, changelog_topic, ensure_topics
+from streams.kafka.topics import (
+    TopicMismatch,
+    TopicNames,
+    TopicRefused,
+    changelog_topic,
+    ensure_topics,
+)
 from streams.settings import Settings
 from tests.fixtures.brokers import Broker
+from tests.fixtures.deployments import Deployment
 
 pytestmark = pytest.mark.integration
 
@@ -27,6 +35,53 @@ async def test_baton_creates_its_topics_and_finds_them_on_a_second_start(broker:
     assert first == again
     assert first[names.memory_index] == 1
     assert all(first[t] == 4 for t in names.all() if t != names.memory_index)
+
+
+async def test_an_existing_changelog_with_another_partition_count_is_named(
+    broker: Broker,
+) -> None:
+    settings = Settings(broker=broker.url, namespace=unique("ns"), partitions=4)
+    await _create(broker, changelog_topic(settings), 2)
+    with pytest.raises(TopicMismatch) as caught:
+        await ensure_topics(settings)
+    assert str(caught.value).startswith(
+        f"topic {changelog_topic(settings)} has 2 partitions but BATON_PARTITIONS is 4"
+    )
+
+
+@pytest.mark.kafka_only
+async def test_a_topic_the_cluster_refuses_is_named_with_its_reason(broker: Broker) -> None:
+    # One broker cannot hold three replicas: Kafka answers each topic with an error code.
+    settings = Settings(
+        broker=broker.url, namespace=unique("ns"), partitions=2, replication_factor=3
+    )
+    with pytest.raises(TopicRefused) as caught:
+        await ensure_topics(settings)
+    message = str(caught.value)
+    assert f"refused to create topic {TopicNames.of(settings).tickets}: " in message
+    assert "INVALID_REPLICATION_FACTOR: Unable to replicate the partition 3 time(s)" in message
+
+
+@pytest.mark.kafka_only
+def test_a_worker_on_a_cluster_that_refuses_its_topics_stops_with_one_line(
+    broker: Broker, tmp_path: Path
+) -> None:
+    d = Deployment(broker=broker, namespace=unique("ns"), data_dir=tmp_path)
+    done = d.baton("worker", timeout=60, BATON_REPLICATION_FACTOR="3")
+    lines = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 1
+    assert lines[-1].startswith(f"baton: the cluster refused to create topic {d.namespace}.")
+    assert "INVALID_REPLICATION_FACTOR" in lines[-1]
+    assert "Traceback" not in done.stderr.decode()
+
+
+async def _create(broker: Broker, topic: str, partitions: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        await admin.close()
 
 
 async def test_data_topics_have_retention_and_changelogs_are_compacted(broker: Broker) -> None:

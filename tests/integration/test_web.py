@@ -112,6 +112,40 @@ async def test_metrics_and_health_after_a_known_run(
     assert any(e["outcome"] == "dead_letter" and e["stage"] == "understand" for e in events)
 
 
+@pytest.mark.timeout(180)
+async def test_an_openmetrics_scrape_links_a_latency_to_the_tickets_trace(
+    deployment: Deployment, namespace: str
+) -> None:
+    """Scraped as Prometheus does with exemplars on: the latency histograms name the trace a
+    published ``traceparent`` started (the worker has no SDK: the context is passed on)."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    parent = f"00-{trace_id}-00f067aa0ba902b7-01".encode()
+    deployment.import_orders(ORDERS_HEADPHONES_SHIPPED)
+    worker = deployment.start_worker()
+    await health_until_ready(worker)
+    text = "My headphones arrived broken, I want a refund."
+    record = orjson.dumps(
+        {"ticket_id": f"{namespace}-om", "session_id": "s-om", "customer_id": "c-ana", "text": text}
+    )
+    await deployment.publish([("s-om", record)], headers=[("traceparent", parent)])
+    await deployment.replies(1)
+    await scrape_settled(worker, 1)
+
+    accept = "application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5"
+    status, content_type, body = await get(worker, "/metrics", accept=accept)
+    assert status == 200
+    assert content_type.startswith("application/openmetrics-text; version=1.0.0")
+    exemplars: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            if sample.exemplar is not None:
+                exemplars.setdefault(family.name, set()).add(sample.exemplar.labels["trace_id"])
+    assert exemplars.get("baton_stage_latency_seconds") == {trace_id}
+    assert exemplars.get("baton_end_to_end_latency_seconds") == {trace_id}
+
+
 def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "streams", "worker"],

@@ -112,6 +112,7 @@ def test_the_repr_hides_every_secret(tmp_path: Path) -> None:
             "BATON_ORDERS_TIMEOUT": "2.5",
             "BATON_ORDERS_RETRIES": "0",
             "BATON_ORDERS_CACHE_TTL": "0",
+            "BATON_DEAD_LETTER_FORMAT": "connect",
             "ANTHROPIC_API_KEY": "sk-x",
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:1",
         },
@@ -295,3 +296,10 @@ def test_the_order_source_settings_and_their_defaults() -> None:
 
     secrets = logging_config(s)["filters"]["redact"]["secrets"]
     assert "k-123" in secrets
+
+
+def test_the_dead_letter_format_is_a_closed_choice() -> None:
+    assert load({}).dead_letter_format == "baton"
+    assert load({"BATON_DEAD_LETTER_FORMAT": "connect"}).dead_letter_format == "connect"
+    with pytest.raises(SettingsError, match="BATON_DEAD_LETTER_FORMAT must be 'baton' or"):
+        load({"BATON_DEAD_LETTER_FORMAT": "avro"})

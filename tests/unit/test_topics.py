@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.kafka.topics import _described, changelogs, topic_configs
+import pytest
+
+from streams.kafka.topics import (
+    TopicMismatch,
+    TopicRefused,
+    _described,
+    changelogs,
+    check_topics,
+    refusals,
+    topic_configs,
+    wanted_partitions,
+)
 from streams.settings import Settings
 
 
@@ -56,3 +67,83 @@ async def test_a_just_created_topic_is_described_once_the_broker_lists_it() -> N
 async def test_a_topic_that_never_appears_is_reported_missing_after_the_wait() -> None:
     admin = LateAdmin(late=10**6)
     assert await _described(admin, ["a"], patience_s=0.2) == {}
+
+
+class PartialAdmin(LateAdmin):
+    """Lists only the ``present`` topics, with their partition counts."""
+
+    def __init__(self, present: dict[str, int]) -> None:
+        super().__init__(late=0)
+        self.present = present
+
+    async def describe_topics(self, topics: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"topic": t, "partitions": [{}] * self.present[t] if t in self.present else []}
+            for t in topics
+        ]
+
+
+def test_every_per_topic_error_of_a_create_is_read_except_already_exists() -> None:
+    answers = [
+        ("a", 0, None),
+        ("b", 36, "Topic 'b' already exists."),
+        ("c", 44, "Replication factor 1 is below the required 3"),
+        ("d", 29, None),
+    ]
+    assert refusals(answers) == {
+        "c": "POLICY_VIOLATION: Replication factor 1 is below the required 3",
+        "d": "TOPIC_AUTHORIZATION_FAILED: Returned by the broker when the client is not "
+        "authorized to access the requested topic.",
+    }
+
+
+def test_a_refused_topic_that_is_absent_is_one_line_naming_it_and_why() -> None:
+    settings = Settings(namespace="ns", partitions=4)
+    counts = {t: n for t, n in wanted_partitions(settings).items() if t != "ns.support.replies"}
+    refused = {"ns.support.replies": "POLICY_VIOLATION: replication factor must be 3"}
+    with pytest.raises(TopicRefused) as caught:
+        check_topics(settings, counts, refused)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "ns.support.replies" in message and "POLICY_VIOLATION" in message
+
+
+def test_a_refused_topic_created_beforehand_by_someone_else_is_used() -> None:
+    settings = Settings(namespace="ns", partitions=4)
+    counts = wanted_partitions(settings)
+    check_topics(settings, counts, {"ns.support.replies": "TOPIC_AUTHORIZATION_FAILED: denied"})
+
+
+@pytest.mark.parametrize(
+    ("topic", "found", "says"),
+    [
+        ("baton-ns-batons-changelog", 2, "BATON_PARTITIONS is 4"),
+        ("ns.support.replies", 6, "BATON_PARTITIONS is 4"),
+        ("ns.support.memory-index", 3, "it must have 1"),
+    ],
+)
+def test_an_existing_topic_with_another_partition_count_is_named(
+    topic: str, found: int, says: str
+) -> None:
+    settings = Settings(namespace="ns", partitions=4)
+    counts = wanted_partitions(settings) | {topic: found}
+    with pytest.raises(TopicMismatch, match=f"topic {topic} has {found} partitions but {says}"):
+        check_topics(settings, counts, {})
+
+
+def test_tickets_and_dead_letters_may_have_any_partition_count() -> None:
+    settings = Settings(namespace="ns", partitions=4)
+    counts = wanted_partitions(settings) | {"ns.support.tickets": 12, "ns.support.dead-letters": 1}
+    check_topics(settings, counts, {})
+
+
+async def test_a_create_answered_with_errors_raises_refused_without_waiting() -> None:
+    settings = Settings(namespace="ns", partitions=4)
+    names = list(wanted_partitions(settings))
+    admin = PartialAdmin(present={})
+    response = [(t, 38, "Replication factor: 3 larger than available brokers: 1.") for t in names]
+    refused = refusals(response)
+    assert await _described(admin, []) == {}
+    counts = await _described(admin, list(refused), patience_s=0.0)
+    with pytest.raises(TopicRefused, match="INVALID_REPLICATION_FACTOR: Replication factor: 3"):
+        check_topics(settings, counts, refused)

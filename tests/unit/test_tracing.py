@@ -5,13 +5,12 @@ from __future__ import annotations
 import io
 import itertools
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import orjson
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -33,18 +32,6 @@ USER_TRACE = "0af7651916cd43dd8448eb211c80319c"
 USER_SPAN = "b7ad6b7169203331"
 USER_PARENT = f"00-{USER_TRACE}-{USER_SPAN}-01".encode()
 HOPS = [("understand", "sessions"), ("lookup", "understood"), ("strategy", "matched")]
-
-
-@pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    """An SDK tracer provider exporting to memory, as the process's provider for this test."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    # set_tracer_provider may be called once per process; the test puts it back instead.
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
-    yield exporter
-    provider.shutdown()
 
 
 def traced_pipeline(store: SQLiteOrderStore, *more: Observer) -> Pipeline:
@@ -81,8 +68,12 @@ def ids(span: ReadableSpan) -> tuple[str, str]:
 
 
 def stage_spans(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:
-    found = {s.name.removeprefix("baton.stage "): s for s in exporter.get_finished_spans()}
-    return {k: v for k, v in found.items() if not k.startswith("chat")}
+    """Each stage's ``process`` span (the consumer span of the record it read), by stage."""
+    return {
+        str((s.attributes or {})["baton.stage"]): s
+        for s in exporter.get_finished_spans()
+        if s.name.startswith("process ")
+    }
 
 
 async def test_every_hop_of_a_ticket_is_one_trace(

@@ -1,0 +1,132 @@
+"""baton's contract in a Confluent-compatible Schema Registry (Confluent, Apicurio, Karapace).
+
+At start, with ``BATON_SCHEMA_REGISTRY_URL`` set, each output topic gets its record's JSON
+Schema registered under the topic-name strategy (subject ``<topic>-value``), its subject set
+to backward compatibility ("fields are only ever added"), and the schema ids are returned for
+the writers to frame each record with. The tickets topic is the producers' to govern. Spoken
+over HTTP with the standard library: it happens once per start, before any record.
+"""
+
+from __future__ import annotations
+
+import base64
+import urllib.error
+import urllib.request
+from typing import Any
+
+import orjson
+
+from agents.dsn import mask_dsn
+from schemas.contracts import json_schema
+from schemas.topics import DEAD_LETTERS, REPLIES
+from streams.settings import Settings
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+COMPATIBILITY = "BACKWARD"
+# The output topics and their record, written framed with their schema id.
+OUTPUTS = {REPLIES: "reply", DEAD_LETTERS: "dead-letter"}
+
+
+class RegistryError(RuntimeError):
+    """The schema registry cannot be reached, refuses the login or refuses a schema."""
+
+
+def subject(topic: str) -> str:
+    """The topic-name strategy's subject of a topic's values."""
+    return f"{topic}-value"
+
+
+def schema_text(record: str) -> str:
+    """The schema of ``record`` as registered: our JSON Schema, compact, keys sorted."""
+    return orjson.dumps(json_schema(record), option=orjson.OPT_SORT_KEYS).decode()
+
+
+class Registry:
+    """The few calls of the Confluent Schema Registry REST API that baton makes."""
+
+    def __init__(self, url: str, user_info: str = "", timeout_s: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._headers = {"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE}
+        if user_info:
+            token = base64.b64encode(user_info.encode()).decode()
+            self._headers["Authorization"] = f"Basic {token}"
+
+    @property
+    def shown(self) -> str:
+        """The registry's address as it may be printed (a password in it masked)."""
+        return mask_dsn(self.url)
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One request; raises :class:`RegistryError` with the registry's own message."""
+        data = orjson.dumps(body) if body is not None else None
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers=self._headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return orjson.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            try:
+                refusal = self._refusal(exc, path)
+            finally:
+                exc.close()  # it holds the connection
+            raise RegistryError(refusal) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise RegistryError(
+                f"cannot reach the schema registry at {self.shown}: {reason}"
+            ) from None
+
+    def _refusal(self, exc: urllib.error.HTTPError, path: str) -> str:
+        if exc.code in (401, 403):
+            return (
+                f"the schema registry at {self.shown} refused the login ({exc.code}); check "
+                "BATON_SCHEMA_REGISTRY_USER_INFO"
+            )
+        try:
+            message = str(orjson.loads(exc.read()).get("message", ""))
+        except (orjson.JSONDecodeError, AttributeError):
+            message = ""
+        said = " ".join((message or exc.reason or "").split())[:300]
+        return f"the schema registry at {self.shown} answered {exc.code} to {path}: {said}"
+
+    def set_compatibility(self, subject_name: str, level: str = COMPATIBILITY) -> None:
+        self.call("PUT", f"/config/{subject_name}", {"compatibility": level})
+
+    def register(self, subject_name: str, schema: str) -> int:
+        """Register ``schema`` (JSON Schema) under ``subject_name``; its id (the same id when
+        it was registered before)."""
+        answer = self.call(
+            "POST", f"/subjects/{subject_name}/versions", {"schema": schema, "schemaType": "JSON"}
+        )
+        return int(answer["id"])
+
+
+def register_contract(settings: Settings, registry: Registry | None = None) -> dict[str, int]:
+    """Register each output topic's schema; the schema id of each, by full topic name.
+
+    A subject whose registered versions our schema is not backward compatible with is
+    refused by the registry: one line naming the subject, and the start stops. Connect-format
+    dead letters are the failed records as read, so their topic is left alone.
+    """
+    registry = registry or Registry(
+        settings.schema_registry_url, settings.schema_registry_user_info
+    )
+    outputs = dict(OUTPUTS)
+    if settings.dead_letter_format == "connect":
+        del outputs[DEAD_LETTERS]
+    ids: dict[str, int] = {}
+    for name, record in outputs.items():
+        topic = settings.topic(name)
+        subject_name = subject(topic)
+        try:
+            registry.set_compatibility(subject_name)
+            ids[topic] = registry.register(subject_name, schema_text(record))
+        except RegistryError as exc:
+            raise RegistryError(
+                f"{exc} (baton's {record} schema under subject {subject_name}; its fields are "
+                "only ever added, so a schema it is incompatible with was registered there "
+                "by someone else)"
+            ) from None
+    return ids
