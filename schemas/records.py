@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -43,14 +44,17 @@ DeadLetterReason = Literal[
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# Ids reach shell commands (the dashboard's trace command), Kafka keys, logs and file names:
-# ASCII only, so two ids that look alike are the same id, and never an option or a path.
-_ID_CHAR = re.compile(r"[A-Za-z0-9._:@-]")
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
+# Ids are the shop's own (an email, a platform's global id, a number): any printable text is
+# taken as it is and compared exactly. Where an id reaches a shell command, a log line, a file
+# name, a URL or a label, that place quotes or escapes it (streams.observe.shown).
 MAX_ID_CHARS = 200
 ID_RULE = (
-    f"1 to {MAX_ID_CHARS} ASCII letters, digits and . _ : @ -, starting with a letter or digit"
+    f"1 to {MAX_ID_CHARS} printable characters (no control or invisible characters), "
+    "no whitespace at either end"
 )
+# The same rule for consumers of the JSON Schema (ECMA-262 with Unicode property escapes):
+# printable is neither "other" (C) nor a separator (Z), except the space.
+ID_PATTERN = r"^[^\p{C}\p{Z}](?:(?:[^\p{C}\p{Z}]| )*[^\p{C}\p{Z}])?$"
 
 
 def utcnow() -> datetime:
@@ -67,41 +71,50 @@ def _clean_text(value: str) -> str:
 
 def _describe(char: str) -> str:
     code = f"U+{ord(char):04X}"
-    if char == " ":
-        return "a space"
     if unicodedata.category(char) == "Cc":
         return f"a control character ({code})"
-    if not char.isprintable():
-        return f"an invisible character ({code})"
-    if not char.isascii():
-        return f"{char!r} ({code}, not ASCII)"
-    return repr(char)
+    return f"an invisible character ({code}, {unicodedata.category(char)})"
+
+
+def _id_number(value: object) -> object:
+    """A JSON integer sent as an id becomes its digits; a fraction is refused, never rounded."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        # A fraction, or an integer too large for the JSON reader (read as a float).
+        raise ValueError(f"is the number {value!r}: send an id as a string or a whole number")
+    return value
 
 
 def _safe_id(value: str) -> str:
-    if _ID.fullmatch(value):
+    if value.isprintable() and value.strip() == value:
         return value
     if not value.strip():
         raise ValueError(f"is blank: an id is {ID_RULE}")
-    bad = next((c for c in value if not _ID_CHAR.fullmatch(c)), None)
-    if bad is None:
-        raise ValueError(f"starts with {value[0]!r}: an id is {ID_RULE}")
-    raise ValueError(f"holds {_describe(bad)}: an id is {ID_RULE}")
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"holds {_describe(bad)}: an id is {ID_RULE}")
+    end = "starts" if value[0].isspace() else "ends"
+    raise ValueError(f"{end} with a space: an id is {ID_RULE}")
 
 
+_ID_STRING = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_ID_CHARS,
+    "pattern": ID_PATTERN,
+    "description": f"{ID_RULE}.",
+}
+_ID_NUMBER = {"type": "integer", "description": "Taken as its decimal digits."}
 Identifier = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_ID_CHARS),
+    BeforeValidator(_id_number),
     AfterValidator(_safe_id),
-    # What the validator checks, stated for consumers of the JSON Schema.
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_ID_CHARS,
-            "pattern": f"^{_ID.pattern}$",
-        }
-    ),
+    # What the validator checks, stated for consumers of the JSON Schema: records written to
+    # baton may carry a number, records baton writes always carry the string.
+    WithJsonSchema({"anyOf": [_ID_STRING, _ID_NUMBER]}, mode="validation"),
+    WithJsonSchema(_ID_STRING, mode="serialization"),
 ]
 
 
