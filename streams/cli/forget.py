@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
-from streams.cli.errors import Fail, UsageError
+from streams.cli.errors import Fail, UsageError, checked_id
 from streams.settings import Settings
 
 
@@ -24,17 +24,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from pydantic import TypeAdapter, ValidationError
-
     from schemas.codec import dumps
-    from schemas.records import Identifier
     from streams.admin.forget import forget, retention
 
-    try:
-        TypeAdapter(Identifier).validate_python(args.customer_id)
-    except ValidationError as exc:
-        reason = exc.errors(include_url=False)[0]["msg"]
-        raise UsageError(f"baton forget: invalid customer id: {reason}") from None
+    checked_id(args.customer_id, "baton forget: invalid customer id")
     if args.timeout <= 0:
         raise UsageError("baton forget: --timeout must be positive")
     done = asyncio.run(forget(settings, args.customer_id, args.timeout))

@@ -124,7 +124,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise _usage(f"--batch: BATON_LLM={settings.llm} serves no Message Batches API")
     if batch is not None and (settings.llm != "anthropic" or not settings.anthropic_api_key):
         raise _usage("--batch needs ANTHROPIC_API_KEY and BATON_LLM=anthropic (rules call no API)")
-    source, target = TopicNames.of(settings), settings.with_(namespace=namespace)
+    from streams.settings import check_topics
+
+    source, target = TopicNames.of(settings), check_topics(settings.with_(namespace=namespace))
     into = TopicNames.of(target)
     try:
         asked = Selection(
