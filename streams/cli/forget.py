@@ -56,11 +56,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _lines(done: Any, held: dict[str, float]) -> list[str]:
+    from streams.observe.shown import shown
+
     if not done.sessions and not done.index_sessions:
-        return [f"no session or index entry held for customer {done.customer_id}"]
-    lines = [f"customer {done.customer_id} (request {done.request_id}):"]
+        return [f"no session or index entry held for customer {shown(done.customer_id)}"]
+    lines = [f"customer {shown(done.customer_id)} (request {done.request_id}):"]
     for s in done.sessions:
-        lines.append(f"  session {s}: {'erased' if s in done.erased_sessions else 'NOT confirmed'}")
+        state = "erased" if s in done.erased_sessions else "NOT confirmed"
+        lines.append(f"  session {shown(s)}: {state}")
     if done.index_sessions:
         state = "erased" if done.index_erased else "NOT confirmed"
         lines.append(f"  index entry ({len(done.index_sessions)} sessions): {state}")

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Ticket
 from streams.kafka.topics import TopicNames
+from streams.observe.shown import shown
 from streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def line(letter: Letter) -> str:
     """One dead letter as one readable line."""
     dl = letter.dl
     at = dl.failed_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    who = f"{dl.ticket_id or '-'} ({dl.session_id or '-'})"
+    who = f"{shown(dl.ticket_id)} ({shown(dl.session_id)})"
     error = " ".join(dl.error.split())
     error = error if len(error) <= 90 else error[:89] + "…"
     return f"{at}  {dl.id}  {dl.stage:<10}  {dl.reason:<17}  {who}  x{dl.attempts}  {error}"

@@ -133,7 +133,7 @@ async def test_ids_as_real_systems_send_them_pass_unchanged_and_key_the_session(
 
 async def test_a_numeric_id_is_answered_under_its_digits(pipeline: Pipeline) -> None:
     n = names(pipeline)
-    raw = b'{"ticket_id": 1029384756, "session_id": 42, "customer_id": "C1", "text": "My kettle leaks."}'
+    raw = b'{"ticket_id": 1029384756, "session_id": 42, "customer_id": "C1", "text": "It leaks."}'
     await pipeline.intake(raw, Source(n.tickets, 0, 0))
     keys = [key for key, _ in sink(pipeline).sent[n.sessions]]
     await hop(pipeline, "understand", n.sessions)
