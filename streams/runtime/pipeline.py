@@ -24,6 +24,7 @@ from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
 from streams.observe.observer import CountingObserver, Observer
+from streams.observe.shown import shown
 from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
@@ -140,11 +141,15 @@ class Pipeline:
             except Exception as exc:
                 if attempt < STAGE_ATTEMPTS:
                     log.warning(
-                        "%s failed on %s (attempt %d): %r", stage, ticket.ticket_id, attempt, exc
+                        "%s failed on %s (attempt %d): %r",
+                        stage,
+                        shown(ticket.ticket_id),
+                        attempt,
+                        exc,
                     )
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
-                log.exception("%s gave up on %s", stage, ticket.ticket_id)
+                log.exception("%s gave up on %s", stage, shown(ticket.ticket_id))
                 dl = dead_letters.letter(
                     stage=stage,
                     reason="stage_error",
