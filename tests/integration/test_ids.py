@@ -20,7 +20,9 @@ from agents.testing.standin import StandIn
 from schemas.records import MAX_ID_CHARS, DeadLetter, Reply
 from schemas.topics import ALL, ROLES
 from streams.kafka.connect import topic_partitions
+from streams.kafka.topics import changelogs
 from streams.observe.dashboard import trace_command
+from streams.settings import Settings
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import KETTLE
@@ -42,6 +44,8 @@ SHAPES: dict[str, Any] = {
 }
 # The shop's own topic names, every one of them; the namespace still prefixes each.
 CHOSEN = {f"BATON_TOPIC_{role.upper()}": f"prod.cs.{role.replace('_', '-')}.v1" for role in ROLES}
+# The session asked again after a restart: its baton comes back from the changelog.
+AGAIN = "ana.silva+orders@example.org"
 
 
 def _order(n: int, customer: Any) -> dict[str, Any]:
@@ -63,11 +67,12 @@ class Run:
     replies: list[tuple[bytes | None, Reply]]
     dead_letters: list[DeadLetter]
     topics: dict[str, list[int]]
+    follow_up: Reply
 
 
 async def _run(d: Deployment) -> Run:
     d.import_orders([_order(n, shape) for n, shape in enumerate(SHAPES.values())])
-    d.start_worker()
+    worker = d.start_worker()
     records = [
         (
             str(shape),
@@ -86,12 +91,27 @@ async def _run(d: Deployment) -> Run:
     read = await delivery.drain(d, "support.replies", at_least=len(SHAPES), quiet=2)
     letters = await delivery.drain(d, "support.dead-letters", quiet=1)
     settings = settings_of(d)
-    wanted = [settings.topic(name) for name in ALL] + [f"{d.namespace}.{name}" for name in ALL]
+    defaults = Settings(namespace=d.namespace)
+    wanted = [settings.topic(name) for name in ALL] + [defaults.topic(name) for name in ALL]
+    wanted += list(changelogs(settings))
+    topics = await topic_partitions(settings, wanted)
+    # A new worker on the renamed topics: the session's baton is read back.
+    worker.stop()
+    d.start_worker()
+    again = {"ticket_id": f"{AGAIN}#2", "session_id": AGAIN, "customer_id": AGAIN}
+    await d.publish([(AGAIN, orjson.dumps({**again, "text": "How long will that take?"}))])
+    after = await delivery.drain(d, "support.replies", at_least=len(SHAPES) + 1, quiet=2)
+    (follow_up,) = [
+        Reply.model_validate_json(r.value)
+        for r in after
+        if Reply.model_validate_json(r.value).ticket_id == again["ticket_id"]
+    ]
     return Run(
         d,
         [(r.key, Reply.model_validate_json(r.value)) for r in read],
         [DeadLetter.model_validate_json(r.value) for r in letters],
-        await topic_partitions(settings, wanted),
+        topics,
+        follow_up,
     )
 
 
@@ -110,7 +130,22 @@ def test_every_topic_has_the_shops_name_under_the_namespace(shaped: Run) -> None
     ns = shaped.d.namespace
     for role in ROLES:
         assert f"{ns}.prod.cs.{role.replace('_', '-')}.v1" in shaped.topics, role
-    assert not any(f"{ns}.{name}" in shaped.topics for name in ALL), shaped.topics
+    defaults = Settings(namespace=ns)
+    assert not any(defaults.topic(name) in shaped.topics for name in ALL), shaped.topics
+    # The tables' changelogs keep the names Faust gives them.
+    assert set(changelogs(defaults)) <= set(shaped.topics)
+
+
+@pytest.mark.timeout(300)
+def test_a_restarted_worker_on_the_renamed_topics_reads_the_baton_back(
+    shaped: Run,
+) -> None:
+    first = next(r for _, r in shaped.replies if r.session_id == AGAIN)
+    again = shaped.follow_up
+    assert again.session_id == AGAIN and again.customer_id == AGAIN
+    assert again.order_id == first.order_id == "O-3000", again
+    # The same baton, read back from its changelog, carried on: not a new one.
+    assert again.baton_version > first.baton_version, (first, again)
 
 
 @pytest.mark.timeout(300)
