@@ -91,6 +91,14 @@ def test_a_bad_topic_name_is_one_line_at_start(
     assert expected in one_line(capsys.readouterr().err)
 
 
+def test_a_replay_namespace_that_makes_a_topic_name_too_long_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BATON_TOPIC_TICKETS", "t" * 240)
+    assert main(["replay", "--namespace", "abcdefghij", "--dry-run"]) == 2
+    assert "has 251 characters, Kafka allows at most 249" in one_line(capsys.readouterr().err)
+
+
 def test_a_bad_environment_variable_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
