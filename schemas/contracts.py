@@ -21,6 +21,7 @@ from schemas.topics import (
     MATCHED,
     MEMORY_INDEX,
     REPLIES,
+    ROLES,
     SESSIONS,
     TICKETS,
     UNDERSTOOD,
@@ -62,6 +63,12 @@ def json_schema(name: str) -> dict[str, Any]:
         "$id": f"{ID_BASE}{name}",
         **schema,
     }
+
+
+def _setting(topic: str) -> str:
+    """The setting that renames ``topic``."""
+    role = next(role for role, default in ROLES.items() if default == topic)
+    return f"BATON_TOPIC_{role.upper()}"
 
 
 def _headers(topic: str) -> dict[str, Any]:
@@ -133,7 +140,10 @@ def asyncapi() -> dict[str, Any]:
         }
         channels[channel] = {
             "address": topic,
-            "description": f"{purpose}; written by {writer}. A namespace prefixes the name.",
+            "description": (
+                f"{purpose}; written by {writer}. The default name: {_setting(topic)} "
+                "renames it, a namespace prefixes it."
+            ),
             "messages": {record: {"$ref": f"#/components/messages/{message}"}},
         }
         action = "send" if writer == "users" else "receive"

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -44,14 +45,24 @@ DeadLetterReason = Literal[
 StageName = Literal["intake", "understand", "lookup", "strategy"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# Ids reach shell commands (the dashboard's trace command), Kafka keys, logs and file names:
-# ASCII only, so two ids that look alike are the same id, and never an option or a path.
-_ID_CHAR = re.compile(r"[A-Za-z0-9._:@-]")
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
+# Ids are the shop's own (an email, a platform's global id, a number): any printable text is
+# taken as it is and compared exactly. Where an id reaches a shell command, a log line, a file
+# name, a URL or a label, that place quotes or escapes it (streams.observe.shown).
 MAX_ID_CHARS = 200
 ID_RULE = (
-    f"1 to {MAX_ID_CHARS} ASCII letters, digits and . _ : @ -, starting with a letter or digit"
+    f"1 to {MAX_ID_CHARS} printable characters (no control or invisible characters), "
+    "no whitespace at either end"
 )
+# The rule for consumers of the JSON Schema, in a pattern every regex engine reads (ECMA-262
+# without flags, Python's re, Java's): no control, format or separator character of the Basic
+# Multilingual Plane, the space only inside. Unicode property escapes (\p{C}) would state it
+# whole, but Python's jsonschema (and so Confluent's serializers) cannot compile them; the
+# validator refuses the rest (unassigned, private-use and astral format characters) too.
+ID_REFUSED = (
+    r"\u0000-\u001f\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f"
+    r"\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb"
+)
+ID_PATTERN = rf"^[^{ID_REFUSED} ](?:[^{ID_REFUSED}]*[^{ID_REFUSED} ])?$"
 
 
 def utcnow() -> datetime:
@@ -68,41 +79,50 @@ def _clean_text(value: str) -> str:
 
 def _describe(char: str) -> str:
     code = f"U+{ord(char):04X}"
-    if char == " ":
-        return "a space"
     if unicodedata.category(char) == "Cc":
         return f"a control character ({code})"
-    if not char.isprintable():
-        return f"an invisible character ({code})"
-    if not char.isascii():
-        return f"{char!r} ({code}, not ASCII)"
-    return repr(char)
+    return f"an invisible character ({code}, {unicodedata.category(char)})"
+
+
+def _id_number(value: object) -> object:
+    """A JSON integer sent as an id becomes its digits; a fraction is refused, never rounded."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        # A fraction, or an integer too large for the JSON reader (read as a float).
+        raise ValueError(f"is the number {value!r}: send an id as a string or a whole number")
+    return value
 
 
 def _safe_id(value: str) -> str:
-    if _ID.fullmatch(value):
+    if value.isprintable() and value.strip() == value:
         return value
     if not value.strip():
         raise ValueError(f"is blank: an id is {ID_RULE}")
-    bad = next((c for c in value if not _ID_CHAR.fullmatch(c)), None)
-    if bad is None:
-        raise ValueError(f"starts with {value[0]!r}: an id is {ID_RULE}")
-    raise ValueError(f"holds {_describe(bad)}: an id is {ID_RULE}")
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"holds {_describe(bad)}: an id is {ID_RULE}")
+    end = "starts" if value[0].isspace() else "ends"
+    raise ValueError(f"{end} with a space: an id is {ID_RULE}")
 
 
+_ID_STRING = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_ID_CHARS,
+    "pattern": ID_PATTERN,
+    "description": f"{ID_RULE}.",
+}
+_ID_NUMBER = {"type": "integer", "description": "Taken as its decimal digits."}
 Identifier = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_ID_CHARS),
+    BeforeValidator(_id_number),
     AfterValidator(_safe_id),
-    # What the validator checks, stated for consumers of the JSON Schema.
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_ID_CHARS,
-            "pattern": f"^{_ID.pattern}$",
-        }
-    ),
+    # What the validator checks, stated for consumers of the JSON Schema: records written to
+    # baton may carry a number, records baton writes always carry the string.
+    WithJsonSchema({"anyOf": [_ID_STRING, _ID_NUMBER]}, mode="validation"),
+    WithJsonSchema(_ID_STRING, mode="serialization"),
 ]
 
 

@@ -18,6 +18,7 @@ from agents.models.prices import Price, parse_cache_minimums, parse_prices
 from agents.models.providers import ProviderError, check_name
 from agents.policy import PolicyError
 from agents.policy import load as load_policy
+from schemas.topics import ROLES, topic_problem
 
 # A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
 LLMKind = str
@@ -147,6 +148,9 @@ class Settings:
     # 0 turns the HTTP source's per-customer cache off.
     orders_cache_ttl_s: float = 30.0
     namespace: str = ""
+    # A topic's name chosen by the shop (BATON_TOPIC_<ROLE>), by default name; the namespace
+    # still prefixes it.
+    topic_names: Mapping[str, str] = field(default_factory=dict)
     partitions: int = 8
     embedded_broker: bool = False
     replication_factor: int = 1
@@ -236,7 +240,8 @@ class Settings:
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def topic(self, name: str) -> str:
-        """Full name of topic ``name`` in this namespace."""
+        """Full name of topic ``name`` (a default name) as chosen, in this namespace."""
+        name = self.topic_names.get(name, name)
         return f"{self.namespace}.{name}" if self.namespace else name
 
     @property
@@ -333,6 +338,11 @@ class Settings:
         }
         # BATON_MODEL is always given, so the stage models must all be spelled out.
         env |= {f"BATON_MODEL_{stage.upper()}": m for stage, m in self.stage_models.items()}
+        env |= {
+            f"BATON_TOPIC_{role.upper()}": self.topic_names[default]
+            for role, default in ROLES.items()
+            if default in self.topic_names
+        }
         if self.prices:
             rows = {
                 m: [p.input, p.output, p.cache_write, p.cache_read] for m, p in self.prices.items()
@@ -608,6 +618,58 @@ def _policy_file(env: Mapping[str, str]) -> Path | None:
     return path
 
 
+def _topic_names(env: Mapping[str, str]) -> dict[str, str]:
+    """The ``BATON_TOPIC_<ROLE>`` names given, by default name."""
+    return {
+        default: env[f"BATON_TOPIC_{role.upper()}"].strip()
+        for role, default in ROLES.items()
+        if env.get(f"BATON_TOPIC_{role.upper()}", "").strip()
+    }
+
+
+def check_topics(settings: Settings) -> Settings:
+    """Raise ``SettingsError`` (one line, naming the setting) when Kafka would refuse one of
+    the topic names ``settings`` make, or two of them are one topic to Kafka."""
+    if settings.namespace:
+        problem = topic_problem(settings.namespace)
+        if problem:
+            raise SettingsError(f"BATON_NAMESPACE {_cut(settings.namespace)} {problem}")
+    # The tables' changelogs are named by Faust: <app id>-<table>-changelog.
+    names = {
+        f"{settings.app_id}-{table}-changelog": f"the {table} table's changelog"
+        for table in ("batons", "customers")
+    }
+    for name in names:
+        _check_topic(name, "BATON_NAMESPACE", {})
+    for role, default in ROLES.items():
+        chosen = default in settings.topic_names
+        setting = f"BATON_TOPIC_{role.upper()}" if chosen else "BATON_NAMESPACE"
+        name = settings.topic(default)
+        _check_topic(name, setting, names)
+        names[name] = f"the {role.replace('_', ' ')} topic"
+    return settings
+
+
+def _check_topic(name: str, setting: str, taken: Mapping[str, str]) -> None:
+    problem = topic_problem(name)
+    if problem:
+        raise SettingsError(f"{setting}: the topic name {_cut(name)} {problem}")
+    if name in taken:
+        raise SettingsError(f"{setting}: {_cut(name)} is already {taken[name]}")
+    # Kafka refuses a topic whose name differs from another's only by '.' against '_'.
+    clash = next((n for n in taken if n.replace(".", "_") == name.replace(".", "_")), None)
+    if clash is not None:
+        raise SettingsError(
+            f"{setting}: Kafka takes {_cut(name)} for {_cut(clash)}, {taken[clash]} ('.' and "
+            "'_' collide in topic names)"
+        )
+
+
+def _cut(value: str, limit: int = 80) -> str:
+    """A value for a one-line message: quoted, and cut when long."""
+    return repr(value if len(value) <= limit else value[: limit - 1] + "…")
+
+
 def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``env`` (default: ``os.environ``); raises ``SettingsError``."""
     env = os.environ if env is None else env
@@ -682,6 +744,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_ORDERS_CACHE_TTL", defaults.orders_cache_ttl_s
         ),
         namespace=env.get("BATON_NAMESPACE", ""),
+        topic_names=_topic_names(env),
         partitions=_int(env, "BATON_PARTITIONS", defaults.partitions, 1),
         embedded_broker=env.get("BATON_EMBEDDED_BROKER", "") in ("1", "true", "yes"),
         allow_unsigned=env.get("BATON_ALLOW_UNSIGNED", "") in ("1", "true", "yes"),
@@ -744,4 +807,4 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     unknown = set(overrides) - known
     if unknown:
         raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
-    return replace(settings, **overrides)  # type: ignore[arg-type]
+    return check_topics(replace(settings, **overrides))  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
+import yarl
 
 from agents.dsn import MASK, mask_dsn
 from agents.orders.mapping import FieldMap, MapError, keys
@@ -25,6 +26,13 @@ MAP_KEYS = ("customer_orders", "order", "list", "item", "limit_param", "fields",
 _RETRIED = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 5.0
 CACHE_ENTRIES = 10_000
+
+
+def segment(value: str) -> str:
+    """An id as one path segment: every reserved character percent-encoded, and ``.`` and
+    ``..`` too, so that an id never climbs to another path of the shop's API."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,9 @@ class HttpOrderSource:
             retry_after = None
             try:
                 # Not followed: the auth header would go along to wherever a redirect points.
-                async with self._client().get(url, params=params, allow_redirects=False) as resp:
+                # Encoded already (see ``segment``): taken as it is, never re-resolved.
+                target = yarl.URL(url, encoded=True)
+                async with self._client().get(target, params=params, allow_redirects=False) as resp:
                     if resp.status == 404:
                         raise _Absent
                     body = await resp.read()
@@ -210,7 +220,7 @@ class HttpOrderSource:
 
     async def _fetch_customer(self, customer_id: str, limit: int) -> list[Order]:
         m = self.mapping
-        path = m.customer_orders.replace("{customer_id}", quote(customer_id, safe=""))
+        path = m.customer_orders.replace("{customer_id}", segment(customer_id))
         params = {m.limit_param: str(limit)} if m.limit_param else {}
         try:
             body = await self._get_json(path, params)
@@ -275,7 +285,7 @@ class HttpOrderSource:
             found: Order | None = hit.value
             return found
         m = self.mapping
-        path = m.order.replace("{order_id}", quote(order_id, safe=""))
+        path = m.order.replace("{order_id}", segment(order_id))
         try:
             body = await self._get_json(path, {})
         except _Absent:

@@ -97,6 +97,7 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
 def _requeue(args: argparse.Namespace, settings: Settings) -> int:
     from streams.debug.dlq import requeue, requeue_plan
     from streams.kafka.topics import TopicNames
+    from streams.observe.shown import shown
 
     filters = _filters(args)
     if filters.empty and not args.all:
@@ -109,7 +110,7 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
         asyncio.run(requeue(settings, todo))
     tickets = TopicNames.of(settings).tickets
     for x, _, _, attempts in todo:
-        what = f"ticket {x.dl.ticket_id}" if x.dl.ticket_id else "the rejected record"
+        what = f"ticket {shown(x.dl.ticket_id)}" if x.dl.ticket_id else "the rejected record"
         sys.stdout.write(f"{verb} {x.dl.id}: {what} -> {tickets} (attempt {attempts})\n")
     print(f"baton: {verb} {len(todo)}, skipped {len(skipped)}", file=sys.stderr)
     return 0

@@ -41,3 +41,17 @@ def reported(command: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("baton: interrupted", file=sys.stderr)
         return 130
+
+
+def checked_id(value: str, where: str) -> str:
+    """``value`` when it is an id baton accepts; else a ``UsageError`` saying why, which never
+    repeats the value (it may hold control characters)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from schemas.records import Identifier
+
+    try:
+        return str(TypeAdapter(Identifier).validate_python(value))
+    except ValidationError as exc:
+        reason = exc.errors(include_url=False)[0]["msg"]
+        raise UsageError(f"{where}: {reason}") from None

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
-from streams.cli.errors import Fail, UsageError
+from streams.cli.errors import Fail, UsageError, checked_id
 from streams.settings import Settings
 
 
@@ -24,17 +24,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from pydantic import TypeAdapter, ValidationError
-
     from schemas.codec import dumps
-    from schemas.records import Identifier
     from streams.admin.forget import forget, retention
 
-    try:
-        TypeAdapter(Identifier).validate_python(args.customer_id)
-    except ValidationError as exc:
-        reason = exc.errors(include_url=False)[0]["msg"]
-        raise UsageError(f"baton forget: invalid customer id: {reason}") from None
+    checked_id(args.customer_id, "baton forget: invalid customer id")
     if args.timeout <= 0:
         raise UsageError("baton forget: --timeout must be positive")
     done = asyncio.run(forget(settings, args.customer_id, args.timeout))
@@ -63,11 +56,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _lines(done: Any, held: dict[str, float]) -> list[str]:
+    from streams.observe.shown import shown
+
     if not done.sessions and not done.index_sessions:
-        return [f"no session or index entry held for customer {done.customer_id}"]
-    lines = [f"customer {done.customer_id} (request {done.request_id}):"]
+        return [f"no session or index entry held for customer {shown(done.customer_id)}"]
+    lines = [f"customer {shown(done.customer_id)} (request {done.request_id}):"]
     for s in done.sessions:
-        lines.append(f"  session {s}: {'erased' if s in done.erased_sessions else 'NOT confirmed'}")
+        state = "erased" if s in done.erased_sessions else "NOT confirmed"
+        lines.append(f"  session {shown(s)}: {state}")
     if done.index_sessions:
         state = "erased" if done.index_erased else "NOT confirmed"
         lines.append(f"  index entry ({len(done.index_sessions)} sessions): {state}")

@@ -10,6 +10,7 @@ from typing import Any
 from schemas.codec import dumps
 from schemas.records import Ticket
 from streams import jsonl
+from streams.cli.errors import UsageError
 from streams.cli.records import load_records
 from streams.settings import Settings
 
@@ -20,14 +21,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("file")
     p.add_argument("--skip-invalid", action="store_true")
-    p.add_argument("--topic", default=None, help="default: support.tickets")
+    p.add_argument("--topic", default=None, help="default: the tickets topic (BATON_TOPIC_TICKETS)")
     return p
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from schemas.topics import topic_problem
     from streams.kafka.client import publish
     from streams.kafka.topics import TICKETS
 
+    problem = args.topic is not None and topic_problem(args.topic)
+    if problem:
+        raise UsageError(f"baton: --topic {problem}")
     tickets: list[Ticket] = load_records(Ticket, args.file, args.skip_invalid)
     topic = args.topic or settings.topic(TICKETS)
     progress = jsonl.Progress(len(tickets), "publishing")

@@ -76,6 +76,8 @@ def _dry_run(
 ) -> int:
     import orjson
 
+    from streams.observe.shown import shown
+
     if args.json:
         doc = {
             "namespace": namespace,
@@ -95,7 +97,7 @@ def _dry_run(
     for t in tickets:
         mark = " (already replied in the namespace)" if t.ticket_id in done else ""
         text = " ".join(t.text.split())[:60]
-        sys.stdout.write(f"{t.ticket_id} ({t.session_id}){mark}: {text!r}\n")
+        sys.stdout.write(f"{shown(t.ticket_id)} ({shown(t.session_id)}){mark}: {text!r}\n")
     _say(f"would replay {len(tickets)} ticket(s) in namespace {namespace}")
     return 0
 
@@ -124,7 +126,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise _usage(f"--batch: BATON_LLM={settings.llm} serves no Message Batches API")
     if batch is not None and (settings.llm != "anthropic" or not settings.anthropic_api_key):
         raise _usage("--batch needs ANTHROPIC_API_KEY and BATON_LLM=anthropic (rules call no API)")
-    source, target = TopicNames.of(settings), settings.with_(namespace=namespace)
+    from streams.settings import check_topics
+
+    source, target = TopicNames.of(settings), check_topics(settings.with_(namespace=namespace))
     into = TopicNames.of(target)
     try:
         asked = Selection(

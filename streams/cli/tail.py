@@ -27,10 +27,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
+    from schemas.topics import topic_problem
     from streams.kafka.client import read
 
     if args.limit is not None and args.limit <= 0:
         raise UsageError("baton: --limit must be positive")
+    problem = topic_problem(args.topic)
+    if problem:
+        raise UsageError(f"baton: the topic name {problem}")
 
     async def follow() -> None:
         async for m in read(

@@ -21,8 +21,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from schemas.codec import dumps
+    from streams.cli.errors import checked_id
     from streams.debug.trace import collect, render
 
+    checked_id(args.session_id, "baton trace: invalid session id")
     doc = asyncio.run(collect(settings, args.session_id))
     if args.json:
         sys.stdout.write(dumps(doc).decode() + "\n")

@@ -13,6 +13,7 @@ from schemas.baton import MemoryIndex
 from schemas.codec import dumps, loads
 from schemas.records import DeadLetter, Ticket
 from streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
+from streams.observe.shown import shown
 from streams.runtime.connect_letters import from_connect, is_connect
 from streams.settings import Settings
 
@@ -130,7 +131,7 @@ def line(letter: Letter) -> str:
     """One dead letter as one readable line."""
     dl = letter.dl
     at = dl.failed_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    who = f"{dl.ticket_id or '-'} ({dl.session_id or '-'})"
+    who = f"{shown(dl.ticket_id)} ({shown(dl.session_id)})"
     error = " ".join(dl.error.split())
     error = error if len(error) <= 90 else error[:89] + "…"
     return f"{at}  {dl.id}  {dl.stage:<10}  {dl.reason:<17}  {who}  x{dl.attempts}  {error}"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from schemas.records import Reply, Ticket
+from streams.observe.shown import shown
 
 if TYPE_CHECKING:
     from streams.kafka.client import Message
@@ -175,7 +176,8 @@ _MARK = {"same": "=", "changed": "~", "new": "+", "failed": "!"}
 def diff_line(entry: Mapping[str, Any]) -> str:
     """One ticket's diff as one line."""
     result = entry["result"]
-    head = f"{_MARK.get(result, '?')} {entry['ticket_id']} ({entry['session_id']}) {result}"
+    who = f"{shown(entry['ticket_id'])} ({shown(entry['session_id'])})"
+    head = f"{_MARK.get(result, '?')} {who} {result}"
     if result == "failed":
         return head + ": no reply in the replay namespace"
     if result == "new":

@@ -15,6 +15,7 @@ from schemas.records import Reply, Ticket, UsageTotals
 from schemas.stages import StageRecord
 from streams.debug.dlq import read_letter
 from streams.kafka.topics import TopicNames, changelog_topic
+from streams.observe.shown import shown
 from streams.observe.tracing import trace_id_of
 from streams.runtime.stages import STAGES
 from streams.settings import Settings
@@ -298,7 +299,7 @@ def _session_usage(tickets: Any) -> UsageTotals:
 
 def render(doc: Mapping[str, Any]) -> list[str]:
     """The trace as readable lines: a header, one line per event, then totals."""
-    sid = doc["session_id"]
+    sid = shown(doc["session_id"])
     if not doc["found"]:
         return [f"session {sid}: nothing recorded in any topic"]
     replies = [t["reply"] for t in doc["tickets"] if t["reply"] is not None]
@@ -314,17 +315,18 @@ def render(doc: Mapping[str, Any]) -> list[str]:
     ]
     for t in doc["tickets"]:
         if t.get("trace_ids"):
-            lines.append(f"trace of {t['ticket_id']}: {', '.join(t['trace_ids'])}")
-    width = max((len(e["ticket_id"] or "") for e in doc["events"]), default=1)
+            lines.append(f"trace of {shown(t['ticket_id'])}: {', '.join(t['trace_ids'])}")
+    width = max((len(shown(e["ticket_id"])) for e in doc["events"]), default=1)
     for e in doc["events"]:
         at = e["at"].replace("T", " ").removesuffix("+00:00")
-        lines.append(f"{at}  {(e['ticket_id'] or '-'):<{width}}  {e['kind']:<11}  {e['decision']}")
+        who = shown(e["ticket_id"])
+        lines.append(f"{at}  {who:<{width}}  {e['kind']:<11}  {e['decision']}")
     usage = UsageTotals.model_validate(doc["usage"])
     by_stage = ", ".join(f"{s} {n}" for s, n in sorted(usage.by_stage.items()))
     lines.append(f"usage: {_usage_text(usage)}" + (f" (calls: {by_stage})" if by_stage else ""))
     missing = [t["ticket_id"] for t in doc["tickets"] if t["reply"] is None]
     if missing:
-        lines.append(f"no reply yet: {', '.join(missing)}")
+        lines.append(f"no reply yet: {', '.join(shown(m) for m in missing)}")
     return lines
 
 

@@ -13,6 +13,7 @@ import orjson
 
 from agents.dsn import mask_dsn, passwords
 from schemas.records import CallUsage, Reply
+from streams.observe.shown import kept, shown
 from streams.observe.tracing import current_span_ids
 from streams.settings import Settings
 
@@ -36,8 +37,9 @@ _PAYLOAD_TEXT = re.compile(
     r"""(['"]?\b(?:system|prompt|messages)\b['"]?\s*[:=]\s*)(['"])(?:\\.|(?!\2).)*\2""",
     re.DOTALL,
 )
-_TICKET_ID = re.compile(rb'"ticket_id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
-_SESSION_ID = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){1,400})"')
+# A JSON string (escapes and all) or a JSON integer: the id as the producer wrote it.
+_TICKET_ID = re.compile(rb'"ticket_id"\s*:\s*("(?:[^"\\]|\\.){1,400}"|-?[0-9]{1,200})')
+_SESSION_ID = re.compile(rb'"session_id"\s*:\s*("(?:[^"\\]|\\.){1,400}"|-?[0-9]{1,200})')
 _SCAN_BYTES = 4096
 
 log = logging.getLogger("baton.events")
@@ -195,7 +197,7 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         parts = [_ts(record), f"{record.levelname:<7}", f"{record.name}:", record.getMessage()]
         for name, value in _fields(record):
-            parts.append(f"{name}={value}")
+            parts.append(f"{name}={shown(value)}")
         text = " ".join(parts)
         exc = _exception(self, record)
         return f"{text}\n{exc}" if exc else text
@@ -282,8 +284,9 @@ def current_ids() -> dict[str, str]:
     for name, pattern in (("ticket_id", _TICKET_ID), ("session_id", _SESSION_ID)):
         found = pattern.search(head)
         if found:
+            # Read before validation: the record may be invalid, its id anything.
             with contextlib.suppress(orjson.JSONDecodeError):
-                ids[name] = orjson.loads(b'"' + found.group(1) + b'"')
+                ids[name] = kept(orjson.loads(found.group(1)))
     return ids
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from agents.asking import budget_tokens
 from agents.outcome import Outcome
 from schemas.records import CallUsage
+from streams.observe.shown import shown
 
 # Spending is kept in this many slices of the window per customer, so a customer's ledger has
 # a bounded size however many calls it makes.
@@ -82,7 +83,7 @@ class CustomerBudgets:
         if not allowance.by_customer or failure is None or failure.reason != "budget_exceeded":
             return outcome
         error = (
-            f"customer {customer_id}'s token budget is spent: {self.tokens} tokens per "
+            f"customer {shown(customer_id)}'s token budget is spent: {self.tokens} tokens per "
             f"{self.window_s:g} s on this worker (BATON_CUSTOMER_TOKEN_BUDGET)"
         )
         return replace(outcome, failure=replace(failure, error=error))

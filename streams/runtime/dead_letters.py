@@ -13,6 +13,7 @@ from schemas.codec import InvalidRecord, dumps, parse
 from schemas.records import DeadLetter, StageName, Ticket
 from schemas.stages import StageRecord
 from streams.kafka.carrier import Headers
+from streams.observe.shown import shown
 
 HEADER_PREFIX = "__connect.errors."
 
@@ -134,7 +135,7 @@ def flood(stage: StageName, ticket: Ticket, source: Source, cap: int) -> DeadLet
         stage=stage,
         reason="session_flood",
         error=(
-            f"session {ticket.session_id} already had {cap} tickets waiting in {stage} "
+            f"session {shown(ticket.session_id)} already had {cap} tickets waiting in {stage} "
             "(BATON_MAX_QUEUED_PER_SESSION): this ticket was not processed and got no reply; "
             "re-drive it with `baton dlq requeue` once the session is quiet"
         ),

@@ -26,6 +26,7 @@ from streams.kafka.topics import TopicNames
 from streams.observe import tracing
 from streams.observe.logs import describe
 from streams.observe.observer import CountingObserver, Observer
+from streams.observe.shown import shown
 from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
 from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
@@ -184,14 +185,14 @@ class Pipeline:
                     log.warning(
                         "%s failed on %s (attempt %d): %s",
                         stage,
-                        ticket.ticket_id,
+                        shown(ticket.ticket_id),
                         attempt,
                         describe(exc),
                     )
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
-                log.error("%s gave up on %s: %s", stage, ticket.ticket_id, describe(exc))
-                log.debug("%s failed on %s", stage, ticket.ticket_id, exc_info=True)
+                log.error("%s gave up on %s: %s", stage, shown(ticket.ticket_id), describe(exc))
+                log.debug("%s failed on %s", stage, shown(ticket.ticket_id), exc_info=True)
                 dl = dead_letters.letter(
                     stage=stage,
                     reason="stage_error",

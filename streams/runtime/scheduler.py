@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from streams.observe.shown import shown
+
 log = logging.getLogger("baton.scheduler")
 
 Handler = Callable[[Any], Awaitable[None]]
@@ -185,7 +187,9 @@ class SessionGate:
             if held is not None and held[0] != ticket_id:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    log.warning("session %s: gave up waiting for %s", session_id, held[0])
+                    log.warning(
+                        "session %s: gave up waiting for %s", shown(session_id), shown(held[0])
+                    )
                     break
                 try:
                     await asyncio.wait_for(held[1].wait(), remaining)
@@ -195,7 +199,9 @@ class SessionGate:
             other = pending()
             if held is None and other is not None and other != ticket_id:
                 if loop.time() >= deadline:
-                    log.warning("session %s: ticket %s never finished", session_id, other)
+                    log.warning(
+                        "session %s: ticket %s never finished", shown(session_id), shown(other)
+                    )
                     break
                 await asyncio.sleep(0.2)
                 continue

@@ -27,7 +27,7 @@ from tests.fixtures.deployments import Deployment, open_deployment
 pytestmark = pytest.mark.integration
 
 SQL = "'; DROP TABLE orders; --"
-# Ids cannot hold quotes or spaces (schemas.records.Identifier): SQL goes in the free text.
+# SQL in the free text; ids holding SQL are in VALID below (an id is any printable text).
 SQL_ORDER = {
     "order_id": "O-7sql",
     "customer_id": "c-sql",
@@ -91,7 +91,8 @@ INVALID: dict[str, tuple[bytes | None, str]] = {
         _json({**_ticket("sid-list", text="hi"), "session_id": ["a", "b"]}),
         "session_id: Input should be",
     ),
-    "ticket_id a number": (_json(_ticket(12345, text="hi")), "ticket_id: Input should be"),
+    "ticket_id a fraction": (_json(_ticket(12.5, text="hi")), "ticket_id: Value error, is the"),
+    "ticket_id a boolean": (_json(_ticket(True, text="hi")), "ticket_id: Input should be"),
     "blank text": (_json(_ticket("blank", text=" \n\t  ")), "text is blank"),
     "only control characters": (_json(_ticket("ctrl", text="\x00\x01\x07\x1b")), "text is blank"),
     "text over the limit": (
@@ -100,24 +101,16 @@ INVALID: dict[str, tuple[bytes | None, str]] = {
     ),
     "control character in an id": (_json(_ticket("bad\x07id", text="hi")), "control character"),
     "blank session_id": (_json({**_ticket("sid-blank", text="hi"), "session_id": "  "}), "blank"),
-    "space in an id": (_json(_ticket("has space", text="hi")), "holds a space"),
-    "shell metacharacters in an id": (
-        _json({**_ticket("shell", text="hi"), "ticket_id": "t$(id);`id`"}),
-        "ticket_id: Value error, holds '$'",
+    "newline in an id": (
+        _json({**_ticket("newline", text="hi"), "session_id": "s\nlevel=error"}),
+        "session_id: Value error, holds a control character (U+000A)",
     ),
-    "quote in customer_id": (
-        _json({**_ticket("quote", text="hi"), "customer_id": "c-ana' OR '1'='1"}),
-        "customer_id: Value error, holds",
+    "right-to-left override in an id": (
+        _json({**_ticket("rlo", text="hi"), "customer_id": "c-ana\u202e"}),
+        "customer_id: Value error, holds an invisible character (U+202E, Cf)",
     ),
-    "slash in session_id": (
-        _json({**_ticket("slash", text="hi"), "session_id": "../../etc/passwd"}),
-        "session_id: Value error, holds '/'",
-    ),
-    "id starting with a dash": (
-        _json({**_ticket("dash", text="hi"), "session_id": "-rf"}),
-        "session_id: Value error, starts with '-'",
-    ),
-    "non-ASCII id": (_json(_ticket("票-1", text="hi")), "not ASCII"),
+    "space around an id": (_json(_ticket(" padded", text="hi")), "starts with a space"),
+    "id over 200 characters": (_json(_ticket("x" * 201, text="hi")), "at most 200 characters"),
 }
 
 INJECTION_EN = (
@@ -154,9 +147,17 @@ VALID: dict[str, dict[str, Any]] = {
         "customer_id": SQL_ORDER["customer_id"],
         "text": f"My kettle is leaking{SQL} UNION SELECT * FROM orders; I want a refund.",
     },
-    "every character an id may hold": _ticket(
+    "an id of letters, digits and . _ : @ -": _ticket(
         "T.1_a:b@c-D", text="My kettle is leaking, can it be repaired?"
     ),
+    "an id with a space, shell and quotes": {
+        **_ticket("t$(id);`id` 'x'", text="My kettle is leaking, can it be repaired?"),
+        "customer_id": "c-ana' OR '1'='1",
+    },
+    "a path-like id starting with a dash": {
+        **_ticket("-rf ../../etc/passwd", text="Where is my parcel?"),
+    },
+    "a non-ASCII id": _ticket("票-1", text="我的水壶漏水了，想退款"),
     "prompt injection (English)": _ticket("inject-en", text=INJECTION_EN),
     "prompt injection (Chinese)": _ticket("inject-zh", text=INJECTION_ZH),
     "a model number is not money": _ticket(

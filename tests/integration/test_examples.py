@@ -148,3 +148,35 @@ def test_a_node_consumer_validates_records_with_the_json_schemas_alone(
     assert done.returncode == 1
     out = done.stdout.decode()
     assert out.startswith("line 2:") and "ticket_id" in out and "status" in out
+
+
+def test_a_node_consumer_applies_the_same_id_rule_as_baton(node_consumer: Path) -> None:
+    accepted = [
+        "ana.silva+orders@example.org",
+        "gid://shopify/Customer/1029384756",
+        "ANA SILVA 01",
+        1029384756,
+        "t'$(id)`id`",
+        "-rf",
+        "票-1",
+        "аna",
+        "x" * 200,
+    ]
+    refused = ["a\nb", "a\u202eb", "a\u00a0b", " padded", "padded ", "x" * 201, 12.5, ""]
+    lines = [
+        json.dumps({"ticket_id": v, "session_id": "s1", "text": "hi"}).encode()
+        for v in accepted + refused
+    ]
+    # What baton itself makes of each: the same split.
+    for value in accepted:
+        Ticket.model_validate({"ticket_id": value, "session_id": "s1", "text": "hi"})
+    for value in refused:
+        with pytest.raises(ValueError):
+            Ticket.model_validate({"ticket_id": value, "session_id": "s1", "text": "hi"})
+    done = _validate(node_consumer, "ticket", lines)
+    assert done.returncode == 1
+    assert f"{len(accepted)} valid, {len(refused)} invalid".encode() in done.stderr, done.stderr
+    flagged = sorted(
+        int(line.split(":")[0].removeprefix("line ")) for line in done.stdout.decode().splitlines()
+    )
+    assert flagged == list(range(len(accepted) + 1, len(accepted) + len(refused) + 1)), flagged

@@ -46,7 +46,12 @@ def one_line(text: str) -> str:
         (["tail", "x", "--limit", "nope"], "invalid int value"),
         (["broker", "--port", "70000"], "--port must be between 1 and 65535"),
         (["tail", "x", "--limit", "0"], "--limit must be positive"),
-        (["forget", "c1;rm"], "invalid customer id"),
+        (["forget", "c1\nrm -rf ~"], "invalid customer id: Value error, holds a control"),
+        (["forget", " c1"], "invalid customer id: Value error, starts with a space"),
+        (["trace", "s1\x1b[2J"], "invalid session id: Value error, holds a control"),
+        (["trace", "--", "x" * 201], "invalid session id: String should have at most 200"),
+        (["tail", "support replies"], "the topic name holds ' ': Kafka allows only"),
+        (["publish", "-", "--topic", "a" * 250], "--topic has 250 characters"),
         (["forget", "c1", "--timeout", "0"], "--timeout must be positive"),
     ],
 )
@@ -64,6 +69,34 @@ def test_every_command_module_is_one_subcommand() -> None:
         "trace", "replay", "dlq", "forget", "bench", "eval",
     ]  # fmt: skip
     assert len(COMMANDS) == len(sub.choices or ())
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"BATON_TOPIC_TICKETS": "prod/cs/tickets"}, "BATON_TOPIC_TICKETS: the topic name"),
+        ({"BATON_TOPIC_REPLIES": "support.tickets"}, "is already the tickets topic"),
+        ({"BATON_NAMESPACE": "n" * 240}, "Kafka allows at most 249"),
+    ],
+)
+def test_a_bad_topic_name_is_one_line_at_start(
+    env: dict[str, str],
+    expected: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["worker"]) == 2
+    assert expected in one_line(capsys.readouterr().err)
+
+
+def test_a_replay_namespace_that_makes_a_topic_name_too_long_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BATON_TOPIC_TICKETS", "t" * 240)
+    assert main(["replay", "--namespace", "abcdefghij", "--dry-run"]) == 2
+    assert "has 251 characters, Kafka allows at most 249" in one_line(capsys.readouterr().err)
 
 
 def test_a_bad_environment_variable_is_one_line(

@@ -248,9 +248,41 @@ def test_ids_come_from_the_record_being_processed() -> None:
         # An invalid record is read as it is, escaped quotes included.
         event.message.value = orjson.dumps({**raw, "ticket_id": 'T-"42"'})
         assert current_ids() == {"ticket_id": 'T-"42"', "session_id": "S-1"}
+        # A number is its digits; a hostile id is escaped and cut, never a second line.
+        event.message.value = orjson.dumps({**raw, "ticket_id": 1029384756})
+        assert current_ids()["ticket_id"] == "1029384756"
+        event.message.value = orjson.dumps({**raw, "ticket_id": "a\nlevel=error\u202e"})
+        assert current_ids()["ticket_id"] == '"a\\u000alevel=error\\u202e"'
+        event.message.value = orjson.dumps({**raw, "session_id": "s" * 390})
+        assert current_ids()["session_id"] == "s" * 199 + "…"
+        event.message.value = orjson.dumps({**raw, "session_id": "ana.silva+orders@example.org"})
+        assert current_ids()["session_id"] == "ana.silva+orders@example.org"
     finally:
         _current_event.reset(token)
     assert current_ids() == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("T-9", "T-9"),
+        ("ana.silva+orders@example.org", "ana.silva+orders@example.org"),
+        ("gid://shopify/Customer/1", "gid://shopify/Customer/1"),
+        ("ANA SILVA 01", '"ANA SILVA 01"'),
+        ("x outcome=forged", '"x outcome=forged"'),
+        ('t"$(id)', '"t\\"$(id)"'),
+        ("a\nINFO forged line", '"a\\u000aINFO forged line"'),
+        ("аna", "аna"),
+    ],
+)
+def test_a_text_log_line_keeps_every_id_one_field(
+    capture: tuple[logging.Logger, io.StringIO, logging.Handler], value: str, written: str
+) -> None:
+    logger, buf, handler = capture
+    handler.setFormatter(TextFormatter())
+    logger.info("reply", extra={"ticket_id": value, "outcome": "answered"})
+    (text,) = buf.getvalue().splitlines()
+    assert text.endswith(f" ticket_id={written} outcome=answered"), text
 
 
 def test_worker_log_format_option_reaches_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -236,3 +236,32 @@ async def test_a_redirect_is_not_followed_so_the_key_stays_home(
     with pytest.raises(StoreUnavailable, match="HTTP 302"):
         await shop.for_customer("c-ana")
     assert len(shop_api.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("customer", "raw_path"),
+    [
+        ("..", "/api/customers/%2E%2E/orders"),
+        (".", "/api/customers/%2E/orders"),
+        ("../../admin", "/api/customers/..%2F..%2Fadmin/orders"),
+        (
+            "gid://shopify/Customer/1029384756",
+            "/api/customers/gid%3A%2F%2Fshopify%2FCustomer%2F1029384756/orders",
+        ),
+        ("ana.silva+orders@example.org", "/api/customers/ana.silva%2Borders%40example.org/orders"),
+        ("ANA SILVA?x=1#f", "/api/customers/ANA%20SILVA%3Fx%3D1%23f/orders"),
+        ("票-1", "/api/customers/%E7%A5%A8-1/orders"),
+    ],
+)
+async def test_an_id_is_one_path_segment_on_the_wire_and_never_climbs(
+    shop_api: ShopApi, customer: str, raw_path: str
+) -> None:
+    shop_api.add([order("O-7", customer), order("O-8", "c-other")])
+    s = source(shop_api)
+    try:
+        assert [o.order_id for o in await s.for_customer(customer)] == ["O-7"]
+        assert shop_api.requests[-1].path == raw_path
+        assert await s.get("..") is None
+        assert shop_api.requests[-1].path == "/api/orders/%2E%2E"
+    finally:
+        await s.close()

@@ -81,25 +81,20 @@ async def test_a_republished_ticket_is_answered_once(pipeline: Pipeline) -> None
 @pytest.mark.parametrize(
     ("field", "value", "phrase"),
     [
-        ("session_id", "s1 rm -rf ~", "holds a space"),
-        ("session_id", "s1;reboot", "holds ';'"),
-        ("ticket_id", "t1$(id)", "holds '$'"),
-        ("ticket_id", "t1`id`", "holds '`'"),
-        ("customer_id", "C1'||'", 'holds "\'"'),
-        ("customer_id", 'C1"', "holds '\"'"),
-        ("session_id", "../etc/passwd", "holds '/'"),
-        ("session_id", "s1|cat", "holds '|'"),
+        ("session_id", "s1\nrm -rf ~", "holds a control character (U+000A)"),
         ("ticket_id", "t1\x1b[2J", "holds a control character (U+001B)"),
         ("ticket_id", "t1\tx", "holds a control character (U+0009)"),
-        ("session_id", "-rf", "starts with '-'"),
-        ("session_id", "..", "starts with '.'"),
-        ("customer_id", "客户1", "not ASCII"),
-        ("session_id", "s\u200b1", "an invisible character (U+200B)"),
+        ("customer_id", "C1\x00", "holds a control character (U+0000)"),
+        ("session_id", "s\u200b1", "an invisible character (U+200B, Cf)"),
+        ("session_id", "s1\u202e", "an invisible character (U+202E, Cf)"),
+        ("session_id", " s1", "starts with a space"),
+        ("customer_id", "C1 ", "ends with a space"),
         ("session_id", "x" * 201, "at most 200 characters"),
+        ("ticket_id", 1.5, "is the number 1.5"),
     ],
 )
 async def test_a_ticket_with_an_unsafe_id_is_an_invalid_input_dead_letter(
-    pipeline: Pipeline, field: str, value: str, phrase: str
+    pipeline: Pipeline, field: str, value: object, phrase: str
 ) -> None:
     n = names(pipeline)
     raw = orjson.dumps({**ticket("t1", "My kettle is leaking.").model_dump(), field: value})
@@ -107,18 +102,46 @@ async def test_a_ticket_with_an_unsafe_id_is_an_invalid_input_dead_letter(
     (letter,) = dead_letters(pipeline)
     assert (letter.stage, letter.reason) == ("intake", "invalid_input")
     assert letter.error.startswith(f"{field}: ") and phrase in letter.error, letter.error
+    assert "\n" not in letter.error and "\x1b" not in letter.error
     assert letter.payload == raw.decode() and letter.source_offset == 7
     assert n.sessions not in sink(pipeline).sent
     assert counts(pipeline)["done.intake.invalid"] == 1
 
 
-async def test_ids_of_letters_digits_and_dot_underscore_colon_at_dash_pass(
-    pipeline: Pipeline,
+@pytest.mark.parametrize(
+    "value",
+    [
+        "ana.silva+orders@example.org",
+        "gid://shopify/Customer/1029384756",
+        "ANA SILVA 01",
+        "t'$(id)`id`\"; rm -rf ~",
+        "../../etc/passwd",
+        "-rf",
+        "客户1",
+        "x" * 200,
+    ],
+)
+async def test_ids_as_real_systems_send_them_pass_unchanged_and_key_the_session(
+    store: SQLiteOrderStore, pipeline: Pipeline, value: str
 ) -> None:
-    odd = ticket("T.1_a:b@c-D", "My kettle is leaking.", session="sess:2026@web_1", customer="C1")
+    odd = ticket(value, "My kettle is leaking.", session=value, customer="C1")
     (reply,) = await run(pipeline, odd)
-    assert (reply.ticket_id, reply.session_id) == ("T.1_a:b@c-D", "sess:2026@web_1")
+    assert (reply.ticket_id, reply.session_id) == (value, value)
+    assert baton_of(pipeline, value).tickets[0].ticket_id == value
     assert names(pipeline).dead_letters not in sink(pipeline).sent
+
+
+async def test_a_numeric_id_is_answered_under_its_digits(pipeline: Pipeline) -> None:
+    n = names(pipeline)
+    raw = b'{"ticket_id": 1029384756, "session_id": 42, "customer_id": "C1", "text": "It leaks."}'
+    await pipeline.intake(raw, Source(n.tickets, 0, 0))
+    keys = [key for key, _ in sink(pipeline).sent[n.sessions]]
+    await hop(pipeline, "understand", n.sessions)
+    await hop(pipeline, "lookup", n.understood)
+    await hop(pipeline, "strategy", n.matched)
+    (reply,) = [Reply.model_validate_json(v) for _, v in sink(pipeline).sent[n.replies]]
+    assert (reply.ticket_id, reply.session_id) == ("1029384756", "42")
+    assert keys == ["42"]
 
 
 async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) -> None:

@@ -97,6 +97,8 @@ def test_the_repr_hides_every_secret(tmp_path: Path) -> None:
             "BATON_WEB_BIND": "0.0.0.0",
             "BATON_ORDERS_DSN": "postgresql://u:p@h/db",
             "BATON_NAMESPACE": "r1",
+            "BATON_TOPIC_TICKETS": "prod.cs.tickets.v1",
+            "BATON_TOPIC_DEAD_LETTERS": "prod.cs.dlq.v1",
             "BATON_EMBEDDED_BROKER": "yes",
             "BATON_PRODUCER_ACKS": "-1",
             "BATON_TURN_TIMEOUT": "0.1",

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from schemas.topics import ALL, ROLES, topic_problem
 from streams.kafka.topics import (
     TopicMismatch,
+    TopicNames,
     TopicRefused,
     _described,
     changelogs,
@@ -16,7 +18,88 @@ from streams.kafka.topics import (
     topic_configs,
     wanted_partitions,
 )
-from streams.settings import Settings
+from streams.settings import Settings, SettingsError, load
+
+CHOSEN = {f"BATON_TOPIC_{role.upper()}": f"prod.cs.{role}.v1" for role in ROLES}
+
+
+def test_every_topic_has_a_setting_that_renames_it_and_the_namespace_prefixes_it() -> None:
+    assert sorted(ROLES.values()) == sorted(ALL)
+    names = TopicNames.of(load({**CHOSEN, "BATON_NAMESPACE": "stage"}))
+    assert names.tickets == "stage.prod.cs.tickets.v1"
+    assert names.all() == tuple(f"stage.prod.cs.{role}.v1" for role in ROLES)
+    assert TopicNames.of(load(CHOSEN)).replies == "prod.cs.replies.v1"
+    # Only the topics named change; the others keep their default names.
+    one = TopicNames.of(load({"BATON_TOPIC_REPLIES": "out"}))
+    assert (one.replies, one.tickets) == ("out", "support.tickets")
+
+
+def test_a_renamed_dead_letter_topic_keeps_the_longer_retention() -> None:
+    s = load({"BATON_TOPIC_DEAD_LETTERS": "prod.cs.dlq", "BATON_DEAD_LETTER_RETENTION_DAYS": "30"})
+    assert topic_configs(s, "prod.cs.dlq")["retention.ms"] == str(30 * 86_400_000)
+    assert topic_configs(s, "support.dead-letters")["retention.ms"] == str(7 * 86_400_000)
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("", "is empty"),
+        (".", "is reserved by Kafka"),
+        ("..", "is reserved by Kafka"),
+        ("a" * 250, "has 250 characters, Kafka allows at most 249"),
+        ("prod cs", "holds ' '"),
+        ("prod/cs", "holds '/'"),
+        ("tickets:v1", "holds ':'"),
+        ("tickéts", "holds 'é'"),
+        ("a\nb", "holds U+000A"),
+    ],
+)
+def test_kafkas_topic_name_rule(name: str, problem: str) -> None:
+    assert problem in (topic_problem(name) or "")
+
+
+def test_legal_topic_names_pass() -> None:
+    for name in ("prod.cs.tickets.v1", "a" * 249, "A_b-C.9", "support.tickets"):
+        assert topic_problem(name) is None, name
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"BATON_TOPIC_TICKETS": "prod cs"},
+            "BATON_TOPIC_TICKETS: the topic name 'prod cs' holds ' '",
+        ),
+        (
+            {"BATON_NAMESPACE": "n" * 200, "BATON_TOPIC_MEMORY_INDEX": "x" * 49},
+            "BATON_TOPIC_MEMORY_INDEX: the topic name 'nnnn",
+        ),
+        ({"BATON_NAMESPACE": "a b"}, "BATON_NAMESPACE 'a b' holds ' '"),
+        (
+            {"BATON_TOPIC_REPLIES": "out", "BATON_TOPIC_TICKETS": "out"},
+            "BATON_TOPIC_REPLIES: 'out' is already the tickets topic",
+        ),
+        (
+            {"BATON_TOPIC_REPLIES": "support_tickets"},
+            "Kafka takes 'support_tickets' for 'support.tickets', the tickets topic",
+        ),
+        (
+            {"BATON_TOPIC_TICKETS": "baton-batons-changelog"},
+            "is already the batons table's changelog",
+        ),
+    ],
+)
+def test_a_bad_topic_setting_is_one_line_naming_it(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load(env)
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 300
+
+
+def test_the_longest_legal_names_pass() -> None:
+    # 249 characters with the namespace and its dot.
+    s = load({"BATON_NAMESPACE": "n" * 100, "BATON_TOPIC_TICKETS": "t" * 148})
+    assert len(s.topic("support.tickets")) == 249
 
 
 def test_dead_letters_are_kept_longer_than_the_hops() -> None:
