@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from agents.guards import reading
 from agents.guards.audit import FIELDS, CustomerOrders
+from agents.guards.drift import addresses
 from agents.guards.identifiers import Identifier, identifiers
 from agents.guards.numbers import RUN
 from schemas.records import Order
@@ -82,7 +83,7 @@ def _longest_run(text: str) -> str:
     return max(re.findall(r"\d+", text), key=len, default="")
 
 
-def _order_target(token: str, orders: Sequence[Order]) -> str | None:
+def near_miss_of(token: str, orders: Sequence[Order]) -> str | None:
     """The one order id ``token`` is a near-miss of, or None (no such order, or several).
 
     Tried in turn, the first that fits any order decides: the same id in another case; the
@@ -125,7 +126,7 @@ def _fixes(text: str, books: CustomerOrders) -> list[tuple[Identifier, str]]:
     for ident in identifiers(text, books.shapes):
         if ident.value in exact or ident.value.casefold() in keep:
             continue
-        target = _order_target(ident.value, books.own)
+        target = near_miss_of(ident.value, books.own)
         if ident.kind == "tracking number":
             # "单号" is said of both: a tracking number first, else an order id.
             target = _tracking_target(ident.value, books.own) or target
@@ -149,11 +150,12 @@ def facts_line(order: Order, language: str) -> str:
 
 
 def corrected(
-    draft: StrategyDraft, books: CustomerOrders, language: str
+    draft: StrategyDraft, books: CustomerOrders, language: str, names: Sequence[str] = ()
 ) -> tuple[StrategyDraft, list[Correction]]:
     """``draft`` with near-miss order ids and tracking numbers replaced by the store's, when one
     of the customer's orders is the only one they can be, and the matched order's id and product
-    added to a reply that names no order id at all; what was replaced."""
+    added to a reply that names no order id at all but addresses the product (one of
+    ``names``; a reply off the topic is left for the re-ask); what was replaced."""
     updates: dict[str, str] = {}
     done: list[Correction] = []
     for name in FIELDS:
@@ -166,7 +168,8 @@ def corrected(
     reply = updates.get("reply", draft.reply)
     if matched is not None and matched.order_id not in reply:
         named = [i for i in identifiers(reply, books.shapes) if i.kind == "order id"]
-        if not named:
+        on_topic = not names or any(addresses(f"{reply}\n{draft.solution}", n) for n in names)
+        if not named and on_topic:
             sep = "" if language == "zh" or reply.endswith((" ", "\n")) else " "
             updates["reply"] = f"{reply}{sep}{facts_line(matched, language)}"
             done.append(Correction("reply", "", matched.order_id))

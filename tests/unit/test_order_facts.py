@@ -49,7 +49,8 @@ def _problems(draft: StrategyDraft, case: dict[str, Any], books: CustomerOrders)
 
 def _verdict(case: dict[str, Any]) -> tuple[str, StrategyDraft, list[str]]:
     books = _books(case)
-    draft, fixes = corrected(_draft(case["reply"]), books, case["language"])
+    names = [ORDERS[case["matched"]].product_name]
+    draft, fixes = corrected(_draft(case["reply"]), books, case["language"], names)
     problems = _problems(draft, case, books)
     if problems:
         return "reject", draft, problems
@@ -80,6 +81,12 @@ def test_an_ambiguous_near_miss_is_left_for_the_re_ask() -> None:
     case = next(c for c in CORPUS if c["id"] == "f-en-bad-1")
     draft, fixes = corrected(_draft(case["reply"]), _books(case), "en")
     assert fixes == [] and draft.reply == case["reply"]
+
+
+def test_a_reply_off_the_topic_gets_no_rendered_id() -> None:
+    draft = _draft("We will help you.")
+    books = _books({"customer": "G-ANA", "matched": "G-1001"})
+    assert corrected(draft, books, "en", ["Midea Electric Kettle 1.7L"]) == (draft, [])
 
 
 def test_the_rendered_facts_line_speaks_the_customer_language() -> None:
