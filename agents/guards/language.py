@@ -52,7 +52,10 @@ def language_problem(text: str, language: str, names: Iterable[str] = ()) -> str
         return None
     if language == "zh":
         return f"{LANGUAGE}: 回复是英文的，但客户用中文写信；请用中文重写整段回复"
-    return f"{LANGUAGE}: the reply is in Chinese but the customer wrote in English; rewrite it all in English"
+    return (
+        f"{LANGUAGE}: the reply is in Chinese but the customer wrote in English; rewrite it all "
+        "in English"
+    )
 
 
 def feedback_note(language: str, order_id: str | None) -> str | None:

@@ -53,7 +53,8 @@ _IN_TRANSIT = re.compile(
 )
 # Conditions and futures: "once it is delivered", "签收后".
 _CONDITIONAL = re.compile(
-    r"\b(?:once|when|after|as soon as|until|if|unless)\b|签收后|送达后|到货后|收到后|一旦|如果", re.I
+    r"\b(?:once|when|after|as soon as|until|if|unless)\b|签收后|送达后|到货后|收到后|一旦|如果",
+    re.I,
 )
 _NOT_ARRIVED = {"paid", "pending", "shipped", "lost"}
 _NOT_TRAVELLING = {"delivered", "cancelled", "refunded", "returned", "paid", "pending"}

@@ -4,9 +4,9 @@ the store without a re-ask, and the figures match the healthy stand-in's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from dataclasses import replace
 from typing import Any
 
 from agents.guards.order_facts import CORRECTED

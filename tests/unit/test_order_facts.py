@@ -92,7 +92,9 @@ def test_a_reply_off_the_topic_gets_no_rendered_id() -> None:
 def test_the_rendered_facts_line_speaks_the_customer_language() -> None:
     order = ORDERS["G-3003"]
     assert facts_line(order, "zh") == "订单 G-3003：华为 FreeBuds Pro 3 无线耳机，已发货。"
-    assert facts_line(ORDERS["G-1001"], "en") == "Order G-1001: Midea Electric Kettle 1.7L, delivered."
+    assert (
+        facts_line(ORDERS["G-1001"], "en") == "Order G-1001: Midea Electric Kettle 1.7L, delivered."
+    )
 
 
 def test_corpus_figures() -> None:
