@@ -48,6 +48,8 @@ def one_line(text: str) -> str:
         (["tail", "x", "--limit", "0"], "--limit must be positive"),
         (["forget", "c1;rm"], "invalid customer id"),
         (["forget", "c1", "--timeout", "0"], "--timeout must be positive"),
+        (["eval", "x.jsonl", "--llm", "echo", "--judge-llm", "stand-in"], "need --judge"),
+        (["eval", "x.jsonl", "--llm", "echo", "--judge", "--judge-llm", "judge"], "invalid choice"),
     ],
 )
 def test_wrong_arguments_get_one_line_and_exit_2(
