@@ -44,9 +44,9 @@ class JudgeVerdict(BaseModel):
 
 JUDGE_SYSTEM = f"""You grade one customer-support reply of an online shop. The data is between
 {JUDGE_OPEN} and {JUDGE_CLOSE}: the customer's ticket, its label (what the customer wants and which
-order it is about), the order as the shop's store holds it (null: none matched), and the reply
-with its offer (what it commits the shop to). Grade each category 0 (wrong), 1 (partly) or
-2 (right), by the shop's policy below:
+order it is about), the order as the shop's store holds it (null: none matched), all the
+customer's orders, and the reply with its offer (what it commits the shop to). Grade each
+category 0 (wrong), 1 (partly) or 2 (right), by the shop's policy below:
 - remedy: the remedy the policy gives for this demand and this order's status (no second refund
   of a refunded or cancelled order, no cancellation of a shipped one, a person for a hazard).
 - understood: the reply answers what the customer asked, about their order and product.
@@ -69,10 +69,12 @@ def judge_prompt_version(policy: Policy) -> str:
     return "j-" + hashlib.sha256(judge_system(policy).encode()).hexdigest()[:10]
 
 
-def judge_context(case: Case, reply: Reply, order: Order | None) -> str:
-    """What the judge is shown of one ticket."""
+def judge_context(case: Case, reply: Reply, order: Order | None, own: Sequence[Order] = ()) -> str:
+    """What the judge is shown of one ticket: with the order it is about, the customer's
+    ``own`` orders (a reply may name them, to ask which one is meant)."""
     label = case.label
     data = {
+        "orders": [o.model_dump(mode="json") for o in own],
         "ticket": {"text": case.ticket.text, "ticket_id": case.ticket.ticket_id},
         "label": {"demand": label.demand, "order_id": label.order_id, "product": label.product},
         "order": order.model_dump(mode="json") if order else None,
@@ -142,10 +144,11 @@ async def judge_replies(
     async def one(case: Case) -> tuple[Case, JudgeVerdict | None, str]:
         reply = replies[case.ticket.ticket_id]
         order = by_id.get(reply.order_id or "") or by_id.get(case.label.order_id or "")
+        customer = case.ticket.customer_id
+        own = [o for o in orders if customer and o.customer_id == customer]
         async with gate:
-            verdict, error = await _grade(
-                client, options, system, judge_context(case, reply, order)
-            )
+            context = judge_context(case, reply, order, own)
+            verdict, error = await _grade(client, options, system, context)
         return case, verdict, error
 
     try:

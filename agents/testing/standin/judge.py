@@ -30,6 +30,7 @@ _WORDS: dict[str, tuple[str, ...]] = {
     "other": ("help", "assist", "帮助", "协助"),
 }  # fmt: skip
 _RETURN = ("return", "send it back", "refuse the delivery", "退回", "寄回", "拒收")
+_ASKS = ("order number", "order id", "订单号", "which", "哪个", "哪一")
 _KIND = (
     "greet",
     "thank",
@@ -68,7 +69,7 @@ def _remedy(demand: str, order: dict[str, Any] | None, reply: dict[str, Any]) ->
     text = f"{reply['reply']}\n{reply['solution']}"
     kinds = {line.get("kind") for line in reply.get("offer") or []}
     if order is None:
-        asks = _has(text, ("order number", "order id", "订单号", "which order", "哪个订单"))
+        asks = _has(text, _ASKS)
         return (2, "asks for the order") if asks else (0, "no order and no question for it")
     status = str(order.get("status"))
     if reply.get("status") == "handoff":
@@ -91,14 +92,19 @@ def _remedy(demand: str, order: dict[str, Any] | None, reply: dict[str, Any]) ->
 def _understood(label: dict[str, Any], order: dict[str, Any] | None, text: str) -> int:
     product = label.get("product") or (order or {}).get("product_name")
     expected = label.get("order_id")
+    if not product and not expected:  # nothing to name: understood when it asks which order
+        return 2 if _has(text, _ASKS) else 1
     named = [bool(product and product.casefold() in text.casefold())]
     named.append(bool(expected and expected in text) if expected else bool(product))
     return sum(named)
 
 
-def _grounded(order: dict[str, Any] | None, text: str) -> tuple[int, str]:
-    own = {str(v) for v in ((order or {}).get("order_id"), (order or {}).get("tracking_no")) if v}
-    name = str((order or {}).get("product_name") or "")
+def _grounded(
+    order: dict[str, Any] | None, orders: list[dict[str, Any]], text: str
+) -> tuple[int, str]:
+    every = [o for o in (order, *orders) if o]
+    own = {str(o[k]) for o in every for k in ("order_id", "tracking_no") if o.get(k)}
+    name = " ".join(str(o.get("product_name") or "") for o in every)
     strange = [t for t in _ID.findall(text) if t not in own and t not in name and not t.isalpha()]
     if strange:
         return 0, f"names {strange[0]}, not in the store"
@@ -114,7 +120,7 @@ def judge_responder(data: dict[str, Any]) -> dict[str, Any]:
     label, order, reply = data.get("label") or {}, data.get("order"), data["reply"]
     text = f"{reply['reply']}\n{reply['solution']}"
     remedy, why = _remedy(str(label.get("demand")), order, reply)
-    grounded, invented = _grounded(order, reply["reply"])
+    grounded, invented = _grounded(order, list(data.get("orders") or []), reply["reply"])
     tone = 2 if _has(reply["reply"], _KIND) else 1
     if reply["reply"].count("!") >= 3:
         tone = 0
