@@ -64,7 +64,7 @@ def _judge_options(args: argparse.Namespace, settings: Settings, mode: str) -> A
     if via == "anthropic" and not settings.anthropic_api_key:
         raise UsageError("baton eval: --judge-llm anthropic needs ANTHROPIC_API_KEY")
     return JudgeOptions(
-        model=args.judge_model or DEFAULT_JUDGE_MODEL,
+        model=args.judge_model or (DEFAULT_JUDGE_MODEL if via == "anthropic" else "stand-in"),
         api_key=(settings.anthropic_api_key or "") if via == "anthropic" else "",
         base_url=settings.anthropic_base_url if via == "anthropic" else None,
         via=via,
