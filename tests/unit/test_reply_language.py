@@ -121,3 +121,26 @@ def test_a_hand_off_never_quotes_an_english_core_problem_to_a_chinese_customer()
     assert "Customer" not in held and language_of(held) == "zh" and "G-3002" in held
     chinese = u.model_copy(update={"core_problem": "客户的美的电热水壶 1.7L漏水，希望退款。"})
     assert "客户的美的电热水壶" in holding_reply(chinese, match).reply
+
+
+def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -> None:
+    from schemas import Baton, StageRecord
+    from streams.runtime.replies import COULD_NOT_PROCESS, fallback
+
+    ticket = Ticket(
+        ticket_id="f1", session_id="s-f1", customer_id="G-CHEN",
+        text="My 美的电热水壶 1.7L is leaking, what now?",
+    )  # fmt: skip
+    u = Understanding(
+        product="美的电热水壶 1.7L", problem="leaking", demand="other", time_hint=None,
+        keywords=["leaking"], language="en", core_problem="The kettle leaks.",
+        refers_to_earlier=False,
+    )  # fmt: skip
+    baton = Baton(session_id="s-f1")
+    english = fallback(StageRecord(ticket=ticket, understanding=u), baton, "strategy", "x", llm="t")
+    assert english.reply == COULD_NOT_PROCESS["en"] and english.language == "en"
+    # Before the understanding, the text is read without its quoted names: still English.
+    early = fallback(StageRecord(ticket=ticket), baton, "understand", "x", llm="t")
+    assert early.reply == COULD_NOT_PROCESS["en"]
+    chinese = ticket.model_copy(update={"text": "我的水壶漏水了"})
+    assert fallback(StageRecord(ticket=chinese), baton, "understand", "x", llm="t").language == "zh"
