@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -86,8 +87,14 @@ async def ask(
     validators: Sequence[Validator[T]] = (),
     reask_limit: int = 1,
     tokens_left: int | None = None,
+    amend: Callable[[T], T] | None = None,
+    feedback_note: str | None = None,
 ) -> Asked[T]:
-    """Ask ``llm``; re-ask up to ``reask_limit`` times with the errors, once more if truncated."""
+    """Ask ``llm``; re-ask up to ``reask_limit`` times with the errors, once more if truncated.
+
+    ``amend`` fixes what the code knows better than the model (before the validators run);
+    ``feedback_note`` is added to every re-ask's errors (in the customer's language).
+    """
     asked: Asked[T] = Asked(value=None)
     feedback: str | None = None
     max_tokens = prompt.max_tokens
@@ -134,6 +141,8 @@ async def ask(
             return fail(reason, exc.message, exc.raw, handoff, exc.request_id)
         else:
             asked.calls.append(answer.usage)
+            if amend is not None:
+                answer = replace(answer, value=amend(answer.value))
             invalid = rejection(answer, validators)
             if invalid is None:
                 asked.value = answer.value
@@ -143,3 +152,5 @@ async def ask(
                 "validation_failed", invalid.message, invalid.raw, request_id=invalid.request_id
             )
         reasks, feedback = reasks + 1, invalid.message
+        if feedback_note:
+            feedback = f"{feedback}\n{feedback_note}"

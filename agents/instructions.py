@@ -356,7 +356,8 @@ Write:
   person must take over; always between 0 and 1.
 - needs_human: true only for the hand-off cases above.
 
-# Example
+# Examples
+Copy the ids of <facts>, never the ids of these examples; write in the customer's language.
 Order O-1001 "Midea Electric Kettle 1.7L", delivered, 39.90 USD; demand refund; problem leaking ->
 {"solution": "Send the kettle back with the prepaid label; refund of up to 39.90 USD within 3-5
 business days after it arrives.", "reply": "Hello, I'm sorry to hear that your Midea Electric
@@ -367,6 +368,13 @@ this message.", "internal_note": "Session core problems: kettle leaking, wants a
 Decision: refund after return for order O-1001 (delivered, 39.90 USD); demand refund.",
 "confidence": 0.9, "needs_human": false, "offer": [{"kind": "refund", "order_id": "O-1001",
 "amount": 39.9, "currency": "USD", "channel": "original_payment"}]}
+订单 2026-000731 "小米蓝牙耳机"，已发货，顺丰速运，运单号 SF1482736455021；
+demand information；problem 还没有收到 ->
+{"solution": "Tell the customer the order is on its way with the carrier and tracking number from
+the store.", "reply": "您好，您的订单 2026-000731（小米蓝牙耳机）已发货，正在由顺丰速运配送，运单号
+SF1482736455021。一般 2-4 个工作日内送达，如有其他问题请随时回复本消息。", "internal_note":
+"Session core problems: headphones not received. Decision: information for order 2026-000731
+(shipped); demand information.", "confidence": 0.9, "needs_human": false, "offer": []}
 """
 
 STAGE_TEXTS: dict[StageName, str] = {

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from agents import prompts
 from agents.asking import Validator, ask
+from agents.guards.order_facts import near_miss_of
 from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderSource, StoreUnavailable
 from agents.outcome import Failure, Outcome
@@ -68,6 +70,20 @@ def _match(
         reason=reason,
         candidates=ranked[:MODEL_CANDIDATES],
     )
+
+
+def as_stored(candidates: list[Order]) -> Callable[[OrderChoice], OrderChoice]:
+    """The choice with a near-miss of exactly one candidate's id ("O-1001", one character off)
+    replaced by that id: the store's id, not the model's copy."""
+
+    def amend(choice: OrderChoice) -> OrderChoice:
+        oid = choice.order_id
+        if oid is None or oid in {o.order_id for o in candidates}:
+            return choice
+        target = near_miss_of(oid, candidates)
+        return choice.model_copy(update={"order_id": target}) if target else choice
+
+    return amend
 
 
 def among(candidates: list[Order]) -> Validator[OrderChoice]:
@@ -170,6 +186,7 @@ async def look_up(
         llm,
         prompt,
         validators=[among(candidates)],
+        amend=as_stored(candidates),
         reask_limit=reask_limit,
         tokens_left=tokens_left,
     )

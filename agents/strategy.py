@@ -15,6 +15,8 @@ from agents.guards import (
     drift_problems,
     product_names,
 )
+from agents.guards.language import LANGUAGE, feedback_note, language_of, language_problem
+from agents.guards.order_facts import FACTS, corrected, fact_problems
 from agents.history import offered_by_kind
 from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderStore
@@ -47,15 +49,42 @@ def within_policy(books: CustomerOrders) -> Validator[StrategyDraft]:
     return validate
 
 
+def true_to_store(books: CustomerOrders) -> Validator[StrategyDraft]:
+    """Rejects a reply whose carrier or status the matched order contradicts."""
+
+    def validate(draft: StrategyDraft) -> None:
+        if problems := fact_problems(draft, books):
+            raise OutputInvalid("; ".join(problems))
+
+    return validate
+
+
+def in_language(language: str, names: Sequence[str]) -> Validator[StrategyDraft]:
+    """Rejects a reply in another language than the customer's (the reason in theirs)."""
+
+    def validate(draft: StrategyDraft) -> None:
+        if problem := language_problem(draft.reply, language, names):
+            raise OutputInvalid(problem)
+
+    return validate
+
+
 def holding_reply(u: Understanding, match: OrderMatch) -> StrategyDraft:
-    """A safe hand-off reply when no valid strategy could be produced."""
+    """A safe hand-off reply when no valid strategy could be produced.
+
+    The core problem is quoted only when it is in the customer's language.
+    """
     order = f" ({match.order_id})" if match.order_id else ""
+    names = [n for n in (u.product, match.order.product_name if match.order else None) if n]
+    quoted = language_of(u.core_problem, names) in (u.language, None)
     if u.language == "zh":
-        reply = f"您好，关于您的问题「{u.core_problem}」{order}，我们已转交人工客服，会尽快联系您。"
+        about = f"关于您的问题「{u.core_problem}」{order}，" if quoted else f"关于您的问题{order}，"
+        reply = f"您好，{about}我们已转交人工客服，会尽快联系您。"
     else:
+        about = f"about: {u.core_problem}{order}" if quoted else f"about your request{order}"
         reply = (
-            f"Thank you for your message about: {u.core_problem}{order}. A member of our support "
-            "team will take over and get back to you shortly."
+            f"Thank you for your message {about}. A member of our support team will take over "
+            "and get back to you shortly."
         )
     return StrategyDraft(
         solution="Hand over to a human agent.",
@@ -160,12 +189,21 @@ async def decide(
         match=match,
         policy=policy,
     )
+    # What the store knows is never left to the model's copy: near-miss ids are corrected.
+    quoted = [*names, *(o.product_name for o in books.own), *(o.carrier or "" for o in books.own)]
     asked = await ask(
         llm,
         prompt,
-        validators=[on_topic(names, match), within_policy(books)],
+        validators=[
+            on_topic(names, match),
+            within_policy(books),
+            true_to_store(books),
+            in_language(understanding.language, quoted),
+        ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,
+        amend=lambda draft: corrected(draft, books, understanding.language, names)[0],
+        feedback_note=feedback_note(understanding.language, match.order_id),
     )
     if asked.value is not None:
         draft = asked.value
@@ -183,7 +221,11 @@ async def decide(
         failure = asked.failure
         assert failure is not None
         errors = failure.error.split("; ")
-        if failure.reason == "validation_failed" and all(e.startswith(DRIFT) for e in errors):
+        # Off topic, the wrong language or a fact the store contradicts: the rules answer from
+        # the store in the customer's language instead.
+        if failure.reason == "validation_failed" and all(
+            e.startswith((DRIFT, LANGUAGE, FACTS)) for e in errors
+        ):
             failure = replace(failure, reason="drift")
         if failure.reason in ("drift", "model_error", "timeout"):
             draft = strategy_rules(prompt.facts, policy)
@@ -192,7 +234,17 @@ async def decide(
             failure = replace(failure, handoff=True)
             held = holding_reply(understanding, match)
             outcome = Outcome(held, asked.calls, failure, degraded=True)
-    return _reporting(outcome, checked.failure)
+    return _reporting(_in_their_language(outcome, understanding, match, quoted), checked.failure)
+
+
+def _in_their_language(
+    outcome: Outcome[StrategyDraft], u: Understanding, match: OrderMatch, names: Sequence[str]
+) -> Outcome[StrategyDraft]:
+    """The outcome, its reply held to the customer's language whichever path wrote it."""
+    draft = outcome.value
+    if language_problem(draft.reply, u.language, names) is None:
+        return outcome
+    return replace(outcome, value=holding_reply(u, match), degraded=True)
 
 
 def _reporting(outcome: Outcome[StrategyDraft], distrust: Failure | None) -> Outcome[StrategyDraft]:

@@ -35,7 +35,40 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for each phase")
     p.add_argument("--phase-gap", type=float, default=3.0, help="seconds between phases")
     add_batch_options(p, "<data dir>/eval/<FILE name>-batch.json")
+    p.add_argument(
+        "--judge",
+        action="store_true",
+        help="grade each reply with a judge model: remedy, understood, grounded, tone",
+    )
+    p.add_argument(
+        "--judge-llm",
+        choices=("anthropic", "stand-in"),
+        default=None,
+        help="the judge: Claude (needs ANTHROPIC_API_KEY) or the stand-in's fixed rules; "
+        "default: Claude with --llm anthropic, else the stand-in",
+    )
+    p.add_argument(
+        "--judge-model", default=None, help="the judge's model (default: claude-sonnet-4-6)"
+    )
     return p
+
+
+def _judge_options(args: argparse.Namespace, settings: Settings, mode: str) -> Any:
+    from streams.eval.judge import DEFAULT_JUDGE_MODEL, JudgeOptions
+
+    if not args.judge:
+        if args.judge_llm or args.judge_model:
+            raise UsageError("baton eval: --judge-llm and --judge-model need --judge")
+        return None
+    via = args.judge_llm or ("anthropic" if mode == "anthropic" else "stand-in")
+    if via == "anthropic" and not settings.anthropic_api_key:
+        raise UsageError("baton eval: --judge-llm anthropic needs ANTHROPIC_API_KEY")
+    return JudgeOptions(
+        model=args.judge_model or (DEFAULT_JUDGE_MODEL if via == "anthropic" else "stand-in"),
+        api_key=(settings.anthropic_api_key or "") if via == "anthropic" else "",
+        base_url=settings.anthropic_base_url if via == "anthropic" else None,
+        via=via,
+    )
 
 
 def _say(message: str) -> None:
@@ -54,6 +87,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if mode == "anthropic" and not settings.anthropic_api_key:
         raise UsageError("baton eval: --llm anthropic needs ANTHROPIC_API_KEY")
     batch = check_batch_options(args, "baton eval")
+    judge = _judge_options(args, settings, mode)
     if batch is not None and mode == "offline":
         raise UsageError(
             "baton eval: --batch needs --llm anthropic or echo (the rules call no API)"
@@ -70,6 +104,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             phase_gap=args.phase_gap,
             say=_say,
             batch=batch,
+            judge=judge,
         )
     except (BadInput, RunFailed, BatchFailed) as exc:
         raise Fail(f"baton: eval: {exc}") from None

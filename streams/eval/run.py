@@ -30,6 +30,7 @@ from streams.settings import OWN_ORDERS, Settings
 
 if TYPE_CHECKING:
     from streams.batched import BatchOptions
+    from streams.eval.judge import JudgeOptions
 
 STAND_IN_KEY = "sk-eval-stand-in-not-a-key"
 
@@ -281,6 +282,10 @@ def render_text(report: dict[str, Any]) -> str:
         from streams.batched import cost_line
 
         lines.append(cost_line(report["batch"]))
+    if "judge" in report:
+        from streams.eval.judge import render_judge
+
+        lines += render_judge(report["judge"], pct)
     return "\n".join(lines)
 
 
@@ -294,9 +299,11 @@ def evaluate(
     phase_gap: float,
     say: Callable[[str], None],
     batch: BatchOptions | None = None,
+    judge: JudgeOptions | None = None,
 ) -> dict[str, Any]:
     """Load, check, run and score; the JSON report (with ``batch``: through message batches,
-    and what they sent and cost)."""
+    and what they sent and cost; with ``judge``: each reply graded by a judge model, the
+    stand-in's rules when its ``via`` is ``stand-in``)."""
     cases = load_cases(tickets_file)
     orders = load_orders(orders_file)
     check(cases, orders, str(tickets_file))
@@ -317,6 +324,7 @@ def evaluate(
         )
     world = World.build(orders, cases)
     scores: list[TicketScore] = [score(c, replies[c.ticket.ticket_id], world) for c in cases]
+    judged = _judged(settings, cases, replies, orders, judge, say) if judge else None
     return {
         "llm": mode,
         "tickets_file": str(tickets_file),
@@ -327,4 +335,29 @@ def evaluate(
         "summary": summarize(scores),
         "tickets": [s.as_dict() for s in scores],
         **({"batch": batches} if batches is not None else {}),
+        **({"judge": judged} if judged is not None else {}),
     }
+
+
+def _judged(
+    settings: Settings,
+    cases: Sequence[Case],
+    replies: dict[str, Reply],
+    orders: Sequence[Order],
+    judge: JudgeOptions,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The judge's section of the report: on the Claude API, or the stand-in's judging rules."""
+    from dataclasses import replace
+
+    from agents.policy import load
+    from agents.testing.standin import run_in_thread
+    from streams.eval.judge import judge_replies
+
+    policy = load(settings.policy_file)
+    with contextlib.ExitStack() as stack:
+        if judge.via == "stand-in":
+            standin = stack.enter_context(run_in_thread())
+            judge = replace(judge, base_url=standin.base_url, api_key=STAND_IN_KEY)
+        say(f"judge: {judge.model} via {judge.via}; grading {len(cases)} replies")
+        return asyncio.run(judge_replies(cases, replies, orders, policy, judge))

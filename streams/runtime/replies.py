@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from agents.guards.language import language_of as guessed_language
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
 from schemas.baton import Baton
@@ -17,9 +18,11 @@ COULD_NOT_PROCESS = {
 }
 
 
-def language_of(text: str) -> str:
-    """``zh`` when the text has any CJK ideograph, else ``en``."""
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+def language_of(record: StageRecord) -> str:
+    """The customer's language: the understanding's, else the one the ticket is written in."""
+    if record.understanding is not None:
+        return record.understanding.language
+    return guessed_language(record.ticket.text) or "en"
 
 
 def stage_timings(record: StageRecord, stage: StageName, started: float) -> dict[str, float]:
@@ -89,7 +92,7 @@ def answer(
 def fallback(record: StageRecord, baton: Baton, stage: StageName, note: str, *, llm: str) -> Reply:
     """The degraded reply of a ticket a stage could not process: a person will follow up."""
     ticket = record.ticket
-    language = language_of(ticket.text)
+    language = language_of(record)
     return Reply(
         ticket_id=ticket.ticket_id,
         session_id=ticket.session_id,

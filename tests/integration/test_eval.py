@@ -20,8 +20,9 @@ def _lines(name: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
-    """One echo run of the shipped eval set (its own broker, worker and stand-in)."""
-    return eval_report()
+    """One echo run of the shipped eval set (its own broker, worker and stand-in), judged by
+    the stand-in's judging rules."""
+    return eval_report("--judge")
 
 
 @pytest.mark.timeout(660)
@@ -102,3 +103,23 @@ def test_the_echo_model_shows_no_amnesia_no_leaks_and_no_invented_orders(
     assert summary["amnesia_rate"] == 0.0
     assert summary["order_accuracy"] == 1.0
     assert summary["invented_orders"] == 0 and summary["leaks"] == 0
+
+
+def test_the_judge_grades_every_reply_and_names_the_worst(report: dict[str, Any]) -> None:
+    judge = report["judge"]
+    assert judge["via"] == "stand-in" and judge["prompt_version"].startswith("j-")
+    assert judge["judged"] == len(report["tickets"]) and judge["unjudged"] == []
+    assert set(judge["tickets"]) == {t["ticket_id"] for t in report["tickets"]}
+    scores = judge["scores"]
+    assert all(0.0 <= scores[n] <= 1.0 for n in ("remedy", "understood", "grounded", "tone"))
+    worst = judge["worst"]
+    assert len(worst) == 5
+    totals = [sum(w[n] for n in ("remedy", "understood", "grounded", "tone")) for w in worst]
+    assert totals == sorted(totals)
+    graded = judge["tickets"]
+    best_left = min(
+        sum(v[n] for n in ("remedy", "understood", "grounded", "tone"))
+        for k, v in graded.items()
+        if k not in {w["ticket_id"] for w in worst}
+    )
+    assert totals[-1] <= best_left

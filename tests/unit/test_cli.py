@@ -53,6 +53,8 @@ def one_line(text: str) -> str:
         (["tail", "support replies"], "the topic name holds ' ': Kafka allows only"),
         (["publish", "-", "--topic", "a" * 250], "--topic has 250 characters"),
         (["forget", "c1", "--timeout", "0"], "--timeout must be positive"),
+        (["eval", "x.jsonl", "--llm", "echo", "--judge-llm", "stand-in"], "need --judge"),
+        (["eval", "x.jsonl", "--llm", "echo", "--judge", "--judge-llm", "judge"], "invalid choice"),
     ],
 )
 def test_wrong_arguments_get_one_line_and_exit_2(

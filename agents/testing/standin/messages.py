@@ -13,11 +13,13 @@ from agents.prompts import Facts, parse_context
 from agents.rules.choosing import choose_rules
 from agents.rules.reply import strategy_rules
 from agents.rules.understanding import understand_rules
+from agents.testing.standin.judge import judge_block, judge_responder
 
 STAGE_OF_TITLE = {
     "Understanding": "understand",
     "OrderChoice": "lookup",
     "StrategyDraft": "strategy",
+    "JudgeVerdict": "judge",
 }
 _RULES: dict[str, Callable[[Facts], BaseModel]] = {
     "understand": understand_rules,
@@ -49,8 +51,12 @@ class Request:
 Responder = Callable[[Request], BaseModel | Mapping[str, Any] | str]
 
 
-def echo_responder(request: Request) -> BaseModel:
-    """Answer with the offline rules over the facts in the prompt, so it can only repeat them."""
+def echo_responder(request: Request) -> BaseModel | Mapping[str, Any]:
+    """Answer with the offline rules over the facts in the prompt, so it can only repeat them;
+    a judge's prompt with a verdict by fixed rules over its facts."""
+    judged = judge_block(request.text) if request.stage == "judge" else None
+    if judged is not None:
+        return judge_responder(judged)
     if request.facts is None:
         raise ValueError(f"cannot read the prompt's facts: {request.facts_error}")
     if request.stage not in _RULES:
