@@ -9,5 +9,6 @@ MATCHED = "support.order-matched"
 REPLIES = "support.replies"
 DEAD_LETTERS = "support.dead-letters"
 MEMORY_INDEX = "support.memory-index"
+HANDOFFS = "support.handoffs"
 
-ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX)
+ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX, HANDOFFS)

@@ -24,7 +24,7 @@ from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
 from streams.observe.observer import CountingObserver, Observer
-from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
+from streams.runtime import context, dead_letters, erasure, expiry, handoffs, ownership, replies
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.dead_letters import Source
@@ -70,7 +70,12 @@ class Pipeline:
             TracedSink(self.sink), self.signer, frozenset({*internal, self.topics.memory_index})
         )
         self.redelivery = Redelivery(
-            self.batons, self.out, self.gate, self.observer, self.topics.replies
+            self.batons,
+            self.out,
+            self.gate,
+            self.observer,
+            self.topics.replies,
+            self.topics.handoffs,
         )
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
@@ -264,7 +269,17 @@ class Pipeline:
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
                 policy=self.policy,
             )
-            await self._answered(reply, await self.redelivery.reply(reply, baton))
+            packet = handoffs.for_answer(
+                record,
+                baton,
+                reply,
+                outcome,
+                degraded,
+                self.batons,
+                self.settings.handoff_deadline_s,
+                self.policy,
+            )
+            await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
         else:
             baton = stage.update(baton, ticket, outcome.value)
             out = record.model_copy(
@@ -314,7 +329,8 @@ class Pipeline:
         baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
         reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
-        await self._answered(reply, await self.redelivery.reply(reply, baton))
+        packet = handoffs.for_fallback(record, baton, reply, dl, self.settings.handoff_deadline_s)
+        await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
 
     async def _reject(
         self, stage: StageName, value: bytes | None, exc: InvalidRecord, source: Source
