@@ -1,4 +1,4 @@
-"""The hand-off packet of a ticket handed to a person: built from the baton, the record, the reply."""
+"""The hand-off packet of a ticket handed to a person, from the baton, the record and the reply."""
 
 from __future__ import annotations
 
