@@ -4,10 +4,11 @@ none for answered tickets, none twice when a ticket is redelivered."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from agents.models.llm import LLM
@@ -15,6 +16,8 @@ from agents.orders import SQLiteOrderStore
 from agents.rules.offline import OfflineLLM
 from agents.testing import StandIn
 from schemas import HandoffPacket, InFlight, Order, Reply, StageRecord, dumps
+from streams.debug import handoffs as handoffs_view
+from streams.kafka.client import Message
 from streams.observe.observer import CountingObserver
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
@@ -302,3 +305,48 @@ async def test_a_crash_after_both_were_sent_repeats_neither(shop: SQLiteOrderSto
     await p.run_stage("strategy", matched, Source(n.matched, 0, 0))
     assert len(replies(p)) == 1 and [x.ticket_id for x in packets(p)] == ["t1"]
     assert "t1" in baton_of(p, "S1").answered
+
+
+def _message(value: bytes, offset: int) -> Message:
+    return Message("u.support.handoffs", 0, offset, 0, b"S1", value, ())
+
+
+def test_the_desk_reads_each_packet_once_oldest_first_with_its_deadline() -> None:
+    now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+    def packet(tid: str, minutes_ago: int, reason: str) -> bytes:
+        at = now - timedelta(minutes=minutes_ago)
+        return orjson.dumps(
+            {
+                "packet_id": f"handoff:{tid}",
+                "ticket_id": tid,
+                "session_id": "S1",
+                "customer_id": "C1",
+                "reason": reason,
+                "reason_text": "why",
+                "reasons": [reason],
+                "urgency": "normal",
+                "handed_off_at": at.isoformat(),
+                "opened_at": at.isoformat(),
+                "deadline": (at + timedelta(hours=1)).isoformat(),
+                "language": "en",
+                "text": "My kettle leaks.",
+                "core_problem": None,
+                "order_id": None,
+                "order": None,
+                "reply": "A colleague will get back to you.",
+                "internal_note": "",
+                "baton_version": 3,
+            }
+        )
+
+    newer, older = packet("t2", 10, "legal"), packet("t1", 90, "needs_approval")
+    read = handoffs_view.packets(
+        [_message(newer, 0), _message(b"not a packet", 1), _message(older, 2), _message(newer, 3)]
+    )
+    assert [p.ticket_id for p in read] == ["t1", "t2"]
+    first, second = (handoffs_view.line(p, now) for p in read)
+    assert first.startswith("2026-11-01 10:30:00  due 2026-11-01 11:30 (30m overdue)")
+    assert "needs_approval" in first and "My kettle leaks." in first
+    assert "due 2026-11-01 12:50 (in 50m)  legal" in second
+    assert second.split()[10] == "t2"
