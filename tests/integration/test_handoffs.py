@@ -1,6 +1,6 @@
 """Hand-off packets from a real worker on each broker: one per handed-off ticket, none for
-answered ones, none twice when a restarted worker re-reads every stage's records; read back with
-``baton handoffs list|show``."""
+answered ones, none twice when, after a kill -9, a new worker re-reads every stage's records;
+read back with ``baton handoffs list|show``."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class AloneAssignor(RoundRobinPartitionAssignor):
 
 
 async def rewind(d: Deployment, topics: tuple[str, ...]) -> None:
-    """Join the (empty) worker group alone and commit offset 0 on every partition of ``topics``.
+    """Join the worker group alone and commit offset 0 on every partition of ``topics``.
 
     As a member (the embedded broker takes offsets only from one) speaking the workers'
     assignment protocol's name (a group keeps the protocol of its last members).
@@ -127,9 +127,9 @@ async def test_one_packet_per_hand_off_none_for_answers_none_twice_after_a_resta
     missing = d.baton("handoffs", "show", "s-nobody")
     assert missing.returncode == 1 and b"no hand-off of session s-nobody" in missing.stderr
 
-    # A restarted worker re-reads every stage's records from the start: each copy is settled
-    # from the baton, and no ticket gets a second reply or packet.
-    d.workers[0].stop()
+    # kill -9, then a worker that re-reads every stage's records from the start: each copy is
+    # settled from the baton, and no ticket gets a second reply or packet.
+    d.workers[0].kill()
     await rewind(d, STAGE_INPUTS)
     restarted = d.start_worker()
     reread = 3 * len(TICKETS)

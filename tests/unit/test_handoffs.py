@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from agents.models.llm import LLM
@@ -24,7 +23,7 @@ from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import client
-from tests.fixtures.data import C1_ORDERS, days_ago, ticket
+from tests.fixtures.data import C1_ORDERS, days_ago, handoff_packet, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import baton_of, dead_letters, hop, names, run, sink, state
 from tests.fixtures.stores import sqlite_store
@@ -316,29 +315,7 @@ def test_the_desk_reads_each_packet_once_oldest_first_with_its_deadline() -> Non
 
     def packet(tid: str, minutes_ago: int, reason: str) -> bytes:
         at = now - timedelta(minutes=minutes_ago)
-        return orjson.dumps(
-            {
-                "packet_id": f"handoff:{tid}",
-                "ticket_id": tid,
-                "session_id": "S1",
-                "customer_id": "C1",
-                "reason": reason,
-                "reason_text": "why",
-                "reasons": [reason],
-                "urgency": "normal",
-                "handed_off_at": at.isoformat(),
-                "opened_at": at.isoformat(),
-                "deadline": (at + timedelta(hours=1)).isoformat(),
-                "language": "en",
-                "text": "My kettle leaks.",
-                "core_problem": None,
-                "order_id": None,
-                "order": None,
-                "reply": "A colleague will get back to you.",
-                "internal_note": "",
-                "baton_version": 3,
-            }
-        )
+        return dumps(handoff_packet(tid, "S1", at, reason=reason, reasons=[reason]))
 
     newer, older = packet("t2", 10, "legal"), packet("t1", 90, "needs_approval")
     read = handoffs_view.packets(
@@ -347,6 +324,6 @@ def test_the_desk_reads_each_packet_once_oldest_first_with_its_deadline() -> Non
     assert [p.ticket_id for p in read] == ["t1", "t2"]
     first, second = (handoffs_view.line(p, now) for p in read)
     assert first.startswith("2026-11-01 10:30:00  due 2026-11-01 11:30 (30m overdue)")
-    assert "needs_approval" in first and "My kettle leaks." in first
+    assert "needs_approval" in first and "The kettle leaks." in first
     assert "due 2026-11-01 12:50 (in 50m)  legal" in second
     assert second.split()[10] == "t2"
