@@ -10,20 +10,34 @@ from typing import Any
 
 import pytest
 
+from agents.memory import TICKETS_KEEP
 from agents.models.llm import LLM
 from agents.orders import SQLiteOrderStore
 from agents.rules.offline import OfflineLLM
 from agents.testing import StandIn
-from schemas import HandoffPacket, InFlight, Order, Reply, StageRecord, dumps
+from schemas import (
+    MAX_TEXT_CHARS,
+    Baton,
+    HandoffPacket,
+    InFlight,
+    Order,
+    Reply,
+    StageRecord,
+    TicketMemory,
+    dumps,
+)
+from schemas.handoff import PACKET_TURNS_KEEP
 from streams.debug import handoffs as handoffs_view
 from streams.kafka.client import Message
 from streams.observe.observer import CountingObserver
+from streams.runtime import handoffs
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import client
 from tests.fixtures.data import C1_ORDERS, days_ago, handoff_packet, ticket
+from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import baton_of, dead_letters, hop, names, run, sink, state
 from tests.fixtures.stores import sqlite_store
@@ -170,18 +184,42 @@ async def test_an_injection_attempt_is_handed_off_at_normal_urgency(
 async def test_a_repeated_contact_about_one_problem_carries_the_conversation(
     shop: SQLiteOrderStore,
 ) -> None:
-    p = pipeline_on(shop, policy_file=ALPINE)  # its policy hands repeated contacts to a person
+    p = pipeline_on(shop, policy_file=ALPINE)  # the third ticket about one problem: a person
     got = await run(
         p,
         ticket("t1", "My kettle is leaking."),
         ticket("t2", "The kettle is still leaking."),
+        ticket("t3", "My kettle keeps leaking, this is the third time I write."),
     )
-    assert [r.status for r in got] == ["answered", "handoff"]
-    packet = one_packet(p, "t2")
+    assert got[0].status == "answered" and got[2].status == "handoff"
+    handed = [r.ticket_id for r in got if r.status == "handoff"]
+    assert [x.ticket_id for x in packets(p)] == handed  # one each, in order
+    packet = packets(p)[-1]
     assert packet.reason == "repeated_contact" and packet.urgency == "high"
-    [turn] = packet.conversation
-    assert turn.ticket_id == "t1" and turn.status == "answered" and turn.solution
-    assert packet.earlier_core_problems == [turn.core_problem]
+    assert [(t.ticket_id, t.status) for t in packet.conversation] == [
+        ("t1", "answered"),
+        ("t2", got[1].status),
+    ]
+    assert all(t.solution for t in packet.conversation)
+    assert packet.earlier_core_problems == [t.core_problem for t in packet.conversation]
+
+
+def test_a_long_session_s_packet_stays_bounded() -> None:
+    memories = [
+        TicketMemory(ticket_id=f"t{i}", core_problem="The kettle leaks. " * 20, status="answered")
+        for i in range(TICKETS_KEEP)
+    ]
+    baton = Baton(session_id="S1", customer_id="C1", tickets=memories)
+    last = ticket("t-last", "x" * MAX_TEXT_CHARS)
+    held = data_reply("t-last", "S1", status="handoff", reply="A colleague will follow up.")
+    packet = handoffs.build(
+        StageRecord(ticket=last), baton, held, ["legal"], order=None, deadline_s=60
+    )
+    assert len(packet.conversation) == PACKET_TURNS_KEEP
+    assert packet.conversation_omitted == TICKETS_KEEP - PACKET_TURNS_KEEP
+    assert packet.conversation[-1].ticket_id == f"t{TICKETS_KEEP - 1}"
+    assert len(packet.earlier_core_problems) == TICKETS_KEEP and len(packet.text) == 2_000
+    assert len(dumps(packet)) < 120_000  # the baton's own bounds bound it: far below 1 MB
 
 
 async def test_an_offer_above_the_approval_threshold_is_proposed_in_the_packet(
