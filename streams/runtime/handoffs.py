@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, get_args
 
@@ -167,54 +168,61 @@ def build(
     )
 
 
-def for_answer(
-    record: StageRecord,
-    baton: Baton,
-    reply: Reply,
-    outcome: Outcome[Any],
-    dead_letters: Sequence[str],
-    batons: BatonStore,
-    deadline_s: float,
-    policy: Policy,
-) -> HandoffPacket | None:
-    """The packet of a strategy reply that hands the ticket to a person; None if it does not."""
-    if reply.status != "handoff":
-        return None
-    reasons = [TRIGGERS.get(r, r) for r in outcome.handoff_reasons]
-    failure = outcome.failure
-    if failure is not None and failure.handoff:
-        reasons.append(failure.reason)
-    elif record.handoff:
-        reasons.append("other")  # an earlier stage's failure: its dead letter says which
-    if not reasons:
-        reasons.append("agent_decision")
-    customer = record.ticket.customer_id
-    history = recallable(baton, batons.index(customer) if customer else None)
-    return build(
-        record,
-        baton,
-        reply,
-        reasons,
-        error=failure.error if failure else "an earlier stage handed the ticket over",
-        order=outcome.verified,
-        deadline_s=deadline_s,
-        dead_letters=dead_letters,
-        history=history,
-        policy=policy,
-    )
+@dataclass(frozen=True)
+class Desk:
+    """Makes the packets of a pipeline's hand-offs: its tables, the desk's SLA, its policy."""
 
+    batons: BatonStore
+    deadline_s: float
+    policy: Policy
 
-def for_fallback(
-    record: StageRecord, baton: Baton, reply: Reply, dl: DeadLetter, deadline_s: float
-) -> HandoffPacket:
-    """The packet of a ticket a stage could not process: the fallback reply promised a person."""
-    return build(
-        record,
-        baton,
-        reply,
-        [str(dl.reason)],
-        error=dl.error,
-        order=None,
-        deadline_s=deadline_s,
-        dead_letters=[*record.degraded, dl.id],
-    )
+    def for_answer(
+        self,
+        record: StageRecord,
+        baton: Baton,
+        reply: Reply,
+        outcome: Outcome[Any],
+        dead_letters: Sequence[str],
+    ) -> HandoffPacket | None:
+        """The packet of a strategy reply that hands the ticket to a person; None if not."""
+        if reply.status != "handoff":
+            return None
+        reasons = [TRIGGERS.get(r, r) for r in outcome.handoff_reasons]
+        failure = outcome.failure
+        if failure is not None and failure.handoff:
+            reasons.append(failure.reason)
+        elif record.handoff:
+            reasons.append("other")  # an earlier stage's failure: its dead letter says which
+        if not reasons:
+            reasons.append("agent_decision")
+        customer = record.ticket.customer_id
+        history = recallable(baton, self.batons.index(customer) if customer else None)
+        return build(
+            record,
+            baton,
+            reply,
+            reasons,
+            error=failure.error if failure else "an earlier stage handed the ticket over",
+            order=outcome.verified,
+            deadline_s=self.deadline_s,
+            dead_letters=dead_letters,
+            history=history,
+            policy=self.policy,
+        )
+
+    def for_fallback(
+        self, record: StageRecord, baton: Baton, reply: Reply, dl: DeadLetter
+    ) -> HandoffPacket:
+        """The packet of a ticket a stage could not process: its fallback reply promised a
+        person."""
+        return build(
+            record,
+            baton,
+            reply,
+            [str(dl.reason)],
+            error=dl.error,
+            order=None,
+            deadline_s=self.deadline_s,
+            dead_letters=[*record.degraded, dl.id],
+            policy=self.policy,
+        )

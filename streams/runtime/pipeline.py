@@ -77,6 +77,7 @@ class Pipeline:
             self.topics.replies,
             self.topics.handoffs,
         )
+        self.desk = handoffs.Desk(self.batons, self.settings.handoff_deadline_s, self.policy)
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
@@ -269,16 +270,7 @@ class Pipeline:
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
                 policy=self.policy,
             )
-            packet = handoffs.for_answer(
-                record,
-                baton,
-                reply,
-                outcome,
-                degraded,
-                self.batons,
-                self.settings.handoff_deadline_s,
-                self.policy,
-            )
+            packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
             await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
         else:
             baton = stage.update(baton, ticket, outcome.value)
@@ -329,7 +321,7 @@ class Pipeline:
         baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
         reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
-        packet = handoffs.for_fallback(record, baton, reply, dl, self.settings.handoff_deadline_s)
+        packet = self.desk.for_fallback(record, baton, reply, dl)
         await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
 
     async def _reject(
