@@ -12,7 +12,7 @@ import pytest
 
 from agents.memory import TICKETS_KEEP
 from agents.models.llm import LLM
-from agents.orders import SQLiteOrderStore
+from agents.orders import OrderSource, SQLiteOrderStore
 from agents.rules.offline import OfflineLLM
 from agents.testing import StandIn
 from schemas import (
@@ -73,7 +73,7 @@ class FlakySink(MemorySink):
 
 
 def pipeline_on(
-    store: SQLiteOrderStore, llm: LLM | None = None, sink: MemorySink | None = None, **kw: Any
+    store: OrderSource, llm: LLM | None = None, sink: MemorySink | None = None, **kw: Any
 ) -> Pipeline:
     return Pipeline(
         settings=Settings(**{"namespace": "u", "session_ttl_s": 3600, **kw}),
@@ -258,6 +258,20 @@ async def test_model_trouble_over_http_gets_one_packet_naming_its_dead_letter(
     assert packet.order == C1_ORDERS[0]
 
 
+async def test_a_reply_the_rules_wrote_when_the_model_failed_is_an_answer_not_a_hand_off(
+    shop: SQLiteOrderStore, standin: StandIn
+) -> None:
+    llm = client(standin, max_retries=0)
+    try:
+        p = pipeline_on(shop, llm=llm)
+        [reply] = await run(p, ticket("t1", "My kettle is leaking. [[fault:500:strategy:9]]"))
+    finally:
+        await llm.aclose()
+    [dl] = dead_letters(p)
+    assert dl.reason == "model_error" and reply.status == "degraded"
+    assert packets(p) == []
+
+
 async def test_a_spent_session_budget_is_handed_off_with_a_packet(
     shop: SQLiteOrderStore, standin: StandIn
 ) -> None:
@@ -288,6 +302,30 @@ async def test_the_fallback_reply_of_a_broken_record_gets_a_packet(
     # A copy of the broken record is settled from the baton: no second reply or packet.
     await p.run_stage("lookup", dumps(record), Source(names(p).understood, 0, 0))
     assert len(replies(p)) == 1 and len(packets(p)) == 1
+
+
+class PoisonSource:
+    """An order source that fails in a way no stage expects: every attempt of the stage fails."""
+
+    async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
+        raise RuntimeError("the driver crashed")
+
+    async def get(self, order_id: str) -> Order | None:
+        raise RuntimeError("the driver crashed")
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_a_stage_that_keeps_failing_gets_its_fallback_reply_and_one_packet() -> None:
+    p = pipeline_on(PoisonSource())
+    [reply] = await run(p, ticket("t1", "My kettle is leaking."))
+    assert reply.status == "degraded"
+    [dl] = dead_letters(p)
+    packet = one_packet(p, "t1")
+    assert dl.reason == "stage_error" and dl.attempts == 3
+    assert packet.reason == "stage_error" and "the driver crashed" in packet.reason_text
+    assert packet.dead_letters == [dl.id] and packet.reply == reply.reply
 
 
 async def test_a_redelivered_handed_off_ticket_sends_no_second_packet(
