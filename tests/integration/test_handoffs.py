@@ -124,6 +124,9 @@ async def test_one_packet_per_hand_off_none_for_answers_none_twice_after_a_resta
     shown = d.baton("handoffs", "show", "s-legal")
     assert shown.returncode == 0, shown.stderr.decode()
     assert orjson.loads(shown.stdout)["packet_id"] == f"handoff:{tid(d, 'legal')}"
+    traced = d.baton("trace", "s-safe")
+    assert traced.returncode == 0, traced.stderr.decode()
+    assert "to a person: safety, high urgency, due " in traced.stdout.decode()
     missing = d.baton("handoffs", "show", "s-nobody")
     assert missing.returncode == 1 and b"no hand-off of session s-nobody" in missing.stderr
 
