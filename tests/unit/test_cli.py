@@ -48,6 +48,8 @@ def one_line(text: str) -> str:
         (["tail", "x", "--limit", "0"], "--limit must be positive"),
         (["forget", "c1;rm"], "invalid customer id"),
         (["forget", "c1", "--timeout", "0"], "--timeout must be positive"),
+        (["handoffs"], "the following arguments are required: handoffs_command"),
+        (["handoffs", "show"], "the following arguments are required: session_id"),
     ],
 )
 def test_wrong_arguments_get_one_line_and_exit_2(
@@ -79,6 +81,12 @@ def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
     tickets.write_text('{"ticket_id":"a","session_id":"s","text":"hi"}\n')
     port = free_port()
     done = run_cli("publish", str(tickets), env={"BATON_BROKER": f"kafka://127.0.0.1:{port}"})
+    assert done.returncode == 1
+    assert "cannot reach the Kafka broker" in one_line(done.stderr)
+
+
+def test_hand_offs_from_an_unreachable_broker_are_one_line() -> None:
+    done = run_cli("handoffs", "list", env={"BATON_BROKER": f"kafka://127.0.0.1:{free_port()}"})
     assert done.returncode == 1
     assert "cannot reach the Kafka broker" in one_line(done.stderr)
 
