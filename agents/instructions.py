@@ -65,6 +65,8 @@ The block is compact JSON; empty values are left out, so a missing key means "no
 - session.summary: a short summary of older, folded decisions.
 - session.offered: money already offered per order in earlier replies; it counts against what
   the customer paid, so a later offer for the same order is at most what is left.
+- session.repeats: how many of the session's tickets, this one included, are about the current
+  problem; the policy hands the ticket to a person from a number of them on.
 - orders: the customer's real orders that matter here: order_id, product_name, status, amount,
   currency, ordered_at and, when known, delivered_at, carrier, tracking_no. Dates are ISO dates.
 - earlier: what earlier sessions of the same customer were about (session_id, order_id,

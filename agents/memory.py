@@ -151,7 +151,18 @@ def apply_reply(baton: Baton, reply: Reply) -> Baton:
     memory = _memory(baton, reply.ticket_id)
     tickets = baton.tickets
     if memory is not None:
-        tickets = _with_memory(baton, memory.model_copy(update={"status": reply.status}))
+        # As the ledger below: a handed-off reply promised nothing.
+        promised = (
+            reply.offer is not None
+            and reply.offer.state == "approved"
+            and reply.status != "handoff"
+        )
+        told = {
+            "status": reply.status,
+            "solution": reply.solution[:200],
+            "offer": reply.offer.lines if promised and reply.offer else [],
+        }
+        tickets = _with_memory(baton, memory.model_copy(update=told))
     usage = baton.usage.merge(reply.usage)
     answered = [*baton.answered, reply.ticket_id][-ANSWERED_KEEP:]
     offered = {order: dict(kinds) for order, kinds in baton.offered.items()}

@@ -8,7 +8,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.records import CallUsage
+from schemas.records import CallUsage, Order
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -45,6 +45,10 @@ class Outcome(Generic[T]):
     calls: list[CallUsage] = field(default_factory=list)
     failure: Failure | None = None
     degraded: bool = False
+    # Why the stage hands the ticket to a person (the policy's triggers, an approval), if it does.
+    handoff_reasons: tuple[str, ...] = ()
+    # The matched order as the stage re-read it from the store (strategy), for the hand-off.
+    verified: Order | None = None
 
     @classmethod
     def of(cls, asked: Asked[T], fallback: Callable[[], T]) -> Outcome[T]:

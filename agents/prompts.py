@@ -144,6 +144,10 @@ class SessionFacts(BaseModel):
     offered: dict[str, dict[str, float]] = Field(
         default_factory=dict, description="Money offered per order and remedy in earlier replies."
     )
+    repeats: int = Field(
+        default=0,
+        description="The session's tickets about the current problem, this one included.",
+    )
 
     @classmethod
     def of(cls, baton: Baton, ticket_id: str = "") -> SessionFacts:
@@ -165,7 +169,14 @@ class SessionFacts(BaseModel):
             flags=baton.flags,
             summary=baton.chain_summary,
             offered=baton.offered,
+            repeats=_repeats(baton),
         )
+
+
+def _repeats(baton: Baton) -> int:
+    """How many of the session's tickets are about the session's current problem."""
+    current = (baton.problem or "").casefold()
+    return sum(1 for t in baton.tickets if current and (t.problem or "").casefold() == current)
 
 
 class Facts(BaseModel):
@@ -222,6 +233,7 @@ FROM_SHOP = (
     "session.order_id",
     "session.order_history",
     "session.offered",  # from validated offers of earlier replies, not from customer text
+    "session.repeats",  # a count the shop makes
     "orders",
     "match.order_id",
     "match.order",

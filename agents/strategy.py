@@ -205,18 +205,19 @@ async def decide(
         amend=lambda draft: corrected(draft, books, understanding.language, names)[0],
         feedback_note=feedback_note(understanding.language, match.order_id),
     )
+    found = handoff_triggers(prompt.facts, understanding, policy)
+    reasons: tuple[str, ...] = tuple(found)
     if asked.value is not None:
         draft = asked.value
-        if (
-            found := handoff_triggers(prompt.facts, understanding, policy)
-        ) and not draft.needs_human:
+        if found and not draft.needs_human:
             # The policy's triggers hand the ticket to a person whatever the model wrote.
             note = f"{draft.internal_note} Handed to a person by policy: {', '.join(found)}."
             draft = draft.model_copy(update={"needs_human": True, "internal_note": note.strip()})
         offer = settle(draft.offer, policy, order)
         if offer is not None and offer.state == "needs_approval":
             draft = awaiting_approval(understanding, draft)
-        outcome = Outcome(draft, calls=asked.calls)
+            reasons = (*reasons, "approval")
+        outcome = Outcome(draft, calls=asked.calls, handoff_reasons=reasons)
     else:
         failure = asked.failure
         assert failure is not None
@@ -229,12 +230,13 @@ async def decide(
             failure = replace(failure, reason="drift")
         if failure.reason in ("drift", "model_error", "timeout"):
             draft = strategy_rules(prompt.facts, policy)
-            outcome = Outcome(draft, calls=asked.calls, failure=failure, degraded=True)
+            outcome = Outcome(draft, asked.calls, failure, degraded=True, handoff_reasons=reasons)
         else:
             failure = replace(failure, handoff=True)
             held = holding_reply(understanding, match)
-            outcome = Outcome(held, asked.calls, failure, degraded=True)
-    return _reporting(_in_their_language(outcome, understanding, match, quoted), checked.failure)
+            outcome = Outcome(held, asked.calls, failure, degraded=True, handoff_reasons=reasons)
+    outcome = _in_their_language(outcome, understanding, match, quoted)
+    return replace(_reporting(outcome, checked.failure), verified=order)
 
 
 def _in_their_language(

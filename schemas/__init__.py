@@ -11,6 +11,7 @@ from schemas.baton import (
     TicketMemory,
 )
 from schemas.codec import decode, dumps, loads
+from schemas.handoff import HandoffPacket, Promise, Promised, Turn
 from schemas.records import (
     MAX_TEXT_CHARS,
     SCHEMA_VERSION,
@@ -41,6 +42,7 @@ __all__ = [
     "ChainEntry",
     "DeadLetter",
     "Erasure",
+    "HandoffPacket",
     "InFlight",
     "IndexUpdate",
     "MemoryIndex",
@@ -50,6 +52,8 @@ __all__ = [
     "OrderCandidate",
     "OrderChoice",
     "OrderMatch",
+    "Promise",
+    "Promised",
     "Reply",
     "SessionSummary",
     "Snapshot",
@@ -57,6 +61,7 @@ __all__ = [
     "StrategyDraft",
     "Ticket",
     "TicketMemory",
+    "Turn",
     "Understanding",
     "UsageTotals",
     "decode",

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.records import SCHEMA_VERSION, StageName, UsageTotals, utcnow
+from schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
 from schemas.stages import Demand
 
 
@@ -24,6 +24,12 @@ class TicketMemory(BaseModel):
         default=None, description="The matched order's status in the store when it was matched."
     )
     status: str | None = Field(default=None, description="The reply's status once answered.")
+    solution: str | None = Field(
+        default=None, description="What the reply said would be done (at most 200 characters)."
+    )
+    offer: list[OfferLine] = Field(
+        default_factory=list, description="What the reply committed the shop to (approved lines)."
+    )
     at: datetime = Field(default_factory=utcnow)
 
 
@@ -52,6 +58,11 @@ class InFlight(BaseModel):
     output: str = Field(
         description="The stage's output record as sent (JSON); for strategy, the reply about "
         "to be sent, written before it is sent."
+    )
+    handoff: str | None = Field(
+        default=None,
+        description="For strategy: the hand-off packet (JSON) to send after the reply, when "
+        "the ticket is handed to a person.",
     )
     at: datetime = Field(default_factory=utcnow, description="When the output was recorded.")
 

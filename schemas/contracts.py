@@ -14,10 +14,12 @@ import orjson
 from pydantic import BaseModel
 
 from schemas.baton import Erasure, IndexUpdate
+from schemas.handoff import HandoffPacket
 from schemas.records import SCHEMA_VERSION, DeadLetter, Order, Reply, Ticket
 from schemas.stages import StageRecord
 from schemas.topics import (
     DEAD_LETTERS,
+    HANDOFFS,
     MATCHED,
     MEMORY_INDEX,
     REPLIES,
@@ -40,6 +42,7 @@ RECORDS: dict[str, tuple[type[BaseModel], Mode]] = {
     "stage-record": (StageRecord, "serialization"),
     "index-update": (IndexUpdate, "serialization"),
     "erasure": (Erasure, "serialization"),
+    "handoff-packet": (HandoffPacket, "serialization"),
 }
 
 # topic: (record, key, who writes it, what it is for)
@@ -51,6 +54,7 @@ TOPICS: dict[str, tuple[str, str, str, str]] = {
     REPLIES: ("reply", "session_id", "baton", "one reply per ticket, out"),
     DEAD_LETTERS: ("dead-letter", "session_id or none", "baton", "what could not be processed"),
     MEMORY_INDEX: ("index-update", "customer_id", "baton", "session summaries for the index"),
+    HANDOFFS: ("handoff-packet", "session_id", "baton", "one packet per ticket handed to a person"),
 }
 
 

@@ -9,8 +9,9 @@ MATCHED = "support.order-matched"
 REPLIES = "support.replies"
 DEAD_LETTERS = "support.dead-letters"
 MEMORY_INDEX = "support.memory-index"
+HANDOFFS = "support.handoffs"
 
-ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX)
+ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX, HANDOFFS)
 
 # Each topic's role (the ``BATON_TOPIC_<ROLE>`` setting that renames it) and its default name.
 ROLES: dict[str, str] = {
@@ -21,6 +22,7 @@ ROLES: dict[str, str] = {
     "replies": REPLIES,
     "dead_letters": DEAD_LETTERS,
     "memory_index": MEMORY_INDEX,
+    "handoffs": HANDOFFS,
 }
 
 MAX_TOPIC_CHARS = 249

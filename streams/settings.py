@@ -160,6 +160,8 @@ class Settings:
     # Beyond it a session's tickets are dead-lettered (session_flood) instead of queued.
     max_queued_per_session: int = 100
     turn_timeout_s: float = 300.0
+    # The desk's SLA: a hand-off packet's deadline is this long after the customer wrote.
+    handoff_deadline_s: float = 3600.0
     session_ttl_s: float = 7 * 24 * 3600.0
     retention_days: float = 7.0
     dead_letter_retention_days: float = 30.0
@@ -310,6 +312,7 @@ class Settings:
             "BATON_MAX_BUFFERED": str(self.max_buffered),
             "BATON_MAX_QUEUED_PER_SESSION": str(self.max_queued_per_session),
             "BATON_TURN_TIMEOUT": repr(self.turn_timeout_s),
+            "BATON_HANDOFF_DEADLINE": repr(self.handoff_deadline_s),
             "BATON_SESSION_TTL": repr(self.session_ttl_s),
             "BATON_RETENTION_DAYS": repr(self.retention_days),
             "BATON_DEAD_LETTER_RETENTION_DAYS": repr(self.dead_letter_retention_days),
@@ -756,6 +759,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
             env, "BATON_MAX_QUEUED_PER_SESSION", defaults.max_queued_per_session, 1
         ),
         turn_timeout_s=_float(env, "BATON_TURN_TIMEOUT", defaults.turn_timeout_s),
+        handoff_deadline_s=_float(env, "BATON_HANDOFF_DEADLINE", defaults.handoff_deadline_s),
         session_ttl_s=_float(env, "BATON_SESSION_TTL", defaults.session_ttl_s),
         retention_days=_float(env, "BATON_RETENTION_DAYS", defaults.retention_days),
         dead_letter_retention_days=_float(

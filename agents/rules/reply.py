@@ -212,12 +212,7 @@ def _which(zh: bool, orders: list[OrderFact]) -> str:
 def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str]:
     """The policy's hand-off triggers the ticket sets off (safety, legal, injection, repeats)."""
     norm, key, rules = normalize(facts.message), problem_key(u.problem), policy.handoff
-    repeated = bool(
-        rules.repeated_contact
-        and key is not None
-        and problem_key(facts.session.problem) == key
-        and len(facts.session.core_problems) + 1 >= rules.repeated_contact
-    )
+    repeated = bool(rules.repeated_contact and facts.session.repeats >= rules.repeated_contact)
     found = {
         "safety": rules.safety and key in SAFETY,
         "legal": rules.legal and bool(LEGAL.search(norm)),

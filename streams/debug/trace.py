@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.baton import Baton
 from schemas.codec import dumps, loads
+from schemas.handoff import HandoffPacket
 from schemas.records import Reply, Ticket, UsageTotals
 from schemas.stages import StageRecord
 from streams.debug.dlq import read_letter
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 # Tie-break for events with the same timestamp: the order the pipeline writes them in (a
 # stage's dead letter is acknowledged before its output is sent).
 _RANK = {"published": 0, "intake": 1, "dead_letter": 2, "understand": 3, "lookup": 4}
-_RANK |= {"reply": 5, "baton": 6}
+_RANK |= {"reply": 5, "handoff": 6, "baton": 7}
 
 
 def _at(ms: int) -> str:
@@ -178,6 +179,16 @@ def build(
         )
         c.add(m, "reply", reply.ticket_id, decision, status=reply.status)
 
+    packets = []
+    for m in records.get(names.handoffs, []):
+        packet = _model(HandoffPacket, m.value)
+        if packet is None or packet.session_id != session_id:
+            continue
+        packets.append(packet.model_dump(mode="json"))
+        due = packet.deadline.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        decision = f"to a person: {packet.reason}, {packet.urgency} urgency, due {due}"
+        c.add(m, "handoff", packet.ticket_id, decision, reason=packet.reason)
+
     letters = []
     for m in records.get(names.dead_letters, []):
         dl = read_letter(m)
@@ -225,6 +236,7 @@ def build(
         "events": c.events,
         "batons": batons,
         "dead_letters": letters,
+        "handoffs": packets,
         "usage": _session_usage(tickets.values()).model_dump(mode="json"),
     }
 
@@ -343,6 +355,7 @@ async def collect(settings: Settings, session_id: str) -> dict[str, Any]:
         names.matched,
         names.replies,
         names.dead_letters,
+        names.handoffs,
         changelog,
     ]
     records = await read_topics(settings, topics)

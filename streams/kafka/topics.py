@@ -9,6 +9,7 @@ from typing import Any
 
 from schemas.topics import (
     DEAD_LETTERS,
+    HANDOFFS,
     MATCHED,
     MEMORY_INDEX,
     REPLIES,
@@ -47,6 +48,7 @@ class TopicNames:
     replies: str
     dead_letters: str
     memory_index: str
+    handoffs: str
 
     @classmethod
     def of(cls, settings: Settings) -> TopicNames:
@@ -58,6 +60,7 @@ class TopicNames:
             replies=settings.topic(REPLIES),
             dead_letters=settings.topic(DEAD_LETTERS),
             memory_index=settings.topic(MEMORY_INDEX),
+            handoffs=settings.topic(HANDOFFS),
         )
 
     def all(self) -> tuple[str, ...]:
@@ -69,6 +72,7 @@ class TopicNames:
             self.replies,
             self.dead_letters,
             self.memory_index,
+            self.handoffs,
         )
 
 

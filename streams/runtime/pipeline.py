@@ -27,7 +27,7 @@ from streams.observe import tracing
 from streams.observe.logs import describe
 from streams.observe.observer import CountingObserver, Observer
 from streams.observe.shown import shown
-from streams.runtime import context, dead_letters, erasure, expiry, ownership, replies
+from streams.runtime import context, dead_letters, erasure, expiry, handoffs, ownership, replies
 from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
@@ -80,8 +80,14 @@ class Pipeline:
             TracedSink(self.raw), self.signer, frozenset({*internal, self.topics.memory_index})
         )
         self.redelivery = Redelivery(
-            self.batons, self.out, self.gate, self.observer, self.topics.replies
+            self.batons,
+            self.out,
+            self.gate,
+            self.observer,
+            self.topics.replies,
+            self.topics.handoffs,
         )
+        self.desk = handoffs.Desk(self.batons, self.settings.handoff_deadline_s, self.policy)
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
@@ -343,7 +349,8 @@ class Pipeline:
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
                 policy=self.policy,
             )
-            await self._answered(reply, await self.redelivery.reply(reply, baton))
+            packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
+            await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
         else:
             baton = stage.update(baton, ticket, outcome.value)
             out = record.model_copy(
@@ -395,7 +402,8 @@ class Pipeline:
         baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
         reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
-        await self._answered(reply, await self.redelivery.reply(reply, baton))
+        packet = self.desk.for_fallback(record, baton, reply, dl)
+        await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
 
     async def _reject(
         self, stage: StageName, value: bytes | None, exc: InvalidRecord, source: Source

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from agents import memory
 from schemas.baton import Baton, InFlight
 from schemas.codec import dumps
+from schemas.handoff import HandoffPacket
 from schemas.records import Reply, StageName, Ticket
 from schemas.stages import StageRecord
 from streams.observe.observer import Observer
@@ -36,6 +37,7 @@ class Redelivery:
     gate: SessionGate
     observer: Observer
     replies_topic: str
+    handoffs_topic: str = ""
 
     def entry(self, ticket: Ticket) -> InFlight | None:
         """The ticket's entry in flight, if its session's baton holds one."""
@@ -95,16 +97,22 @@ class Redelivery:
         self.batons.save(baton.model_copy(update={"in_flight": entry}))
         await self.sink.send(topic, out.ticket.session_id, data)
 
-    async def reply(self, reply: Reply, baton: Baton) -> Baton:
-        """Publish the reply once; returns the baton that records it as answered.
+    async def reply(self, reply: Reply, baton: Baton, packet: HandoffPacket | None = None) -> Baton:
+        """Publish the reply once, then its hand-off packet if any; returns the baton that
+        records the reply as answered.
 
-        The baton first holds the reply as pending (acknowledged before the reply is sent), so
-        a crash between sending and recording is resolved from the topic itself.
+        The baton first holds both as pending (acknowledged before either is sent), so a crash
+        between sending and recording is resolved from the topics themselves.
         """
         data = dumps(reply)
-        pending = InFlight(ticket_id=reply.ticket_id, stage="strategy", output=data.decode())
+        handoff = dumps(packet).decode() if packet is not None else None
+        pending = InFlight(
+            ticket_id=reply.ticket_id, stage="strategy", output=data.decode(), handoff=handoff
+        )
         await self.batons.save_durably(baton.model_copy(update={"in_flight": pending}))
         await self.sink.send(self.replies_topic, reply.session_id, data)
+        if handoff is not None:
+            await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
         return await self._answered(reply, baton)
 
     async def resume(self, entry: InFlight, baton: Baton) -> tuple[Reply, Baton]:
@@ -120,7 +128,23 @@ class Redelivery:
             self.observer.stage_done("strategy", "reused", 0.0)
         else:
             await self.sink.send(self.replies_topic, reply.session_id, entry.output.encode())
+        if entry.handoff is not None:
+            await self._resume_packet(entry.handoff, reply, since)
         return reply, await self._answered(reply, baton)
+
+    async def _resume_packet(self, handoff: str, reply: Reply, since: datetime) -> None:
+        """Send the pending hand-off packet unless the handoffs topic has it already."""
+        packet = HandoffPacket.model_validate_json(handoff)
+        marker = f'"packet_id":{dumps(packet.packet_id).decode()}'.encode()
+
+        def is_it(value: bytes) -> bool:
+            return (
+                marker in value
+                and HandoffPacket.model_validate_json(value).packet_id == packet.packet_id
+            )
+
+        if not await self.sink.contains(self.handoffs_topic, reply.session_id, since, is_it):
+            await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
 
     async def _answered(self, reply: Reply, baton: Baton) -> Baton:
         baton = memory.apply_reply(baton, reply)

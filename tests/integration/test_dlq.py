@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from agents.testing.standin import StandIn
+from schemas.handoff import HandoffPacket
 from schemas.records import DeadLetter, Ticket
 from streams.debug.dlq import ATTEMPTS, REQUEUED_FROM
 from streams.kafka.reader import read_topics
@@ -115,6 +116,11 @@ async def test_requeued_answered_ticket_is_not_answered_twice(
     assert [r.ticket_id for r in replies if r.session_id == "s-h"] == [tid, follow_up]
     calls_after = sum(1 for r in standin.stats()["requests"] if r["ticket_id"] == tid)
     assert calls_after == calls_before
+    # Nor handed off twice: its one hand-off packet stays the only one.
+    handoffs = run.topic("support.handoffs")
+    packets = (await read_topics(settings, [handoffs]))[handoffs]
+    mine = [HandoffPacket.model_validate_json(m.value or b"") for m in packets]
+    assert [p.ticket_id for p in mine if p.ticket_id == tid] == [tid]
 
 
 async def test_requeued_rejected_record_is_rejected_again_with_attempts_counted(

@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas import DeadLetter, Ticket, dumps
 from streams.kafka.connect import topic_partitions
-from tests.fixtures.data import ORDERS, reply, ticket_record
+from tests.fixtures.data import ORDERS, handoff_packet, reply, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 from tests.fixtures.paths import ROOT
 
@@ -136,6 +136,7 @@ def test_a_node_consumer_validates_records_with_the_json_schemas_alone(
         ("reply", good_reply),
         ("dead-letter", dumps(letter)),
         ("ticket", ticket),
+        ("handoff-packet", dumps(handoff_packet())),
     ):
         done = _validate(node_consumer, record, [value])
         assert done.returncode == 0, (record, done.stdout.decode(), done.stderr.decode())

@@ -55,6 +55,8 @@ def one_line(text: str) -> str:
         (["forget", "c1", "--timeout", "0"], "--timeout must be positive"),
         (["eval", "x.jsonl", "--llm", "echo", "--judge-llm", "stand-in"], "need --judge"),
         (["eval", "x.jsonl", "--llm", "echo", "--judge", "--judge-llm", "judge"], "invalid choice"),
+        (["handoffs"], "the following arguments are required: handoffs_command"),
+        (["handoffs", "show"], "the following arguments are required: session_id"),
     ],
 )
 def test_wrong_arguments_get_one_line_and_exit_2(
@@ -68,7 +70,7 @@ def test_every_command_module_is_one_subcommand() -> None:
     sub = next(a for a in parser()._actions if a.dest == "command")
     assert list(sub.choices or ()) == [
         "broker", "worker", "orders", "publish", "tail", "demo",
-        "trace", "replay", "dlq", "forget", "bench", "eval",
+        "trace", "replay", "dlq", "handoffs", "forget", "bench", "eval",
     ]  # fmt: skip
     assert len(COMMANDS) == len(sub.choices or ())
 
@@ -114,6 +116,12 @@ def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
     tickets.write_text('{"ticket_id":"a","session_id":"s","text":"hi"}\n')
     port = free_port()
     done = run_cli("publish", str(tickets), env={"BATON_BROKER": f"kafka://127.0.0.1:{port}"})
+    assert done.returncode == 1
+    assert "cannot reach the Kafka broker" in one_line(done.stderr)
+
+
+def test_hand_offs_from_an_unreachable_broker_are_one_line() -> None:
+    done = run_cli("handoffs", "list", env={"BATON_BROKER": f"kafka://127.0.0.1:{free_port()}"})
     assert done.returncode == 1
     assert "cannot reach the Kafka broker" in one_line(done.stderr)
 

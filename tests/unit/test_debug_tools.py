@@ -294,6 +294,10 @@ def test_trace_builds_a_session_timeline_from_every_topic() -> None:
             msg(names.matched, dumps(matched), offset=1, ts=T0 + 31),
         ],
         names.replies: [msg(names.replies, dumps(reply("a")), ts=T0 + 40)],
+        names.handoffs: [
+            msg(names.handoffs, dumps(data.handoff_packet("a", "s1")), ts=T0 + 40),
+            msg(names.handoffs, dumps(data.handoff_packet("z", "s2")), offset=1, ts=T0 + 41),
+        ],
         names.dead_letters: [msg(names.dead_letters, dumps(dl), ts=T0 + 5)],
         changelog: [
             msg(changelog, dumps(baton), ts=T0 + 20, key=b'"s1"'),
@@ -312,9 +316,11 @@ def test_trace_builds_a_session_timeline_from_every_topic() -> None:
         "lookup",
         "lookup",
         "reply",
+        "handoff",
         "baton",
     ]
     assert [t["ticket_id"] for t in doc["tickets"]] == ["a"]
+    assert [p["packet_id"] for p in doc["handoffs"]] == ["handoff:a"]
     assert doc["dead_letters"][0]["id"] == "dx"
     assert doc["usage"]["calls"] == 3
     assert doc["batons"][-1] == {"at": doc["batons"][-1]["at"], "deleted": True}
@@ -324,6 +330,7 @@ def test_trace_builds_a_session_timeline_from_every_topic() -> None:
     assert any("(again: redelivered or requeued)" in line for line in lines)
     assert any("refund, product Kettle, en" in line and "(12 ms)" in line for line in lines)
     assert any("answered, order O-1" in line and "1234 ms end to end" in line for line in lines)
+    assert any("to a person: needs_approval, normal urgency, due " in line for line in lines)
     assert lines[-1].startswith("usage: 3 call(s), 120 tokens")
     empty = trace.build("nobody", names, changelog, records)
     assert not empty["found"]

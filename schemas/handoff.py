@@ -1,0 +1,147 @@
+"""The hand-off packet: what a person taking over a ticket needs, on ``support.handoffs``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.records import SCHEMA_VERSION, Offer, OfferLine, Order, utcnow
+
+HandoffReason = Literal[
+    # the policy's triggers, whatever the model wrote
+    "safety",
+    "legal",
+    "prompt_injection",
+    "repeated_contact",
+    # an offer above the policy's approval threshold
+    "needs_approval",
+    # the strategy agent asked for a person itself
+    "agent_decision",
+    # no valid answer: the model's output, the model or the budget failed
+    "validation_failed",
+    "model_refused",
+    "max_tokens",
+    "model_error",
+    "timeout",
+    "budget_exceeded",
+    "spend_limit",
+    "untrusted_record",
+    # a stage could not process the ticket: the fallback reply, a person follows up
+    "stage_error",
+    "context_broken",
+    "order_store_unavailable",
+    "other",
+]
+Urgency = Literal["normal", "high"]
+PACKET_TEXT_CHARS = 2_000
+PACKET_TURNS_KEEP = 20
+
+
+class Turn(BaseModel):
+    """One earlier ticket of the session, compact: what was raised and what was answered."""
+
+    ticket_id: str
+    at: datetime = Field(description="When the customer wrote it.")
+    core_problem: str = Field(description="The ticket's core problem, as understood.")
+    demand: str | None = Field(default=None, description="What the customer asked for.")
+    order_id: str | None = Field(default=None, description="The order it was about.")
+    status: str | None = Field(
+        default=None, description="The reply's status (answered, degraded, handoff); null: none."
+    )
+    solution: str | None = Field(
+        default=None, description="What the reply said would be done (at most 200 characters)."
+    )
+
+
+class Promise(BaseModel):
+    """What an earlier reply of the session committed the shop to."""
+
+    ticket_id: str
+    lines: list[OfferLine] = Field(description="The offer's lines, as validated and sent.")
+
+
+class Promised(BaseModel):
+    """Everything promised so far: the session's ledger, its replies' offers, other sessions'."""
+
+    offered: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Money offered per order and remedy in the session's answered replies.",
+    )
+    offers: list[Promise] = Field(
+        default_factory=list, description="Each earlier reply's offer in the session, oldest first."
+    )
+    order_offered: dict[str, float] = Field(
+        default_factory=dict,
+        description="Money offered for the verified order per remedy, in any of the "
+        "customer's sessions (what a new offer for it counts against).",
+    )
+
+
+class HandoffPacket(BaseModel):
+    """One ticket handed to a person: why, what is known and verified, what was promised, by when.
+
+    Published on ``support.handoffs`` (key: session_id), exactly one per handed-off ticket,
+    before the ticket's offset is committed.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Record layout version.")
+    packet_id: str = Field(
+        description="Unique per ticket (``handoff:<ticket_id>``): a consumer that sees one "
+        "twice keeps the first."
+    )
+    ticket_id: str = Field(description="The ticket handed off.")
+    session_id: str
+    customer_id: str | None
+    reason: HandoffReason = Field(description="Why, as a code: the first of ``reasons``.")
+    reason_text: str = Field(description="Why, in words, for the person taking over.")
+    reasons: list[HandoffReason] = Field(
+        description="Every reason that applies, most important first."
+    )
+    urgency: Urgency = Field(description="high for safety, legal and repeated contact.")
+    handed_off_at: datetime = Field(default_factory=utcnow)
+    opened_at: datetime = Field(
+        description="When the customer wrote the ticket (never later than its intake)."
+    )
+    deadline: datetime = Field(
+        description="When the desk should have answered: ``opened_at`` plus the desk's SLA "
+        "(BATON_HANDOFF_DEADLINE)."
+    )
+    language: str = Field(description="The customer's language (zh, en).")
+    text: str = Field(description="The ticket's text (at most 2,000 characters).")
+    core_problem: str | None = Field(
+        description="The ticket's core problem; null when no stage understood it."
+    )
+    earlier_core_problems: list[str] = Field(
+        default_factory=list, description="Every earlier core problem of the session, oldest first."
+    )
+    order_id: str | None = Field(description="The order the look-up matched, or null.")
+    order: Order | None = Field(
+        description="The matched order as the order store holds it for this customer, re-read "
+        "at the strategy stage; null when none matched or the store did not vouch for it."
+    )
+    promised: Promised = Field(default_factory=Promised)
+    proposed_offer: Offer | None = Field(
+        default=None,
+        description="The offer waiting for a person's approval (state needs_approval); null "
+        "when none does.",
+    )
+    reply: str = Field(description="What the customer was told (the holding reply).")
+    internal_note: str = Field(description="The reply's note for the support team.")
+    conversation: list[Turn] = Field(
+        default_factory=list,
+        description="The session's earlier tickets, oldest first (the most recent 20).",
+    )
+    conversation_omitted: int = Field(
+        default=0, description="Earlier tickets left out of ``conversation``."
+    )
+    dead_letters: list[str] = Field(
+        default_factory=list, description="Ids of the ticket's dead letters, if any."
+    )
+    baton_version: int = Field(description="The baton version the reply was written from.")
+    policy_version: str | None = Field(
+        default=None, description="Hash of the policy file in force."
+    )
