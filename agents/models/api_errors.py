@@ -29,7 +29,8 @@ def spend_limit_message(body: Any) -> str | None:
     return None
 
 
-def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait an answer asks for (``retry-after-ms`` or ``retry-after``), in seconds."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
             return float(headers[name]) * scale
@@ -69,7 +70,7 @@ def attempt_failure(model: str, exc: anthropic.AnthropicError, timeout_s: float)
         Unavailable(f"{model} failed: {detail}", request_id=request_id),
         retryable,
         overloaded=status in _OVERLOAD_STATUS,
-        retry_after_s=_retry_after_s(exc.response.headers),
+        retry_after_s=retry_after_s(exc.response.headers),
     )
 
 

@@ -26,7 +26,7 @@ import httpx2
 import orjson
 from anthropic.types import Message
 
-from agents.models.api_errors import Attempt, spend_limit_message
+from agents.models.api_errors import Attempt, retry_after_s, spend_limit_message
 from agents.models.capabilities import OPENAI_COMPATIBLE, Capabilities
 from agents.models.claude import AnthropicLLM, AttemptFailed
 from agents.models.llm import SpendLimit, TimedOut, Unavailable
@@ -104,15 +104,6 @@ def message_of(data: Any, request_id: str | None) -> Message:
     return message
 
 
-def _retry_after_s(headers: Mapping[str, str]) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            return float(headers[name]) * scale
-        except (KeyError, TypeError, ValueError):
-            continue
-    return None
-
-
 def status_attempt(model: str, response: httpx2.Response, request_id: str | None) -> Attempt:
     """How a request that got an error status ended: retryable for 408, 409, 429 and 5xx."""
     try:
@@ -133,7 +124,7 @@ def status_attempt(model: str, response: httpx2.Response, request_id: str | None
         Unavailable(f"{model} failed: {status}: {detail}", request_id=request_id),
         status in _RETRY_STATUS or status >= 500,
         overloaded=status in _OVERLOAD_STATUS,
-        retry_after_s=_retry_after_s(response.headers),
+        retry_after_s=retry_after_s(response.headers),
     )
 
 

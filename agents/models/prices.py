@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import astuple, dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -82,8 +82,8 @@ class Tokens(Protocol):
     cache_write_tokens: int
 
 
-def parse_prices(text: str, source: str) -> dict[str, Price]:
-    """The rows of a JSON price table (empty text: none); ValueError naming ``source``."""
+def _model_table(text: str, source: str, row: str) -> dict[str, Any]:
+    """A JSON object keyed by model name (empty text: none); ValueError naming ``source``."""
     if not text.strip():
         return {}
     try:
@@ -91,7 +91,13 @@ def parse_prices(text: str, source: str) -> dict[str, Price]:
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"{source} is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError(f'{source} must be {{"model": [input, output, cache_write, cache_read]}}')
+        raise ValueError(f'{source} must be {{"model": {row}}}')
+    return data
+
+
+def parse_prices(text: str, source: str) -> dict[str, Price]:
+    """The rows of a JSON price table (empty text: none); ValueError naming ``source``."""
+    data = _model_table(text, source, "[input, output, cache_write, cache_read]")
     prices = {}
     for model, numbers in data.items():
         ok = isinstance(numbers, list) and len(numbers) in (2, 4)
@@ -104,14 +110,7 @@ def parse_prices(text: str, source: str) -> dict[str, Price]:
 def parse_cache_minimums(text: str, source: str) -> dict[str, int]:
     """The rows of a JSON table ``{"model": tokens}`` (empty text: none); ValueError naming
     ``source``."""
-    if not text.strip():
-        return {}
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"{source} is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f'{source} must be {{"model": tokens}}')
+    data = _model_table(text, source, "tokens")
     for model, tokens in data.items():
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             raise ValueError(f"{source}[{model!r}] must be a non-negative integer")
