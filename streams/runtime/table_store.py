@@ -27,7 +27,7 @@ def check_store(settings: Settings) -> None:
     """Refuse ``BATON_STORE=rocksdb`` in one line when its package is missing."""
     if settings.store == "rocksdb" and importlib.util.find_spec("rocksdict") is None:
         raise SettingsError(
-            "BATON_STORE=rocksdb needs the rocksdict package: pip install 'baton[rocksdb]'"
+            "BATON_STORE=rocksdb needs the rocksdict package: pip install 'baton-kafka[rocksdb]'"
         )
 
 

@@ -140,7 +140,7 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
     if not settings.signing_keys and not settings.embedded_broker:
         print(
             "baton: BATON_SIGNING_KEYS is not set, so records between stages are not signed: "
-            "anyone who can write an internal topic can steer a reply (README, Security).",
+            "anyone who can write an internal topic can steer a reply (docs/security.md).",
             file=sys.stderr,
             flush=True,
         )

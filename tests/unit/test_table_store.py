@@ -66,7 +66,7 @@ def test_rocksdb_without_its_package_is_refused_in_one_line(
         importlib.util, "find_spec", lambda name, *a: None if name == "rocksdict" else real(name)
     )
     check_store(Settings())  # the memory store needs nothing
-    with pytest.raises(SettingsError, match=r"pip install 'baton\[rocksdb\]'") as e:
+    with pytest.raises(SettingsError, match=r"pip install 'baton-kafka\[rocksdb\]'") as e:
         check_store(Settings(store="rocksdb"))
     assert "\n" not in str(e.value)
 
