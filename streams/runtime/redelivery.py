@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agents import memory
+from agents import memory, people
 from schemas.baton import Baton, InFlight
 from schemas.codec import dumps
 from schemas.handoff import HandoffPacket
@@ -147,7 +147,8 @@ class Redelivery:
             await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
 
     async def _answered(self, reply: Reply, baton: Baton) -> Baton:
-        baton = memory.apply_reply(baton, reply)
+        # An offer waiting for approval parks the session in the same write.
+        baton = people.park(memory.apply_reply(baton, reply), reply)
         # Durable before the session moves on: from then on only the baton's answered list
         # keeps a redelivered copy from a second reply.
         await self.batons.save_durably(baton)
