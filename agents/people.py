@@ -28,11 +28,16 @@ class Refused(ValueError):
 
 def park(baton: Baton, reply: Reply) -> Baton:
     """``baton`` with the reply's offer pending when it waits for approval (the session is
-    parked); a later parked offer replaces it, the packet of the newer ticket is the one to
-    answer."""
+    parked); a later ticket proposing again while parked is added to the pending item's
+    names, and the first proposal stays the one a person decides."""
     offer = reply.offer
     if offer is None or offer.state != "needs_approval":
         return baton
+    if baton.pending is not None:
+        if reply.ticket_id in (baton.pending.item, *baton.pending.also):
+            return baton
+        also = [*baton.pending.also, reply.ticket_id]
+        return baton.model_copy(update={"pending": baton.pending.model_copy(update={"also": also})})
     memory = next((t for t in baton.tickets if t.ticket_id == reply.ticket_id), None)
     demand = memory.demand if memory is not None and memory.demand else "information"
     pending = PendingOffer(
@@ -84,7 +89,7 @@ def check(decision: Decision, baton: Baton | None) -> None:
         pending = baton.pending
         if pending is None:
             raise Refused("decision_not_pending", "the session has no offer waiting for approval")
-        if decision.item != pending.item:
+        if decision.item != pending.item and decision.item not in pending.also:
             raise Refused(
                 "decision_not_pending",
                 f"the offer waiting for approval is ticket {pending.item}'s, not {decision.item}",
@@ -236,12 +241,12 @@ def apply(
     if decision.action == "approve":
         assert pending is not None
         offer = approved_offer(decision, pending, order, policy, today, history, baton)
-        reply_text = confirmation(offer, language)
+        reply_text, item = confirmation(offer, language), pending.item
         updates["pending"] = None
     elif decision.action == "deny":
         assert pending is not None
         offer = next_option(pending, order, policy, today, history, baton)
-        reply_text = alternative(offer, language)
+        reply_text, item = alternative(offer, language), pending.item
         status = "answered" if offer is not None else "handoff"
         updates["pending"] = None
     elif decision.action == "answer":

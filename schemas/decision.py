@@ -63,6 +63,11 @@ class PendingOffer(BaseModel):
 
     item: str = Field(description="The ticket id whose reply proposed it.")
     offer: Offer = Field(description="The proposed offer (state needs_approval).")
+    also: list[str] = Field(
+        default_factory=list,
+        description="Later tickets of the parked session whose replies proposed an offer again: "
+        "a decision may name any of them; the first proposal is the one decided.",
+    )
     demand: str = Field(default="information", description="What the customer asked for.")
     language: str = "en"
     at: datetime = Field(default_factory=utcnow, description="When the session was parked.")

@@ -126,6 +126,19 @@ async def test_an_approval_confirms_the_parked_offer_once(shop: SQLiteOrderStore
     assert len(replies(p)) == 2 and dead_letters(p) == []
 
 
+async def test_a_second_proposal_while_parked_keeps_the_first(shop: SQLiteOrderStore) -> None:
+    p = pipeline_on(shop)
+    first = (await parked(p)).pending
+    await run(p, ticket("t2", "Please cancel my jacket order, as I said."))
+    pending = baton_of(p, "S1").pending
+    assert pending is not None and first is not None
+    assert (pending.item, pending.also, pending.offer) == ("t1", ["t2"], first.offer)
+    await feed(p, decision("d1", "approve", item="t2"), 0)
+    confirmed = replies(p)[-1]
+    assert confirmed.decision_id == "d1" and confirmed.ticket_id == "t1"
+    assert baton_of(p, "S1").pending is None
+
+
 async def test_a_replayed_decision_is_a_dead_letter_and_changes_nothing(
     shop: SQLiteOrderStore,
 ) -> None:
