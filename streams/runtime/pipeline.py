@@ -308,6 +308,7 @@ class Pipeline:
             # A person has the session: no agent answers until it is handed back.
             reply, held = people.silent(ticket, held, llm=self.llm.name)
             await self._answered(reply, await self.redelivery.reply(reply, held))
+            self.observer.stage_done(stage.name, "taken_over", 0.0)
             return
         if any(getattr(record, need) is None for need in stage.needs):
             self.observer.context(stage.name, "broken")
