@@ -81,7 +81,7 @@ def _setting(topic: str) -> str:
 
 def _headers(topic: str) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    if topic in (SESSIONS, UNDERSTOOD, MATCHED, MEMORY_INDEX):
+    if topic in (SESSIONS, UNDERSTOOD, MATCHED, MEMORY_INDEX, DECISIONS):
         props["baton-signature"] = {
             "type": "string",
             "description": "<key id>:<hex HMAC-SHA256 of topic, key and value> when signing.",
