@@ -121,7 +121,11 @@ class Redelivery:
         marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
 
         def is_it(value: bytes) -> bool:
-            return marker in value and Reply.model_validate_json(value).ticket_id == reply.ticket_id
+            if marker not in value:
+                return False
+            # A person's decision may answer the same ticket: it is not the agents' reply.
+            found = Reply.model_validate_json(value)
+            return found.ticket_id == reply.ticket_id and found.decision_id is None
 
         since = entry.at - REPLY_SCAN_MARGIN
         if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):

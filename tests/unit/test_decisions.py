@@ -16,18 +16,22 @@ from agents.orders import OrderSource, SQLiteOrderStore
 from agents.policy import load as load_policy
 from agents.prompts import build, parse_context
 from agents.rules.offline import OfflineLLM
-from schemas import Baton, Order, Reply, dumps
+from schemas import Baton, InFlight, Order, Reply, dumps
 from schemas.decision import Decision, PendingOffer, PersonNote
 from schemas.records import Offer, OfferLine
 from schemas.stages import StrategyDraft
 from streams.observe.observer import CountingObserver
+from streams.runtime.batons import BatonStore
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
+from streams.runtime.redelivery import Redelivery
+from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Signer
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import C1_ORDERS, days_ago, ticket
+from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import baton_of, dead_letters, names, run, sink, state
 from tests.fixtures.stores import sqlite_store
@@ -294,3 +298,17 @@ def test_the_next_prompt_knows_the_pending_offer_and_what_the_person_said() -> N
     assert prompt.context.count("</facts>") == 1
     assert "session.people" in facts.from_customer
     assert "session.pending_offer" not in facts.from_customer
+
+
+async def test_a_person_s_reply_to_a_ticket_is_not_taken_for_the_agents_pending_one() -> None:
+    out = MemorySink()
+    batons = BatonStore(MemoryState(), 10)
+    redelivery = Redelivery(batons, out, SessionGate(), CountingObserver(), "u.support.replies")
+    agents = data_reply("t2", "S1", reply="the agents' answer")
+    persons = data_reply("t2", "S1", reply="a person's answer", decision_id="d1", llm="person")
+    await out.send("u.support.replies", "S1", dumps(persons))
+    entry = InFlight(ticket_id="t2", stage="strategy", output=dumps(agents).decode())
+    baton = new_baton(ticket("t2", "x")).model_copy(update={"in_flight": entry})
+    await redelivery.resume(entry, baton)
+    sent = [Reply.model_validate_json(v) for _, v in out.sent["u.support.replies"]]
+    assert [r.reply for r in sent] == ["a person's answer", "the agents' answer"]
