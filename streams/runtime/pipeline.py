@@ -301,10 +301,15 @@ class Pipeline:
         if stage.answers and held is not None and entry is not None and entry.pending:
             await self._answered(*await self.redelivery.resume(entry, held))
             return
+        taken_over = stage.name == "understand" and held is not None and held.taken_over
+        if taken_over and held is not None and entry is not None and entry.pending:
+            # A taken-over ticket's reply is pending: its understand copy is the only one.
+            await self._answered(*await self.redelivery.resume(entry, held))
+            return
         target = stage.target_topic(self.topics)
         if await self.redelivery.settle(stage.name, ticket, entry, target):
             return
-        if stage.name == "understand" and held is not None and held.taken_over:
+        if taken_over and held is not None:
             # A person has the session: no agent answers until it is handed back.
             reply, held = people.silent(ticket, held, llm=self.llm.name)
             await self._answered(reply, await self.redelivery.reply(reply, held))

@@ -67,6 +67,24 @@ class LosingSink(MemorySink):
         await super().send(topic, key, value, headers)
 
 
+class SilentLosingSink(MemorySink):
+    """A sink whose first taken-over reply is lost on its way to the broker."""
+
+    lost: bool = False
+
+    async def send(
+        self,
+        topic: str,
+        key: str | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        if topic.endswith("support.replies") and b'"taken_over"' in value and not self.lost:
+            self.lost = True
+            raise ConnectionError("the broker went away")
+        await super().send(topic, key, value, headers)
+
+
 def pipeline_on(store: OrderSource, sink: MemorySink | None = None, **kw: Any) -> Pipeline:
     return Pipeline(
         settings=Settings(**{"namespace": "u", "session_ttl_s": 3600, "policy_file": ALPINE, **kw}),
@@ -312,3 +330,15 @@ async def test_a_person_s_reply_to_a_ticket_is_not_taken_for_the_agents_pending_
     await redelivery.resume(entry, baton)
     sent = [Reply.model_validate_json(v) for _, v in out.sent["u.support.replies"]]
     assert [r.reply for r in sent] == ["a person's answer", "the agents' answer"]
+
+
+async def test_a_lost_taken_over_reply_is_sent_once_on_the_next_attempt(
+    shop: SQLiteOrderStore,
+) -> None:
+    p = pipeline_on(shop, sink=SilentLosingSink())
+    await run(p, ticket("t1", "My kettle order, where is it?"))
+    await feed(p, decision("d1", "takeover", item=None), 0)
+    await run(p, ticket("t2", "Hello?"))
+    assert [(r.ticket_id, r.status) for r in replies(p)][1:] == [("t2", "taken_over")]
+    baton = baton_of(p, "S1")
+    assert baton.in_flight is None and "t2" in baton.answered
