@@ -4,6 +4,7 @@ a dead letter and changes nothing; a redelivered one sends its reply once."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -342,3 +343,17 @@ async def test_a_lost_taken_over_reply_is_sent_once_on_the_next_attempt(
     assert [(r.ticket_id, r.status) for r in replies(p)][1:] == [("t2", "taken_over")]
     baton = baton_of(p, "S1")
     assert baton.in_flight is None and "t2" in baton.answered
+
+
+async def test_a_decision_waits_for_the_ticket_in_flight(
+    shop: SQLiteOrderStore,
+) -> None:
+    p = pipeline_on(shop)
+    await parked(p)
+    await p.gate.enter("S1", "t2", lambda: None)  # ticket t2 is in flight
+    deciding = asyncio.create_task(feed(p, decision("d1", "approve"), 0))
+    await asyncio.sleep(0.05)
+    assert not deciding.done() and len(replies(p)) == 1
+    p.gate.leave("S1", "t2")  # t2's reply is out
+    await asyncio.wait_for(deciding, 5)
+    assert replies(p)[-1].decision_id == "d1"
