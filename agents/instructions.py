@@ -67,6 +67,11 @@ The block is compact JSON; empty values are left out, so a missing key means "no
   the customer paid, so a later offer for the same order is at most what is left.
 - session.repeats: how many of the session's tickets, this one included, are about the current
   problem; the policy hands the ticket to a person from a number of them on.
+- session.pending_offer: an offer waiting for a colleague's approval: it is not promised yet;
+  say it is being reviewed, never that it is granted, and do not propose it again.
+- session.people: what colleagues decided and wrote in this session, oldest first (approve,
+  deny, answer, takeover, handback, close, with their text and any offer they confirmed): it is
+  what the customer was told by a person; continue from it, do not contradict it.
 - orders: the customer's real orders that matter here: order_id, product_name, status, amount,
   currency, ordered_at and, when known, delivered_at, carrier, tracking_no. Dates are ISO dates.
 - earlier: what earlier sessions of the same customer were about (session_id, order_id,

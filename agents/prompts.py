@@ -14,13 +14,16 @@ from agents.instructions import STAGE_TEXTS, handbook
 from agents.models.llm import Prompt
 from agents.policy import Policy, default_policy
 from schemas.baton import Baton, OrderMemory, SessionSummary
-from schemas.records import Order, StageName, Ticket
+from schemas.decision import PersonNote
+from schemas.records import Offer, Order, StageName, Ticket
 from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 
 # Every stage's system prompt starts with the handbook, so it is a cache breakpoint of its own;
 # this is the demo shop's.
 SHARED_PREFIX = handbook(default_policy())
 _STAGE_START = "\n# Your task: "
+# The latest decisions of people a prompt shows.
+PEOPLE_SHOWN = 5
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -124,6 +127,19 @@ def _topics(baton: Baton, ticket_id: str) -> list[SessionTopic]:
     return list(reversed(latest.values()))[:5]
 
 
+class PersonFact(BaseModel):
+    """A colleague's decision on the session, as the prompt shows it."""
+
+    action: str
+    text: str = ""
+    offer: Offer | None = None
+    at: str = ""
+
+    @classmethod
+    def of(cls, note: PersonNote) -> PersonFact:
+        return cls(action=note.action, text=note.text, offer=note.offer, at=note.at.isoformat())
+
+
 class SessionFacts(BaseModel):
     """The baton, reduced to what a prompt needs."""
 
@@ -148,6 +164,12 @@ class SessionFacts(BaseModel):
         default=0,
         description="The session's tickets about the current problem, this one included.",
     )
+    pending_offer: Offer | None = Field(
+        default=None, description="An offer waiting for a colleague's approval: not promised."
+    )
+    people: list[PersonFact] = Field(
+        default_factory=list, description="What colleagues decided and wrote, oldest first."
+    )
 
     @classmethod
     def of(cls, baton: Baton, ticket_id: str = "") -> SessionFacts:
@@ -170,6 +192,8 @@ class SessionFacts(BaseModel):
             summary=baton.chain_summary,
             offered=baton.offered,
             repeats=_repeats(baton),
+            pending_offer=baton.pending.offer if baton.pending else None,
+            people=[PersonFact.of(n) for n in baton.people[-PEOPLE_SHOWN:]],
         )
 
 
@@ -211,6 +235,8 @@ _FROM_CUSTOMER = (
     ("session.topics", lambda f: f.session.topics),
     ("session.flags", lambda f: f.session.flags),
     ("session.summary", lambda f: f.session.summary),
+    # A colleague's words are quoted as data too: they may quote the customer.
+    ("session.people", lambda f: f.session.people),
     ("earlier", lambda f: f.earlier),
     ("history", lambda f: f.history),
     ("understanding", lambda f: f.understanding),
@@ -234,6 +260,7 @@ FROM_SHOP = (
     "session.order_history",
     "session.offered",  # from validated offers of earlier replies, not from customer text
     "session.repeats",  # a count the shop makes
+    "session.pending_offer",  # a validated offer of an earlier reply
     "orders",
     "match.order_id",
     "match.order",

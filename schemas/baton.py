@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from schemas.decision import PendingOffer, PersonNote
 from schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
 from schemas.stages import Demand
 
@@ -118,6 +119,17 @@ class Baton(BaseModel):
         default_factory=dict,
         description="Money offered per order and remedy in the session's answered replies, "
         "which later offers for the same order count against.",
+    )
+    pending: PendingOffer | None = Field(
+        default=None,
+        description="The offer waiting for a person's approval (the session is parked).",
+    )
+    taken_over: bool = Field(
+        default=False, description="A person has taken the session over: the agents stay silent."
+    )
+    closed: bool = Field(default=False, description="A person closed the case.")
+    people: list[PersonNote] = Field(
+        default_factory=list, description="The decisions people made on the session, oldest first."
     )
     updated_at: datetime = Field(default_factory=utcnow)
 

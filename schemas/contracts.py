@@ -14,11 +14,13 @@ import orjson
 from pydantic import BaseModel
 
 from schemas.baton import Erasure, IndexUpdate
+from schemas.decision import Decision
 from schemas.handoff import HandoffPacket
 from schemas.records import SCHEMA_VERSION, DeadLetter, Order, Reply, Ticket
 from schemas.stages import StageRecord
 from schemas.topics import (
     DEAD_LETTERS,
+    DECISIONS,
     HANDOFFS,
     MATCHED,
     MEMORY_INDEX,
@@ -43,6 +45,7 @@ RECORDS: dict[str, tuple[type[BaseModel], Mode]] = {
     "index-update": (IndexUpdate, "serialization"),
     "erasure": (Erasure, "serialization"),
     "handoff-packet": (HandoffPacket, "serialization"),
+    "decision": (Decision, "validation"),
 }
 
 # topic: (record, key, who writes it, what it is for)
@@ -55,6 +58,7 @@ TOPICS: dict[str, tuple[str, str, str, str]] = {
     DEAD_LETTERS: ("dead-letter", "session_id or none", "baton", "what could not be processed"),
     MEMORY_INDEX: ("index-update", "customer_id", "baton", "session summaries for the index"),
     HANDOFFS: ("handoff-packet", "session_id", "baton", "one packet per ticket handed to a person"),
+    DECISIONS: ("decision", "session_id", "users", "people's decisions and answers in, signed"),
 }
 
 
@@ -77,7 +81,7 @@ def _setting(topic: str) -> str:
 
 def _headers(topic: str) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    if topic in (SESSIONS, UNDERSTOOD, MATCHED, MEMORY_INDEX):
+    if topic in (SESSIONS, UNDERSTOOD, MATCHED, MEMORY_INDEX, DECISIONS):
         props["baton-signature"] = {
             "type": "string",
             "description": "<key id>:<hex HMAC-SHA256 of topic, key and value> when signing.",

@@ -21,7 +21,7 @@ from pydantic import (
 SCHEMA_VERSION = 1
 MAX_TEXT_CHARS = 20_000
 
-ReplyStatus = Literal["answered", "degraded", "handoff"]
+ReplyStatus = Literal["answered", "degraded", "handoff", "taken_over"]
 OrderStatus = Literal[
     "pending", "paid", "shipped", "delivered", "cancelled", "refunded", "returned", "lost"
 ]
@@ -41,8 +41,12 @@ DeadLetterReason = Literal[
     "session_conflict",
     "untrusted_record",
     "session_flood",
+    # a person's decision that cannot be applied: nothing of the session is changed
+    "decision_not_pending",
+    "decision_replayed",
+    "decision_invalid",
 ]
-StageName = Literal["intake", "understand", "lookup", "strategy"]
+StageName = Literal["intake", "understand", "lookup", "strategy", "decide"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Ids are the shop's own (an email, a platform's global id, a number): any printable text is
@@ -303,7 +307,10 @@ class Reply(BaseModel):
     ticket_id: str
     session_id: str
     customer_id: str | None
-    status: ReplyStatus = Field(description="answered, degraded (fallback path) or handoff.")
+    status: ReplyStatus = Field(
+        description="answered, degraded (fallback path), handoff, or taken_over (a person has "
+        "the session: no agent answered, the reply text is empty)."
+    )
     reply: str = Field(description="Customer-facing text.")
     solution: str = Field(description="What will be done.")
     internal_note: str = Field(description="For the support team, never shown to the customer.")
@@ -320,6 +327,11 @@ class Reply(BaseModel):
     )
     policy_version: str | None = Field(
         default=None, description="Hash of the policy file the reply was checked against."
+    )
+    decision_id: str | None = Field(
+        default=None,
+        description="The person's decision this reply carries out (approve, deny, answer); "
+        "null for an agent's reply.",
     )
     usage: UsageTotals = Field(default_factory=UsageTotals)
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -10,8 +10,19 @@ REPLIES = "support.replies"
 DEAD_LETTERS = "support.dead-letters"
 MEMORY_INDEX = "support.memory-index"
 HANDOFFS = "support.handoffs"
+DECISIONS = "support.decisions"
 
-ALL = (TICKETS, SESSIONS, UNDERSTOOD, MATCHED, REPLIES, DEAD_LETTERS, MEMORY_INDEX, HANDOFFS)
+ALL = (
+    TICKETS,
+    SESSIONS,
+    UNDERSTOOD,
+    MATCHED,
+    REPLIES,
+    DEAD_LETTERS,
+    MEMORY_INDEX,
+    HANDOFFS,
+    DECISIONS,
+)
 
 # Each topic's role (the ``BATON_TOPIC_<ROLE>`` setting that renames it) and its default name.
 ROLES: dict[str, str] = {
@@ -23,6 +34,7 @@ ROLES: dict[str, str] = {
     "dead_letters": DEAD_LETTERS,
     "memory_index": MEMORY_INDEX,
     "handoffs": HANDOFFS,
+    "decisions": DECISIONS,
 }
 
 MAX_TOPIC_CHARS = 249

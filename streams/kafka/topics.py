@@ -9,6 +9,7 @@ from typing import Any
 
 from schemas.topics import (
     DEAD_LETTERS,
+    DECISIONS,
     HANDOFFS,
     MATCHED,
     MEMORY_INDEX,
@@ -49,6 +50,7 @@ class TopicNames:
     dead_letters: str
     memory_index: str
     handoffs: str
+    decisions: str
 
     @classmethod
     def of(cls, settings: Settings) -> TopicNames:
@@ -61,6 +63,7 @@ class TopicNames:
             dead_letters=settings.topic(DEAD_LETTERS),
             memory_index=settings.topic(MEMORY_INDEX),
             handoffs=settings.topic(HANDOFFS),
+            decisions=settings.topic(DECISIONS),
         )
 
     def all(self) -> tuple[str, ...]:
@@ -73,6 +76,7 @@ class TopicNames:
             self.dead_letters,
             self.memory_index,
             self.handoffs,
+            self.decisions,
         )
 
 

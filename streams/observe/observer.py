@@ -14,8 +14,8 @@ class Observer(Protocol):
     def record_in(self, stage: str) -> None: ...
 
     def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
-        """``outcome``: ok, degraded, reused (a redelivered copy), invalid, refused, failed or
-        flooded."""
+        """``outcome``: ok, degraded, reused (a redelivered copy), invalid, refused, failed,
+        flooded or taken_over (a person has the session: no agent ran)."""
         ...
 
     def dead_letter(self, stage: str, reason: str) -> None: ...

@@ -151,7 +151,7 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
     names = TopicNames.of(settings)
     sources = frozenset({names.tickets, *(s.source_topic(names) for s in STAGES)})
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
-        sources | {names.memory_index},
+        sources | {names.memory_index, names.decisions},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
     )
     if not settings.embedded_broker and settings.producer_acks == "all":
@@ -214,6 +214,18 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
     @app.task
     async def sample_lag() -> None:
         await lag.run(settings.lag_interval_s)
+
+    # People's decisions: acked once applied or dead-lettered, concurrent across sessions.
+    deciding = SessionScheduler(
+        "decide", max_running=settings.max_in_flight, max_buffered=settings.max_buffered
+    )
+
+    async def decided(event: Any) -> None:
+        await pipeline.people.handle(event.value, _source(event), _headers(event))
+
+    @app.agent(sink.topics[names.decisions], name="decide")
+    async def decide(stream: Any) -> None:
+        await deciding.run(stream.noack(), decided)
 
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:

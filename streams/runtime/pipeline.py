@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents import memory
+from agents import memory, people
 from agents.asking import budget_tokens
 from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
@@ -27,7 +27,16 @@ from streams.observe import tracing
 from streams.observe.logs import describe
 from streams.observe.observer import CountingObserver, Observer
 from streams.observe.shown import shown
-from streams.runtime import context, dead_letters, erasure, expiry, handoffs, ownership, replies
+from streams.runtime import (
+    context,
+    dead_letters,
+    decisions,
+    erasure,
+    expiry,
+    handoffs,
+    ownership,
+    replies,
+)
 from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
@@ -90,6 +99,22 @@ class Pipeline:
         self.desk = handoffs.Desk(self.batons, self.settings.handoff_deadline_s, self.policy)
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
+        )
+        # People's decisions (support.decisions): applied between the session's tickets.
+        self.people = decisions.Decisions(
+            self.topics.decisions,
+            self.topics.replies,
+            self.batons,
+            self.gate,
+            self.signer,
+            self.admission,
+            self.out,
+            self.store,
+            self.policy,
+            self.observer,
+            self.dead_letter,
+            self.redelivery.unfinished,
+            self.index,
         )
 
     async def intake(
@@ -276,8 +301,19 @@ class Pipeline:
         if stage.answers and held is not None and entry is not None and entry.pending:
             await self._answered(*await self.redelivery.resume(entry, held))
             return
+        taken_over = stage.name == "understand" and held is not None and held.taken_over
+        if taken_over and held is not None and entry is not None and entry.pending:
+            # A taken-over ticket's reply is pending: its understand copy is the only one.
+            await self._answered(*await self.redelivery.resume(entry, held))
+            return
         target = stage.target_topic(self.topics)
         if await self.redelivery.settle(stage.name, ticket, entry, target):
+            return
+        if taken_over and held is not None:
+            # A person has the session: no agent answers until it is handed back.
+            reply, held = people.silent(ticket, held, llm=self.llm.name)
+            await self._answered(reply, await self.redelivery.reply(reply, held))
+            self.observer.stage_done(stage.name, "taken_over", 0.0)
             return
         if any(getattr(record, need) is None for need in stage.needs):
             self.observer.context(stage.name, "broken")

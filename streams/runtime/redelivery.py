@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agents import memory
+from agents import memory, people
 from schemas.baton import Baton, InFlight
 from schemas.codec import dumps
 from schemas.handoff import HandoffPacket
@@ -121,7 +121,11 @@ class Redelivery:
         marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
 
         def is_it(value: bytes) -> bool:
-            return marker in value and Reply.model_validate_json(value).ticket_id == reply.ticket_id
+            if marker not in value:
+                return False
+            # A person's decision may answer the same ticket: it is not the agents' reply.
+            found = Reply.model_validate_json(value)
+            return found.ticket_id == reply.ticket_id and found.decision_id is None
 
         since = entry.at - REPLY_SCAN_MARGIN
         if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):
@@ -147,7 +151,8 @@ class Redelivery:
             await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
 
     async def _answered(self, reply: Reply, baton: Baton) -> Baton:
-        baton = memory.apply_reply(baton, reply)
+        # An offer waiting for approval parks the session in the same write.
+        baton = people.park(memory.apply_reply(baton, reply), reply)
         # Durable before the session moves on: from then on only the baton's answered list
         # keeps a redelivered copy from a second reply.
         await self.batons.save_durably(baton)

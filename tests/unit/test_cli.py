@@ -57,6 +57,11 @@ def one_line(text: str) -> str:
         (["eval", "x.jsonl", "--llm", "echo", "--judge", "--judge-llm", "judge"], "invalid choice"),
         (["handoffs"], "the following arguments are required: handoffs_command"),
         (["handoffs", "show"], "the following arguments are required: session_id"),
+        (["decide", "S1", "t1", "maybe"], "invalid choice: 'maybe'"),
+        (["decide", "S1", "t1", "deny", "--amount", "5"], "--amount goes with approve"),
+        (["decide", "S1", "t1", "approve", "--amount", "-1"], "and is not negative"),
+        (["answer", "S1", "  "], "the answer's text is empty"),
+        (["takeover", "s1\x1b[2J"], "invalid session id: Value error, holds a control"),
     ],
 )
 def test_wrong_arguments_get_one_line_and_exit_2(
@@ -70,7 +75,8 @@ def test_every_command_module_is_one_subcommand() -> None:
     sub = next(a for a in parser()._actions if a.dest == "command")
     assert list(sub.choices or ()) == [
         "broker", "worker", "orders", "publish", "tail", "demo",
-        "trace", "replay", "dlq", "handoffs", "forget", "bench", "eval",
+        "trace", "replay", "dlq", "handoffs", "decide", "answer", "takeover", "handback",
+        "close", "forget", "bench", "eval",
     ]  # fmt: skip
     assert len(COMMANDS) == len(sub.choices or ())
 
@@ -122,6 +128,12 @@ def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
 
 def test_hand_offs_from_an_unreachable_broker_are_one_line() -> None:
     done = run_cli("handoffs", "list", env={"BATON_BROKER": f"kafka://127.0.0.1:{free_port()}"})
+    assert done.returncode == 1
+    assert "cannot reach the Kafka broker" in one_line(done.stderr)
+
+
+def test_a_decision_to_an_unreachable_broker_is_one_line() -> None:
+    done = run_cli("takeover", "S1", env={"BATON_BROKER": f"kafka://127.0.0.1:{free_port()}"})
     assert done.returncode == 1
     assert "cannot reach the Kafka broker" in one_line(done.stderr)
 

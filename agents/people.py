@@ -1,0 +1,295 @@
+"""People in the loop, in the baton: park an offer for approval, apply a person's decision."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from agents.people_texts import alternative, confirmation
+from agents.policy import Policy
+from agents.policy.offer import CENT, OfferContext, cents, problems, total
+from agents.strategy import already_offered
+from schemas.baton import Baton, OrderMemory, TicketMemory
+from schemas.codec import dumps
+from schemas.decision import ON_OFFER, PEOPLE_KEEP, Decision, PendingOffer, PersonNote
+from schemas.records import Offer, OfferLine, Order, Reply, ReplyStatus, Ticket, utcnow
+
+NOTE_CHARS = 500
+PERSON = "person"
+
+
+class Refused(ValueError):
+    """A decision the baton cannot apply: ``reason`` is its dead letter's reason."""
+
+    def __init__(self, reason: str, error: str) -> None:
+        super().__init__(error)
+        self.reason = reason
+
+
+def park(baton: Baton, reply: Reply) -> Baton:
+    """``baton`` with the reply's offer pending when it waits for approval (the session is
+    parked); a later ticket proposing again while parked is added to the pending item's
+    names, and the first proposal stays the one a person decides."""
+    offer = reply.offer
+    if offer is None or offer.state != "needs_approval":
+        return baton
+    if baton.pending is not None:
+        if reply.ticket_id in (baton.pending.item, *baton.pending.also):
+            return baton
+        also = [*baton.pending.also, reply.ticket_id]
+        return baton.model_copy(update={"pending": baton.pending.model_copy(update={"also": also})})
+    memory = next((t for t in baton.tickets if t.ticket_id == reply.ticket_id), None)
+    demand = memory.demand if memory is not None and memory.demand else "information"
+    pending = PendingOffer(
+        item=reply.ticket_id, offer=offer, demand=demand, language=reply.language
+    )
+    return baton.model_copy(update={"pending": pending})
+
+
+def applied(baton: Baton, decision_id: str) -> PersonNote | None:
+    """The baton's note of decision ``decision_id``, if it was applied."""
+    return next((n for n in baton.people if n.decision_id == decision_id), None)
+
+
+def silent(ticket: Ticket, baton: Baton, *, llm: str) -> tuple[Reply, Baton]:
+    """The reply of a ticket a person has taken over (no agent answers it) and the baton that
+    remembers the ticket for when the session is handed back."""
+    memory = TicketMemory(ticket_id=ticket.ticket_id, core_problem=ticket.text[:NOTE_CHARS])
+    baton = baton.model_copy(update={"tickets": [*baton.tickets, memory]})
+    reply = Reply(
+        ticket_id=ticket.ticket_id,
+        session_id=ticket.session_id,
+        customer_id=ticket.customer_id,
+        status="taken_over",
+        reply="",
+        solution="A person has the session; no agent answered.",
+        internal_note="The session is taken over: the person who has it answers.",
+        confidence=0.0,
+        order_id=baton.order_id,
+        language=baton.pending.language if baton.pending else "en",
+        baton_version=baton.version + 1,
+        llm=llm,
+    )
+    return reply, baton
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A decision's result: the baton that records it and the reply it sends, if any."""
+
+    baton: Baton
+    reply: Reply | None
+
+
+def check(decision: Decision, baton: Baton | None) -> None:
+    """Raise :class:`Refused` unless ``decision`` answers something ``baton`` has open."""
+    if baton is None:
+        raise Refused("decision_not_pending", "the session has no baton (unknown or expired)")
+    if decision.action in ON_OFFER:
+        pending = baton.pending
+        if pending is None:
+            raise Refused("decision_not_pending", "the session has no offer waiting for approval")
+        if decision.item != pending.item and decision.item not in pending.also:
+            raise Refused(
+                "decision_not_pending",
+                f"the offer waiting for approval is ticket {pending.item}'s, not {decision.item}",
+            )
+    if decision.action == "approve" and decision.amount is not None:
+        assert baton.pending is not None
+        if len(_money_lines(baton.pending.offer.lines)) != 1:
+            raise Refused("decision_invalid", "a changed amount needs an offer with one money line")
+    if decision.action == "deny" and decision.amount is not None:
+        raise Refused("decision_invalid", "a denial carries no amount")
+    if decision.action == "answer" and not decision.text.strip():
+        raise Refused("decision_invalid", "an answer needs the text to send")
+    if decision.action == "takeover" and baton.taken_over:
+        raise Refused("decision_not_pending", "the session is taken over already")
+    if decision.action == "handback" and not baton.taken_over:
+        raise Refused("decision_not_pending", "the session is not taken over")
+
+
+def _money_lines(lines: Sequence[OfferLine]) -> list[OfferLine]:
+    return [line for line in lines if line.amount]
+
+
+def approved_offer(
+    decision: Decision,
+    pending: PendingOffer,
+    order: Order | None,
+    policy: Policy,
+    today: date,
+    history: Sequence[OrderMemory],
+    baton: Baton,
+) -> Offer:
+    """The offer an approval confirms: the proposed lines (one amount changed if asked),
+    held to every limit of the policy; raises :class:`Refused` when they break one."""
+    lines = list(pending.offer.lines)
+    if decision.amount is not None:
+        money = _money_lines(lines)[0]
+        changed = money.model_copy(update={"amount": cents(decision.amount)})
+        lines = [changed if line is money else line for line in lines]
+    found = _problems(lines, pending, order, policy, today, history, baton)
+    if found:
+        raise Refused("decision_invalid", "the approval breaks the policy: " + "; ".join(found))
+    return Offer(state="approved", lines=lines, total=total(lines), currency=pending.offer.currency)
+
+
+def _problems(
+    lines: Sequence[OfferLine],
+    pending: PendingOffer,
+    order: Order | None,
+    policy: Policy,
+    today: date,
+    history: Sequence[OrderMemory],
+    baton: Baton,
+) -> list[str]:
+    if order is None:
+        return [f"order {lines[0].order_id if lines else '?'} is not in the order store"]
+    ctx = OfferContext(
+        order=order,
+        demand=pending.demand,
+        today=today,
+        already=already_offered(baton, order, history),
+    )
+    return problems(lines, policy, ctx)
+
+
+def next_option(
+    pending: PendingOffer,
+    order: Order | None,
+    policy: Policy,
+    today: date,
+    history: Sequence[OrderMemory],
+    baton: Baton,
+) -> Offer | None:
+    """What a denial offers instead: the one money line lowered to the approval threshold
+    when the policy allows that without approval; None: a person follows up."""
+    threshold = policy.money.approval_above
+    money = _money_lines(pending.offer.lines)
+    if threshold is None or threshold <= CENT or len(money) != 1:
+        return None
+    lowered = money[0].model_copy(update={"amount": cents(threshold)})
+    lines = [lowered if line is money[0] else line for line in pending.offer.lines]
+    if total(lines) > threshold + CENT:
+        return None
+    if _problems(lines, pending, order, policy, today, history, baton):
+        return None
+    return Offer(state="approved", lines=lines, total=total(lines), currency=pending.offer.currency)
+
+
+def apply(
+    decision: Decision,
+    baton: Baton,
+    *,
+    order: Order | None,
+    policy: Policy,
+    today: date,
+    history: Sequence[OrderMemory] = (),
+    source: str = "",
+) -> Applied:
+    """Apply ``decision`` to ``baton`` (checked with :func:`check` first): the new baton, with
+    the decision's note holding the reply to send, and that reply."""
+    check(decision, baton)
+    pending = baton.pending
+    offer: Offer | None = None
+    reply_text: str | None = None
+    status: ReplyStatus = "answered"
+    item = decision.item
+    # The baton keeps no language besides the parked offer's: a person's answer is in theirs.
+    language = pending.language if pending is not None else "en"
+    updates: dict[str, object] = {}
+    if decision.action == "approve":
+        assert pending is not None
+        offer = approved_offer(decision, pending, order, policy, today, history, baton)
+        reply_text, item = confirmation(offer, language), pending.item
+        updates["pending"] = None
+    elif decision.action == "deny":
+        assert pending is not None
+        offer = next_option(pending, order, policy, today, history, baton)
+        reply_text, item = alternative(offer, language), pending.item
+        status = "answered" if offer is not None else "handoff"
+        updates["pending"] = None
+    elif decision.action == "answer":
+        reply_text = decision.text
+        item = item or _last_ticket(baton)
+    elif decision.action == "takeover":
+        updates["taken_over"] = True
+    elif decision.action == "handback":
+        updates["taken_over"] = False
+    elif decision.action == "close":
+        updates |= {"closed": True, "taken_over": False, "pending": None}
+    reply = None
+    if reply_text is not None and item is not None:
+        reply = Reply(
+            ticket_id=item,
+            session_id=baton.session_id,
+            customer_id=baton.customer_id,
+            status=status,
+            reply=reply_text,
+            solution=_solution(decision, offer),
+            internal_note=f"Decided by {decision.by or PERSON}: {decision.text}"[:NOTE_CHARS],
+            confidence=1.0,
+            order_id=offer.lines[0].order_id if offer and offer.lines else baton.order_id,
+            language=language,
+            baton_version=baton.version + 1,
+            llm=PERSON,
+            offer=offer,
+            policy_version=policy.version,
+            decision_id=decision.decision_id,
+        )
+    note = PersonNote(
+        decision_id=decision.decision_id,
+        action=decision.action,
+        item=item,
+        text=decision.text[:NOTE_CHARS],
+        offer=offer,
+        reply=dumps(reply).decode() if reply is not None else "",
+        source=source,
+        at=decision.decided_at,
+    )
+    updates |= {
+        "people": [*baton.people, note][-PEOPLE_KEEP:],
+        "version": baton.version + 1,
+        "updated_at": utcnow(),
+    }
+    if reply is not None and offer is not None:
+        updates |= _booked(baton, item or "", offer, reply)
+    return Applied(baton=baton.model_copy(update=updates), reply=reply)
+
+
+def delivered(baton: Baton, decision_id: str) -> Baton:
+    """``baton`` with the decision's reply marked as on the replies topic."""
+    people = [
+        n.model_copy(update={"reply": ""}) if n.decision_id == decision_id else n
+        for n in baton.people
+    ]
+    return baton.model_copy(update={"people": people})
+
+
+def _booked(baton: Baton, item: str, offer: Offer, reply: Reply) -> dict[str, object]:
+    """The ticket's memory and the session's ledger once ``offer`` is promised."""
+    offered = {order: dict(kinds) for order, kinds in baton.offered.items()}
+    for line in offer.lines:
+        if line.amount:
+            kinds = offered.setdefault(line.order_id, {})
+            kinds[line.kind] = max(kinds.get(line.kind, 0.0), line.amount)
+    told = {"status": reply.status, "solution": reply.solution[:200], "offer": offer.lines}
+    tickets = [t.model_copy(update=told) if t.ticket_id == item else t for t in baton.tickets]
+    return {"offered": offered, "tickets": tickets}
+
+
+def _solution(decision: Decision, offer: Offer | None) -> str:
+    if decision.action == "approve":
+        return "A colleague approved the offer."
+    if decision.action == "deny":
+        return (
+            "A colleague denied the offer; the next option the policy allows is offered."
+            if offer is not None
+            else "A colleague denied the offer; a person follows up."
+        )
+    return "A colleague answered the customer."
+
+
+def _last_ticket(baton: Baton) -> str | None:
+    return baton.tickets[-1].ticket_id if baton.tickets else None

@@ -1,0 +1,88 @@
+"""A person's decision on a session, on ``support.decisions``, and what the baton keeps of it."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from schemas.records import SCHEMA_VERSION, Identifier, Offer, utcnow
+
+DecisionAction = Literal["approve", "deny", "answer", "takeover", "handback", "close"]
+# The actions that answer the session's pending offer, and must name it.
+ON_OFFER: frozenset[str] = frozenset({"approve", "deny"})
+ANSWER_CHARS = 4_000
+PEOPLE_KEEP = 20
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(value: str) -> str:
+    """The text without control characters (newlines and tabs kept)."""
+    return _CONTROL.sub("", value)
+
+
+class Decision(BaseModel):
+    """What a person decided or said about one session (key: session_id, signed like stage
+    records); applied once, in order with the session's tickets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    decision_id: Identifier = Field(description="Unique id of this decision: a copy is refused.")
+    session_id: Identifier = Field(description="The session it is about (also the record key).")
+    item: Identifier | None = Field(
+        default=None,
+        description="The pending item it answers: for approve and deny, the ticket id of the "
+        "offer waiting for approval (the hand-off packet's ticket_id); optional otherwise.",
+    )
+    action: DecisionAction = Field(
+        description="approve or deny the pending offer; answer the customer with ``text``; "
+        "take the session over (the agents stay silent); hand it back; close the case."
+    )
+    amount: float | None = Field(
+        default=None,
+        ge=0,
+        description="approve only: the amount approved instead of the proposed one (an offer "
+        "with one money line), within the policy's limits.",
+    )
+    text: Annotated[str, StringConstraints(max_length=ANSWER_CHARS), AfterValidator(clean_text)] = (
+        Field(
+            default="",
+            description="answer: the text sent to the customer (required); other actions: a note "
+            "kept in the session's context.",
+        )
+    )
+    by: Identifier | None = Field(default=None, description="Who decided (the desk's user id).")
+    decided_at: datetime = Field(default_factory=utcnow)
+
+
+class PendingOffer(BaseModel):
+    """An offer above the policy's approval threshold, waiting in the baton for a person."""
+
+    item: str = Field(description="The ticket id whose reply proposed it.")
+    offer: Offer = Field(description="The proposed offer (state needs_approval).")
+    also: list[str] = Field(
+        default_factory=list,
+        description="Later tickets of the parked session whose replies proposed an offer again: "
+        "a decision may name any of them; the first proposal is the one decided.",
+    )
+    demand: str = Field(default="information", description="What the customer asked for.")
+    language: str = "en"
+    at: datetime = Field(default_factory=utcnow, description="When the session was parked.")
+
+
+class PersonNote(BaseModel):
+    """One decision the session's baton applied: what the person did and said."""
+
+    decision_id: str
+    action: DecisionAction
+    item: str | None = None
+    text: str = Field(default="", description="What the person wrote (at most 500 characters).")
+    offer: Offer | None = Field(default=None, description="The offer it confirmed, if any.")
+    reply: str = Field(
+        default="", description="The reply record (JSON) it sends; empty once it is on the topic."
+    )
+    source: str = Field(default="", description="Where the decision was read: topic:part:offset.")
+    at: datetime = Field(default_factory=utcnow)

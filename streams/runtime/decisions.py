@@ -1,0 +1,195 @@
+"""People's decisions off ``support.decisions``: checked, applied once in the session's order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agents import people
+from agents.history import recallable
+from agents.orders import OrderSource, StoreUnavailable
+from agents.policy import Policy
+from schemas.baton import Baton
+from schemas.codec import InvalidRecord, dumps, parse
+from schemas.decision import ON_OFFER, Decision
+from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
+from streams.observe.observer import Observer
+from streams.observe.shown import shown
+from streams.runtime import dead_letters
+from streams.runtime.admission import Admission
+from streams.runtime.batons import BatonStore
+from streams.runtime.dead_letters import Source
+from streams.runtime.index import CustomerIndex
+from streams.runtime.redelivery import REPLY_SCAN_MARGIN
+from streams.runtime.scheduler import SessionGate
+from streams.runtime.signing import Headers, Signer
+from streams.runtime.sink import Sink
+
+log = logging.getLogger("baton.decisions")
+
+STAGE: StageName = "decide"
+STORE_ATTEMPTS = 3
+
+
+def holder(decision_id: str) -> str:
+    """The name a decision holds its session's gate under (never a ticket id's)."""
+    return f"decision:{decision_id}"
+
+
+def place(source: Source) -> str:
+    """Where a record was read, as a decision's note keeps it: a copy read there again is a
+    redelivery, the same decision read anywhere else a replay."""
+    return f"{source.topic}:{source.partition}:{source.offset}"
+
+
+@dataclass
+class Decisions:
+    """Applies each decision to its session's baton between the session's tickets, once.
+
+    The session's gate orders it with the tickets: it waits for the ticket in flight, and the
+    next ticket waits for it. The baton records the decision and its reply before the reply
+    is sent, so a crash in between sends the reply after a restart, once.
+    """
+
+    topic: str
+    replies_topic: str
+    batons: BatonStore
+    gate: SessionGate
+    signer: Signer
+    admission: Admission
+    sink: Sink
+    store: OrderSource
+    policy: Policy
+    observer: Observer
+    dead_letter: Callable[[DeadLetter, Source], Awaitable[None]]
+    unfinished: Callable[[Ticket], str | None]
+    index: CustomerIndex
+
+    async def handle(
+        self, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> None:
+        """Check one record of the decisions topic and apply it, or dead-letter it."""
+        self.observer.record_in(STAGE)
+        problem = self.signer.problem(self.topic, source.key, value, headers)
+        if problem is not None:
+            await self._refuse(value, "untrusted_record", problem, source)
+            return
+        try:
+            decision = parse(Decision, value)
+        except InvalidRecord as exc:
+            await self._refuse(value, "invalid_input", str(exc), source)
+            return
+        if (problem := self.admission.misplaced(source)(decision.session_id)) is not None:
+            await self._refuse(value, "untrusted_record", problem, source, decision)
+            return
+        session, name = decision.session_id, holder(decision.decision_id)
+        probe = Ticket.model_construct(ticket_id=name, session_id=session, text="")
+        await self.gate.enter(session, name, lambda: self.unfinished(probe))
+        try:
+            await self._apply(decision, value, source)
+        finally:
+            self.gate.leave(session, name)
+
+    async def _apply(self, decision: Decision, value: bytes | None, source: Source) -> None:
+        baton = self.batons.get(decision.session_id)
+        note = people.applied(baton, decision.decision_id) if baton is not None else None
+        if baton is not None and note is not None:
+            if note.source != place(source):
+                error = (
+                    f"decision {decision.decision_id} was applied already (read at {note.source})"
+                )
+                await self._refuse(value, "decision_replayed", error, source, decision)
+                return
+            # A redelivered copy: finish what the crash interrupted, no second reply.
+            await self._deliver(decision, baton, note.reply, resumed=True)
+            self.observer.stage_done(STAGE, "reused", 0.0)
+            return
+        try:
+            people.check(decision, baton)
+            assert baton is not None  # check refuses a session without one
+            order = await self._order(decision, baton)
+            customer = baton.customer_id
+            done = people.apply(
+                decision,
+                baton,
+                order=order,
+                policy=self.policy,
+                today=utcnow().date(),
+                history=recallable(baton, self.batons.index(customer) if customer else None),
+                source=place(source),
+            )
+        except people.Refused as exc:
+            await self._refuse(value, exc.reason, str(exc), source, decision)
+            return
+        log.info(
+            "session %s: %s decision %s applied",
+            shown(decision.session_id),
+            decision.action,
+            shown(decision.decision_id),
+        )
+        # Durable before the reply goes out: a crash in between resends it from the note.
+        await self.batons.save_durably(done.baton)
+        reply = dumps(done.reply).decode() if done.reply is not None else ""
+        await self._deliver(decision, done.baton, reply, resumed=False)
+        self.observer.stage_done(STAGE, "ok", 0.0)
+
+    async def _order(self, decision: Decision, baton: Baton) -> Order | None:
+        """The parked offer's order as the store holds it now (approve and deny only)."""
+        if decision.action not in ON_OFFER or baton.pending is None:
+            return None
+        lines = baton.pending.offer.lines
+        if not lines:
+            return None
+        for attempt in range(STORE_ATTEMPTS):
+            try:
+                return await self.store.get(lines[0].order_id)
+            except StoreUnavailable as exc:
+                if attempt == STORE_ATTEMPTS - 1:
+                    raise people.Refused("order_store_unavailable", str(exc)) from exc
+                await asyncio.sleep(0.2 * 2**attempt)
+        return None
+
+    async def _deliver(self, decision: Decision, baton: Baton, reply: str, resumed: bool) -> None:
+        """Send the decision's reply unless the topic has it, then mark it sent."""
+        sent: Reply | None = None
+        if reply:
+            sent = Reply.model_validate_json(reply)
+            if not (resumed and await self._on_topic(sent, decision.decision_id)):
+                await self.sink.send(self.replies_topic, sent.session_id, reply.encode())
+            baton = people.delivered(baton, decision.decision_id)
+            await self.batons.save_durably(baton)
+        if sent is not None:
+            self.observer.reply(sent, None)
+        await self.index.send(baton, sent.ticket_id if sent is not None else None)
+
+    async def _on_topic(self, reply: Reply, decision_id: str) -> bool:
+        marker = f'"decision_id":{dumps(decision_id).decode()}'.encode()
+
+        def is_it(value: bytes) -> bool:
+            return marker in value and Reply.model_validate_json(value).decision_id == decision_id
+
+        since = reply.replied_at - REPLY_SCAN_MARGIN
+        return await self.sink.contains(self.replies_topic, reply.session_id, since, is_it)
+
+    async def _refuse(
+        self,
+        value: bytes | None,
+        reason: str,
+        error: str,
+        source: Source,
+        decision: Decision | None = None,
+    ) -> None:
+        """Dead-letter a decision that cannot be applied: nothing of the session changes."""
+        dl = dead_letters.letter(
+            stage=STAGE,
+            reason=reason,
+            error=error,
+            payload=value or b"",
+            source=source,
+            session_id=decision.session_id if decision else None,
+            ticket_id=decision.item if decision else None,
+        )
+        await self.dead_letter(dl, source)
+        self.observer.stage_done(STAGE, "refused", 0.0)
