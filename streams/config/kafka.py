@@ -157,9 +157,15 @@ def check_security(sec: KafkaSecurity) -> KafkaSecurity:
     # Credentials or certificates the protocol would not use are a forgotten protocol, and
     # silently connecting without them would send data in the clear.
     if not sec.sasl and (sec.username or sec.password):
-        raise SettingsError(f"{protocol} does not use a user name or password: use SASL_SSL")
+        raise SettingsError(
+            f"{protocol} does not use a user name or password (BATON_KAFKA_USERNAME, "
+            "BATON_KAFKA_PASSWORD): use SASL_SSL"
+        )
     if not sec.tls and (sec.ca_file or sec.cert_file or sec.key_file):
-        raise SettingsError(f"{protocol} does not use TLS files: use SSL or SASL_SSL")
+        raise SettingsError(
+            f"{protocol} does not use TLS files (BATON_KAFKA_CA_FILE, _CERT_FILE, _KEY_FILE): "
+            "use SSL or SASL_SSL"
+        )
     if sec.key_file and not sec.cert_file:
         raise SettingsError(
             "BATON_KAFKA_KEY_FILE needs BATON_KAFKA_CERT_FILE (the client certificate)"
