@@ -13,10 +13,12 @@ from typing import Any, NoReturn, Protocol
 from streams.cli import (
     bench,
     broker,
+    check,
     demo,
     dlq,
     forget,
     handoffs,
+    init,
     orders,
     publish,
     replay,
@@ -38,6 +40,8 @@ class Command(Protocol):
 
 
 COMMANDS: tuple[Command, ...] = (
+    init,
+    check,
     broker,
     worker,
     orders,
@@ -91,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
 def dispatch(argv: Sequence[str]) -> int:
     """Parse ``argv``, build the settings and run the command."""
     args = parser().parse_args(argv)
+    if getattr(args, "loads_settings", False):
+        # It reads (or writes) the settings itself: a bad one is what it reports.
+        return int(args.run(args, None))
     return int(args.run(args, load(config=args.config)))
 
 

@@ -64,6 +64,7 @@ class Settings:
         "local state: the SQLite order store, Faust's data dir",
         Path(".baton"),
         parse=path,
+        is_path=True,
     )
     # Where the tables live between restarts: memory (rebuilt from the changelogs at every
     # start) or RocksDB files in ``table_dir``, read back and topped up from the changelogs.
@@ -81,6 +82,7 @@ class Settings:
         None,
         parse=optional_path,
         shown="`BATON_DATA_DIR/store/<app id>/<host>-<web port>`",
+        is_path=True,
     )
     web_port: int = setting(
         "BATON_WEB_PORT",
@@ -177,6 +179,7 @@ class Settings:
         None,
         parse=v.policy_file,
         shown="the demo shop's (`agents/policy/default.toml`)",
+        is_path=True,
     )
     # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
     orders_source: str = setting(
@@ -192,6 +195,7 @@ class Settings:
         "or its REST API, to orders: read-only, no DDL",
         "",
         parse=v.orders_map_text,
+        is_path=True,
     )
     # "Header-Name: value" sent to an HTTP order source; the value is a secret.
     orders_auth: str = setting(

@@ -70,13 +70,22 @@ class KafkaSecurity:
         "PEM CA that signed the brokers' certificates",
         None,
         parse=_file,
+        is_path=True,
         shown="system CAs",
     )
     cert_file: Path | None = setting(
-        "BATON_KAFKA_CERT_FILE", "client certificate (PEM) for mutual TLS", None, parse=_file
+        "BATON_KAFKA_CERT_FILE",
+        "client certificate (PEM) for mutual TLS",
+        None,
+        parse=_file,
+        is_path=True,
     )
     key_file: Path | None = setting(
-        "BATON_KAFKA_KEY_FILE", "the client certificate's key (PEM)", None, parse=_file
+        "BATON_KAFKA_KEY_FILE",
+        "the client certificate's key (PEM)",
+        None,
+        parse=_file,
+        is_path=True,
     )
     key_password: str = setting(
         "BATON_KAFKA_KEY_PASSWORD", "password of the client key", "", secret=True

@@ -46,13 +46,17 @@ class Keys:
         self.by_key: dict[str, str] = {}
         self.prefixes: dict[str, str] = {}
         self.secrets: set[str] = set()
+        self.paths: set[str] = set()
         for spec in specs:
             if spec.prefix:
                 self.prefixes[toml_key(spec.prefix)] = spec.prefix
             names = spec.also if spec.read else (spec.env,)
             for name in names:
                 self.by_key[toml_key(name)] = name
+            if spec.is_path:
+                self.paths.add(spec.env)
             if spec.secret:
+                self.paths.add(spec.env + FILE_SUFFIX)
                 self.secrets.add(spec.env)
                 self.by_key[toml_key(spec.env + FILE_SUFFIX)] = spec.env + FILE_SUFFIX
 
@@ -98,11 +102,19 @@ def read_toml(path: Path, keys: Keys) -> tuple[dict[str, str], dict[str, str]]:
                 continue
             if variable is None:
                 raise SettingsError(f"{path}: unknown key {here!r}")
-            values[variable] = _text(value)
+            text = _text(value)
+            if variable in keys.paths and _relative(text):
+                text = str(path.parent / text)
+            values[variable] = text
             origin[variable] = f"{path}: key {here}"
 
     walk(data, "", "")
     return values, origin
+
+
+def _relative(text: str) -> bool:
+    # An inline JSON map is not a path.
+    return bool(text) and not text.lstrip().startswith("{") and not Path(text).is_absolute()
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

@@ -140,6 +140,8 @@ class Spec:
     read: Reader | None = None
     write: Writer | None = None
     prefix: str = ""
+    # A file's path: in ``baton.toml`` a relative one is read from the file's directory.
+    is_path: bool = False
 
     @property
     def toml_key(self) -> str:
@@ -166,9 +168,12 @@ def setting(
     read: Reader | None = None,
     write: Writer | None = None,
     prefix: str = "",
+    is_path: bool = False,
 ) -> Any:
     """A dataclass field declared with its variable, its default and its one-line help."""
-    spec = Spec(env, help, parse, render, secret, shown, derived, also, read, write, prefix)
+    spec = Spec(
+        env, help, parse, render, secret, shown, derived, also, read, write, prefix, is_path
+    )
     if factory is not None:
         return field(default_factory=factory, metadata={"spec": spec})
     return field(default=default, metadata={"spec": spec})
