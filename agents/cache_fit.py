@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from agents.models.prices import min_cacheable_tokens
 from agents.models.tokens import estimate_tokens
@@ -43,7 +44,7 @@ class CacheFit:
 
 
 def cache_fits(
-    policy: Policy, models: Mapping[str, str], overrides: Mapping[str, int] | None = None
+    policy: Policy, models: Mapping[Any, str], overrides: Mapping[str, int] | None = None
 ) -> list[CacheFit]:
     """Each stage's fit on ``models[stage]`` (token counts estimated, rough by ~10%)."""
     return [

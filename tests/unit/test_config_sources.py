@@ -145,6 +145,9 @@ def test_every_setting_is_declared_and_documented() -> None:
     assert reference.PATH.read_text("utf-8") == text, (
         "docs/configuration.md is stale: run python -m streams.config.reference"
     )
+    # The README sends its readers to the reference instead of keeping a table of its own.
+    readme = (reference.PATH.parents[1] / "README.md").read_text("utf-8")
+    assert "docs/configuration.md" in readme and "| `BATON_BROKER` |" not in readme
 
 
 def test_the_kafka_client_options_are_aiokafka_s_and_applied() -> None:

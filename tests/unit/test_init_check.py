@@ -95,6 +95,14 @@ def test_a_short_prompt_is_reported_with_the_numbers(tmp_path: Path) -> None:
         "tokens to the handbook or tone file, or choose a model with a lower minimum"
     )
     assert all(f.cached for f in cache_fits(policy, models, {"my-model": 1024}))
+    # A worker says so at start, with the same numbers; offline, no model caches anything.
+    from streams.runtime.worker import uncached
+
+    slow = load({"BATON_LLM": "anthropic", "ANTHROPIC_API_KEY": "k", "BATON_MODEL": "my-model"})
+    assert uncached(slow.with_(cache_min_tokens={"my-model": 20_000}))[0].startswith(
+        "understand on my-model: static prompt about "
+    )
+    assert uncached(slow) == [] and uncached(load({})) == []
 
 
 def test_check_prints_one_line_per_check_and_fails_on_a_failure(
