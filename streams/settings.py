@@ -9,7 +9,6 @@ from streams.config.declared import (
     DEAD_LETTER_FORMATS,
     STORE_KINDS,
     DeadLetterFormat,
-    LLMKind,
     Settings,
     StoreKind,
 )
@@ -21,6 +20,7 @@ from streams.config.kafka import (
     KafkaSecurity,
 )
 from streams.config.loading import kafka_security, load
+from streams.config.model_settings import LLMKind
 from streams.config.spec import SettingsError
 from streams.config.topics import check_topics
 from streams.config.values import DEFAULT_STAGE_MODELS, MIN_SIGNING_SECRET, NAMED_MODELS, STAGES

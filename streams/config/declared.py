@@ -1,4 +1,5 @@
-"""Every setting, declared once: its field, type, default, variable and one-line help."""
+"""Every setting, declared once: its field, type, default, variable and one-line help (the
+model and the shop settings in their own modules)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agents.dsn import MASK, mask_url
-from agents.models.capabilities import StructuredOutput
-from agents.models.prices import Price
 from schemas.topics import ROLES
 from streams.config import values as v
 from streams.config.kafka import (
@@ -20,11 +19,12 @@ from streams.config.kafka import (
     read_client_options,
     write_client_options,
 )
+from streams.config.model_settings import ModelSettings
+from streams.config.order_settings import OrderSettings
 from streams.config.rendering import render, secret_values
 from streams.config.spec import (
     choice,
     flag,
-    fraction,
     integer,
     lower,
     optional_path,
@@ -33,14 +33,10 @@ from streams.config.spec import (
     positive,
     render_flag,
     render_number,
-    seconds_or_off,
     setting,
     spec_of,
-    stripped,
 )
 
-# A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
-LLMKind = str
 StoreKind = Literal["memory", "rocksdb"]
 DeadLetterFormat = Literal["baton", "connect"]
 DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
@@ -50,7 +46,7 @@ FLAG = render_flag
 
 
 @_dataclass(frozen=True)
-class Settings:
+class Settings(OrderSettings, ModelSettings):
     """Runtime configuration; build it with ``load``, render it with :meth:`to_env`."""
 
     broker: str = setting(
@@ -101,131 +97,6 @@ class Settings:
         None,
         parse=optional_text,
         secret=True,
-    )
-    anthropic_api_key: str | None = setting(
-        "ANTHROPIC_API_KEY",
-        "the Claude API key (the SDK's own variable)",
-        None,
-        parse=optional_text,
-        secret=True,
-    )
-    anthropic_base_url: str | None = setting(
-        "ANTHROPIC_BASE_URL",
-        "the Claude API's address (the SDK's own variable)",
-        None,
-        parse=optional_text,
-    )
-    llm: LLMKind = setting(
-        "BATON_LLM",
-        "model provider: `anthropic`, `bedrock`, `vertex`, `openai` (OpenAI-compatible, "
-        "self-hosted), `offline`, or `package.module:factory` ([model providers](models.md))",
-        "offline",
-        parse=v.llm,
-        derived=v.default_llm,
-        shown="`anthropic` if `ANTHROPIC_API_KEY` is set, else `offline`",
-    )
-    model: str = setting(
-        "BATON_MODEL",
-        "one model for every stage (required with `bedrock`, `vertex` and `openai`: the "
-        "model's name there)",
-        "claude-sonnet-4-6",
-        shown="`claude-sonnet-4-6` (strategy), `claude-haiku-4-5` (understand, look-up)",
-    )
-    stage_models: Mapping[str, str] = setting(
-        "BATON_MODEL_<STAGE>",
-        "per-stage model: `BATON_MODEL_UNDERSTAND`, `_LOOKUP`, `_STRATEGY`",
-        factory=dict,
-        read=v.read_stage_models,
-        write=v.write_stage_models,
-        shown="see `BATON_MODEL`",
-        also=tuple(f"BATON_MODEL_{s.upper()}" for s in v.STAGES),
-    )
-    # The endpoint and key of a provider other than the first-party API (Bedrock's bearer
-    # key, Vertex AI's access token, a self-hosted server's key).
-    model_url: str | None = setting(
-        "BATON_MODEL_URL",
-        "endpoint of a provider other than the Claude API",
-        None,
-        parse=optional_text,
-    )
-    model_api_key: str | None = setting(
-        "BATON_MODEL_API_KEY",
-        "key of a provider other than the Claude API (an Anthropic key never goes elsewhere)",
-        None,
-        parse=optional_text,
-        secret=True,
-    )
-    # auto: as the provider declares; off: the schema goes into the prompt instead.
-    model_structured_output: StructuredOutput = setting(
-        "BATON_MODEL_STRUCTURED_OUTPUT",
-        "`auto` (as the provider declares), `on`, or `off`: the answer's schema goes into "
-        "the prompt instead",
-        "auto",
-        parse=choice("auto", "on", "off"),
-    )
-    orders_dsn: str = setting(
-        "BATON_ORDERS_DSN",
-        "`sqlite:///path`, `postgresql://…`, or a shop's REST API `https://…` "
-        "([order sources](extending.md#an-order-source))",
-        "",
-        secret=True,
-        shown="SQLite file in `BATON_DATA_DIR`",
-    )
-    # The shop's service policy file (TOML); empty: the demo shop's, shipped with baton.
-    policy_file: Path | None = setting(
-        "BATON_POLICY",
-        "the shop's service policy file (TOML): remedies, limits, approvals, hand-offs "
-        "([policy](policy.md))",
-        None,
-        parse=v.policy_file,
-        shown="the demo shop's (`agents/policy/default.toml`)",
-        is_path=True,
-    )
-    # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
-    orders_source: str = setting(
-        "BATON_ORDERS_SOURCE",
-        "`module:factory` of an order source of your own, called with the settings",
-        "",
-        parse=stripped,
-    )
-    # JSON (or a JSON file's path) mapping the shop's table, view, queries or API to orders.
-    orders_map: str = setting(
-        "BATON_ORDERS_MAP",
-        "JSON (inline or a file's path) mapping the shop's PostgreSQL table, view or queries, "
-        "or its REST API, to orders: read-only, no DDL",
-        "",
-        parse=v.orders_map_text,
-        is_path=True,
-    )
-    # "Header-Name: value" sent to an HTTP order source; the value is a secret.
-    orders_auth: str = setting(
-        "BATON_ORDERS_AUTH",
-        "`Header-Name: value` sent to an HTTP order source",
-        "",
-        parse=v.orders_auth,
-        secret=True,
-    )
-    orders_timeout_s: float = setting(
-        "BATON_ORDERS_TIMEOUT",
-        "seconds per request to an HTTP order source, or to connect to PostgreSQL",
-        10.0,
-        parse=positive,
-        render=NUMBER,
-    )
-    orders_retries: int = setting(
-        "BATON_ORDERS_RETRIES",
-        "retries of an HTTP order source's request after a connection error, timeout, 429 "
-        "or 5xx (exponential backoff)",
-        2,
-        parse=integer(0),
-    )
-    # 0 turns the HTTP source's per-customer cache off.
-    orders_cache_ttl_s: float = setting(
-        "BATON_ORDERS_CACHE_TTL",
-        "seconds an HTTP order source's answers are kept per customer and order; `0` turns it off",
-        30.0,
-        parse=seconds_or_off,
-        render=NUMBER,
     )
     namespace: str = setting(
         "BATON_NAMESPACE",
@@ -364,79 +235,6 @@ class Settings:
         parse=positive,
         render=NUMBER,
     )
-    model_timeout_s: float = setting(
-        "BATON_MODEL_TIMEOUT",
-        "seconds per model request",
-        60.0,
-        parse=positive,
-        render=NUMBER,
-        derived=v.limit("timeout_s"),
-        shown="`60` (`openai`: `300`)",
-    )
-    model_max_retries: int = setting(
-        "BATON_MODEL_MAX_RETRIES",
-        "retries of one call after a transient failure",
-        4,
-        parse=integer(0),
-    )
-    model_concurrency: int = setting(
-        "BATON_MODEL_CONCURRENCY",
-        "ceiling of model calls in flight per worker (adaptive below it)",
-        256,
-        parse=integer(1),
-        derived=v.limit("concurrency"),
-        shown="`256` (`openai`: `4`)",
-    )
-    ticket_model_budget_s: float = setting(
-        "BATON_TICKET_MODEL_BUDGET",
-        "seconds of model time per ticket, retries and waiting included",
-        180.0,
-        parse=positive,
-        render=NUMBER,
-        derived=v.limit("ticket_budget_s"),
-        shown="`180` (`openai`: `1200`)",
-    )
-    # Share of each API rate limit kept back, and the longest one call waits for a reset.
-    model_ratelimit_reserve: float = setting(
-        "BATON_MODEL_RATELIMIT_RESERVE",
-        "share of a model's rate-limit budget kept in reserve: at or under it, new calls "
-        "wait for the window's reset instead of meeting a 429",
-        0.05,
-        parse=fraction,
-        render=NUMBER,
-    )
-    model_ratelimit_wait_s: float = setting(
-        "BATON_MODEL_RATELIMIT_WAIT",
-        "longest wait of one call for a rate-limit reset (never past the ticket's budget)",
-        30.0,
-        parse=positive,
-        render=NUMBER,
-    )
-    reask_limit: int = setting(
-        "BATON_REASK_LIMIT", "re-asks after an invalid model output", 1, parse=integer(0)
-    )
-    session_token_budget: int = setting(
-        "BATON_SESSION_TOKEN_BUDGET",
-        "tokens per session before hand-off",
-        200_000,
-        parse=integer(1),
-    )
-    # Per customer and per worker process (a customer's sessions may live on several workers);
-    # 0 turns it off.
-    customer_token_budget: int = setting(
-        "BATON_CUSTOMER_TOKEN_BUDGET",
-        "tokens per customer and window before hand-off, counted per worker process; `0` "
-        "turns it off",
-        2_000_000,
-        parse=integer(0),
-    )
-    customer_budget_window_s: float = setting(
-        "BATON_CUSTOMER_BUDGET_WINDOW_S",
-        "the sliding window of the customer token budget, in seconds",
-        3600.0,
-        parse=positive,
-        render=NUMBER,
-    )
     # How long the customer index keeps a session's summary after the session's last ticket.
     index_retention_days: float = setting(
         "BATON_INDEX_RETENTION_DAYS",
@@ -479,22 +277,6 @@ class Settings:
         "[guarantees](guarantees.md#exactly_once))",
         "at_least_once",
         parse=choice("at_least_once", "exactly_once"),
-    )
-    prices: Mapping[str, Price] = setting(
-        "BATON_PRICES",
-        'JSON `{"model": [input, output, cache_write, cache_read]}`, USD per million tokens',
-        factory=dict,
-        parse=v.prices,
-        render=v.render_prices,
-        shown="built in",
-    )
-    cache_min_tokens: Mapping[str, int] = setting(
-        "BATON_CACHE_MIN_TOKENS",
-        'JSON `{"model": tokens}`: the shortest prefix each model caches',
-        factory=dict,
-        parse=v.cache_minimums,
-        render=v.render_json,
-        shown="built in",
     )
     kafka: KafkaSecurity = field(default_factory=KafkaSecurity)
     kafka_client: KafkaClientOptions = setting(
@@ -600,6 +382,14 @@ class Settings:
         """These settings as the variables ``load`` reads: ``load(s.to_env()) == s``; a secret
         read from a file is passed as its file's variable."""
         return render(self)
+
+
+def shown_order() -> list[Any]:
+    """The fields of ``Settings`` and then ``KafkaSecurity`` in the order the reference shows
+    them: the core settings, the shop's, the models', then the Kafka login."""
+    groups = (Settings, OrderSettings, ModelSettings)
+    own = [[f for f in fields(Settings) if f.name in vars(g)["__annotations__"]] for g in groups]
+    return [f for group in own for f in group] + list(fields(KafkaSecurity))
 
 
 def declared() -> list[tuple[str, Any]]:

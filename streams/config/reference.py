@@ -5,12 +5,12 @@ Regenerate with ``python -m streams.config.reference``; a test fails when the fi
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
 
-from streams.config.declared import Settings
-from streams.config.kafka import CLIENT_OPTIONS, KafkaSecurity
+from streams.config.declared import shown_order
+from streams.config.kafka import CLIENT_OPTIONS
 from streams.config.sources import CONFIG_NAME, CONFIG_VARIABLE, FILE_SUFFIX
 from streams.config.spec import Spec, spec_of
 
@@ -59,11 +59,10 @@ def _row(f: Any, spec: Spec) -> str:
 def render() -> str:
     """The reference's Markdown text."""
     lines = [INTRO, "| variable | `baton.toml` key | default | meaning |", "|---|---|---|---|"]
-    for cls in (Settings, KafkaSecurity):
-        for f in fields(cls):
-            spec = spec_of(f)
-            if spec is not None:
-                lines.append(_row(f, spec))
+    for f in shown_order():
+        spec = spec_of(f)
+        if spec is not None:
+            lines.append(_row(f, spec))
     lines += [
         "",
         "## Kafka client options",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import textwrap
-from dataclasses import MISSING, fields
+from dataclasses import MISSING
 from typing import Any
 
 import orjson
 
-from streams.config.declared import Settings
-from streams.config.kafka import KafkaSecurity
+from streams.config.declared import shown_order
 from streams.config.spec import spec_of
 
 HEAD = """# baton's settings for this shop. Every key is optional; commented ones show the default.
@@ -45,22 +44,21 @@ def _value(value: Any) -> str:
 def render() -> str:
     """The commented file ``baton init`` writes."""
     lines = [HEAD, "# Everything else, with its default:"]
-    for cls in (Settings, KafkaSecurity):
-        for f in fields(cls):
-            spec = spec_of(f)
-            if spec is None or spec.env in WRITTEN or spec.prefix:
-                continue
-            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[operator]
-            lines.append("")
-            help = spec.help + (" (a secret)" if spec.secret else "")
-            lines += [f"# {line}" for line in textwrap.wrap(help, 96)]
-            if spec.shown:
-                lines.append(f"# default: {spec.shown}")
-            names = spec.also or (spec.env,)
-            for name in names:
-                key = name.removeprefix("BATON_").lower()
-                shown = '""' if spec.also else _value(default)
-                lines.append(f"# {key} = {shown}")
+    for f in shown_order():
+        spec = spec_of(f)
+        if spec is None or spec.env in WRITTEN or spec.prefix:
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory()
+        lines.append("")
+        help = spec.help + (" (a secret)" if spec.secret else "")
+        lines += [f"# {line}" for line in textwrap.wrap(help, 96)]
+        if spec.shown:
+            lines.append(f"# default: {spec.shown}")
+        names = spec.also or (spec.env,)
+        for name in names:
+            key = name.removeprefix("BATON_").lower()
+            shown = '""' if spec.also else _value(default)
+            lines.append(f"# {key} = {shown}")
     lines += [
         "",
         "# Extra options of the Kafka clients baton creates (docs/configuration.md):",
