@@ -153,6 +153,7 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
         sources | {names.memory_index},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
+        options=settings.kafka_client.consumer,
     )
     # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.
     idempotent = not settings.embedded_broker and settings.producer_acks == "all"

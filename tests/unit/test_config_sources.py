@@ -183,6 +183,24 @@ def test_the_kafka_client_options_are_aiokafka_s_and_applied() -> None:
             await consumer.stop()
 
     assert asyncio.run(built()) == (12345, 12345, 9)
+    # Faust's own consumers: the options set on the consumer it built, before it starts.
+    from aiokafka import AIOKafkaConsumer
+
+    from streams.kafka.faust_consumer import apply_options
+
+    async def faust_built() -> tuple[int, int, int]:
+        consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", max_poll_records=500)
+        try:
+            apply_options(consumer, s.kafka_client.consumer)
+            return (
+                consumer._max_poll_records,
+                consumer._request_timeout_ms,
+                consumer._client._request_timeout_ms,
+            )
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(faust_built()) == (9, 12345, 12345)
     # Faust's producer gets them over its own settings, idempotence kept.
     faust_producer = object.__new__(configured_producer(s.kafka_client.producer, idempotent=True))
     faust_producer.app = SimpleNamespace(in_transaction=False)  # type: ignore[misc]
