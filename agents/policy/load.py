@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import tomllib
 from pathlib import Path
 
@@ -12,6 +13,10 @@ from pydantic import ValidationError
 from agents.policy.model import Policy
 
 DEFAULT_FILE = Path(__file__).with_name("default.toml")
+# baton's shared handbook (with {{POLICY}} and {{TONE}} to fill in) and its default tone.
+PIPELINE_FILE = Path(__file__).with_name("pipeline.md")
+DEFAULT_TONE_FILE = Path(__file__).with_name("tone.md")
+_COMMENT = re.compile(rb"<!--.*?-->[ \t]*\n?", re.DOTALL)
 
 
 class PolicyError(ValueError):
@@ -44,7 +49,8 @@ def parse(data: bytes, source: str = "<policy>") -> Policy:
 def load(path: Path | str | None = None) -> Policy:
     """The policy in the file at ``path``; the demo shop's when none is named.
 
-    Its version is the hash of the file, and of the shop's handbook file when it names one.
+    Its version is the hash of the file, and of the shop's handbook and tone files when it
+    names them.
     """
     file = Path(path) if path else DEFAULT_FILE
     try:
@@ -52,18 +58,32 @@ def load(path: Path | str | None = None) -> Policy:
     except OSError as exc:
         raise PolicyError(f"{file}: cannot read the policy file ({exc.strerror})") from None
     policy = parse(data, str(file))
-    if policy.shop.handbook is None:
+    hashed = data
+    shop = policy.shop
+    for key, name, target in (
+        ("handbook", shop.handbook, "notes"),
+        ("tone", shop.tone, "tone_text"),
+    ):
+        if name is None:
+            continue
+        raw = _beside(file, key, name)
+        # The file's hash is its version; its HTML comments (editing notes) are not prompt text.
+        text = _COMMENT.sub(b"", raw).decode("utf-8", "replace").strip()
+        shop = shop.model_copy(update={target: text})
+        hashed += b"\0" + raw
+    if hashed is data:
         return policy
-    notes_file = file.parent / policy.shop.handbook
-    try:
-        notes = notes_file.read_bytes()
-    except OSError as exc:
-        raise PolicyError(
-            f"{file}: shop.handbook: cannot read {notes_file} ({exc.strerror})"
-        ) from None
-    shop = policy.shop.model_copy(update={"notes": notes.decode("utf-8", "replace").strip()})
-    version = hashlib.sha256(data + b"\0" + notes).hexdigest()[:12]
+    version = hashlib.sha256(hashed).hexdigest()[:12]
     return policy.model_copy(update={"shop": shop, "version": version})
+
+
+def _beside(file: Path, key: str, name: str) -> bytes:
+    """The bytes of the file ``name`` beside the policy ``file`` (its ``shop.<key>``)."""
+    path = file.parent / name
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise PolicyError(f"{file}: shop.{key}: cannot read {path} ({exc.strerror})") from None
 
 
 def default() -> Policy:

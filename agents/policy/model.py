@@ -60,6 +60,12 @@ class Shop(BaseModel):
         default=None, description="A Markdown file beside the policy: the shop's own words."
     )
     notes: str = Field(default="", description="The handbook file's text, read with the policy.")
+    tone: str | None = Field(
+        default=None,
+        description="A Markdown file beside the policy: how replies sound (language, voice, "
+        "sign-off, product words); baton's default when absent.",
+    )
+    tone_text: str = Field(default="", description="The tone file's text, read with the policy.")
 
 
 class OrderIds(BaseModel):

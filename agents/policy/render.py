@@ -37,7 +37,10 @@ def _limits(kind: str, policy: Policy) -> list[str]:
 
 def _rules(policy: Policy) -> dict[str, object]:
     """The policy as data without what the prose above already says (texts, defaults)."""
-    texts = {"shop": {"notes"}, "remedies": {kind: {"text"} for kind in policy.remedies}}
+    texts = {
+        "shop": {"notes", "tone", "tone_text"},
+        "remedies": {kind: {"text"} for kind in policy.remedies},
+    }
     return policy.model_dump(mode="json", exclude=texts, exclude_defaults=True)  # type: ignore[arg-type]
 
 

@@ -7,15 +7,18 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from streams.cli import (
     bench,
     broker,
+    check,
     demo,
     dlq,
     forget,
     handoffs,
+    init,
     orders,
     people,
     publish,
@@ -38,6 +41,8 @@ class Command(Protocol):
 
 
 COMMANDS: tuple[Command, ...] = (
+    init,
+    check,
     broker,
     worker,
     orders,
@@ -77,6 +82,12 @@ def parser() -> argparse.ArgumentParser:
         prog="baton", description="Chains of LLM agents over Kafka with explicit context."
     )
     p.add_argument("--version", action="version", version=f"baton {_version()}")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="the settings file (default: baton.toml in the working directory, or BATON_CONFIG)",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for command in COMMANDS:
         command.add_parser(sub).set_defaults(run=command.run)
@@ -86,7 +97,10 @@ def parser() -> argparse.ArgumentParser:
 def dispatch(argv: Sequence[str]) -> int:
     """Parse ``argv``, build the settings and run the command."""
     args = parser().parse_args(argv)
-    return int(args.run(args, load()))
+    if getattr(args, "loads_settings", False):
+        # It reads (or writes) the settings itself: a bad one is what it reports.
+        return int(args.run(args, None))
+    return int(args.run(args, load(config=args.config)))
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -98,14 +98,16 @@ def new_consumer(settings: Settings, *topics: str, **options: Any) -> AIOKafkaCo
     """An (unstarted) aiokafka consumer of ``settings.broker``; ``options`` as aiokafka's."""
     from aiokafka import AIOKafkaConsumer
 
-    return AIOKafkaConsumer(*topics, **client_options(settings), **options)
+    extra = settings.kafka_client.consumer
+    return AIOKafkaConsumer(*topics, **client_options(settings), **(extra | options))
 
 
 def new_producer(settings: Settings, **options: Any) -> AIOKafkaProducer:
     """An (unstarted) aiokafka producer of ``settings.broker``; ``options`` as aiokafka's."""
     from aiokafka import AIOKafkaProducer
 
-    return AIOKafkaProducer(**client_options(settings), **options)
+    extra = settings.kafka_client.producer
+    return AIOKafkaProducer(**client_options(settings), **(extra | options))
 
 
 def new_admin(settings: Settings, **options: Any) -> AIOKafkaAdminClient:

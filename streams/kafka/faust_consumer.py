@@ -10,8 +10,23 @@ from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer
 from faust.types import TP
 
 
+def apply_options(consumer: Any, options: Mapping[str, Any]) -> None:
+    """Set the operator's extra client ``options`` (``BATON_KAFKA_CLIENT_*``) on an unstarted
+    aiokafka consumer that Faust built with its own: aiokafka keeps each as ``_<option>`` on
+    the consumer or its client until ``start`` uses it."""
+    for option, value in options.items():
+        for target in (consumer, consumer._client):
+            if hasattr(target, f"_{option}"):
+                setattr(target, f"_{option}", value)
+        if option == "retry_backoff_ms":
+            consumer._client._retry_backoff = value / 1000
+
+
 def seeking_consumer(
-    source_topics: frozenset[str], *, fetch_wait_ms: int | None = None
+    source_topics: frozenset[str],
+    *,
+    fetch_wait_ms: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> type[Consumer]:
     """A consumer class that rewinds uncommitted source partitions to their beginning.
 
@@ -32,6 +47,7 @@ def seeking_consumer(
                 # Faust fixes the fetch wait at 1.5 s; a broker that holds every fetch for its
                 # whole wait (the embedded one does) then adds that to each idle hop.
                 consumer._fetch_max_wait_ms = fetch_wait_ms
+            apply_options(consumer, options or {})
             return consumer
 
         async def seek_to_committed(self) -> Mapping[Any, int]:

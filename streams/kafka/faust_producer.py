@@ -20,3 +20,16 @@ class IdempotentProducer(Producer):
 
     def _settings_extra(self) -> Mapping[str, Any]:
         return {**super()._settings_extra(), "enable_idempotence": True}
+
+
+def configured_producer(options: Mapping[str, Any], *, idempotent: bool) -> type[Producer]:
+    """Faust's producer (idempotent or not) with the operator's extra client ``options``
+    (``BATON_KAFKA_CLIENT_*``) over Faust's own."""
+    base: type[Producer] = IdempotentProducer if idempotent else Producer
+    extra = dict(options)
+
+    class ConfiguredProducer(base):  # type: ignore[valid-type,misc]
+        def _settings_extra(self) -> Mapping[str, Any]:
+            return {**super()._settings_extra(), **extra}
+
+    return ConfiguredProducer

@@ -13,7 +13,7 @@ from agents.models.llm import LLM
 from agents.orders import OrderSource
 from streams.kafka.faust_auth import broker_credentials
 from streams.kafka.faust_consumer import seeking_consumer
-from streams.kafka.faust_producer import IdempotentProducer
+from streams.kafka.faust_producer import IdempotentProducer, configured_producer
 from streams.kafka.registry import register_contract
 from streams.kafka.topics import TopicNames
 from streams.observe import web
@@ -153,9 +153,15 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
         sources | {names.memory_index, names.decisions},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
+        options=settings.kafka_client.consumer,
     )
-    if not settings.embedded_broker and settings.producer_acks == "all":
-        # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.
+    # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.
+    idempotent = not settings.embedded_broker and settings.producer_acks == "all"
+    if settings.kafka_client.producer:
+        app.transport.Producer = configured_producer(  # type: ignore[misc]
+            settings.kafka_client.producer, idempotent=idempotent
+        )
+    elif idempotent:
         app.transport.Producer = IdempotentProducer  # type: ignore[misc]
     sink = FaustSink(app, names, settings.partitions, settings)
     gate = SessionGate(settings.turn_timeout_s)

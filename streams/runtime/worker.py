@@ -101,6 +101,18 @@ def check_signing(settings: Settings) -> None:
         )
 
 
+def uncached(settings: Settings) -> list[str]:
+    """A line with the numbers for each stage whose static prompt its model will not cache."""
+    from agents.cache_fit import STAGES, cache_fits
+    from agents.policy import load as load_policy
+
+    if settings.llm == "offline":
+        return []
+    models = {stage: settings.model_for(stage) for stage in STAGES}
+    fits = cache_fits(load_policy(settings.policy_file), models, settings.cache_min_tokens)
+    return [fit.line() for fit in fits if not fit.cached]
+
+
 def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | None = None) -> None:
     """Run one worker in the foreground until interrupted; ``llm`` and ``orders`` replace the
     model and the order source the settings name."""
@@ -119,6 +131,8 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
     warning = check_source(orders)
     if warning:
         print(f"baton: {warning}", file=sys.stderr, flush=True)
+    for short in uncached(settings):
+        print(f"baton: {short}", file=sys.stderr, flush=True)
     # A model that cannot be built is a settings error: said before the broker is reached.
     if llm is None:
         llm = build_llm(settings)

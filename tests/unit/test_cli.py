@@ -74,7 +74,7 @@ def test_wrong_arguments_get_one_line_and_exit_2(
 def test_every_command_module_is_one_subcommand() -> None:
     sub = next(a for a in parser()._actions if a.dest == "command")
     assert list(sub.choices or ()) == [
-        "broker", "worker", "orders", "publish", "tail", "demo",
+        "init", "check", "broker", "worker", "orders", "publish", "tail", "demo",
         "trace", "replay", "dlq", "handoffs", "decide", "answer", "takeover", "handback",
         "close", "forget", "bench", "eval",
     ]  # fmt: skip

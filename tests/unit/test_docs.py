@@ -175,33 +175,3 @@ def test_the_prompt_versions_cited_in_the_docs_are_current() -> None:
             if f"{kind}-{digest}" != current[kind]:
                 stale.append(f"{page.name}: {kind}-{digest} (now {current[kind]})")
     assert not stale, "stale prompt versions: " + "; ".join(stale)
-
-
-def _documented(variable: str, lines: list[str]) -> bool:
-    """``variable`` is a row's name or one of its short forms (`` `_LOOKUP` `` after a full one)."""
-    for line in lines:
-        spans = re.findall(r"`(BATON_[A-Z0-9_]+|_[A-Z0-9_]+)`", line)
-        if variable in spans:
-            return True
-        full = [s for s in spans if s.startswith("BATON_")]
-        for short in (s for s in spans if s.startswith("_")):
-            stem = variable.removesuffix(short)
-            if stem != variable and any(f.startswith(stem + "_") for f in full):
-                return True
-    return False
-
-
-def test_the_configuration_reference_names_every_setting() -> None:
-    from schemas.topics import ROLES
-    from streams.settings import STAGES, Settings
-
-    source = (ROOT / "streams" / "settings.py").read_text("utf-8")
-    variables = set(Settings().to_env()) | set(
-        re.findall(r"\b(BATON_[A-Z0-9_]*[A-Z0-9])\b", source)
-    )
-    # The names built from a list: one per stage's model, one per topic.
-    variables |= {f"BATON_MODEL_{stage.upper()}" for stage in STAGES}
-    variables |= {f"BATON_TOPIC_{role.upper()}" for role in ROLES}
-    lines = (ROOT / "docs" / "configuration.md").read_text("utf-8").splitlines()
-    missing = sorted(v for v in variables if not _documented(v, lines))
-    assert not missing, f"docs/configuration.md does not describe {missing}"

@@ -180,6 +180,7 @@ PINNED: dict[str, list[str]] = {
     "streams.testing": ["MemorySink", "MemoryState", "MemoryTable"],
     "streams.observe": [],
     "streams.cli": [],
+    "streams.config": [],
     "streams.admin": [],
     "streams.debug": [],
     "streams.eval": [],

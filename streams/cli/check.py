@@ -1,0 +1,139 @@
+"""``baton check``: the whole configuration checked, one line per check, non-zero on a failure."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streams.settings import Settings, SettingsError
+
+OK, WARN, FAIL = "ok  ", "warn", "FAIL"
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "check",
+        help="check the settings, policy, order source, broker and model key, one line each",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds per network check (default 5)"
+    )
+    p.set_defaults(loads_settings=True)
+    return p
+
+
+def _line(status: str, what: str, detail: str) -> str:
+    return f"{status} {what}: {detail}"
+
+
+def _sources(config: Path | None) -> str:
+    named = config or os.environ.get("BATON_CONFIG")
+    read = [str(named)] if named else (["baton.toml"] if Path("baton.toml").is_file() else [])
+    if Path(".env").is_file():
+        read.append(".env")
+    return ", ".join([*read, "the environment"])
+
+
+def _policy(settings: Settings) -> list[tuple[str, str, str]]:
+    from agents.cache_fit import cache_fits
+    from agents.policy import PolicyError
+    from agents.policy import load as load_policy
+    from agents.policy.load import DEFAULT_FILE
+
+    try:
+        policy = load_policy(settings.policy_file)
+    except PolicyError as exc:
+        return [(FAIL, "policy", str(exc))]
+    shop = policy.shop
+    base = (settings.policy_file or DEFAULT_FILE).parent
+    lines = [
+        (OK, "policy", f"{settings.policy_file or DEFAULT_FILE} ({shop.name}, {policy.version})"),
+        (OK, "handbook", str(base / shop.handbook) if shop.handbook else "none"),
+        (OK, "tone", str(base / shop.tone) if shop.tone else "baton's default"),
+    ]
+    models = {stage: settings.model_for(stage) for stage in ("understand", "lookup", "strategy")}
+    for fit in cache_fits(policy, models, settings.cache_min_tokens):
+        lines.append((OK if fit.cached else WARN, "cache", fit.line()))
+    return lines
+
+
+def _orders(settings: Settings, timeout: float) -> tuple[str, str, str]:
+    from agents.dsn import mask_url
+    from agents.orders.source import StoreUnavailable
+    from streams.runtime.orders import build_source, check_source
+
+    where = settings.orders_source or mask_url(settings.orders_url)
+    try:
+        source = build_source(settings)
+    except SettingsError as exc:
+        return (FAIL, "orders", str(exc))
+
+    async def probe() -> None:
+        try:
+            if getattr(source, "check", None) is None:
+                await asyncio.wait_for(source.for_customer("baton-check", 1), timeout)
+        finally:
+            await source.close()
+
+    try:
+        warning = check_source(source)
+        if warning is None:
+            asyncio.run(probe())
+    except SettingsError as exc:
+        return (FAIL, "orders", str(exc))
+    except (StoreUnavailable, TimeoutError, OSError) as exc:
+        warning = f"{where} did not answer ({type(exc).__name__})"
+    if warning:
+        return (FAIL, "orders", warning)
+    return (OK, "orders", f"{where} answers")
+
+
+def _broker(settings: Settings, timeout: float) -> tuple[str, str, str]:
+    from streams.kafka.connect import BrokerRefused, BrokerUnreachable, probe_broker
+
+    try:
+        cluster = asyncio.run(probe_broker(settings, timeout))
+    except (BrokerUnreachable, BrokerRefused) as exc:
+        return (FAIL, "broker", str(exc))
+    return (OK, "broker", f"{settings.broker_shown} answers (cluster {cluster})")
+
+
+def _model(settings: Settings) -> tuple[str, str, str]:
+    llm = settings.llm
+    if llm == "offline":
+        return (OK, "model", "offline rules, no key needed")
+    if llm == "anthropic":
+        if not settings.anthropic_api_key:
+            return (FAIL, "model", "BATON_LLM=anthropic needs ANTHROPIC_API_KEY (or its _FILE)")
+        given = settings.secret_files.get("ANTHROPIC_API_KEY")
+        return (OK, "model", f"anthropic, key present ({f'from {given}' if given else 'set'})")
+    if settings.model_api_key:
+        return (OK, "model", f"{llm}, {settings.model}, BATON_MODEL_API_KEY present")
+    return (WARN, "model", f"{llm}, {settings.model}, no BATON_MODEL_API_KEY: its own credentials")
+
+
+def check(config: Path | None, timeout: float, load: Callable[..., Settings]) -> int:
+    """Print one line per check; 1 when any failed, else 0."""
+    try:
+        settings = load(config=config)
+    except SettingsError as exc:
+        print(_line(FAIL, "settings", str(exc)))
+        return 1
+    lines = [(OK, "settings", _sources(config))]
+    lines += _policy(settings)
+    lines.append(_orders(settings, timeout))
+    lines.append(_broker(settings, timeout))
+    lines.append(_model(settings))
+    for status, what, detail in lines:
+        print(_line(status, what, detail), flush=True)
+    return 1 if any(status == FAIL for status, _, _ in lines) else 0
+
+
+def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
+    from streams.settings import load
+
+    return check(args.config, args.timeout, load)

@@ -1,0 +1,397 @@
+"""Every setting, declared once: its field, type, default, variable and one-line help (the
+model and the shop settings in their own modules)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass as _dataclass
+from dataclasses import field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from agents.dsn import MASK, mask_url
+from schemas.topics import ROLES
+from streams.config import values as v
+from streams.config.kafka import (
+    KafkaClientOptions,
+    KafkaSecurity,
+    read_client_options,
+    write_client_options,
+)
+from streams.config.model_settings import ModelSettings
+from streams.config.order_settings import OrderSettings
+from streams.config.rendering import render, secret_values
+from streams.config.spec import (
+    choice,
+    flag,
+    integer,
+    lower,
+    optional_path,
+    optional_text,
+    path,
+    positive,
+    render_flag,
+    render_number,
+    setting,
+    spec_of,
+)
+
+StoreKind = Literal["memory", "rocksdb"]
+DeadLetterFormat = Literal["baton", "connect"]
+DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
+STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
+NUMBER = render_number
+FLAG = render_flag
+
+
+@_dataclass(frozen=True)
+class Settings(OrderSettings, ModelSettings):
+    """Runtime configuration; build it with ``load``, render it with :meth:`to_env`."""
+
+    broker: str = setting(
+        "BATON_BROKER",
+        "Kafka bootstrap (`kafka://h1:9092;h2:9092` for several)",
+        "kafka://127.0.0.1:9092",
+        parse=v.broker,
+    )
+    data_dir: Path = setting(
+        "BATON_DATA_DIR",
+        "local state: the SQLite order store, Faust's data dir",
+        Path(".baton"),
+        parse=path,
+        is_path=True,
+    )
+    # Where the tables live between restarts: memory (rebuilt from the changelogs at every
+    # start) or RocksDB files in ``table_dir``, read back and topped up from the changelogs.
+    store: StoreKind = setting(
+        "BATON_STORE",
+        "where a worker keeps its tables: `memory` (rebuilt from the changelogs at every "
+        "start) or `rocksdb` (local disk; needs `pip install 'baton[rocksdb]'`)",
+        "memory",
+        parse=choice(*STORE_KINDS),
+    )
+    # None: a directory of this worker's own under data_dir (see ``table_dir``).
+    store_dir: Path | None = setting(
+        "BATON_STORE_DIR",
+        "the RocksDB store's directory; one per worker, locked while the worker runs",
+        None,
+        parse=optional_path,
+        shown="`BATON_DATA_DIR/store/<app id>/<host>-<web port>`",
+        is_path=True,
+    )
+    web_port: int = setting(
+        "BATON_WEB_PORT",
+        "the worker's HTTP port (`/metrics`, `/health`, `/dashboard`)",
+        6066,
+        parse=integer(1),
+    )
+    web_bind: str = setting(
+        "BATON_WEB_BIND",
+        "address the HTTP port binds to; anything but loopback needs a token",
+        "127.0.0.1",
+    )
+    web_token: str | None = setting(
+        "BATON_WEB_TOKEN",
+        "bearer token for the HTTP port (requests without it get 401)",
+        None,
+        parse=optional_text,
+        secret=True,
+    )
+    namespace: str = setting(
+        "BATON_NAMESPACE",
+        "prefix of every topic, the consumer group and the tables (isolation)",
+        "",
+    )
+    # A topic's name chosen by the shop (BATON_TOPIC_<ROLE>), by default name; the namespace
+    # still prefixes it.
+    topic_names: Mapping[str, str] = setting(
+        "BATON_TOPIC_<ROLE>",
+        "the shop's own name of a topic (`BATON_TOPIC_TICKETS=prod.cs.tickets.v1`); "
+        "`BATON_NAMESPACE` still prefixes it; a name Kafka would refuse stops the start",
+        factory=dict,
+        read=v.read_topic_names,
+        write=v.write_topic_names,
+        also=tuple(f"BATON_TOPIC_{role.upper()}" for role in ROLES),
+        shown="the default names ([design](design.md))",
+    )
+    partitions: int = setting(
+        "BATON_PARTITIONS", "partitions of the topics baton creates", 8, parse=integer(1)
+    )
+    embedded_broker: bool = setting(
+        "BATON_EMBEDDED_BROKER",
+        "`1` applies the embedded-broker tuning; detected from the cluster id",
+        False,
+        parse=flag,
+        render=FLAG,
+        shown="auto",
+    )
+    replication_factor: int = setting(
+        "BATON_REPLICATION_FACTOR",
+        "replication factor of the topics baton creates",
+        1,
+        parse=integer(1),
+    )
+    producer_acks: str = setting(
+        "BATON_PRODUCER_ACKS", "acks of baton's producers: `all`, `0` or `1`", "all", parse=v.acks
+    )
+    max_in_flight: int = setting(
+        "BATON_MAX_IN_FLIGHT",
+        "records processed at once per stage and worker",
+        512,
+        parse=integer(1),
+    )
+    max_buffered: int = setting(
+        "BATON_MAX_BUFFERED",
+        "records held per stage and worker (running + waiting their turn)",
+        5_000,
+        parse=integer(1),
+    )
+    # Beyond it a session's tickets are dead-lettered (session_flood) instead of queued.
+    max_queued_per_session: int = setting(
+        "BATON_MAX_QUEUED_PER_SESSION",
+        "tickets of one session waiting at the understand stage of a worker; beyond it a "
+        "ticket gets a `session_flood` dead letter, so one session cannot stall the others",
+        100,
+        parse=integer(1),
+    )
+    turn_timeout_s: float = setting(
+        "BATON_TURN_TIMEOUT",
+        "longest wait of a ticket for its session's previous ticket (seconds)",
+        300.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    # The desk's SLA: a hand-off packet's deadline is this long after the customer wrote.
+    handoff_deadline_s: float = setting(
+        "BATON_HANDOFF_DEADLINE",
+        "the desk's SLA in seconds: a hand-off packet's `deadline` is this long after the "
+        "customer wrote",
+        3600.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    session_ttl_s: float = setting(
+        "BATON_SESSION_TTL",
+        "idle seconds before a session's baton expires",
+        7 * 24 * 3600.0,
+        parse=positive,
+        render=NUMBER,
+        shown="`604800` (7 days)",
+    )
+    retention_days: float = setting(
+        "BATON_RETENTION_DAYS",
+        "retention of baton's data topics, set when it creates them",
+        7.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    dead_letter_retention_days: float = setting(
+        "BATON_DEAD_LETTER_RETENTION_DAYS",
+        "retention of the dead-letter topic (kept longer, to be re-driven)",
+        30.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    # How a dead letter is written: baton's DeadLetter record, or the failed record itself with
+    # Kafka Connect's error headers (what Connect tooling re-drives).
+    dead_letter_format: DeadLetterFormat = setting(
+        "BATON_DEAD_LETTER_FORMAT",
+        "`baton`: a `DeadLetter` record; `connect`: the failed record as it was read plus "
+        "Kafka Connect's `__connect.errors.*` headers ([consuming](consuming.md))",
+        "baton",
+        parse=choice(*DEAD_LETTER_FORMATS),
+    )
+    # A Confluent-compatible Schema Registry: outputs registered and framed with their schema
+    # id, framed tickets accepted at intake. Empty: off, plain JSON only.
+    schema_registry_url: str = setting(
+        "BATON_SCHEMA_REGISTRY_URL",
+        "a Confluent-compatible Schema Registry: replies and dead letters registered and "
+        "framed with their schema id ([consuming](consuming.md#schema-registry))",
+        "",
+        parse=v.registry_url,
+        shown="none (plain JSON)",
+    )
+    # ``key:secret`` for the registry's basic authentication (Confluent Cloud's API key).
+    schema_registry_user_info: str = setting(
+        "BATON_SCHEMA_REGISTRY_USER_INFO",
+        "`key:secret` for the registry's basic authentication",
+        "",
+        parse=v.user_info,
+        secret=True,
+    )
+    expiry_interval_s: float = setting(
+        "BATON_EXPIRY_INTERVAL",
+        "seconds between expiry sweeps",
+        60.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    # Each sample asks the group coordinator and the partition leaders once.
+    lag_interval_s: float = setting(
+        "BATON_LAG_INTERVAL",
+        "seconds between consumer-lag samples (committed offsets against high-water marks)",
+        5.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    # How long the customer index keeps a session's summary after the session's last ticket.
+    index_retention_days: float = setting(
+        "BATON_INDEX_RETENTION_DAYS",
+        "the customer index drops a session's summary this long after its last ticket",
+        30.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    index_keep: int = setting(
+        "BATON_INDEX_KEEP",
+        "sessions kept per customer in the customer index (the most recent)",
+        20,
+        parse=integer(1),
+    )
+    # A ticket's created_at further back is read as this long ago: its time words ("last
+    # month") count from a date a producer can move back by at most this much.
+    ticket_max_age_days: float = setting(
+        "BATON_TICKET_MAX_AGE_DAYS",
+        "a ticket's `created_at` further back is read as this many days ago",
+        7.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    log_level: str = setting("BATON_LOG_LEVEL", "worker log level", "info", parse=lower)
+    log_format: Literal["json", "text"] = setting(
+        "BATON_LOG_FORMAT",
+        "worker logs: one JSON line per event, or `text`",
+        "json",
+        parse=choice("json", "text"),
+    )
+    event_loop: Literal["uvloop", "asyncio"] = setting(
+        "BATON_EVENT_LOOP",
+        "the worker's event loop: `uvloop`, or `asyncio` for the standard one",
+        "uvloop",
+        parse=choice("uvloop", "asyncio"),
+    )
+    processing_guarantee: Literal["at_least_once", "exactly_once"] = setting(
+        "BATON_PROCESSING_GUARANTEE",
+        "or `exactly_once` (Faust transactions; Apache Kafka only; not recommended: see "
+        "[guarantees](guarantees.md#exactly_once))",
+        "at_least_once",
+        parse=choice("at_least_once", "exactly_once"),
+    )
+    kafka: KafkaSecurity = field(default_factory=KafkaSecurity)
+    kafka_client: KafkaClientOptions = setting(
+        "BATON_KAFKA_CLIENT_<OPTION>",
+        "an extra option of the Kafka producers and consumers baton creates "
+        '(`BATON_KAFKA_CLIENT_LINGER_MS=5`, `[kafka.client] compression_type = "zstd"`)',
+        factory=KafkaClientOptions,
+        read=read_client_options,
+        write=write_client_options,
+        prefix="BATON_KAFKA_CLIENT_",
+        shown="none",
+    )
+    # (key id, secret) pairs: the first signs records between stages, every one verifies.
+    signing_keys: tuple[tuple[str, str], ...] = setting(
+        "BATON_SIGNING_KEYS",
+        "`id:secret[,id:secret…]`: HMAC keys of the records between stages; the first "
+        "signs, every one verifies; secrets of 16+ characters",
+        (),
+        parse=v.signing_keys,
+        render=v.render_signing_keys,
+        secret=True,
+        shown="none (a worker on Apache Kafka refuses to start without)",
+    )
+    # A worker on Apache Kafka refuses to start without signing keys unless this is set.
+    allow_unsigned: bool = setting(
+        "BATON_ALLOW_UNSIGNED",
+        "`1` lets a worker on Apache Kafka run without `BATON_SIGNING_KEYS`",
+        False,
+        parse=flag,
+        render=FLAG,
+    )
+    # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
+    broker_given: bool = field(default=False, compare=False)
+    # The secrets read from files (variable -> the file): a child process gets the file's
+    # variable, never the secret.
+    secret_files: Mapping[str, Path] = field(default_factory=dict)
+
+    @property
+    def broker_shown(self) -> str:
+        """``broker`` as every message shows it: any password in it masked."""
+        return mask_url(self.broker)
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        for f in fields(self):
+            spec = spec_of(f)
+            if spec and spec.secret and shown[f.name]:
+                shown[f.name] = MASK
+        if self.orders_auth:
+            shown["orders_auth"] = f"{self.orders_auth.partition(':')[0]}: {MASK}"
+        # Every URL may carry a user:password@ part.
+        for name in ("orders_dsn", "broker", "anthropic_base_url", "model_url"):
+            if shown[name]:
+                shown[name] = mask_url(getattr(self, name))
+        if self.schema_registry_url:
+            shown["schema_registry_url"] = mask_url(self.schema_registry_url)
+        shown["signing_keys"] = tuple((kid, MASK) for kid, _ in self.signing_keys)
+        return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    def topic(self, name: str) -> str:
+        """Full name of topic ``name`` (a default name) as chosen, in this namespace."""
+        name = self.topic_names.get(name, name)
+        return f"{self.namespace}.{name}" if self.namespace else name
+
+    @property
+    def app_id(self) -> str:
+        return f"baton-{self.namespace}" if self.namespace else "baton"
+
+    @property
+    def orders_url(self) -> str:
+        return self.orders_dsn or f"sqlite:///{(self.data_dir / 'orders.sqlite3').resolve()}"
+
+    @property
+    def orders_mapping(self) -> dict[str, object] | None:
+        """``orders_map`` read (from its file when it names one); None when not set."""
+        return v.orders_map(self.orders_map)
+
+    @property
+    def orders_auth_header(self) -> tuple[str, str] | None:
+        """``orders_auth`` as (header name, value); None when not set."""
+        name, _, value = self.orders_auth.partition(":")
+        return (name.strip(), value.strip()) if self.orders_auth else None
+
+    @property
+    def table_dir(self) -> Path:
+        """The RocksDB store's directory: ``store_dir``, or one per host and web port (two
+        workers of one host cannot share a port) under ``data_dir/store``."""
+        if self.store_dir is not None:
+            return self.store_dir
+        return self.data_dir / "store" / self.app_id / f"{socket.gethostname()}-{self.web_port}"
+
+    def model_for(self, stage: str) -> str:
+        return self.stage_models.get(stage, self.model)
+
+    def with_(self, **changes: object) -> Settings:
+        """These settings changed; a secret changed no longer comes from its file."""
+        changed = replace(self, **changes)  # type: ignore[arg-type]
+        before, after = secret_values(self), secret_values(changed)
+        files = {k: p for k, p in self.secret_files.items() if before[k] == after[k]}
+        return changed if files == self.secret_files else replace(changed, secret_files=files)
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as the variables ``load`` reads: ``load(s.to_env()) == s``; a secret
+        read from a file is passed as its file's variable."""
+        return render(self)
+
+
+def shown_order() -> list[Any]:
+    """The fields of ``Settings`` and then ``KafkaSecurity`` in the order the reference shows
+    them: the core settings, the shop's, the models', then the Kafka login."""
+    groups = (Settings, OrderSettings, ModelSettings)
+    own = [[f for f in fields(Settings) if f.name in vars(g)["__annotations__"]] for g in groups]
+    return [f for group in own for f in group] + list(fields(KafkaSecurity))
+
+
+def declared() -> list[tuple[str, Any]]:
+    """(field name, spec) of every declared setting of ``Settings``, in order."""
+    return [(f.name, spec) for f in fields(Settings) if (spec := spec_of(f))]

@@ -1,0 +1,96 @@
+"""Settings built from their sources, checked, and rendered back for a child process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, Field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from streams.config.declared import Settings
+from streams.config.kafka import KafkaSecurity, check_security
+from streams.config.sources import Sourced, gather
+from streams.config.spec import SettingsError, Spec, spec_of
+from streams.config.topics import check_topics
+from streams.config.values import NAMED_MODELS
+
+
+def specs() -> Iterator[Spec]:
+    """Every declared setting, the Kafka security settings included."""
+    for cls in (Settings, KafkaSecurity):
+        for f in fields(cls):
+            spec = spec_of(f)
+            if spec is not None:
+                yield spec
+
+
+def _default(f: Field[Any]) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    assert f.default_factory is not MISSING
+    return f.default_factory()
+
+
+def _read(f: Field[Any], spec: Spec, values: Mapping[str, str], done: Mapping[str, Any]) -> Any:
+    if spec.read is not None:
+        return spec.read(values, done)
+    raw = values.get(spec.env)
+    if raw is None or raw == "":
+        return spec.derived(done) if spec.derived else _default(f)
+    return spec.parse(spec.env, raw)
+
+
+def _kafka(values: Mapping[str, str]) -> KafkaSecurity:
+    done: dict[str, Any] = {}
+    for f in fields(KafkaSecurity):
+        spec = spec_of(f)
+        assert spec is not None
+        done[f.name] = _read(f, spec, values, done)
+    return check_security(KafkaSecurity(**done))
+
+
+def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
+    """The ``BATON_KAFKA_*`` variables, checked: raises ``SettingsError`` on a bad combination."""
+    return _kafka(env)
+
+
+def _build(sourced: Sourced) -> Settings:
+    values = sourced.values
+    done: dict[str, Any] = {}
+    declared = [(f, spec) for f in fields(Settings) if (spec := spec_of(f))]
+    # Settings whose defaults follow others (the provider's limits) are read after them.
+    for f, spec in declared:
+        if spec.derived is None and spec.read is None:
+            done[f.name] = _read(f, spec, values, done)
+    for f, spec in declared:
+        if f.name not in done:
+            done[f.name] = _read(f, spec, values, done)
+    if done["llm"] in NAMED_MODELS and not values.get("BATON_MODEL"):
+        raise SettingsError(f"BATON_LLM={done['llm']} needs BATON_MODEL: the model's name there")
+    return Settings(
+        **done,
+        kafka=_kafka(values),
+        broker_given="BATON_BROKER" in values,
+        secret_files=dict(sourced.secret_files),
+    )
+
+
+def load(
+    env: Mapping[str, str] | None = None,
+    *,
+    config: Path | None = None,
+    cwd: Path | None = None,
+    **overrides: object,
+) -> Settings:
+    """Build settings from ``baton.toml`` < ``.env`` < ``env`` (default: ``os.environ``, and
+    the files of the working directory); raises ``SettingsError``, one line naming the file
+    and key or the variable, never a secret."""
+    sourced = gather(env, specs(), config, cwd)
+    try:
+        settings = _build(sourced)
+        unknown = set(overrides) - {f.name for f in fields(Settings)}
+        if unknown:
+            raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
+        return check_topics(replace(settings, **overrides))  # type: ignore[arg-type]
+    except SettingsError as exc:
+        raise SettingsError(sourced.locate(str(exc))) from None

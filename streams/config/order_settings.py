@@ -1,0 +1,90 @@
+"""The shop settings: its policy file and where its orders are read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from streams.config import values as v
+from streams.config.spec import (
+    integer,
+    positive,
+    render_number,
+    seconds_or_off,
+    setting,
+    stripped,
+)
+
+# A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
+LLMKind = str
+NUMBER = render_number
+
+
+@dataclass(frozen=True)
+class OrderSettings:
+    """The shop's policy and order source."""
+
+    orders_dsn: str = setting(
+        "BATON_ORDERS_DSN",
+        "`sqlite:///path`, `postgresql://…`, or a shop's REST API `https://…` "
+        "([order sources](extending.md#an-order-source))",
+        "",
+        secret=True,
+        shown="SQLite file in `BATON_DATA_DIR`",
+    )
+    # The shop's service policy file (TOML); empty: the demo shop's, shipped with baton.
+    policy_file: Path | None = setting(
+        "BATON_POLICY",
+        "the shop's service policy file (TOML): remedies, limits, approvals, hand-offs "
+        "([policy](policy.md))",
+        None,
+        parse=v.policy_file,
+        shown="the demo shop's (`agents/policy/default.toml`)",
+        is_path=True,
+    )
+    # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
+    orders_source: str = setting(
+        "BATON_ORDERS_SOURCE",
+        "`module:factory` of an order source of your own, called with the settings",
+        "",
+        parse=stripped,
+    )
+    # JSON (or a JSON file's path) mapping the shop's table, view, queries or API to orders.
+    orders_map: str = setting(
+        "BATON_ORDERS_MAP",
+        "JSON (inline or a file's path) mapping the shop's PostgreSQL table, view or queries, "
+        "or its REST API, to orders: read-only, no DDL",
+        "",
+        parse=v.orders_map_text,
+        is_path=True,
+    )
+    # "Header-Name: value" sent to an HTTP order source; the value is a secret.
+    orders_auth: str = setting(
+        "BATON_ORDERS_AUTH",
+        "`Header-Name: value` sent to an HTTP order source",
+        "",
+        parse=v.orders_auth,
+        secret=True,
+    )
+    orders_timeout_s: float = setting(
+        "BATON_ORDERS_TIMEOUT",
+        "seconds per request to an HTTP order source, or to connect to PostgreSQL",
+        10.0,
+        parse=positive,
+        render=NUMBER,
+    )
+    orders_retries: int = setting(
+        "BATON_ORDERS_RETRIES",
+        "retries of an HTTP order source's request after a connection error, timeout, 429 "
+        "or 5xx (exponential backoff)",
+        2,
+        parse=integer(0),
+    )
+    # 0 turns the HTTP source's per-customer cache off.
+    orders_cache_ttl_s: float = setting(
+        "BATON_ORDERS_CACHE_TTL",
+        "seconds an HTTP order source's answers are kept per customer and order; `0` turns it off",
+        30.0,
+        parse=seconds_or_off,
+        render=NUMBER,
+    )
