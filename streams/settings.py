@@ -13,6 +13,7 @@ from typing import Literal
 import orjson
 
 from agents.dsn import MASK, mask_url
+from agents.languages import LanguageError, codes
 from agents.models.capabilities import StructuredOutput, limits_for
 from agents.models.prices import Price, parse_cache_minimums, parse_prices
 from agents.models.providers import ProviderError, check_name
@@ -137,6 +138,8 @@ class Settings:
     orders_dsn: str = ""
     # The shop's service policy file (TOML); empty: the demo shop's, shipped with baton.
     policy_file: Path | None = None
+    # The languages the shop serves (BCP 47), its default first; empty: the policy's.
+    languages: tuple[str, ...] = ()
     # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
     orders_source: str = ""
     # JSON (or a JSON file's path) mapping the shop's table, view, queries or API to orders.
@@ -296,6 +299,7 @@ class Settings:
             "BATON_MODEL_STRUCTURED_OUTPUT": self.model_structured_output,
             "BATON_ORDERS_DSN": self.orders_dsn,
             "BATON_POLICY": str(self.policy_file or ""),
+            "BATON_LANGUAGES": ",".join(self.languages),
             "BATON_ORDERS_SOURCE": self.orders_source,
             "BATON_ORDERS_MAP": self.orders_map,
             "BATON_ORDERS_AUTH": self.orders_auth,
@@ -621,6 +625,16 @@ def _policy_file(env: Mapping[str, str]) -> Path | None:
     return path
 
 
+def _languages(raw: str) -> tuple[str, ...]:
+    """``BATON_LANGUAGES``: comma-separated BCP 47 codes, the default first."""
+    if not raw.strip():
+        return ()
+    try:
+        return codes(raw.split(","))
+    except LanguageError as exc:
+        raise SettingsError(f"BATON_LANGUAGES: {exc}") from None
+
+
 def _topic_names(env: Mapping[str, str]) -> dict[str, str]:
     """The ``BATON_TOPIC_<ROLE>`` names given, by default name."""
     return {
@@ -738,6 +752,7 @@ def load(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         model_structured_output=structured,  # type: ignore[arg-type]
         orders_dsn=env.get("BATON_ORDERS_DSN", ""),
         policy_file=_policy_file(env),
+        languages=_languages(env.get("BATON_LANGUAGES", "")),
         orders_source=env.get("BATON_ORDERS_SOURCE", "").strip(),
         orders_map=env.get("BATON_ORDERS_MAP", ""),
         orders_auth=_orders_auth(env.get("BATON_ORDERS_AUTH", "")),

@@ -64,7 +64,7 @@ class Pipeline:
     schema_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.policy = load_policy(self.settings.policy_file)
+        self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
         self.topics = TopicNames.of(self.settings)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)

@@ -100,7 +100,7 @@ async def test_the_re_ask_says_in_chinese_what_is_wrong(tmp_path: Path) -> None:
     # The broken answer never reached the responder; the English reply of the first re-ask is
     # rejected in Chinese, with a Chinese example.
     assert len(strategy) == 2
-    assert "回复是英文的，但客户用中文写信" in strategy[1]
+    assert "回复是英语的，但客户用中文写信" in strategy[1]
     assert "例如：「您好，关于您的订单 G-3002" in strategy[1]
     assert language_of(reply.reply, NAMES) == "zh"
 
