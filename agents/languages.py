@@ -27,6 +27,8 @@ _CJK_RUNS = re.compile(f"[{HAN}{KANA}\u3000-\u303f\uff00-\uffef]+")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 # Below this probability among the shop's languages a text is undecided (short, or a name).
 _SURE = 0.8
+# A message this sure to be in a language the shop does not serve is answered in the default.
+_UNSERVED = 0.95
 
 
 class LanguageError(ValueError):
@@ -92,6 +94,12 @@ def _main_script(text: str) -> str:
     return " ".join(_CJK_RUNS.findall(text)) if cjk / 2 >= words else rest
 
 
+def among(language: str, languages: Sequence[str] = ()) -> tuple[str, ...]:
+    """``language`` first, then the others of ``languages`` (the demo shop's when none)."""
+    others = [x for x in (languages or DEFAULT_LANGUAGES) if not same(x, language)]
+    return (language, *others)
+
+
 def display_name(language: str, in_language: str) -> str:
     """The name of ``language`` in ``in_language`` ("英语" for en in zh), else the code."""
     from babel import Locale, UnknownLocaleError
@@ -122,3 +130,18 @@ def detect(
 def detect_or(text: str, languages: Sequence[str], default: str | None = None) -> str:
     """The likeliest of ``languages`` for ``text``; ``default`` (else the first) without letters."""
     return detect(text, languages, sure=0.0) or default or languages[0]
+
+
+def customer_language(text: str, languages: Sequence[str]) -> str:
+    """The language to answer ``text`` in: the likeliest of ``languages``, or the first (the
+    shop's default) when the text is plainly in a language the shop does not serve."""
+    if not _LETTER.search(text):
+        return languages[0]
+    ranked = _identifier().rank(_main_script(text))
+    best, top = ranked[0]
+    served = {primary(lang) for lang in languages}
+    if best not in served:
+        sure = 1 / sum(math.exp(score - top) for _, score in ranked)
+        if sure >= _UNSERVED:
+            return languages[0]
+    return detect_or(text, languages)

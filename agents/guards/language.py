@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from agents.languages import DEFAULT_LANGUAGES, detect, display_name, primary, same
+from agents.languages import DEFAULT_LANGUAGES, among, detect, display_name, primary, same
 
 LANGUAGE = "language"
 _TOKEN_WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
@@ -75,8 +75,7 @@ def language_problem(
 
     ``language`` is always a candidate, whether or not the shop lists it.
     """
-    among = (language, *(x for x in languages if not same(x, language)))
-    found = language_of(text, names, among)
+    found = language_of(text, names, among(language, languages))
     if found is None or same(found, language):
         return None
     said_in = primary(language) if primary(language) in _PROBLEM else "en"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agents.guards.numbers import Number, all_numbers
+from agents.languages import HAN_RE
 
 _DOLLARS = frozenset({"USD", "HKD", "CAD", "AUD", "SGD", "TWD", "NZD"})
 _ANY: frozenset[str] = frozenset()  # "元", "块": a currency unit, which one is not said
@@ -200,7 +201,7 @@ def _currency(text: str, n: Number, left_at: int, right_at: int) -> _Marker | No
     word = after.group().strip()
     if word == "块":
         nxt = text[after.end() : after.end() + 1]
-        if nxt and "\u4e00" <= nxt <= "\u9fff" and nxt not in _KUAI_MONEY_NEXT:
+        if nxt and HAN_RE.match(nxt) and nxt not in _KUAI_MONEY_NEXT:
             return None
     currencies = frozenset(_SYMBOLS.get(word) or _WORDS[word.upper()])
     return _Marker(currencies, word, n.start, after.end())

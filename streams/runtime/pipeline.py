@@ -401,7 +401,9 @@ class Pipeline:
             return
         baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
-        reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
+        reply = replies.fallback(
+            record, baton, stage, note, llm=self.llm.name, languages=self.policy.languages
+        )
         packet = self.desk.for_fallback(record, baton, reply, dl)
         await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
 
