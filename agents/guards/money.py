@@ -46,6 +46,8 @@ _WORDS = {
     "港币": {"HKD"},
     "日元": {"JPY"},
     "円": {"JPY"},
+    "ユーロ": {"EUR"},
+    "ドル": _DOLLARS,
     "CHF": {"CHF"},
     "FRANKEN": {"CHF"},
     "DOLLAR": _DOLLARS,
@@ -67,7 +69,7 @@ _BEFORE = re.compile(
 _AFTER = re.compile(
     rf"\s*(?:(?P<code>{_CODES})(?![A-Za-z])"
     r"|(?P<word>dollars?|bucks?|cents?|yuan|euros?|pounds?|quid|franken)(?![A-Za-z])"
-    r"|(?P<zh>块钱|人民币|美元|美金|欧元|英镑|港元|港币|日元|元|圆|块|刀|円)"
+    r"|(?P<zh>块钱|人民币|美元|美金|欧元|英镑|港元|港币|日元|元|圆|块|刀|円|ユーロ|ドル)"
     r"|(?P<sym>[€$¥￥£]))",
     re.I,
 )
@@ -126,9 +128,7 @@ _YEAR_BEFORE = re.compile(
     r"|mid|end|start|spring|summer|autumn|fall|winter|fy)\s*$",
     re.I,
 )
-_DATE_AFTER = re.compile(
-    rf"\s*(?:st|nd|rd|th|\.)?\s*(?:of\s+|de\s+)?{_MONTHS}(?![A-Za-z])", re.I
-)
+_DATE_AFTER = re.compile(rf"\s*(?:st|nd|rd|th|\.)?\s*(?:of\s+|de\s+)?{_MONTHS}(?![A-Za-z])", re.I)
 _LIST_MARK = re.compile(r"\s*[.)、]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
 _CLAUSE_END = re.compile(

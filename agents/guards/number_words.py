@@ -27,6 +27,7 @@ class Words:
     scales: dict[str, int]
     joiners: frozenset[str]
     ambiguous: frozenset[str]
+    articles: frozenset[str]
     compound: bool
 
     def parts(self, word: str) -> list[str] | None:
@@ -70,6 +71,7 @@ def languages() -> dict[str, Words]:
             scales={k.casefold(): int(v) for k, v in t["scales"].items()},
             joiners=frozenset(t["joiners"]),
             ambiguous=frozenset(w.casefold() for w in t["ambiguous"]),
+            articles=frozenset(w.casefold() for w in t.get("articles", ())),
             compound=bool(t["compound"]),
         )
         for lang, t in data.items()
@@ -87,7 +89,8 @@ def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Number]:
             and (group[-1][1][0] in words.joiners)
         ):
             group.pop()
-        if group:
+        alone = len(group) == 1 and group[0][0].group().casefold() in words.articles
+        if group and not alone:
             parts = [p for _, ps in group for p in ps]
             yield Number(words.value(parts), group[0][0].start(), group[-1][0].end(), spelled=True)
         group.clear()
