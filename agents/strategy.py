@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from agents import prompts
 from agents.asking import Validator, ask
+from agents.fixed_texts import fixed
 from agents.guards import (
     DRIFT,
     CustomerOrders,
@@ -25,7 +26,6 @@ from agents.outcome import Failure, Outcome
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
 from agents.rules.reply import handoff_triggers, strategy_rules
-from agents.texts import fixed
 from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StrategyDraft, Understanding

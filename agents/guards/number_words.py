@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.guards.numbers import Number
-
 _FILE = Path(__file__).with_name("number_words.toml")
 _WORD = re.compile(r"[^\W\d_]+")
 _GAP = re.compile(r"[\s\u00a0-]+")
@@ -78,11 +76,14 @@ def languages() -> dict[str, Words]:
     }
 
 
-def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Number]:
+Spelled = tuple[float, int, int]  # a number's value, and where it is written: text[start:end]
+
+
+def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Spelled]:
     """The numbers ``text`` writes in ``words``; its ambiguous words only when ``ambiguous``."""
     group: list[tuple[re.Match[str], list[str]]] = []
 
-    def close() -> Iterator[Number]:
+    def close() -> Iterator[Spelled]:
         while (
             group
             and group[-1][1] == [group[-1][0].group().casefold()]
@@ -92,7 +93,7 @@ def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Number]:
         alone = len(group) == 1 and group[0][0].group().casefold() in words.articles
         if group and not alone:
             parts = [p for _, ps in group for p in ps]
-            yield Number(words.value(parts), group[0][0].start(), group[-1][0].end(), spelled=True)
+            yield words.value(parts), group[0][0].start(), group[-1][0].end()
         group.clear()
 
     for m in _WORD.finditer(text):
@@ -130,7 +131,7 @@ def _ambiguous() -> re.Pattern[str]:
     )
 
 
-def spelled_numbers(text: str, language: str | None) -> Iterator[Number]:
+def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
     """Number words of every language in the data file; a language's ambiguous words only
     when ``text`` is written in it (``language``)."""
     for lang, words in languages().items():

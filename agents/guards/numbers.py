@@ -284,6 +284,6 @@ def all_numbers(
         *digits,
         *english_numbers(text),
         *chinese_numbers(text),
-        *spelled_numbers(text, language),
+        *(Number(v, a, b, spelled=True) for v, a, b in spelled_numbers(text, language)),
     ]
     return sorted(found, key=lambda n: n.start)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from agents.fixed_texts import fixed
 from agents.guards.language import language_of as guessed_language
 from agents.languages import DEFAULT_LANGUAGES
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
-from agents.texts import fixed
 from schemas.baton import Baton
 from schemas.records import Reply, StageName, UsageTotals, utcnow
 from schemas.stages import StageRecord, StrategyDraft

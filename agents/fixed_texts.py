@@ -1,4 +1,4 @@
-"""The sentences baton writes to a customer itself, per language, read from ``fixed.toml``."""
+"""The sentences baton writes to a customer itself, per language, read from ``fixed_texts.toml``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agents.languages import primary
 
-_FILE = Path(__file__).with_name("fixed.toml")
+_FILE = Path(__file__).with_name("fixed_texts.toml")
 
 
 @functools.cache
