@@ -21,10 +21,14 @@ DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "zh")
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 KANA = "\u3040-\u30ff"
 HAN_RE = re.compile(f"[{HAN}]")
-_LETTER = re.compile(r"[^\W\d_]")
+_LETTER = re.compile(f"[^\\W\\d_]{{2,}}|[{HAN}{KANA}]")  # a word, or one CJK character
+_WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
 _CJK_CHAR = re.compile(f"[{HAN}{KANA}]")
 _CJK_RUNS = re.compile(f"[{HAN}{KANA}\u3000-\u303f\uff00-\uffef]+")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+# Languages written in Han characters or kana; a text in another script is none of them.
+_CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "yue", "wuu"})
+_KANA_RE = re.compile(f"[{KANA}]")
 # Below this probability among the shop's languages a text is undecided (short, or a name).
 _SURE = 0.8
 # A message this sure to be in a language the shop does not serve is answered in the default.
@@ -68,6 +72,11 @@ def _identifier() -> Any:
     from py3langid.langid import _load_identifier  # loaded once per process (about 2 s)
 
     return _load_identifier()
+
+
+def ready() -> None:
+    """Load the detector's model now (about 2 s, once per process), not on the first ticket."""
+    _identifier()
 
 
 def _scores(text: str, languages: Sequence[str]) -> list[tuple[str, float]]:
@@ -116,12 +125,19 @@ def detect(
 ) -> str | None:
     """The one of ``languages`` ``text`` is written in, or None when it cannot be told (its
     probability among them below ``sure``)."""
+    text = _WITH_DIGIT.sub(" ", text)  # ids, tracking numbers, sizes: no language's words
     if not _LETTER.search(text):
         return None
     text = _main_script(text)
-    if len(languages) == 1:
-        return languages[0]
-    scores = _scores(text, languages)
+    cjk = bool(_CJK_CHAR.search(text))
+    written = [lang for lang in languages if (primary(lang) in _CJK_LANGUAGES) == cjk]
+    if cjk and _KANA_RE.search(text):
+        written = [lang for lang in written if primary(lang) == "ja"]
+    if not written:  # in a script none of the languages is written in
+        return ("ja" if _KANA_RE.search(text) else "zh") if cjk else None
+    if len(written) == 1:
+        return written[0]
+    scores = _scores(text, written)
     if not scores or scores[0][1] < sure:
         return None
     return scores[0][0]

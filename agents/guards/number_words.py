@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _FILE = Path(__file__).with_name("number_words.toml")
-_WORD = re.compile(r"[^\W\d_]+")
 _GAP = re.compile(r"[\s\u00a0-]+")
 
 
@@ -28,20 +27,36 @@ class Words:
     articles: frozenset[str]
     compound: bool
 
+    @functools.cached_property
+    def _known(self) -> frozenset[str]:
+        return frozenset((*self.units, *self.hundreds, *self.scales, *self.joiners))
+
+    @functools.cached_property
+    def _compound(self) -> re.Pattern[str]:
+        # Longest parts first, so "siebzehn" is one part and not "sieb" + "zehn".
+        alternatives = "|".join(map(re.escape, sorted(self._known, key=len, reverse=True)))
+        return re.compile(f"(?:{alternatives})")
+
+    @functools.cached_property
+    def tokens(self) -> re.Pattern[str]:
+        """A whole word made of this language's number words (one, or several if compound)."""
+        alternatives = self._compound.pattern
+        many = "+" if self.compound else ""
+        return re.compile(rf"(?<![^\W\d_]){alternatives}{many}(?![^\W\d_])", re.I)
+
     def parts(self, word: str) -> list[str] | None:
         """``word`` as number-word parts ("zweihundertfünf": zwei, hundert, fünf), or None."""
-        known = (*self.units, *self.hundreds, *self.scales, *self.joiners)
-        if word in known:
+        if word in self._known:
             return [word]
-        if not self.compound:
+        if not self.compound or not self._compound.match(word):
             return None
         out, at = [], 0
         while at < len(word):
-            part = max((k for k in known if word.startswith(k, at)), key=len, default=None)
-            if part is None:
+            m = self._compound.match(word, at)
+            if m is None:
                 return None
-            out.append(part)
-            at += len(part)
+            out.append(m.group())
+            at = m.end()
         return out if len(out) > 1 and out[-1] not in self.joiners else None
 
     def value(self, parts: list[str]) -> float:
@@ -96,7 +111,7 @@ def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Spelled]:
             yield words.value(parts), group[0][0].start(), group[-1][0].end()
         group.clear()
 
-    for m in _WORD.finditer(text):
+    for m in words.tokens.finditer(text):
         word = m.group().casefold()
         parts = words.parts(word)
         if parts is not None and not ambiguous and parts == [word] and word in words.ambiguous:

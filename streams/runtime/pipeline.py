@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents import memory
+from agents import languages, memory
 from agents.asking import budget_tokens
 from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
@@ -65,6 +65,7 @@ class Pipeline:
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
+        languages.ready()  # the detector's model, loaded before the first ticket waits for it
         self.topics = TopicNames.of(self.settings)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
