@@ -26,8 +26,9 @@ _WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
 _CJK_CHAR = re.compile(f"[{HAN}{KANA}]")
 _CJK_RUNS = re.compile(f"[{HAN}{KANA}\u3000-\u303f\uff00-\uffef]+")
 _WORD = re.compile(r"[^\W\d_]{2,}")
-# Languages written in Han characters or kana; a text in another script is none of them.
-_CJK_LANGUAGES = frozenset({"zh", "ja", "ko", "yue", "wuu"})
+# Languages written in Han characters or kana; a text in another script is none of them
+# (Korean is written in Hangul).
+_CJK_LANGUAGES = frozenset({"zh", "ja", "yue", "wuu"})
 _KANA_RE = re.compile(f"[{KANA}]")
 # Below this probability among the shop's languages a text is undecided (short, or a name).
 _SURE = 0.8
