@@ -34,7 +34,8 @@ Fill every field of the Understanding schema:
 - time_hint: the time reference as written ("last month", "上周"), else null.
 - keywords: up to 8 salient words from the message (product words, problem words, demand words,
   the time reference), in the customer's language, no duplicates.
-- language: "zh" when the message contains Chinese characters, else "en".
+- language: the BCP 47 code of the message's language ("zh", "ja", "en", "de", "es", ...);
+  mixed text follows the language most of it is written in.
 - core_problem: one sentence of at most 400 characters, in the customer's language, naming the
   product (or "the order" when there is none), the problem and what they want. It is stored in
   the session memory and shown to every later agent, so it must be understandable on its own.

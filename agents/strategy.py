@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from agents import prompts
 from agents.asking import Validator, ask
+from agents.fixed_texts import fixed
 from agents.guards import (
     DRIFT,
     CustomerOrders,
@@ -18,6 +19,7 @@ from agents.guards import (
 from agents.guards.language import LANGUAGE, feedback_note, language_of, language_problem
 from agents.guards.order_facts import FACTS, corrected, fact_problems
 from agents.history import offered_by_kind
+from agents.languages import among
 from agents.models.llm import LLM, OutputInvalid
 from agents.orders import OrderStore
 from agents.outcome import Failure, Outcome
@@ -59,33 +61,35 @@ def true_to_store(books: CustomerOrders) -> Validator[StrategyDraft]:
     return validate
 
 
-def in_language(language: str, names: Sequence[str]) -> Validator[StrategyDraft]:
-    """Rejects a reply in another language than the customer's (the reason in theirs)."""
+def in_language(
+    language: str, names: Sequence[str], languages: Sequence[str] = ()
+) -> Validator[StrategyDraft]:
+    """Rejects a reply in another of ``languages`` than the customer's (the reason in theirs)."""
 
     def validate(draft: StrategyDraft) -> None:
-        if problem := language_problem(draft.reply, language, names):
+        if problem := language_problem(draft.reply, language, names, languages or ("en", "zh")):
             raise OutputInvalid(problem)
 
     return validate
 
 
-def holding_reply(u: Understanding, match: OrderMatch) -> StrategyDraft:
+def holding_reply(
+    u: Understanding, match: OrderMatch, languages: Sequence[str] = ()
+) -> StrategyDraft:
     """A safe hand-off reply when no valid strategy could be produced.
 
     The core problem is quoted only when it is in the customer's language.
     """
     order = f" ({match.order_id})" if match.order_id else ""
+    default = languages[0] if languages else "en"
     names = [n for n in (u.product, match.order.product_name if match.order else None) if n]
-    quoted = language_of(u.core_problem, names) in (u.language, None)
-    if u.language == "zh":
-        about = f"关于您的问题「{u.core_problem}」{order}，" if quoted else f"关于您的问题{order}，"
-        reply = f"您好，{about}我们已转交人工客服，会尽快联系您。"
-    else:
-        about = f"about: {u.core_problem}{order}" if quoted else f"about your request{order}"
-        reply = (
-            f"Thank you for your message {about}. A member of our support team will take over "
-            "and get back to you shortly."
-        )
+    quoted = language_of(u.core_problem, names, among(u.language, languages)) in (u.language, None)
+    about = (
+        fixed("holding_about_problem", u.language, default, problem=u.core_problem, order=order)
+        if quoted
+        else fixed("holding_about_request", u.language, default, order=order)
+    )
+    reply = fixed("holding", u.language, default, about=about)
     return StrategyDraft(
         solution="Hand over to a human agent.",
         reply=reply,
@@ -100,13 +104,7 @@ def awaiting_approval(u: Understanding, draft: StrategyDraft) -> StrategyDraft:
 
     The reply promises nothing; the proposed lines stay on the draft for the person to see.
     """
-    if u.language == "zh":
-        reply = "您好，感谢您的耐心。您的请求需要同事审核，审核后我们会尽快给您答复。"
-    else:
-        reply = (
-            "Thank you for your patience. Your request needs a colleague's review; we will "
-            "get back to you as soon as it has been checked."
-        )
+    reply = fixed("awaiting_approval", u.language)
     proposed = "; ".join(
         f"{line.kind} {line.amount or ''} {line.currency or ''}".strip() for line in draft.offer
     )
@@ -198,7 +196,7 @@ async def decide(
             on_topic(names, match),
             within_policy(books),
             true_to_store(books),
-            in_language(understanding.language, quoted),
+            in_language(understanding.language, quoted, policy.languages),
         ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,
@@ -233,20 +231,24 @@ async def decide(
             outcome = Outcome(draft, asked.calls, failure, degraded=True, handoff_reasons=reasons)
         else:
             failure = replace(failure, handoff=True)
-            held = holding_reply(understanding, match)
+            held = holding_reply(understanding, match, policy.languages)
             outcome = Outcome(held, asked.calls, failure, degraded=True, handoff_reasons=reasons)
-    outcome = _in_their_language(outcome, understanding, match, quoted)
+    outcome = _in_their_language(outcome, understanding, match, quoted, policy.languages)
     return replace(_reporting(outcome, checked.failure), verified=order)
 
 
 def _in_their_language(
-    outcome: Outcome[StrategyDraft], u: Understanding, match: OrderMatch, names: Sequence[str]
+    outcome: Outcome[StrategyDraft],
+    u: Understanding,
+    match: OrderMatch,
+    names: Sequence[str],
+    languages: Sequence[str],
 ) -> Outcome[StrategyDraft]:
     """The outcome, its reply held to the customer's language whichever path wrote it."""
     draft = outcome.value
-    if language_problem(draft.reply, u.language, names) is None:
+    if language_problem(draft.reply, u.language, names, languages) is None:
         return outcome
-    return replace(outcome, value=holding_reply(u, match), degraded=True)
+    return replace(outcome, value=holding_reply(u, match, languages), degraded=True)
 
 
 def _reporting(outcome: Outcome[StrategyDraft], distrust: Failure | None) -> Outcome[StrategyDraft]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from agents import prompts
 from agents.asking import Validator, ask
+from agents.languages import DEFAULT_LANGUAGES, customer_language
 from agents.models.llm import LLM, OutputInvalid
 from agents.outcome import Outcome
 from agents.prompts import EarlierSession, Facts
@@ -74,8 +78,12 @@ async def understand(
     history: list[OrderMemory] | None = None,
     reask_limit: int = 1,
     tokens_left: int | None = None,
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
 ) -> Outcome[Understanding]:
-    """Extract product, problem, demand, time hint and core problem from ticket + baton."""
+    """Extract product, problem, demand, time hint and core problem from ticket + baton.
+
+    The language is the one detector's, among the shop's ``languages``, whoever wrote the rest.
+    """
     shown = recall.relevant(
         ticket.text,
         history or [],
@@ -99,4 +107,8 @@ async def understand(
         reask_limit=reask_limit,
         tokens_left=tokens_left,
     )
-    return Outcome.of(asked, lambda: in_own_words(understand_rules(prompt.facts), ticket.text))
+    outcome = Outcome.of(asked, lambda: in_own_words(understand_rules(prompt.facts), ticket.text))
+    language = customer_language(ticket.text, languages)
+    if outcome.value.language == language:
+        return outcome
+    return replace(outcome, value=outcome.value.model_copy(update={"language": language}))

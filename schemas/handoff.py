@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.records import SCHEMA_VERSION, Offer, OfferLine, Order, utcnow
+from schemas.records import SCHEMA_VERSION, LanguageCode, Offer, OfferLine, Order, utcnow
 
 HandoffReason = Literal[
     # the policy's triggers, whatever the model wrote
@@ -110,7 +110,7 @@ class HandoffPacket(BaseModel):
         description="When the desk should have answered: ``opened_at`` plus the desk's SLA "
         "(BATON_HANDOFF_DEADLINE)."
     )
-    language: str = Field(description="The customer's language (zh, en).")
+    language: LanguageCode = Field(description="The customer's language, a BCP 47 code.")
     text: str = Field(description="The ticket's text (at most 2,000 characters).")
     core_problem: str | None = Field(
         description="The ticket's core problem; null when no stage understood it."

@@ -130,6 +130,25 @@ Identifier = Annotated[
 ]
 
 
+LANGUAGE_PATTERN = r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$"
+
+
+def _language_code(value: object) -> object:
+    """``ZH``, ``de_CH``: the primary subtag lower-cased and ``_`` read as ``-``."""
+    if not isinstance(value, str):
+        return value
+    head, _, rest = value.strip().replace("_", "-").partition("-")
+    return f"{head.lower()}-{rest}" if rest else head.lower()
+
+
+# A BCP 47 language code: zh, ja, en, de, es, zh-Hans, de-CH, ...
+LanguageCode = Annotated[
+    str,
+    BeforeValidator(_language_code),
+    StringConstraints(pattern=LANGUAGE_PATTERN, max_length=35),
+]
+
+
 class Ticket(BaseModel):
     """A customer message, as published to ``support.tickets``."""
 
@@ -317,7 +336,9 @@ class Reply(BaseModel):
     confidence: float = Field(ge=0, le=1)
     order_id: str | None = Field(description="The order the lookup found, or null.")
     product: str | None = None
-    language: str = "en"
+    language: LanguageCode = Field(
+        default="en", description="The customer's language, a BCP 47 code (zh, ja, en, de, ...)."
+    )
     baton_version: int = 0
     llm: str = Field(default="", description="Model implementation that produced the reply.")
     offer: Offer | None = Field(

@@ -7,12 +7,20 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from schemas.records import SCHEMA_VERSION, OfferLine, Order, Ticket, UsageTotals, utcnow
+from schemas.records import (
+    SCHEMA_VERSION,
+    LanguageCode,
+    OfferLine,
+    Order,
+    Ticket,
+    UsageTotals,
+    utcnow,
+)
 
 Demand = Literal[
     "refund", "exchange", "repair", "compensation", "cancel", "information", "complaint", "other"
 ]
-Language = Literal["zh", "en"]
+Language = LanguageCode  # a BCP 47 code, one of the languages the shop serves
 LookupMethod = Literal["deterministic", "model", "baton", "history", "none", "unavailable"]
 NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -30,7 +38,9 @@ class Understanding(BaseModel):
     demand: Demand = Field(description="What the customer wants.")
     time_hint: str | None = Field(description="Any time reference, e.g. 'last month', '上周'.")
     keywords: list[str] = Field(description="Up to 8 salient keywords.", max_length=8)
-    language: Language = Field(description="Language of the customer's message.")
+    language: Language = Field(
+        description="Language of the customer's message, a BCP 47 code (zh, ja, en, de, ...)."
+    )
     core_problem: NonBlank = Field(description="One sentence: the customer's core problem.")
     refers_to_earlier: bool = Field(
         description="True when the message refers to an order or conversation from before "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from agents.languages import HAN
 from agents.rules.matching import (
     mentioned_products,
     normalize,
@@ -26,7 +27,7 @@ max plus ultra lite light new with pack single double inch size color colour mod
 """
 _GENERIC = frozenset(_GENERIC_TEXT.split())
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = HAN
 _CJK_RUN = re.compile(f"[{_CJK}]{{3,}}")
 _CJK_WORD = re.compile(f"(?<![{_CJK}])[{_CJK}]{{2}}(?![{_CJK}])")
 

@@ -1,25 +1,37 @@
-"""The language check of every customer-facing text: Chinese or English, whatever names it quotes.
+"""The language check of every customer-facing text: in the customer's language, whatever names
+it quotes.
 
-A text is read without the names it may quote in either language (the customer's product names,
-order ids, tracking numbers, carriers): what is left is Chinese when its CJK characters, two to
-a word, are at least as many as its Latin words, English when it has Latin words and fewer CJK
-characters, and undecided when nothing is left.
+A text is read without the names it may quote in any language (the customer's product names,
+order ids, tracking numbers, carriers, quoted words); what is left is given to the one detector
+(agents/languages.py) among the shop's languages, and undecided when nothing is left or the
+detector cannot tell.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from schemas.stages import Language
+from agents.languages import DEFAULT_LANGUAGES, among, detect, display_name, primary, same
 
 LANGUAGE = "language"
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2,}(?:'[A-Za-z]+)?(?![A-Za-z0-9])")
 _TOKEN_WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
-_QUOTED = re.compile(r"\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”|「[^」\n]{1,80}」|『[^』\n]{1,80}』")
+_QUOTED = re.compile(
+    r"\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”|「[^」\n]{1,80}」|『[^』\n]{1,80}』|„[^“\n]{1,80}“"
+)
 _NAMES = ("UPS", "DHL", "FedEx", "USPS", "EMS", "DPD", "GLS", "OK")
 
+# Why a reply is rejected, in the customer's language ({found}: the language it is written in).
+_PROBLEM: dict[str, str] = {
+    "zh": "回复是{found}的，但客户用中文写信；请用中文重写整段回复",
+    "ja": "返信が{found}で書かれていますが、お客様は日本語で書いています。"
+    "返信全体を日本語で書き直してください",
+    "de": "die Antwort ist auf {found}, der Kunde schreibt Deutsch; "
+    "schreibe die ganze Antwort auf Deutsch neu",
+    "es": "la respuesta está en {found}, pero el cliente escribe en español; "
+    "reescribe toda la respuesta en español",
+    "en": "the reply is in {found} but the customer wrote in English; rewrite it all in English",
+}
 # Added to a re-ask for a customer who does not write English (the errors themselves are the
 # validators'): what to fix, in the customer's language, with an example in it.
 FEEDBACK_NOTE: dict[str, str] = {
@@ -27,39 +39,54 @@ FEEDBACK_NOTE: dict[str, str] = {
         "客户用中文写信：reply 必须全部用中文书写（产品名、订单号和运单号可照抄原文）。"
         "例如：「您好，关于您的订单 {order}，我们已经为您查询，会为您安排……」"
     ),
+    "de": (
+        "Der Kunde schreibt Deutsch: reply muss ganz auf Deutsch sein (Produktnamen, Bestell- "
+        "und Sendungsnummern dürfen wörtlich bleiben). Zum Beispiel: „Guten Tag, zu Ihrer "
+        "Bestellung {order} haben wir nachgesehen und veranlassen …“"
+    ),
 }
+_NO_ORDER = {"zh": "（订单号）", "de": "(Bestellnummer)"}
 
 
-def language_of(text: str, names: Iterable[str] = ()) -> Language | None:
-    """The language ``text`` is written in once ``names`` and quotes are taken out, or None."""
+def _without_names(text: str, names: Iterable[str]) -> str:
     for name in sorted({n for n in names if n}, key=len, reverse=True):
         text = text.replace(name, " ")
     text = _QUOTED.sub(" ", text)
     text = _TOKEN_WITH_DIGIT.sub(" ", text)
     for name in _NAMES:
         text = re.sub(rf"(?<![A-Za-z]){name}(?![A-Za-z])", " ", text)
-    cjk = len(_CJK.findall(text))
-    words = len(_LATIN_WORD.findall(text))
-    if cjk == 0 and words == 0:
-        return None
-    return "zh" if cjk / 2 >= words else "en"
+    return text
 
 
-def language_problem(text: str, language: str, names: Iterable[str] = ()) -> str | None:
-    """Why ``text`` is not in ``language``, said in ``language``; None when it is (or undecided)."""
-    found = language_of(text, names)
-    if found is None or found == language:
+def language_of(
+    text: str, names: Iterable[str] = (), languages: Sequence[str] = DEFAULT_LANGUAGES
+) -> str | None:
+    """The one of ``languages`` ``text`` is in, ``names`` and quotes left out; None: undecided."""
+    return detect(_without_names(text, names), languages)
+
+
+def language_problem(
+    text: str,
+    language: str,
+    names: Iterable[str] = (),
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
+) -> str | None:
+    """Why ``text`` is not in ``language``, said in ``language``; None when it is (or undecided).
+
+    ``language`` is always a candidate, whether or not the shop lists it.
+    """
+    found = language_of(text, names, among(language, languages))
+    if found is None or same(found, language):
         return None
-    if language == "zh":
-        return f"{LANGUAGE}: 回复是英文的，但客户用中文写信；请用中文重写整段回复"
-    return (
-        f"{LANGUAGE}: the reply is in Chinese but the customer wrote in English; rewrite it all "
-        "in English"
-    )
+    said_in = primary(language) if primary(language) in _PROBLEM else "en"
+    named = display_name(found, said_in)
+    return f"{LANGUAGE}: {_PROBLEM[said_in].format(found=named)}"
 
 
 def feedback_note(language: str, order_id: str | None) -> str | None:
     """What a re-ask adds for a customer writing ``language``, in it, with an example; None
-    for English, which the errors are written in."""
-    note = FEEDBACK_NOTE.get(language)
-    return note.format(order=order_id or "（订单号）") if note else None
+    for English (which the errors are written in) and languages without a note."""
+    note = FEEDBACK_NOTE.get(primary(language))
+    if note is None:
+        return None
+    return note.format(order=order_id or _NO_ORDER.get(primary(language), ""))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agents.guards.numbers import Number, all_numbers
+from agents.languages import HAN_RE
 
 _DOLLARS = frozenset({"USD", "HKD", "CAD", "AUD", "SGD", "TWD", "NZD"})
 _ANY: frozenset[str] = frozenset()  # "元", "块": a currency unit, which one is not said
@@ -44,6 +45,11 @@ _WORDS = {
     "港元": {"HKD"},
     "港币": {"HKD"},
     "日元": {"JPY"},
+    "円": {"JPY"},
+    "ユーロ": {"EUR"},
+    "ドル": _DOLLARS,
+    "CHF": {"CHF"},
+    "FRANKEN": {"CHF"},
     "DOLLAR": _DOLLARS,
     "DOLLARS": _DOLLARS,
     "BUCK": _DOLLARS,
@@ -55,21 +61,23 @@ _WORDS = {
     "块": _ANY,
     "块钱": _ANY,
 }
-_CODES = r"USD|CNY|RMB|EUR|GBP|HKD|JPY|AUD|CAD|usd|cny|rmb|eur|gbp|hkd|jpy"
+_CODES = r"USD|CNY|RMB|EUR|GBP|HKD|JPY|AUD|CAD|CHF|usd|cny|rmb|eur|gbp|hkd|jpy|chf"
 _BEFORE = re.compile(
     rf"(?:(?P<sym>US\$|HK\$|NT\$|C\$|A\$|S\$|\$|¥|￥|€|£|₩|₹)|(?<![A-Za-z])(?P<code>{_CODES})"
     r"|(?P<zh>人民币|美元))\s*[:：]?\s*$"
 )
 _AFTER = re.compile(
     rf"\s*(?:(?P<code>{_CODES})(?![A-Za-z])"
-    r"|(?P<word>dollars?|bucks?|cents?|yuan|euros?|pounds?|quid)(?![A-Za-z])"
-    r"|(?P<zh>块钱|人民币|美元|美金|欧元|英镑|港元|港币|日元|元|圆|块|刀)"
+    r"|(?P<word>dollars?|bucks?|cents?|yuan|euros?|pounds?|quid|franken)(?![A-Za-z])"
+    r"|(?P<zh>块钱|人民币|美元|美金|欧元|英镑|港元|港币|日元|元|圆|块|刀|円|ユーロ|ドル)"
     r"|(?P<sym>[€$¥￥£]))",
     re.I,
 )
 # 块 also counts things ("一块手表"): money only before 钱, punctuation or a money word.
 _KUAI_MONEY_NEXT = "钱的给作补红代优礼积购现左吧呢哦啊"
-_PERCENT_AFTER = re.compile(r"\s*(?:%|％|percent\b|per\s?cent\b)", re.I)
+_PERCENT_AFTER = re.compile(
+    r"\s*(?:%|％|percent\b|per\s?cent\b|prozent\b|por\s?ciento\b|パーセント)", re.I
+)
 _DISCOUNT_AFTER = re.compile(r"\s*折")
 _RANGE_TAIL = re.compile(
     r"\s*(?:-|–|—|~|～|to|至|到|or|或)\s*(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千]+)", re.I
@@ -82,10 +90,16 @@ _UNIT_AFTER = re.compile(
     r"|cm|mm|m|km|meters?|metres?|inch(?:es)?|ft|feet|foot|w|watts?|v|volts?|mah|gb|tb|mb"
     r"|hz|x|times|stars?|steps?|orders?|tickets?|emails?|messages?|calls?|attempts?|people"
     r"|persons?|customers?|colou?rs?|sizes?|seats?|rooms?|nights?|digits?|st|nd|rd|th"
-    r"|of\s+(?:them|the|your|our|these|those))(?![A-Za-z])"
+    r"|of\s+(?:them|the|your|our|these|those)"
+    # German and Spanish
+    r"|(?:werk|arbeits|kalender|geschäfts)?tage?n?|wochen?|monate?n?|jahre?n?|stunden?|minuten?"
+    r"|sekunden?|stück|paar|teile?|größe|mal"
+    r"|días?(?:\s+(?:hábiles|laborables|naturales))?|semanas?|meses|mes|años?|horas?|minutos?"
+    r"|segundos?|unidades|unidad|pares?|piezas?|veces|talla|tallas)(?![^\W\d_])"
     r"|\s*(?:多|余|几)?(?:个?工作日|个?自然日|个?小时|分钟|秒钟?|天|日|周|星期|个?礼拜|个?月|年|岁"
     r"|次|件|个|双|台|部|只|张|份|套|盒|瓶|包|箱|支|条|号|点|时|升|毫升|克|千克|公斤|斤|米|厘米"
-    r"|毫米|寸|英寸|瓦|伏|倍|步|位|名|颗|星|楼|层|单|笔|成|款|种|项|封|通|码|期|批|轮|度|℃|°)",
+    r"|毫米|寸|英寸|瓦|伏|倍|步|位|名|颗|星|楼|层|单|笔|成|款|种|项|封|通|码|期|批|轮|度|℃|°"
+    r"|営業日|週間|か月|ヶ月|カ月|時間|分|足|点|回)",
     re.I,
 )
 _NOT_MONEY_BEFORE = re.compile(
@@ -101,7 +115,10 @@ _NOT_MONEY_BEFORE = re.compile(
 )
 _MONTHS = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+    r"|januar|jänner|februar|märz|mai|juni|juli|oktober|dezember"
+    r"|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre"
+    r"|diciembre)"
 )
 _MONTH_BEFORE = re.compile(
     rf"(?<![A-Za-z]){_MONTHS}\.?\s*(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s*)?$", re.I
@@ -111,7 +128,7 @@ _YEAR_BEFORE = re.compile(
     r"|mid|end|start|spring|summer|autumn|fall|winter|fy)\s*$",
     re.I,
 )
-_DATE_AFTER = re.compile(rf"\s*(?:st|nd|rd|th)?\s*(?:of\s+)?{_MONTHS}(?![A-Za-z])", re.I)
+_DATE_AFTER = re.compile(rf"\s*(?:st|nd|rd|th|\.)?\s*(?:of\s+|de\s+)?{_MONTHS}(?![A-Za-z])", re.I)
 _LIST_MARK = re.compile(r"\s*[.)、]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
 _CLAUSE_END = re.compile(
@@ -123,13 +140,18 @@ PROMISE = re.compile(
     r"refund|reimburs|compensat|credit(?!\s*card)|voucher|coupon|gift\s?card|gift\s+certificate"
     r"|cash\s?back|money\s+back|discount|goodwill|rebate|pay\s+(?:you|back)|payout"
     r"|price\s+adjustment|退款|退还|退回|退钱|退费|返还|返现|赔偿|补偿|赔付|补贴|代金券|优惠券"
-    r"|礼品卡|积分|红包|购物金|折扣|优惠|打折|减免|抵扣|现金券|抵用券|礼金|[退赔返补](?:给)?[您你]",
+    r"|礼品卡|积分|红包|购物金|折扣|优惠|打折|减免|抵扣|现金券|抵用券|礼金|[退赔返补](?:给)?[您你]"
+    # German, Spanish, Japanese
+    r"|erstatt|gutschrift|gutschein|entschädig|rabatt|zurückzahl|überweis|nachlass|guthaben"
+    r"|reembols|devol|compensa|indemniz|cupón|cupon|descuento|abon|vale\b|saldo"
+    r"|返金|返品|補償|払い戻|クーポン|割引|ポイント",
     re.I,
 )
 _CREDIT = re.compile(
     r"store\s+credit|credit(?!\s*card)|voucher|coupon|gift\s?card|gift\s+certificate|e-?gift"
     r"|discount"
-    r"|points|cash\s?back|代金券|优惠券|礼品卡|积分|红包|购物金|购物卡|现金券|抵用券|礼金|返现|余额",
+    r"|points|cash\s?back|代金券|优惠券|礼品卡|积分|红包|购物金|购物卡|现金券|抵用券|礼金|返现|余额"
+    r"|gutschrift|gutschein|guthaben|cupón|cupon|vale\b|saldo|クーポン|ポイント",
     re.I,
 )
 _CREDIT_GAP = 20
@@ -200,7 +222,7 @@ def _currency(text: str, n: Number, left_at: int, right_at: int) -> _Marker | No
     word = after.group().strip()
     if word == "块":
         nxt = text[after.end() : after.end() + 1]
-        if nxt and "\u4e00" <= nxt <= "\u9fff" and nxt not in _KUAI_MONEY_NEXT:
+        if nxt and HAN_RE.match(nxt) and nxt not in _KUAI_MONEY_NEXT:
             return None
     currencies = frozenset(_SYMBOLS.get(word) or _WORDS[word.upper()])
     return _Marker(currencies, word, n.start, after.end())

@@ -1,7 +1,9 @@
-"""Reading numbers in text: digits with any separators, and English and Chinese number words."""
+"""Reading numbers in text: digits with any separators, and number words (English, Chinese, and
+the languages of ``number_words.toml``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -239,11 +241,49 @@ def chinese_numbers(text: str) -> Iterator[Number]:
             yield Number(value, m.start(), m.end(), spelled=True)
 
 
-def all_numbers(text: str, skip: list[tuple[int, int]]) -> list[Number]:
-    """Every number in ``text`` outside ``skip``, in reading order."""
+# "1.000" with a currency: a thousand in German or Spanish, one in English.
+_DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
+_READ_IN = ("en", "zh", "ja", "de", "es")  # the languages whose reading differs
+
+
+@functools.lru_cache(maxsize=2048)
+def _language(text: str) -> str | None:
+    """The language of ``text`` (for the words and separators that depend on it)."""
+    from agents.languages import detect
+
+    return detect(text, _READ_IN)
+
+
+def _grouped(text: str, n: Number, language: str | None) -> Number:
+    """``n`` read with ``language``'s separators ("1.000" is 1000 where "." groups thousands)."""
+    if language is None or n.spelled or not _DOT_THOUSANDS.fullmatch(text[n.start : n.end]):
+        return n
+    from babel.numbers import NumberFormatError, get_group_symbol, parse_decimal
+
+    try:
+        if get_group_symbol(language) != ".":
+            return n
+        value = float(parse_decimal(text[n.start : n.end], locale=language, strict=True))
+    except (NumberFormatError, ValueError, LookupError):
+        return n
+    return Number(value, n.start, n.end, partner=n.partner, k=n.k)
+
+
+def all_numbers(
+    text: str, skip: list[tuple[int, int]], language: str | None = None
+) -> list[Number]:
+    """Every number in ``text`` outside ``skip``, in reading order: digits (with the
+    separators of ``language``, the text's own when not given), and number words in English,
+    Chinese and every language of ``number_words.toml``."""
+    from agents.guards.number_words import AMBIGUOUS, spelled_numbers
+
+    if language is None and (_DOT_THOUSANDS.search(text) or AMBIGUOUS.search(text)):
+        language = _language(text)  # only where the reading depends on it
+    digits = [_grouped(text, n, language) for n in digit_numbers(text, skip)]
     found = [
-        *digit_numbers(text, skip),
+        *digits,
         *english_numbers(text),
         *chinese_numbers(text),
+        *(Number(v, a, b, spelled=True) for v, a, b in spelled_numbers(text, language)),
     ]
     return sorted(found, key=lambda n: n.start)

@@ -19,15 +19,16 @@ from typing import Literal, Protocol
 
 import anthropic
 
+from agents.languages import HAN, KANA
+
 log = logging.getLogger(__name__)
 
 Method = Literal["counted", "estimated"]
 # Any text: the endpoint needs one message, and its own tokens cancel out (see ``_static``).
 _PROBE = "."
 
-_CJK = re.compile(
-    r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
-)
+# CJK punctuation, kana, Han, Hangul and fullwidth forms: each about a token of its own.
+_CJK = re.compile(f"[\u3000-\u303f{KANA}{HAN}\uac00-\ud7af\uff00-\uffef]")
 
 
 def estimate_tokens(text: str) -> int:

@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from agents.languages import codes, primary
+
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
 # Where offered money goes. Open: a shop may name its own channel ("bank_transfer").
 ORIGINAL_PAYMENT = "original_payment"
@@ -55,7 +57,11 @@ class Shop(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Text = "the shop"
-    languages: tuple[str, ...] = Field(default=("en", "zh"), min_length=1)
+    languages: tuple[str, ...] = Field(
+        default=("en", "zh"),
+        min_length=1,
+        description="The languages the shop serves (BCP 47 codes), its default first.",
+    )
     handbook: str | None = Field(
         default=None, description="A Markdown file beside the policy: the shop's own words."
     )
@@ -66,6 +72,11 @@ class Shop(BaseModel):
         "sign-off, product words); baton's default when absent.",
     )
     tone_text: str = Field(default="", description="The tone file's text, read with the policy.")
+
+    @field_validator("languages")
+    @classmethod
+    def _bcp47(cls, languages: tuple[str, ...]) -> tuple[str, ...]:
+        return codes(languages)
 
 
 class OrderIds(BaseModel):
@@ -154,10 +165,23 @@ class Policy(BaseModel):
         """The shop's order-id patterns, compiled."""
         return tuple(re.compile(p) for p in self.orders.id_patterns)
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages the shop serves, its default first."""
+        return self.shop.languages
+
+    def serving(self, languages: tuple[str, ...]) -> Policy:
+        """This policy serving ``languages`` instead of its own (itself when none are given)."""
+        if not languages or languages == self.shop.languages:
+            return self
+        return self.model_copy(
+            update={"shop": self.shop.model_copy(update={"languages": languages})}
+        )
+
     def turnaround(self, kind: str, language: str) -> str:
         """What ``kind`` promises about time in ``language`` (the first language as fallback)."""
         remedy = self.remedies.get(kind)
         if remedy is None or not remedy.turnaround:
             return ""
         first = next(iter(remedy.turnaround.values()))
-        return remedy.turnaround.get(language, first)
+        return remedy.turnaround.get(language) or remedy.turnaround.get(primary(language), first)

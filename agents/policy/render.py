@@ -87,6 +87,11 @@ def render(policy: Policy) -> str:
         triggers.append(f"the {h.repeated_contact}th message about the same problem")
     if triggers:
         lines.append(f"- Hand to a person (needs_human): {'; '.join(triggers)}.")
+    served = ", ".join(policy.languages)
+    lines.append(
+        f"- Languages served (BCP 47): {served}. Answer in the customer's language when it is"
+        f" one of them, otherwise in {policy.languages[0]}."
+    )
     hosts = ", ".join(policy.links.allowed_hosts) or "none"
     lines += [
         f"- Links allowed in a reply: {hosts}. Never ask for card numbers, CVV or passwords.",

@@ -8,9 +8,11 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.languages import HAN
+
 FIND_THRESHOLD = 0.4
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = HAN
 _CJK_RE = re.compile(f"[{_CJK}]")
 _WORD = r"[a-z0-9\u00df-\u024f]+"
 _WORD_RE = re.compile(_WORD)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from agents.languages import HAN_RE
 from agents.rules.matching import normalize
 from schemas.stages import Demand
 
-_CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_CJK_RE = HAN_RE
 _EN = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
 
 
@@ -411,7 +412,7 @@ CLOSING = (
 
 
 def is_chinese(text: str) -> bool:
-    """True when ``text`` contains CJK characters."""
+    """True when ``text`` contains Han characters: the rules read it with their Chinese words."""
     return bool(_CJK_RE.search(text))
 
 

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, date, datetime
 from typing import cast, get_args
 
+from agents.languages import DEFAULT_LANGUAGES, customer_language
 from agents.prompts import Facts, SessionTopic
 from agents.rules.matching import (
     content_words,
@@ -221,7 +222,7 @@ def understand_rules(facts: Facts) -> Understanding:
         demand=demand,
         time_hint=time_hint,
         keywords=list(dict.fromkeys(keywords))[:8],
-        language="zh" if zh else "en",
+        language=customer_language(message, DEFAULT_LANGUAGES),
         core_problem=_core_problem(zh, product, problem, key, demand, previous)[:400],
         refers_to_earlier=refers,
     )

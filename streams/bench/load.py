@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from agents.languages import DEFAULT_LANGUAGES, customer_language
 from agents.models.tokens import Counter, Estimator, TokenCount
 from agents.prompts import (
     PROMPT_VERSION,
@@ -46,7 +47,7 @@ class Scenario:
 
     @property
     def language(self) -> str:
-        return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in self.texts[0]) else "en"
+        return customer_language(self.texts[0], DEFAULT_LANGUAGES)
 
     def text(self, index: int) -> str:
         """The ``index``-th message: the scenario's own, then follow-ups."""

@@ -42,6 +42,17 @@ class OrderSettings:
         shown="the demo shop's (`agents/policy/default.toml`)",
         is_path=True,
     )
+    # The languages the shop serves (BCP 47), its default first; empty: the policy's.
+    languages: tuple[str, ...] = setting(
+        "BATON_LANGUAGES",
+        "the languages the shop serves, BCP 47 codes separated by commas, its default first "
+        "(`de,en,zh`): replies are written in the customer's language when it is one of them, "
+        "else in the default",
+        (),
+        parse=v.languages,
+        render=",".join,
+        shown="the policy's `[shop] languages`",
+    )
     # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
     orders_source: str = setting(
         "BATON_ORDERS_SOURCE",

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from agents.dsn import mask_url
+from agents.languages import LanguageError, codes
 from agents.models.capabilities import limits_for
 from agents.models.prices import Price, parse_cache_minimums, parse_prices
 from agents.models.providers import ProviderError, check_name
@@ -146,6 +147,16 @@ def signing_keys(name: str, raw: str) -> tuple[tuple[str, str], ...]:
 
 def render_signing_keys(value: Any) -> str:
     return ",".join(f"{k}:{v}" for k, v in value)
+
+
+def languages(name: str, raw: str) -> tuple[str, ...]:
+    """Comma-separated BCP 47 codes, the default first; empty: the policy's."""
+    if not raw.strip():
+        return ()
+    try:
+        return codes(raw.split(","))
+    except LanguageError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
 
 
 def policy_file(name: str, raw: str) -> Path | None:

@@ -60,6 +60,13 @@ def _first(errors: list[str]) -> None:
         raise BadInput(errors[0] + more)
 
 
+def _languages(settings: Settings) -> tuple[str, ...]:
+    """The languages the evaluated shop serves: the settings', else its policy's."""
+    from agents.policy import load
+
+    return settings.languages or load(settings.policy_file).languages
+
+
 def load_cases(path: Path) -> list[Case]:
     """Every line of ``path`` as a case; ``BadInput`` names the first bad line."""
     cases, errors = [], []
@@ -323,7 +330,10 @@ def evaluate(
             settings, mode, cases, orders, timeout=timeout, phase_gap=phase_gap, say=say
         )
     world = World.build(orders, cases)
-    scores: list[TicketScore] = [score(c, replies[c.ticket.ticket_id], world) for c in cases]
+    languages = _languages(settings)
+    scores: list[TicketScore] = [
+        score(c, replies[c.ticket.ticket_id], world, languages) for c in cases
+    ]
     judged = _judged(settings, cases, replies, orders, judge, say) if judge else None
     return {
         "llm": mode,
@@ -354,7 +364,7 @@ def _judged(
     from agents.testing.standin import run_in_thread
     from streams.eval.judge import judge_replies
 
-    policy = load(settings.policy_file)
+    policy = load(settings.policy_file).serving(settings.languages)
     with contextlib.ExitStack() as stack:
         if judge.via == "stand-in":
             standin = stack.enter_context(run_in_thread())

@@ -48,6 +48,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from agents.languages import DEFAULT_LANGUAGES, HAN, customer_language
 from agents.rules.matching import mentioned_products
 from schemas.records import Order, Reply, Ticket
 from schemas.stages import Demand
@@ -75,7 +76,7 @@ DEMAND_TERMS: dict[str, tuple[str, ...]] = {
 
 ID_SHAPE = re.compile(r"(?<![A-Za-z0-9-])[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[0-9]+(?![A-Za-z0-9-])")
 _LATIN_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_CJK_RUN = re.compile(f"[{HAN}]+")
 _MEASURE = re.compile(r"\d+(?:\.\d+)?(?:l|ml|w|v|kw|mah|wh|inch|in|cm|mm|m|kg|g)", re.I)
 _APOSTROPHES = dict.fromkeys(map(ord, "’‘`´"), "'")
 
@@ -296,9 +297,9 @@ class TicketScore:
         return {**asdict(self), "missing": self.missing, "amnesia": self.amnesia}
 
 
-def language(text: str) -> str:
-    """``zh`` when the text contains Chinese characters, else ``en``."""
-    return "zh" if _CJK_RUN.search(text) else "en"
+def language(text: str, languages: Sequence[str] = DEFAULT_LANGUAGES) -> str:
+    """The language ``text`` is answered in: the one detector's, among ``languages``."""
+    return customer_language(text, languages)
 
 
 def invented_orders(reply: Reply, customer_id: str | None, world: World) -> list[str]:
@@ -329,8 +330,10 @@ def leaks(reply: Reply, case: Case, world: World) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def score(case: Case, reply: Reply, world: World) -> TicketScore:
-    """Score one reply against its case's label."""
+def score(
+    case: Case, reply: Reply, world: World, languages: Sequence[str] = DEFAULT_LANGUAGES
+) -> TicketScore:
+    """Score one reply against its case's label (its language among the shop's ``languages``)."""
     label, ticket = case.label, case.ticket
     product_terms = [label.product, *label.product_terms] if label.product else []
     demand_text = f"{reply.reply}\n{reply.solution}"
@@ -341,7 +344,7 @@ def score(case: Case, reply: Reply, world: World) -> TicketScore:
         session_id=ticket.session_id,
         customer_id=ticket.customer_id,
         phase=label.phase,
-        language=language(ticket.text),
+        language=language(ticket.text, languages),
         tags=list(label.tags),
         status=reply.status,
         expected_order=expected,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents import memory, people
+from agents import languages, memory, people
 from agents.asking import budget_tokens
 from agents.guards import UNTRUSTED
 from agents.models.llm import LLM
@@ -73,7 +73,8 @@ class Pipeline:
     schema_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.policy = load_policy(self.settings.policy_file)
+        self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
+        languages.ready()  # the detector's model, loaded before the first ticket waits for it
         self.topics = TopicNames.of(self.settings)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
@@ -437,7 +438,9 @@ class Pipeline:
             return
         baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
-        reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
+        reply = replies.fallback(
+            record, baton, stage, note, llm=self.llm.name, languages=self.policy.languages
+        )
         packet = self.desk.for_fallback(record, baton, reply, dl)
         await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
 

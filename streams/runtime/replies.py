@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
+from agents.fixed_texts import fixed
 from agents.guards.language import language_of as guessed_language
+from agents.languages import DEFAULT_LANGUAGES
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
 from schemas.baton import Baton
 from schemas.records import Reply, StageName, UsageTotals, utcnow
 from schemas.stages import StageRecord, StrategyDraft
 
-COULD_NOT_PROCESS = {
-    "en": "We could not process your message automatically; a colleague will get back to you "
-    "shortly.",
-    "zh": "您好，我们暂时无法自动处理您的消息，已转交人工客服，会尽快回复您。",
-}
+
+def could_not_process(language: str, default: str = "en") -> str:
+    """The degraded reply's text in ``language`` (else the shop's default language)."""
+    return fixed("could_not_process", language, default)
 
 
-def language_of(record: StageRecord) -> str:
-    """The customer's language: the understanding's, else the one the ticket is written in."""
+def language_of(record: StageRecord, languages: Sequence[str] = DEFAULT_LANGUAGES) -> str:
+    """The customer's language: the understanding's, else the one of ``languages`` the ticket
+    is written in (its quoted names left out)."""
     if record.understanding is not None:
         return record.understanding.language
-    return guessed_language(record.ticket.text) or "en"
+    return guessed_language(record.ticket.text, (), languages) or languages[0]
 
 
 def stage_timings(record: StageRecord, stage: StageName, started: float) -> dict[str, float]:
@@ -89,16 +92,24 @@ def answer(
     )
 
 
-def fallback(record: StageRecord, baton: Baton, stage: StageName, note: str, *, llm: str) -> Reply:
+def fallback(
+    record: StageRecord,
+    baton: Baton,
+    stage: StageName,
+    note: str,
+    *,
+    llm: str,
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
+) -> Reply:
     """The degraded reply of a ticket a stage could not process: a person will follow up."""
     ticket = record.ticket
-    language = language_of(record)
+    language = language_of(record, languages)
     return Reply(
         ticket_id=ticket.ticket_id,
         session_id=ticket.session_id,
         customer_id=ticket.customer_id,
         status="degraded",
-        reply=COULD_NOT_PROCESS[language],
+        reply=could_not_process(language, languages[0]),
         solution="Manual follow-up.",
         internal_note=note,
         confidence=0.0,

@@ -120,6 +120,7 @@ async def _understand(i: Inputs) -> Outcome[Understanding]:
         history=i.history(),
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,
+        languages=i.policy.languages,
     )
 
 

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from agents import prompts
+from agents.languages import ready
 from agents.models.llm import LLM, OutputInvalid, Prompt
 from agents.prompts import EarlierSession, Facts, parse_context
 from agents.rules.choosing import choose_rules
@@ -314,6 +315,7 @@ def test_a_ticket_of_the_largest_size_is_scanned_in_linear_time(shape: str) -> N
     # Linear, the scan takes tens of milliseconds; the quadratic scan took seconds.
     assert elapsed < 0.25, f"{shape}: {elapsed * 1000:.0f} ms"
     assert bool(finds) == found
+    ready()  # the language detector's model is loaded once per process, at pipeline start
     started = time.perf_counter()
     u = _understand(text)
     elapsed = time.perf_counter() - started

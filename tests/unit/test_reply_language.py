@@ -100,7 +100,7 @@ async def test_the_re_ask_says_in_chinese_what_is_wrong(tmp_path: Path) -> None:
     # The broken answer never reached the responder; the English reply of the first re-ask is
     # rejected in Chinese, with a Chinese example.
     assert len(strategy) == 2
-    assert "回复是英文的，但客户用中文写信" in strategy[1]
+    assert "回复是英语的，但客户用中文写信" in strategy[1]
     assert "例如：「您好，关于您的订单 G-3002" in strategy[1]
     assert language_of(reply.reply, NAMES) == "zh"
 
@@ -125,7 +125,7 @@ def test_a_hand_off_never_quotes_an_english_core_problem_to_a_chinese_customer()
 
 def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -> None:
     from schemas import Baton, StageRecord
-    from streams.runtime.replies import COULD_NOT_PROCESS, fallback
+    from streams.runtime.replies import could_not_process, fallback
 
     ticket = Ticket(
         ticket_id="f1", session_id="s-f1", customer_id="G-CHEN",
@@ -138,9 +138,9 @@ def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -
     )  # fmt: skip
     baton = Baton(session_id="s-f1")
     english = fallback(StageRecord(ticket=ticket, understanding=u), baton, "strategy", "x", llm="t")
-    assert english.reply == COULD_NOT_PROCESS["en"] and english.language == "en"
+    assert english.reply == could_not_process("en") and english.language == "en"
     # Before the understanding, the text is read without its quoted names: still English.
     early = fallback(StageRecord(ticket=ticket), baton, "understand", "x", llm="t")
-    assert early.reply == COULD_NOT_PROCESS["en"]
+    assert early.reply == could_not_process("en")
     chinese = ticket.model_copy(update={"text": "我的水壶漏水了"})
     assert fallback(StageRecord(ticket=chinese), baton, "understand", "x", llm="t").language == "zh"

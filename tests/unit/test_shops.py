@@ -202,3 +202,38 @@ async def test_an_offer_beyond_the_policy_never_reaches_the_customer(tmp_path: P
     assert "channel voucher is not allowed" in letter.error
     assert "more than the 59.00 paid" in letter.error
     assert sum(r["stage"] == "strategy" for r in requests) == 2 * len(TICKETS)  # one re-ask each
+
+
+async def test_the_second_shop_answers_a_german_customer_in_german(tmp_path: Path) -> None:
+    """A German ticket through the alpine pipeline (offline model): the understanding, the reply
+    record and the reply text are German, never English; a French one gets the default."""
+    german = Ticket(
+        ticket_id="T-DE",
+        session_id="S-DE",
+        customer_id="C7",
+        text="Meine Aurora Wasserkocher leckt, ich möchte mein Geld zurück.",
+    )
+    french = Ticket(
+        ticket_id="T-FR",
+        session_id="S-FR",
+        customer_id="C7",
+        text="Ma bouilloire Aurora fuit, je voudrais être remboursé, s'il vous plaît.",
+    )
+    async with sqlite_store(tmp_path / "orders-de.sqlite3", ORDERS) as store:
+        pipeline = Pipeline(
+            settings=Settings(namespace="shop", session_ttl_s=3600, policy_file=ALPINE),
+            llm=OfflineLLM(),
+            store=store,
+            sink=MemorySink(),
+            state=MemoryState(),
+            observer=CountingObserver(),
+        )
+        replies = {r.ticket_id: r for r in await run(pipeline, german, french)}
+    from agents.languages import customer_language
+
+    served = pipeline.policy.languages
+    assert served == ("en", "de", "zh")
+    assert replies["T-DE"].language == "de"
+    assert customer_language(replies["T-DE"].reply, served) == "de", replies["T-DE"].reply
+    assert replies["T-FR"].language == "en"
+    assert customer_language(replies["T-FR"].reply, served) == "en", replies["T-FR"].reply

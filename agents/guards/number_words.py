@@ -1,0 +1,157 @@
+"""Number words of other languages than English and Chinese, read from ``number_words.toml``:
+German ("fünfhundert", "zweihundertfünfundzwanzig"), Spanish ("quinientos", "treinta y cinco")."""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+_FILE = Path(__file__).with_name("number_words.toml")
+_GAP = re.compile(r"[\s\u00a0-]+")
+
+
+@dataclass(frozen=True)
+class Words:
+    """One language's number words."""
+
+    language: str
+    units: dict[str, int]
+    hundreds: frozenset[str]
+    scales: dict[str, int]
+    joiners: frozenset[str]
+    ambiguous: frozenset[str]
+    articles: frozenset[str]
+    compound: bool
+
+    @functools.cached_property
+    def _known(self) -> frozenset[str]:
+        return frozenset((*self.units, *self.hundreds, *self.scales, *self.joiners))
+
+    @functools.cached_property
+    def _compound(self) -> re.Pattern[str]:
+        # Longest parts first, so "siebzehn" is one part and not "sieb" + "zehn".
+        alternatives = "|".join(map(re.escape, sorted(self._known, key=len, reverse=True)))
+        return re.compile(f"(?:{alternatives})")
+
+    @functools.cached_property
+    def tokens(self) -> re.Pattern[str]:
+        """A whole word made of this language's number words (one, or several if compound)."""
+        alternatives = self._compound.pattern
+        many = "+" if self.compound else ""
+        return re.compile(rf"(?<![^\W\d_]){alternatives}{many}(?![^\W\d_])", re.I)
+
+    def parts(self, word: str) -> list[str] | None:
+        """``word`` as number-word parts ("zweihundertfünf": zwei, hundert, fünf), or None."""
+        if word in self._known:
+            return [word]
+        if not self.compound or not self._compound.match(word):
+            return None
+        out, at = [], 0
+        while at < len(word):
+            m = self._compound.match(word, at)
+            if m is None:
+                return None
+            out.append(m.group())
+            at = m.end()
+        return out if len(out) > 1 and out[-1] not in self.joiners else None
+
+    def value(self, parts: list[str]) -> float:
+        total = current = 0
+        for part in parts:
+            if part in self.units:
+                current += self.units[part]
+            elif part in self.hundreds:
+                current = (current or 1) * 100
+            elif part in self.scales:
+                total += (current or 1) * self.scales[part]
+                current = 0
+        return float(total + current)
+
+
+@functools.cache
+def languages() -> dict[str, Words]:
+    """The number words of every language in the data file."""
+    data = tomllib.loads(_FILE.read_text("utf-8"))
+    return {
+        lang: Words(
+            language=lang,
+            units={k.casefold(): int(v) for k, v in t["units"].items()},
+            hundreds=frozenset(w.casefold() for w in t["hundreds"]),
+            scales={k.casefold(): int(v) for k, v in t["scales"].items()},
+            joiners=frozenset(t["joiners"]),
+            ambiguous=frozenset(w.casefold() for w in t["ambiguous"]),
+            articles=frozenset(w.casefold() for w in t.get("articles", ())),
+            compound=bool(t["compound"]),
+        )
+        for lang, t in data.items()
+    }
+
+
+Spelled = tuple[float, int, int]  # a number's value, and where it is written: text[start:end]
+
+
+def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Spelled]:
+    """The numbers ``text`` writes in ``words``; its ambiguous words only when ``ambiguous``."""
+    group: list[tuple[re.Match[str], list[str]]] = []
+
+    def close() -> Iterator[Spelled]:
+        while (
+            group
+            and group[-1][1] == [group[-1][0].group().casefold()]
+            and (group[-1][1][0] in words.joiners)
+        ):
+            group.pop()
+        alone = len(group) == 1 and group[0][0].group().casefold() in words.articles
+        if group and not alone:
+            parts = [p for _, ps in group for p in ps]
+            yield words.value(parts), group[0][0].start(), group[-1][0].end()
+        group.clear()
+
+    for m in words.tokens.finditer(text):
+        word = m.group().casefold()
+        parts = words.parts(word)
+        if parts is not None and not ambiguous and parts == [word] and word in words.ambiguous:
+            parts = None
+        joined = bool(group) and _GAP.fullmatch(text[group[-1][0].end() : m.start()]) is not None
+        if parts is None:
+            yield from close()
+            continue
+        if parts == [word] and word in words.joiners:
+            if joined:
+                group.append((m, parts))
+            else:
+                yield from close()
+            continue
+        previous = group[-1][1] if group else []
+        big = {*words.hundreds, *words.scales}
+        one = joined and (
+            (previous[-1:] and previous[-1] in words.joiners)
+            or bool(big & set(parts))
+            or bool(big & set(previous))
+        )
+        if not one:
+            yield from close()
+        group.append((m, parts))
+    yield from close()
+
+
+def _ambiguous() -> re.Pattern[str]:
+    words = sorted({w for lang in languages().values() for w in lang.ambiguous}, key=len)
+    return re.compile(
+        rf"(?<![^\W\d_])(?:{'|'.join(map(re.escape, words[::-1]))})(?![^\W\d_])", re.I
+    )
+
+
+def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
+    """Number words of every language in the data file; a language's ambiguous words only
+    when ``text`` is written in it (``language``)."""
+    for lang, words in languages().items():
+        yield from _numbers(text, words, ambiguous=language == lang)
+
+
+# A word that is a number in one language only: the text's language decides.
+AMBIGUOUS = _ambiguous()
