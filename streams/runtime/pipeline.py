@@ -31,6 +31,7 @@ from streams.runtime import context, dead_letters, erasure, expiry, handoffs, ow
 from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
+from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.connect_letters import connect_record
 from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
@@ -38,7 +39,7 @@ from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
 from streams.runtime.sink import FramingSink, Sink, TracedSink
-from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
+from streams.runtime.stages import Inputs, Stage
 from streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
@@ -62,10 +63,11 @@ class Pipeline:
     observer: Observer = field(default_factory=CountingObserver)
     # Topic -> Schema Registry id of the topics written framed (empty: plain JSON).
     schema_ids: dict[str, int] = field(default_factory=dict)
+    chain: Chain = BUILTIN
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file)
-        self.topics = TopicNames.of(self.settings)
+        self.topics = TopicNames.of(self.settings, self.chain)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
         self.budgets = CustomerBudgets(
@@ -75,7 +77,7 @@ class Pipeline:
         self.admission = Admission(self.settings, self.signer, self.batons)
         self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
         # What the stages read from each other is signed; replies and dead letters go to users.
-        internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
+        internal = {self.topics.role(r) for r in self.chain.internal_roles()}
         self.out = SignedSink(
             TracedSink(self.raw), self.signer, frozenset({*internal, self.topics.memory_index})
         )
@@ -86,11 +88,24 @@ class Pipeline:
             self.observer,
             self.topics.replies,
             self.topics.handoffs,
+            self.chain,
         )
         self.desk = handoffs.Desk(self.batons, self.settings.handoff_deadline_s, self.policy)
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
+
+    def source_topic(self, stage: Stage[Any]) -> str:
+        """The full name of the topic ``stage`` reads."""
+        return self.topics.role(self.chain.source_role(stage))
+
+    def _given(self, stage: Stage[Any], record: StageRecord) -> Any:
+        """What ``stage`` reads: its feeder's result as its declared type, or the ticket."""
+        feeder = self.chain.feeder(stage)
+        if feeder is None:
+            return record.ticket
+        value = feeder.result(record)
+        return stage.input.model_validate(value) if isinstance(value, dict) else value
 
     async def intake(
         self, value: bytes | None, source: Source, headers: Headers | None = None
@@ -147,12 +162,12 @@ class Pipeline:
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None
     ) -> None:
         self.observer.record_in(stage)
-        step = BY_NAME[stage]
-        problem = self.signer.problem(step.source_topic(self.topics), source.key, value, headers)
+        step = self.chain[stage]
+        problem = self.signer.problem(self.source_topic(step), source.key, value, headers)
         if problem is not None:
             await self._untrusted(stage, value, problem, source)
             return
-        if step.name == "understand" and erasure.requested(headers):
+        if step.opens_session and erasure.requested(headers):
             await erasure.erase_session(
                 self.batons, self.gate, value, self.admission.misplaced(source)
             )
@@ -171,7 +186,7 @@ class Pipeline:
             self._drop_erased(stage, ticket)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
-        if step.name == "understand":
+        if step.opens_session:
             # Ownership first: a ticket that may not use the session never waits for its turn.
             held = self.batons.get(ticket.session_id)
             if (problem := ownership.conflict(held, ticket)) is not None:
@@ -216,7 +231,7 @@ class Pipeline:
     ) -> bool:
         """Whether ``stage`` refuses the record before it touches the session (see
         ``Admission.refuses``): it takes no place in the session's queue."""
-        topic = BY_NAME[stage].source_topic(self.topics)
+        topic = self.source_topic(self.chain[stage])
         return self.admission.refuses(topic, value, source, headers)
 
     async def shed(
@@ -232,7 +247,7 @@ class Pipeline:
             ticket: Ticket | None = parse(StageRecord, value).ticket
         except InvalidRecord:
             ticket = None  # run_stage dead-letters it as invalid
-        topic = BY_NAME[stage].source_topic(self.topics)
+        topic = self.source_topic(self.chain[stage])
         untrusted = self.signer.problem(topic, source.key, value, headers) or (
             ticket is not None and self.admission.misplaced(source)(ticket.session_id)
         )
@@ -276,15 +291,16 @@ class Pipeline:
         if stage.answers and held is not None and entry is not None and entry.pending:
             await self._answered(*await self.redelivery.resume(entry, held))
             return
-        target = stage.target_topic(self.topics)
+        target = self.topics.role(stage.target_role)
         if await self.redelivery.settle(stage.name, ticket, entry, target):
             return
-        if any(getattr(record, need) is None for need in stage.needs):
+        if missing := self.chain.missing(stage, record):
             self.observer.context(stage.name, "broken")
             dl = dead_letters.letter(
                 stage=stage.name,
                 reason="context_broken",
-                error=stage.missing,
+                error=f"the record reached {stage.name} without the result of "
+                f"{' and '.join(missing)}",
                 payload="",
                 source=source,
                 ticket=ticket,
@@ -292,7 +308,7 @@ class Pipeline:
             await self._fail_ticket(record, stage.name, dl, source)
             return
         started = time.monotonic()
-        level, baton = context.restore(record, held, PREVIOUS.get(stage.name))
+        level, baton = context.restore(record, held, self.chain.previous(stage.name))
         self.observer.context(stage.name, level)
         session_left = (
             self.settings.session_token_budget
@@ -309,6 +325,7 @@ class Pipeline:
             reask_limit=self.settings.reask_limit,
             tokens_left=allowance.tokens,
             policy=self.policy,
+            given=self._given(stage, record),
         )
         outcome = self.budgets.settle(ticket.customer_id, allowance, await stage.run(inputs))
         await self._finish(stage, record, baton, outcome, source, started)
@@ -336,7 +353,7 @@ class Pipeline:
             await self.dead_letter(dl, source)
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
-        if stage.carries is None or stage.update is None:
+        if stage.answers:
             reply = replies.answer(
                 record,
                 baton,
@@ -352,10 +369,18 @@ class Pipeline:
             packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
             await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
         else:
-            baton = stage.update(baton, ticket, outcome.value)
+            if stage.update is not None:
+                baton = stage.update(baton, ticket, outcome.value)
+            result: dict[str, Any] = (
+                {stage.carries: outcome.value}
+                if stage.carries is not None
+                else {
+                    "results": {**record.results, stage.name: outcome.value.model_dump(mode="json")}
+                }
+            )
             out = record.model_copy(
                 update={
-                    stage.carries: outcome.value,
+                    **result,
                     "baton_version": baton.version,
                     "snapshot": memory.snapshot(baton),
                     "usage": usage,
@@ -364,7 +389,8 @@ class Pipeline:
                     "timings_ms": replies.stage_timings(record, stage.name, started),
                 }
             )
-            await self.redelivery.forward(stage.name, out, baton, stage.target_topic(self.topics))
+            target = self.topics.role(stage.target_role)
+            await self.redelivery.forward(stage.name, out, baton, target)
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
         self.observer.stage_done(stage.name, outcome_name, time.monotonic() - started)

@@ -86,6 +86,7 @@ def answer(
         policy_version=policy.version,
         usage=usage,
         timings_ms=timings,
+        stages=record.results,
     )
 
 
@@ -108,4 +109,5 @@ def fallback(record: StageRecord, baton: Baton, stage: StageName, note: str, *, 
         llm=llm,
         usage=record.usage,
         timings_ms=reply_timings(record, stage, time.monotonic()),
+        stages=record.results,
     )
