@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -20,8 +21,9 @@ T = TypeVar("T", bound=BaseModel)
 
 Agent = Callable[[Ticket, Any], Awaitable[T]]
 """A stage as a plain async function: the ticket and the declared input, to the output."""
-Rule = Callable[[Ticket, Any], T]
-"""An offline rule: the same, without a model (and the fallback when the model fails)."""
+Rule = Callable[[Ticket, Any], T | Awaitable[T]]
+"""An offline rule (plain or async): the same without a model, and the fallback when the model
+fails."""
 
 
 def stage(
@@ -54,8 +56,13 @@ def stage(
         if agent is not None:
             return Outcome(value=await agent(i.ticket, given))
         assert offline is not None
+
+        async def rule() -> T:
+            value = offline(i.ticket, given)
+            return await value if inspect.isawaitable(value) else value
+
         if i.llm.name == "offline":
-            return Outcome(value=offline(i.ticket, given))
+            return Outcome(value=await rule())
         facts = {"message": i.ticket.text, "input": given.model_dump(mode="json")}
         asked = await ask(
             i.llm,
@@ -70,7 +77,8 @@ def stage(
             reask_limit=i.reask_limit,
             tokens_left=i.tokens_left,
         )
-        return Outcome.of(asked, lambda: offline(i.ticket, given))
+        fallback = await rule() if asked.value is None else asked.value
+        return Outcome.of(asked, lambda: fallback)
 
     def noted(baton: Baton, ticket: Ticket, value: T) -> Baton:
         return memory.apply_decision(baton, ticket, name, value.model_dump_json())

@@ -104,7 +104,7 @@ class Stage(Generic[T]):
     carries: str | None = None
     update: Callable[[Baton, Ticket, T], Baton] | None = None
     prompt: str = ""
-    offline: Callable[..., T] | None = None
+    offline: Callable[..., Any] | None = None
     opens_session: bool = False
     answers: bool = False
     after: str = ""

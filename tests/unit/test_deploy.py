@@ -16,9 +16,9 @@ from aiokafka import TopicPartition
 from faust.types import TP
 
 from schemas.records import CallUsage, DeadLetterReason, ReplyStatus
-from streams.runtime.chain import BUILTIN
 from streams.observe.lag import LagSampler
 from streams.observe.metrics import PrometheusObserver
+from streams.runtime.chain import BUILTIN
 from streams.settings import load
 from tests.fixtures.data import reply
 from tests.fixtures.faust_app import (
