@@ -22,7 +22,7 @@ from streams.observe.dashboard import Recent
 from streams.observe.lag import LagSampler
 from streams.observe.logs import LoggingObserver
 from streams.observe.metrics import PrometheusObserver
-from streams.observe.observer import CountingObserver, Fanout, Observer
+from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from streams.observe.tracing import TracingObserver
 from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.dead_letters import Source
@@ -205,7 +205,7 @@ def create_app(
         sink=sink,
         state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
-        observer=Fanout(*baton_observers(metrics, recent), *observers),
+        observer=Fanout(*baton_observers(metrics, recent), *(Guarded(o) for o in observers)),
         schema_ids=schema_ids,
         chain=chain,
     )
