@@ -24,10 +24,14 @@ from streams.settings import Settings
 if TYPE_CHECKING:
     from streams.kafka.client import Message
 
+
 # Tie-break for events with the same timestamp: the order the pipeline writes them in (a
 # stage's dead letter is acknowledged before its output is sent).
-_RANK = {"published": 0, "intake": 1, "dead_letter": 2, "understand": 3, "lookup": 4}
-_RANK |= {"reply": 5, "handoff": 6, "baton": 7}
+def _ranks(chain: Chain) -> dict[str, int]:
+    """Each kind of event's place: published, intake, dead letter, the chain's forwarding
+    stages in order, then the reply, its hand-off packet and the baton."""
+    kinds = ["published", "intake", "dead_letter", *(s.name for s in chain if not s.answers)]
+    return {k: i for i, k in enumerate([*kinds, "reply", "handoff", "baton"])}
 
 
 def _at(ms: int) -> str:
@@ -232,7 +236,8 @@ def build(
         flags = f"; flags: {', '.join(baton.flags)}" if baton.flags else ""
         c.add(m, "baton", ticket_id, f"v{baton.version}: {what}{flags}")
 
-    c.events.sort(key=lambda e: (e["at"], _RANK.get(e["kind"], 9)))
+    rank = _ranks(chain)
+    c.events.sort(key=lambda e: (e["at"], rank.get(e["kind"], len(rank))))
     return {
         "session_id": session_id,
         "found": bool(c.events),

@@ -18,9 +18,8 @@ from agents.orders import OrderSource
 from agents.outcome import Outcome
 from agents.policy import load as load_policy
 from schemas.baton import Baton
-from schemas.codec import InvalidRecord, dumps, parse
-from schemas.framing import unframe
-from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
+from schemas.codec import InvalidRecord, parse
+from schemas.records import StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
@@ -32,9 +31,9 @@ from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.chain import BUILTIN, Chain
-from streams.runtime.connect_letters import connect_record
 from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
+from streams.runtime.intake import Intake
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
@@ -48,7 +47,7 @@ STAGE_ATTEMPTS = 3
 
 
 @dataclass
-class Pipeline:
+class Pipeline(Intake):
     """Runs each stage for one record: every way out is a record, a reply or a dead letter.
 
     ``observer`` is fixed at construction (the redelivery component reports to it too).
@@ -106,49 +105,6 @@ class Pipeline:
             return record.ticket
         value = feeder.result(record)
         return stage.input.model_validate(value) if isinstance(value, dict) else value
-
-    async def intake(
-        self, value: bytes | None, source: Source, headers: Headers | None = None
-    ) -> None:
-        """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
-        source = read_as(source, value, headers)
-        with tracing.stage_span("intake", headers, source, self.consumer):
-            await self._intake(value, source)
-
-    async def _intake(self, value: bytes | None, source: Source) -> None:
-        self.observer.record_in("intake")
-        try:
-            ticket = parse(Ticket, self._unframed(value))
-        except InvalidRecord as exc:
-            self.observer.stage_done("intake", "invalid", 0.0)
-            await self._reject("intake", value, exc, source)
-            return
-        tracing.annotate(ticket.ticket_id, ticket.session_id)
-        if self.admission.erased(ticket, source):
-            self._drop_erased("intake", ticket)
-            return
-        self.observer.stage_done("intake", "ok", 0.0)
-        ticket = self.admission.bounded(ticket)
-        record = StageRecord(
-            ticket=ticket,
-            source_topic=source.topic,
-            source_partition=source.partition,
-            source_offset=source.offset,
-        )
-        await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
-
-    def _unframed(self, value: bytes | None) -> bytes | None:
-        """A ticket's JSON: a Schema Registry serializer's frame is taken off when the
-        registry is on, and named in the error otherwise."""
-        if not value:
-            return value
-        ref, payload = unframe(value)
-        if ref is None or self.settings.schema_registry_url:
-            return payload
-        raise InvalidRecord(
-            f"value is framed by a Schema Registry serializer (schema {ref.id or ref.guid}); "
-            "set BATON_SCHEMA_REGISTRY_URL to accept the framed form"
-        )
 
     async def run_stage(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -264,23 +220,6 @@ class Pipeline:
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap), source)
             self.observer.stage_done(stage, "flooded", 0.0)
 
-    def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
-        """Drop a record of an erased customer written before the erasure: no dead letter (it
-        would keep the data), no baton, no reply."""
-        log.info(
-            "%s dropped ticket %s: written before its customer's erasure", stage, ticket.ticket_id
-        )
-        # A later stage's copy may be the ticket holding the session: free it.
-        self.gate.leave(ticket.session_id, ticket.ticket_id)
-        self.observer.stage_done(stage, "erased", 0.0)
-
-    async def _untrusted(
-        self, stage: StageName, value: bytes | None, problem: str, source: Source
-    ) -> None:
-        """Dead-letter a record that is not signed for where it was read: nothing is written."""
-        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source), source)
-        self.observer.stage_done(stage, "refused", 0.0)
-
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
         held = self.batons.get(ticket.session_id)
@@ -394,68 +333,6 @@ class Pipeline:
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
         self.observer.stage_done(stage.name, outcome_name, time.monotonic() - started)
-
-    async def _answered(self, reply: Reply, baton: Baton) -> None:
-        """The reply is published and recorded: report it, free the session, index it."""
-        self.observer.reply(reply, replies.age(reply))
-        self.gate.leave(reply.session_id, reply.ticket_id)
-        await self.index.send(baton, reply.ticket_id)
-
-    async def _refuse(
-        self, record: StageRecord, stage: StageName, problem: str, source: Source
-    ) -> None:
-        """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
-        ticket = record.ticket
-        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
-        self.gate.leave(ticket.session_id, ticket.ticket_id)
-        self.observer.stage_done(stage, "refused", 0.0)
-
-    async def _fail_ticket(
-        self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source
-    ) -> None:
-        """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
-        ticket = record.ticket
-        if not dl.payload:
-            dl = dl.model_copy(update={"payload": dumps(record).decode()})
-        await self.dead_letter(dl, source)
-        if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
-            self.gate.leave(ticket.session_id, ticket.ticket_id)
-            return
-        baton = self.batons.get(ticket.session_id)
-        if ownership.conflict(baton, ticket) is not None:
-            self.gate.leave(ticket.session_id, ticket.ticket_id)
-            return
-        baton = baton or memory.new_baton(ticket)
-        note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
-        reply = replies.fallback(record, baton, stage, note, llm=self.llm.name)
-        packet = self.desk.for_fallback(record, baton, reply, dl)
-        await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
-
-    async def _reject(
-        self, stage: StageName, value: bytes | None, exc: InvalidRecord, source: Source
-    ) -> None:
-        dl = dead_letters.letter(
-            stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
-        )
-        await self.dead_letter(dl, source)
-
-    async def dead_letter(self, dl: DeadLetter, source: Source) -> None:
-        """Write a dead letter (in ``BATON_DEAD_LETTER_FORMAT``) and wait for the broker's ack."""
-        self.observer.dead_letter(dl.stage, dl.reason)
-        dl = dl.model_copy(update={"policy_version": self.policy.version})
-        if self.settings.dead_letter_format == "connect":
-            raw_key, value, headers = connect_record(dl, source, self.settings.app_id)
-            # The record's own headers carry its trace already; the key as it was read
-            # (surrogate-escaped so that bytes that are not UTF-8 come back unchanged).
-            key = None if raw_key is None else raw_key.decode("utf-8", "surrogateescape")
-            await self.raw.send(self.topics.dead_letters, key, value, headers)
-            return
-        key = dl.session_id or dl.ticket_id
-        if dl.reason == "session_conflict" and dl.ticket is not None:
-            # Filed under who sent it, never under the session it tried to use.
-            key = ownership.sender(dl.ticket)
-        # Through ``out``: dead letters are not signed, but carry the ticket's trace.
-        await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
     async def apply_index(
         self, value: bytes | None, headers: Headers | None = None, source: Source | None = None
