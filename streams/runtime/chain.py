@@ -6,7 +6,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from schemas import topics
 from schemas.stages import StageRecord
+from schemas.topics import topic_problem
 from streams.runtime.stages import FIRST_SOURCE, STAGES, Stage
 
 
@@ -39,6 +41,12 @@ class Chain:
                     f"stage {stage.name} reads {stage.input.__name__}, "
                     "which no stage before it writes"
                 )
+
+        for name, topic in self.own_topics().items():
+            if (problem := topic_problem(topic)) is not None:
+                raise ValueError(f"stage {name}: topic {topic!r} {problem}")
+            if topic in topics.ALL:
+                raise ValueError(f"stage {name}: topic {topic} is one of baton's own")
 
     @classmethod
     def builtin(cls) -> Chain:

@@ -23,6 +23,7 @@ from agents.rules.reply import strategy_rules
 from agents.rules.understanding import understand_rules
 from agents.strategy import decide
 from agents.understand import understand
+from schemas import topics
 from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
@@ -129,7 +130,7 @@ def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a stage (it must fit ``schemas.StageName``), or None."""
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", name):
         return "must be 1-40 lowercase letters, digits or '_', starting with a letter"
-    if name in ("intake", "end_to_end"):
+    if name in ("intake", "end_to_end") or name in topics.ROLES:
         return "is taken by baton"
     return None
 

@@ -167,6 +167,34 @@ def test_a_chain_that_cannot_work_is_refused_in_one_line() -> None:
         stage("bare", after="understand", input=Understanding, output=Priority)
     with pytest.raises(ValueError, match="the name must be"):
         stage("Bad Name", after="understand", input=Understanding, output=Priority, agent=same)
+    with pytest.raises(ValueError, match="'handoffs': the name is taken by baton"):
+        stage("handoffs", after="understand", input=Understanding, output=Priority, agent=same)
+    with pytest.raises(ValueError, match=r"topic support\.replies is one of baton.s own"):
+        Chain.of(
+            [
+                stage(
+                    "echo",
+                    after="understand",
+                    input=Understanding,
+                    output=Priority,
+                    agent=same,
+                    topic="support.replies",
+                )
+            ]
+        )
+    with pytest.raises(ValueError, match="topic 'a b' holds ' '"):
+        Chain.of(
+            [
+                stage(
+                    "spaced",
+                    after="understand",
+                    input=Understanding,
+                    output=Priority,
+                    agent=same,
+                    topic="a b",
+                )
+            ]
+        )
     with pytest.raises(ValueError, match="say where it goes"):
         Chain.of([stage("x", after="", input=Understanding, output=Understanding, agent=same)])
 
