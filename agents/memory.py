@@ -50,6 +50,11 @@ def _fold_tickets(tickets: list[TicketMemory], summary: str) -> tuple[list[Ticke
     return kept, folded[-SUMMARY_CHARS:]
 
 
+def apply_decision(baton: Baton, ticket: Ticket, stage: StageName, decision: str) -> Baton:
+    """Record one stage's decision on the ticket (a stage of the shop's own: nothing else)."""
+    return _commit(baton, ticket.ticket_id, stage, decision[:200], "")
+
+
 def _commit(
     baton: Baton, ticket_id: str, stage: StageName, decision: str, reason: str, **changes: object
 ) -> Baton:

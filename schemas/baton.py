@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,9 +44,6 @@ class ChainEntry(BaseModel):
     at: datetime = Field(default_factory=utcnow)
 
 
-_ORDER = {"understand": 0, "lookup": 1, "strategy": 2}
-
-
 class InFlight(BaseModel):
     """The newest stage result of the ticket the session has in flight, for redelivered copies.
 
@@ -55,26 +52,34 @@ class InFlight(BaseModel):
     """
 
     ticket_id: str
-    stage: Literal["understand", "lookup", "strategy"]
+    stage: StageName
     output: str = Field(
-        description="The stage's output record as sent (JSON); for strategy, the reply about "
-        "to be sent, written before it is sent."
+        description="The stage's output record as sent (JSON); for the answering stage, the "
+        "reply about to be sent, written before it is sent."
+    )
+    reply: bool | None = Field(
+        default=None,
+        description="The output is the ticket's reply (the answering stage's), pending.",
     )
     handoff: str | None = Field(
         default=None,
-        description="For strategy: the hand-off packet (JSON) to send after the reply, when "
-        "the ticket is handed to a person.",
+        description="For the answering stage: the hand-off packet (JSON) to send after the "
+        "reply, when the ticket is handed to a person.",
     )
     at: datetime = Field(default_factory=utcnow, description="When the output was recorded.")
 
     @property
     def pending(self) -> bool:
         """A reply that may or may not have reached the replies topic."""
-        return self.stage == "strategy"
+        if self.reply is None:  # an entry written before the field: the built-in chain's
+            return self.stage == "strategy"
+        return self.reply
 
-    def reached(self, stage: StageName) -> bool:
-        """The ticket got to ``stage`` or beyond: the stage has run for it."""
-        return _ORDER[self.stage] >= _ORDER[stage]
+    def reached(self, stage: StageName, order: Sequence[str]) -> bool:
+        """The ticket got to ``stage`` or beyond in the chain ``order``: the stage has run."""
+        if self.stage not in order or stage not in order:
+            return False
+        return order.index(self.stage) >= order.index(stage)
 
 
 class Baton(BaseModel):

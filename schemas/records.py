@@ -6,7 +6,7 @@ import hashlib
 import re
 import unicodedata
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -46,7 +46,9 @@ DeadLetterReason = Literal[
     "decision_replayed",
     "decision_invalid",
 ]
-StageName = Literal["intake", "understand", "lookup", "strategy", "decide"]
+# A stage's name: ``intake`` or one the chain declares (streams.runtime.stages); open, so a
+# stage of the shop's own needs no schema edit.
+StageName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Ids are the shop's own (an email, a platform's global id, a number): any printable text is
@@ -356,6 +358,11 @@ class Reply(BaseModel):
     )
     usage: UsageTotals = Field(default_factory=UsageTotals)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    stages: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The results of the stages beyond understand, lookup and strategy, keyed by "
+        "stage name (each as its stage declares it).",
+    )
     replied_at: datetime = Field(default_factory=utcnow)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
@@ -145,6 +145,11 @@ class StageRecord(BaseModel):
     ticket: Ticket
     understanding: Understanding | None = None
     match: OrderMatch | None = None
+    results: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The results of the stages beyond the built-in ones so far, keyed by stage "
+        "name (understanding and match have fields of their own).",
+    )
     baton_version: int = 0
     snapshot: Snapshot = Field(default_factory=Snapshot)
     usage: UsageTotals = Field(default_factory=UsageTotals)

@@ -23,7 +23,6 @@ from schemas.codec import dumps
 from schemas.records import DeadLetter, Reply, Ticket
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
-from streams.runtime.stages import STAGES
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 
@@ -111,8 +110,8 @@ async def answer_in_batches(
             for t in wave:
                 await pipeline.intake(dumps(t), Source(topics.tickets, 0, offset))
                 offset += 1
-            for stage in STAGES:
-                topic = stage.source_topic(topics)
+            for stage in pipeline.chain:
+                topic = pipeline.source_topic(stage)
                 records = sink.take(topic)
                 await run_batched(
                     llm,

@@ -19,7 +19,6 @@ from schemas.codec import dumps
 from schemas.records import StageName, Ticket
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
-from streams.runtime.stages import STAGES
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 
@@ -77,8 +76,8 @@ async def measure(
         for offset, ticket in enumerate(tickets):
             source = Source(topic=t.tickets, partition=0, offset=offset)
             await pipeline.intake(dumps(ticket), source)
-            for stage in STAGES:
-                for _, value in sink.take(stage.source_topic(t)):
+            for stage in pipeline.chain:
+                for _, value in sink.take(pipeline.source_topic(stage)):
                     await pipeline.run_stage(stage.name, value, source)
             for _, value in sink.take(t.memory_index):
                 await pipeline.apply_index(value)

@@ -18,16 +18,20 @@ from streams.debug.dlq import read_letter
 from streams.kafka.topics import TopicNames, changelog_topic
 from streams.observe.shown import shown
 from streams.observe.tracing import trace_id_of
-from streams.runtime.stages import STAGES
+from streams.runtime.chain import BUILTIN, Chain
 from streams.settings import Settings
 
 if TYPE_CHECKING:
     from streams.kafka.client import Message
 
+
 # Tie-break for events with the same timestamp: the order the pipeline writes them in (a
 # stage's dead letter is acknowledged before its output is sent).
-_RANK = {"published": 0, "intake": 1, "dead_letter": 2, "understand": 3, "lookup": 4}
-_RANK |= {"reply": 5, "handoff": 6, "baton": 7}
+def _ranks(chain: Chain) -> dict[str, int]:
+    """Each kind of event's place: published, intake, dead letter, the chain's forwarding
+    stages in order, then the reply, its hand-off packet and the baton."""
+    kinds = ["published", "intake", "dead_letter", *(s.name for s in chain if not s.answers)]
+    return {k: i for i, k in enumerate([*kinds, "reply", "handoff", "baton"])}
 
 
 def _at(ms: int) -> str:
@@ -89,7 +93,11 @@ def _belongs(session_id: str, m: Message) -> bool:
 
 
 def build(
-    session_id: str, names: TopicNames, changelog: str, records: Mapping[str, list[Message]]
+    session_id: str,
+    names: TopicNames,
+    changelog: str,
+    records: Mapping[str, list[Message]],
+    chain: Chain = BUILTIN,
 ) -> dict[str, Any]:
     """The trace document of one session from every record of the session's topics."""
     c = _Collector(session_id, [])
@@ -145,7 +153,7 @@ def build(
 
     # Each forwarding stage's output topic, and the intake's.
     stage_topics = [(names.sessions, "intake")] + [
-        (getattr(names, s.target), s.name) for s in STAGES if s.carries is not None
+        (names.role(s.target_role), s.name) for s in chain if not s.answers
     ]
     for topic, stage in stage_topics:
         for m in records.get(topic, []):
@@ -228,7 +236,8 @@ def build(
         flags = f"; flags: {', '.join(baton.flags)}" if baton.flags else ""
         c.add(m, "baton", ticket_id, f"v{baton.version}: {what}{flags}")
 
-    c.events.sort(key=lambda e: (e["at"], _RANK.get(e["kind"], 9)))
+    rank = _ranks(chain)
+    c.events.sort(key=lambda e: (e["at"], rank.get(e["kind"], len(rank))))
     return {
         "session_id": session_id,
         "found": bool(c.events),
@@ -280,6 +289,10 @@ def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any
             f"confidence {match.confidence:.2f}{recalled}{took}",
             {"match": match.model_dump(mode="json", exclude={"candidates"}), "timing_ms": timing},
         )
+    if stage in record.results:
+        result = record.results[stage]
+        shown = ", ".join(f"{k} {_excerpt(str(v), 40)}" for k, v in result.items())
+        return (f"{shown}{took}", {stage: result, "timing_ms": timing})
     return ("accepted, re-keyed by session", {"baton_version": record.baton_version})
 
 
@@ -342,21 +355,19 @@ def render(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-async def collect(settings: Settings, session_id: str) -> dict[str, Any]:
-    """Read the session's topics and build its trace."""
+async def collect(settings: Settings, session_id: str, chain: Chain = BUILTIN) -> dict[str, Any]:
+    """Read the session's topics (``chain``'s) and build its trace."""
     from streams.kafka.reader import read_topics
 
-    names = TopicNames.of(settings)
+    names = TopicNames.of(settings, chain)
     changelog = changelog_topic(settings)
     topics = [
         names.tickets,
         names.sessions,
-        names.understood,
-        names.matched,
-        names.replies,
+        *(names.role(s.target_role) for s in chain),
         names.dead_letters,
         names.handoffs,
         changelog,
     ]
     records = await read_topics(settings, topics)
-    return build(session_id, names, changelog, records)
+    return build(session_id, names, changelog, records, chain)

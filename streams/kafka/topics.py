@@ -51,9 +51,14 @@ class TopicNames:
     memory_index: str
     handoffs: str
     decisions: str
+    # The output topics of the chain's stages of the shop's own: (stage name, full name).
+    stages: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, settings: Settings) -> TopicNames:
+    def of(cls, settings: Settings, chain: Any = None) -> TopicNames:
+        """The names for ``settings``; ``chain`` (a ``streams.runtime.chain.Chain``) adds its
+        own stages' topics."""
+        own = chain.own_topics() if chain is not None else {}
         return cls(
             tickets=settings.topic(TICKETS),
             sessions=settings.topic(SESSIONS),
@@ -64,7 +69,15 @@ class TopicNames:
             memory_index=settings.topic(MEMORY_INDEX),
             handoffs=settings.topic(HANDOFFS),
             decisions=settings.topic(DECISIONS),
+            stages=tuple((role, settings.topic(name)) for role, name in own.items()),
         )
+
+    def role(self, role: str) -> str:
+        """The full name of the topic with ``role`` (an attribute, or a stage's own)."""
+        own = dict(self.stages)
+        if role in own:
+            return own[role]
+        return str(getattr(self, role))
 
     def all(self) -> tuple[str, ...]:
         return (
@@ -77,6 +90,7 @@ class TopicNames:
             self.memory_index,
             self.handoffs,
             self.decisions,
+            *(name for _, name in self.stages),
         )
 
 
@@ -92,33 +106,34 @@ class TopicRefused(TopicMismatch):
 TOPIC_ALREADY_EXISTS = 36
 
 
-def wanted_partitions(settings: Settings) -> dict[str, int]:
+def wanted_partitions(settings: Settings, chain: Any = None) -> dict[str, int]:
     """Every topic baton creates and the partition count it creates it with.
 
     The memory index has one partition: one writer per key keeps the global index table
     consistent on every worker. Changelogs are created here too, compacted, so that a worker
     never subscribes before they exist (Faust would then leave them unassigned).
     """
-    names = TopicNames.of(settings)
+    names = TopicNames.of(settings, chain)
     return {
         name: 1 if name == names.memory_index else settings.partitions for name in names.all()
     } | changelogs(settings)
 
 
-def required_partitions(settings: Settings) -> dict[str, int]:
+def required_partitions(settings: Settings, chain: Any = None) -> dict[str, int]:
     """The topics whose partition count must be exactly what baton would create.
 
     Session-keyed topics and the baton changelog are read partition by partition against the
     tables (a reply is looked for in its session's partition); the index and its changelog are
     single-partition. The tickets and dead-letter topics may have any count.
     """
-    names = TopicNames.of(settings)
+    names = TopicNames.of(settings, chain)
     anything = {names.tickets, names.dead_letters}
-    return {t: n for t, n in wanted_partitions(settings).items() if t not in anything}
+    return {t: n for t, n in wanted_partitions(settings, chain).items() if t not in anything}
 
 
-async def ensure_topics(settings: Settings) -> dict[str, int]:
-    """Create baton's topics if missing; return each topic's partition count.
+async def ensure_topics(settings: Settings, chain: Any = None) -> dict[str, int]:
+    """Create baton's topics (and ``chain``'s own stages') if missing; return each topic's
+    partition count.
 
     Created before Faust starts: a broker that auto-creates topics on first use would give
     them its default partition count, and tables need every session-keyed topic alike. Every
@@ -129,7 +144,7 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
 
     from streams.kafka.connect import new_admin
 
-    wanted = wanted_partitions(settings)
+    wanted = wanted_partitions(settings, chain)
     admin = new_admin(settings)
     await admin.start()
     try:
@@ -151,7 +166,7 @@ async def ensure_topics(settings: Settings) -> dict[str, int]:
             counts |= await _described(admin, list(refused), patience_s=0.0)
     finally:
         await admin.close()
-    check_topics(settings, counts, refused)
+    check_topics(settings, counts, refused, chain)
     return counts
 
 
@@ -169,7 +184,9 @@ def refusals(topic_errors: list[Any]) -> dict[str, str]:
     return refused
 
 
-def check_topics(settings: Settings, counts: dict[str, int], refused: dict[str, str]) -> None:
+def check_topics(
+    settings: Settings, counts: dict[str, int], refused: dict[str, str], chain: Any = None
+) -> None:
     """Raise for the first topic baton cannot use, saying which topic and why in one line."""
     missing = [t for t in refused if t not in counts]
     if missing:
@@ -179,13 +196,13 @@ def check_topics(settings: Settings, counts: dict[str, int], refused: dict[str, 
             f"the cluster refused to create topic {first}: {refused[first]}{more} "
             "(create the topics beforehand, or see docs/production.md)"
         )
-    for name in wanted_partitions(settings):
+    for name in wanted_partitions(settings, chain):
         if name not in counts:
             raise TopicMismatch(
                 f"topic {name} was created but the cluster does not list it: check that this "
                 "login may describe it"
             )
-    for name, partitions in required_partitions(settings).items():
+    for name, partitions in required_partitions(settings, chain).items():
         if counts[name] != partitions:
             setting = "it must have 1" if partitions == 1 else f"BATON_PARTITIONS is {partitions}"
             raise TopicMismatch(

@@ -15,6 +15,9 @@ from schemas.records import CallUsage, Reply
 from streams.observe.metrics import TIMED_OUTCOMES
 
 STAGES = ("intake", "understand", "lookup", "strategy")
+"""The built-in chain's stages as shown when the worker names none (``Recent(stages=...)``)."""
+# Stage results shown per reply: short scalar fields only (a label, a level, a flag).
+SHOWN_CHARS = 24
 Samples = Mapping[str, Mapping[tuple[str, ...], float]]
 
 
@@ -26,6 +29,18 @@ class Bucket:
     outcomes: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
     timed: int = 0
+
+
+def shown_results(reply: Reply) -> dict[str, dict[str, Any]]:
+    """The reply's results of the chain's own stages, their short scalar fields only."""
+    return {
+        stage: {
+            k: v
+            for k, v in result.items()
+            if isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= SHOWN_CHARS)
+        }
+        for stage, result in reply.stages.items()
+    }
 
 
 class Recent:
@@ -42,7 +57,9 @@ class Recent:
         samples: int = 256,
         tickets: int = 50,
         clock: Callable[[], float] = time.monotonic,
+        stages: tuple[str, ...] = STAGES,
     ) -> None:
+        self.order = stages
         self.window_s, self.bucket_s, self.samples = window_s, bucket_s, samples
         self.slots = max(1, window_s // bucket_s)
         self.clock = clock
@@ -100,6 +117,7 @@ class Recent:
                 "cost_usd": reply.usage.cost_usd,
                 "replied_at": reply.replied_at.isoformat(timespec="seconds"),
                 "trace": trace_command(reply.session_id),
+                "results": shown_results(reply),
             }
         )
 
@@ -171,7 +189,7 @@ def summary(samples: Samples, recent: Recent, ids: bool = True) -> dict[str, Any
     ticket, session or order.
     """
     tickets = [t if ids else {k: v for k, v in t.items() if k not in IDS} for t in recent.tickets]
-    stages = list(STAGES) + sorted(set(recent.stages) - set(STAGES))
+    stages = list(recent.order) + sorted(set(recent.stages) - set(recent.order))
     return {
         "window_s": recent.window_s,
         "bucket_s": recent.bucket_s,

@@ -8,6 +8,7 @@ from typing import Any
 # Resolved on first use: importing a runtime module must not pull in Faust and the app.
 _HOMES = {
     "BatonStore": "streams.runtime.batons",
+    "Chain": "streams.runtime.chain",
     "Pipeline": "streams.runtime.pipeline",
     "Runtime": "streams.runtime.app",
     "STAGES": "streams.runtime.stages",
@@ -17,6 +18,7 @@ _HOMES = {
     "Stage": "streams.runtime.stages",
     "State": "streams.runtime.batons",
     "create_app": "streams.runtime.app",
+    "stage": "streams.runtime.custom",
 }
 
 __all__ = sorted(_HOMES)

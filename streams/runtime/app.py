@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,14 +22,15 @@ from streams.observe.dashboard import Recent
 from streams.observe.lag import LagSampler
 from streams.observe.logs import LoggingObserver
 from streams.observe.metrics import PrometheusObserver
-from streams.observe.observer import CountingObserver, Fanout
+from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from streams.observe.tracing import TracingObserver
+from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.dead_letters import Source
 from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
 from streams.runtime.scheduler import SessionGate, SessionScheduler
-from streams.runtime.stages import STAGES, Stage
+from streams.runtime.stages import Stage
 from streams.runtime.table_store import store_settings
 from streams.settings import Settings
 
@@ -91,7 +93,12 @@ class Runtime:
     schedulers: dict[str, SessionScheduler]
 
 
-def stage_schedulers(settings: Settings) -> dict[str, SessionScheduler]:
+def baton_observers(metrics: PrometheusObserver, recent: Recent) -> tuple[Observer, ...]:
+    """baton's own observers of a worker: counts, metrics, logs, the dashboard, traces."""
+    return (CountingObserver(), metrics, LoggingObserver(), recent, TracingObserver())
+
+
+def stage_schedulers(settings: Settings, chain: Chain | None = None) -> dict[str, SessionScheduler]:
     """One scheduler per stage; the first stage, where tickets enter, caps each session's queue.
 
     Later stages see at most one ticket per session at a time (the session gate), and a ticket
@@ -102,9 +109,9 @@ def stage_schedulers(settings: Settings) -> dict[str, SessionScheduler]:
             s.name,
             max_running=settings.max_in_flight,
             max_buffered=settings.max_buffered,
-            max_queued_per_key=settings.max_queued_per_session if s is STAGES[0] else None,
+            max_queued_per_key=settings.max_queued_per_session if s.opens_session else None,
         )
-        for s in STAGES
+        for s in chain or BUILTIN
     }
 
 
@@ -139,17 +146,33 @@ def close_on_shutdown(app: faust.App, orders: OrderSource) -> None:
     app.on_before_shutdown.connect(close, weak=False)
 
 
-def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) -> Runtime:
-    """Build the Faust app with its topics, tables and agents for ``settings``; ``orders``
-    replaces the order source the settings name (and is then the caller's to close)."""
+def create_app(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    orders: OrderSource | None = None,
+    stages: Chain | Iterable[Stage[Any]] | None = None,
+    observers: Iterable[Observer] = (),
+) -> Runtime:
+    """Build the Faust app with its topics, tables and agents for ``settings``.
+
+    ``llm`` and ``orders`` replace the model and the order source the settings name (a source
+    given is the caller's to close); ``stages`` is the chain (a ``Chain``, or stages of the
+    shop's own, each with its ``after``, inserted into the built-in one); ``observers`` hear
+    every event besides baton's own (metrics, logs, traces, the dashboard).
+    """
+    from streams.runtime.llms import build_llm
     from streams.runtime.orders import build_source
 
+    chain = Chain.of(stages)
+    if llm is None:
+        llm = build_llm(settings)
     app = faust.App(settings.app_id, **faust_settings(settings))
     if orders is None:
         orders = build_source(settings)
         close_on_shutdown(app, orders)
-    names = TopicNames.of(settings)
-    sources = frozenset({names.tickets, *(s.source_topic(names) for s in STAGES)})
+    names = TopicNames.of(settings, chain)
+    sources = frozenset({names.tickets, *(names.role(chain.source_role(s)) for s in chain)})
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
         sources | {names.memory_index, names.decisions},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
@@ -165,7 +188,7 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
         app.transport.Producer = IdempotentProducer  # type: ignore[misc]
     sink = FaustSink(app, names, settings.partitions, settings)
     gate = SessionGate(settings.turn_timeout_s)
-    schedulers = stage_schedulers(settings)
+    schedulers = stage_schedulers(settings, chain)
     metrics = PrometheusObserver()
     metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(gate))
     metrics.watch_llm(llm)
@@ -178,7 +201,7 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
         highwater=lambda tp: app.consumer.highwater(tp),
     )
     metrics.watch_lag(lag)
-    recent = Recent()
+    recent = Recent(stages=("intake", *chain.names))
     # Registered before any record is written: the outputs are framed with these ids.
     schema_ids = register_contract(settings) if settings.schema_registry_url else {}
     pipeline = Pipeline(
@@ -188,8 +211,9 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
         sink=sink,
         state=FaustState(app, settings.partitions, on_read=metrics.changelog_read),
         gate=gate,
-        observer=Fanout(CountingObserver(), metrics, LoggingObserver(), recent, TracingObserver()),
+        observer=Fanout(*baton_observers(metrics, recent), *(Guarded(o) for o in observers)),
         schema_ids=schema_ids,
+        chain=chain,
     )
     web.register(app, settings, metrics, recent)
 
@@ -253,9 +277,9 @@ def create_app(settings: Settings, llm: LLM, orders: OrderSource | None = None) 
         async def agent(stream: Any) -> None:
             await scheduler.run(stream.noack(), handle, shed, refused)
 
-        app.agent(sink.topics[stage.source_topic(names)], name=stage.name)(agent)
+        app.agent(sink.topics[names.role(chain.source_role(stage))], name=stage.name)(agent)
 
-    for stage in STAGES:
+    for stage in chain:
         stage_agent(stage)
 
     return Runtime(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)

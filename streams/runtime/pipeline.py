@@ -18,9 +18,8 @@ from agents.orders import OrderSource
 from agents.outcome import Outcome
 from agents.policy import load as load_policy
 from schemas.baton import Baton
-from schemas.codec import InvalidRecord, dumps, parse
-from schemas.framing import unframe
-from schemas.records import DeadLetter, Reply, StageName, Ticket, utcnow
+from schemas.codec import InvalidRecord, parse
+from schemas.records import StageName, Ticket, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
@@ -40,14 +39,15 @@ from streams.runtime import (
 from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
-from streams.runtime.connect_letters import connect_record
+from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
+from streams.runtime.intake import Intake
 from streams.runtime.redelivery import Redelivery, own_entry
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
 from streams.runtime.sink import FramingSink, Sink, TracedSink
-from streams.runtime.stages import BY_NAME, PREVIOUS, Inputs, Stage
+from streams.runtime.stages import Inputs, Stage
 from streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
@@ -56,7 +56,7 @@ STAGE_ATTEMPTS = 3
 
 
 @dataclass
-class Pipeline:
+class Pipeline(Intake):
     """Runs each stage for one record: every way out is a record, a reply or a dead letter.
 
     ``observer`` is fixed at construction (the redelivery component reports to it too).
@@ -71,11 +71,12 @@ class Pipeline:
     observer: Observer = field(default_factory=CountingObserver)
     # Topic -> Schema Registry id of the topics written framed (empty: plain JSON).
     schema_ids: dict[str, int] = field(default_factory=dict)
+    chain: Chain = BUILTIN
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
         languages.ready()  # the detector's model, loaded before the first ticket waits for it
-        self.topics = TopicNames.of(self.settings)
+        self.topics = TopicNames.of(self.settings, self.chain)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
         self.budgets = CustomerBudgets(
@@ -85,7 +86,7 @@ class Pipeline:
         self.admission = Admission(self.settings, self.signer, self.batons)
         self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
         # What the stages read from each other is signed; replies and dead letters go to users.
-        internal = {self.topics.sessions, self.topics.understood, self.topics.matched}
+        internal = {self.topics.role(r) for r in self.chain.internal_roles()}
         self.out = SignedSink(
             TracedSink(self.raw), self.signer, frozenset({*internal, self.topics.memory_index})
         )
@@ -96,6 +97,7 @@ class Pipeline:
             self.observer,
             self.topics.replies,
             self.topics.handoffs,
+            self.chain,
         )
         self.desk = handoffs.Desk(self.batons, self.settings.handoff_deadline_s, self.policy)
         self.index = CustomerIndex(
@@ -118,48 +120,17 @@ class Pipeline:
             self.index,
         )
 
-    async def intake(
-        self, value: bytes | None, source: Source, headers: Headers | None = None
-    ) -> None:
-        """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
-        source = read_as(source, value, headers)
-        with tracing.stage_span("intake", headers, source, self.consumer):
-            await self._intake(value, source)
+    def source_topic(self, stage: Stage[Any]) -> str:
+        """The full name of the topic ``stage`` reads."""
+        return self.topics.role(self.chain.source_role(stage))
 
-    async def _intake(self, value: bytes | None, source: Source) -> None:
-        self.observer.record_in("intake")
-        try:
-            ticket = parse(Ticket, self._unframed(value))
-        except InvalidRecord as exc:
-            self.observer.stage_done("intake", "invalid", 0.0)
-            await self._reject("intake", value, exc, source)
-            return
-        tracing.annotate(ticket.ticket_id, ticket.session_id)
-        if self.admission.erased(ticket, source):
-            self._drop_erased("intake", ticket)
-            return
-        self.observer.stage_done("intake", "ok", 0.0)
-        ticket = self.admission.bounded(ticket)
-        record = StageRecord(
-            ticket=ticket,
-            source_topic=source.topic,
-            source_partition=source.partition,
-            source_offset=source.offset,
-        )
-        await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
-
-    def _unframed(self, value: bytes | None) -> bytes | None:
-        """A ticket's JSON: a Schema Registry serializer's frame is taken off when the
-        registry is on, and named in the error otherwise."""
-        if not value:
-            return value
-        ref, payload = unframe(value)
-        if ref is None or self.settings.schema_registry_url:
-            return payload
-        raise InvalidRecord(
-            f"value is framed by a Schema Registry serializer (schema {ref.id or ref.guid}); "
-            "set BATON_SCHEMA_REGISTRY_URL to accept the framed form"
-        )
+    def _given(self, stage: Stage[Any], record: StageRecord) -> Any:
+        """What ``stage`` reads: its feeder's result as its declared type, or the ticket."""
+        feeder = self.chain.feeder(stage)
+        if feeder is None:
+            return record.ticket
+        value = feeder.result(record)
+        return stage.input.model_validate(value) if isinstance(value, dict) else value
 
     async def run_stage(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -173,12 +144,12 @@ class Pipeline:
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None
     ) -> None:
         self.observer.record_in(stage)
-        step = BY_NAME[stage]
-        problem = self.signer.problem(step.source_topic(self.topics), source.key, value, headers)
+        step = self.chain[stage]
+        problem = self.signer.problem(self.source_topic(step), source.key, value, headers)
         if problem is not None:
             await self._untrusted(stage, value, problem, source)
             return
-        if step.name == "understand" and erasure.requested(headers):
+        if step.opens_session and erasure.requested(headers):
             await erasure.erase_session(
                 self.batons, self.gate, value, self.admission.misplaced(source)
             )
@@ -197,7 +168,7 @@ class Pipeline:
             self._drop_erased(stage, ticket)
             return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
-        if step.name == "understand":
+        if step.opens_session:
             # Ownership first: a ticket that may not use the session never waits for its turn.
             held = self.batons.get(ticket.session_id)
             if (problem := ownership.conflict(held, ticket)) is not None:
@@ -242,7 +213,7 @@ class Pipeline:
     ) -> bool:
         """Whether ``stage`` refuses the record before it touches the session (see
         ``Admission.refuses``): it takes no place in the session's queue."""
-        topic = BY_NAME[stage].source_topic(self.topics)
+        topic = self.source_topic(self.chain[stage])
         return self.admission.refuses(topic, value, source, headers)
 
     async def shed(
@@ -258,7 +229,7 @@ class Pipeline:
             ticket: Ticket | None = parse(StageRecord, value).ticket
         except InvalidRecord:
             ticket = None  # run_stage dead-letters it as invalid
-        topic = BY_NAME[stage].source_topic(self.topics)
+        topic = self.source_topic(self.chain[stage])
         untrusted = self.signer.problem(topic, source.key, value, headers) or (
             ticket is not None and self.admission.misplaced(source)(ticket.session_id)
         )
@@ -275,23 +246,6 @@ class Pipeline:
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap), source)
             self.observer.stage_done(stage, "flooded", 0.0)
 
-    def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
-        """Drop a record of an erased customer written before the erasure: no dead letter (it
-        would keep the data), no baton, no reply."""
-        log.info(
-            "%s dropped ticket %s: written before its customer's erasure", stage, ticket.ticket_id
-        )
-        # A later stage's copy may be the ticket holding the session: free it.
-        self.gate.leave(ticket.session_id, ticket.ticket_id)
-        self.observer.stage_done(stage, "erased", 0.0)
-
-    async def _untrusted(
-        self, stage: StageName, value: bytes | None, problem: str, source: Source
-    ) -> None:
-        """Dead-letter a record that is not signed for where it was read: nothing is written."""
-        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source), source)
-        self.observer.stage_done(stage, "refused", 0.0)
-
     async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
         ticket = record.ticket
         held = self.batons.get(ticket.session_id)
@@ -302,12 +256,12 @@ class Pipeline:
         if stage.answers and held is not None and entry is not None and entry.pending:
             await self._answered(*await self.redelivery.resume(entry, held))
             return
-        taken_over = stage.name == "understand" and held is not None and held.taken_over
+        taken_over = stage.opens_session and held is not None and held.taken_over
         if taken_over and held is not None and entry is not None and entry.pending:
-            # A taken-over ticket's reply is pending: its understand copy is the only one.
+            # A taken-over ticket's reply is pending: its first stage's copy is the only one.
             await self._answered(*await self.redelivery.resume(entry, held))
             return
-        target = stage.target_topic(self.topics)
+        target = self.topics.role(stage.target_role)
         if await self.redelivery.settle(stage.name, ticket, entry, target):
             return
         if taken_over and held is not None:
@@ -316,12 +270,13 @@ class Pipeline:
             await self._answered(reply, await self.redelivery.reply(reply, held))
             self.observer.stage_done(stage.name, "taken_over", 0.0)
             return
-        if any(getattr(record, need) is None for need in stage.needs):
+        if missing := self.chain.missing(stage, record):
             self.observer.context(stage.name, "broken")
             dl = dead_letters.letter(
                 stage=stage.name,
                 reason="context_broken",
-                error=stage.missing,
+                error=f"the record reached {stage.name} without the result of "
+                f"{' and '.join(missing)}",
                 payload="",
                 source=source,
                 ticket=ticket,
@@ -329,7 +284,7 @@ class Pipeline:
             await self._fail_ticket(record, stage.name, dl, source)
             return
         started = time.monotonic()
-        level, baton = context.restore(record, held, PREVIOUS.get(stage.name))
+        level, baton = context.restore(record, held, self.chain.previous(stage.name))
         self.observer.context(stage.name, level)
         session_left = (
             self.settings.session_token_budget
@@ -346,6 +301,7 @@ class Pipeline:
             reask_limit=self.settings.reask_limit,
             tokens_left=allowance.tokens,
             policy=self.policy,
+            given=self._given(stage, record),
         )
         outcome = self.budgets.settle(ticket.customer_id, allowance, await stage.run(inputs))
         await self._finish(stage, record, baton, outcome, source, started)
@@ -373,7 +329,7 @@ class Pipeline:
             await self.dead_letter(dl, source)
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
-        if stage.carries is None or stage.update is None:
+        if stage.answers:
             reply = replies.answer(
                 record,
                 baton,
@@ -389,10 +345,18 @@ class Pipeline:
             packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
             await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
         else:
-            baton = stage.update(baton, ticket, outcome.value)
+            if stage.update is not None:
+                baton = stage.update(baton, ticket, outcome.value)
+            result: dict[str, Any] = (
+                {stage.carries: outcome.value}
+                if stage.carries is not None
+                else {
+                    "results": {**record.results, stage.name: outcome.value.model_dump(mode="json")}
+                }
+            )
             out = record.model_copy(
                 update={
-                    stage.carries: outcome.value,
+                    **result,
                     "baton_version": baton.version,
                     "snapshot": memory.snapshot(baton),
                     "usage": usage,
@@ -401,74 +365,11 @@ class Pipeline:
                     "timings_ms": replies.stage_timings(record, stage.name, started),
                 }
             )
-            await self.redelivery.forward(stage.name, out, baton, stage.target_topic(self.topics))
+            target = self.topics.role(stage.target_role)
+            await self.redelivery.forward(stage.name, out, baton, target)
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
         self.observer.stage_done(stage.name, outcome_name, time.monotonic() - started)
-
-    async def _answered(self, reply: Reply, baton: Baton) -> None:
-        """The reply is published and recorded: report it, free the session, index it."""
-        self.observer.reply(reply, replies.age(reply))
-        self.gate.leave(reply.session_id, reply.ticket_id)
-        await self.index.send(baton, reply.ticket_id)
-
-    async def _refuse(
-        self, record: StageRecord, stage: StageName, problem: str, source: Source
-    ) -> None:
-        """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
-        ticket = record.ticket
-        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
-        self.gate.leave(ticket.session_id, ticket.ticket_id)
-        self.observer.stage_done(stage, "refused", 0.0)
-
-    async def _fail_ticket(
-        self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source
-    ) -> None:
-        """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
-        ticket = record.ticket
-        if not dl.payload:
-            dl = dl.model_copy(update={"payload": dumps(record).decode()})
-        await self.dead_letter(dl, source)
-        if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
-            self.gate.leave(ticket.session_id, ticket.ticket_id)
-            return
-        baton = self.batons.get(ticket.session_id)
-        if ownership.conflict(baton, ticket) is not None:
-            self.gate.leave(ticket.session_id, ticket.ticket_id)
-            return
-        baton = baton or memory.new_baton(ticket)
-        note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
-        reply = replies.fallback(
-            record, baton, stage, note, llm=self.llm.name, languages=self.policy.languages
-        )
-        packet = self.desk.for_fallback(record, baton, reply, dl)
-        await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
-
-    async def _reject(
-        self, stage: StageName, value: bytes | None, exc: InvalidRecord, source: Source
-    ) -> None:
-        dl = dead_letters.letter(
-            stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
-        )
-        await self.dead_letter(dl, source)
-
-    async def dead_letter(self, dl: DeadLetter, source: Source) -> None:
-        """Write a dead letter (in ``BATON_DEAD_LETTER_FORMAT``) and wait for the broker's ack."""
-        self.observer.dead_letter(dl.stage, dl.reason)
-        dl = dl.model_copy(update={"policy_version": self.policy.version})
-        if self.settings.dead_letter_format == "connect":
-            raw_key, value, headers = connect_record(dl, source, self.settings.app_id)
-            # The record's own headers carry its trace already; the key as it was read
-            # (surrogate-escaped so that bytes that are not UTF-8 come back unchanged).
-            key = None if raw_key is None else raw_key.decode("utf-8", "surrogateescape")
-            await self.raw.send(self.topics.dead_letters, key, value, headers)
-            return
-        key = dl.session_id or dl.ticket_id
-        if dl.reason == "session_conflict" and dl.ticket is not None:
-            # Filed under who sent it, never under the session it tried to use.
-            key = ownership.sender(dl.ticket)
-        # Through ``out``: dead letters are not signed, but carry the ticket's trace.
-        await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))
 
     async def apply_index(
         self, value: bytes | None, headers: Headers | None = None, source: Source | None = None

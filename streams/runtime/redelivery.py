@@ -13,9 +13,9 @@ from schemas.records import Reply, StageName, Ticket
 from schemas.stages import StageRecord
 from streams.observe.observer import Observer
 from streams.runtime.batons import BatonStore
+from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.sink import Sink
-from streams.runtime.stages import ChainStage
 
 # How far before its pending entry a reply is looked for on the topic: the entry's time is
 # taken before the send, the record's timestamp by the broker.
@@ -38,6 +38,7 @@ class Redelivery:
     observer: Observer
     replies_topic: str
     handoffs_topic: str = ""
+    chain: Chain = BUILTIN
 
     def entry(self, ticket: Ticket) -> InFlight | None:
         """The ticket's entry in flight, if its session's baton holds one."""
@@ -62,7 +63,8 @@ class Redelivery:
             return None
         # Only tickets the chain saw start can be unfinished: memories rebuilt from a record's
         # snapshot stand for earlier tickets, have no status and must not hold the session.
-        started = {e.ticket_id for e in baton.chain if e.stage == "understand"}
+        first = self.chain.first.name
+        started = {e.ticket_id for e in baton.chain if e.stage == first}
         open_ = [
             t.ticket_id
             for t in baton.tickets
@@ -82,18 +84,20 @@ class Redelivery:
         """
         if self.finished(ticket, entry):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
-        elif entry is None or not entry.reached(stage):
+        elif entry is None or not entry.reached(stage, self.chain.names):
             return False
         elif entry.stage == stage:
             await self.sink.send(topic, ticket.session_id, entry.output.encode())
         self.observer.stage_done(stage, "reused", 0.0)
         return True
 
-    async def forward(self, stage: ChainStage, out: StageRecord, baton: Baton, topic: str) -> None:
+    async def forward(self, stage: StageName, out: StageRecord, baton: Baton, topic: str) -> None:
         """Record ``out`` as the ticket's entry in ``baton``, then send it to ``topic``."""
         data = dumps(out)
         # One changelog record for both: the baton and the output a redelivered copy resends.
-        entry = InFlight(ticket_id=out.ticket.ticket_id, stage=stage, output=data.decode())
+        entry = InFlight(
+            ticket_id=out.ticket.ticket_id, stage=stage, output=data.decode(), reply=False
+        )
         self.batons.save(baton.model_copy(update={"in_flight": entry}))
         await self.sink.send(topic, out.ticket.session_id, data)
 
@@ -107,7 +111,11 @@ class Redelivery:
         data = dumps(reply)
         handoff = dumps(packet).decode() if packet is not None else None
         pending = InFlight(
-            ticket_id=reply.ticket_id, stage="strategy", output=data.decode(), handoff=handoff
+            ticket_id=reply.ticket_id,
+            stage=self.chain.answering.name,
+            output=data.decode(),
+            reply=True,
+            handoff=handoff,
         )
         await self.batons.save_durably(baton.model_copy(update={"in_flight": pending}))
         await self.sink.send(self.replies_topic, reply.session_id, data)
@@ -129,7 +137,7 @@ class Redelivery:
 
         since = entry.at - REPLY_SCAN_MARGIN
         if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):
-            self.observer.stage_done("strategy", "reused", 0.0)
+            self.observer.stage_done(entry.stage, "reused", 0.0)
         else:
             await self.sink.send(self.replies_topic, reply.session_id, entry.output.encode())
         if entry.handoff is not None:

@@ -89,6 +89,7 @@ def answer(
         policy_version=policy.version,
         usage=usage,
         timings_ms=timings,
+        stages=record.results,
     )
 
 
@@ -119,4 +120,5 @@ def fallback(
         llm=llm,
         usage=record.usage,
         timings_ms=reply_timings(record, stage, time.monotonic()),
+        stages=record.results,
     )

@@ -1,35 +1,39 @@
-"""The chain, declared once: each stage's topics, its function and what it keeps in the baton."""
+"""A stage declared once: what it reads and writes, its function, baton update, prompt, rule."""
 
 from __future__ import annotations
 
-import itertools
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from agents import memory
 from agents.history import recallable
+from agents.instructions import STAGE_TEXTS
 from agents.lookup import look_up
 from agents.models.llm import LLM
 from agents.orders import OrderSource, StoreUnavailable
 from agents.outcome import Outcome
 from agents.policy import Policy, default_policy
 from agents.prompts import EarlierSession
+from agents.rules.choosing import choose_rules
+from agents.rules.reply import strategy_rules
+from agents.rules.understanding import understand_rules
 from agents.strategy import decide
 from agents.understand import understand
+from schemas import topics
 from schemas.baton import Baton, OrderMemory
 from schemas.records import Order, Ticket
 from schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
-from streams.kafka.topics import TopicNames
 from streams.runtime.batons import BatonStore
 
 T = TypeVar("T", bound=BaseModel)
-ChainStage = Literal["understand", "lookup", "strategy"]
-# The ``TopicNames`` attributes a stage reads from or writes to.
-Topic = Literal["sessions", "understood", "matched", "replies"]
-Carried = Literal["understanding", "match"]
+# The ``TopicNames`` roles the built-in stages read from or write to (a stage of the shop's own
+# writes a topic named after it: ``Chain`` gives each its source and target).
+FIRST_SOURCE = "sessions"
+REPLIES = "replies"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Inputs:
     reask_limit: int
     tokens_left: int
     policy: Policy = field(default_factory=default_policy)
+    # What the stage reads (its declared ``input``): the ticket, or an earlier stage's result.
+    given: Any = None
 
     @property
     def ticket(self) -> Ticket:
@@ -76,32 +82,57 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Stage(Generic[T]):
-    """One stage: reads ``source``, runs ``run``, writes ``target``.
+    """One stage of the chain, everything it is: its name, what it reads and writes, its
+    function, what it keeps in the baton, its prompt and its offline rule.
 
-    A forwarding stage puts its result in the record's ``carries`` field and in the baton
-    through ``update``; the last stage (``carries`` None) turns its result into the reply,
-    which goes into the baton with ``memory.apply_reply`` once it is published.
+    ``input`` is the record type it reads (the ticket, or an earlier stage's ``output``);
+    ``output`` the type of its result. A built-in stage ``carries`` its result in a field of
+    the stage record of its own (``understanding``, ``match``); any other stage's result
+    travels in the record's ``results`` under its name, and reaches the reply's ``stages``;
+    ``after`` names the stage it follows when given to ``create_app`` on its own.
+    ``topic`` is the default name of the topic its records go out on (before the namespace):
+    a built-in stage's is a ``TopicNames`` role instead (``role``). The stage that
+    ``opens_session`` takes the session's turn; the one that ``answers`` turns its result
+    into the reply, which goes into the baton with ``memory.apply_reply`` once published.
     """
 
-    name: ChainStage
-    source: Topic
-    target: Topic
+    name: str
+    output: type[T]
     run: Callable[[Inputs], Awaitable[Outcome[T]]]
-    needs: tuple[Carried, ...] = ()
-    missing: str = ""
-    carries: Carried | None = None
+    input: type[BaseModel] = Ticket
+    role: str = ""
+    topic: str = ""
+    carries: str | None = None
     update: Callable[[Baton, Ticket, T], Baton] | None = None
+    prompt: str = ""
+    offline: Callable[..., Any] | None = None
+    opens_session: bool = False
+    answers: bool = False
+    after: str = ""
+
+    def __post_init__(self) -> None:
+        if problem := name_problem(self.name):
+            raise ValueError(f"stage {self.name!r}: the name {problem}")
 
     @property
-    def answers(self) -> bool:
-        """The stage's result is the ticket's reply."""
-        return self.carries is None
+    def target_role(self) -> str:
+        """The ``TopicNames`` role of the topic the stage writes."""
+        return REPLIES if self.answers else (self.role or self.name)
 
-    def source_topic(self, names: TopicNames) -> str:
-        return str(getattr(names, self.source))
+    def result(self, record: StageRecord) -> Any:
+        """The stage's result as ``record`` carries it (None before the stage ran)."""
+        if self.carries is not None:
+            return getattr(record, self.carries)
+        return record.results.get(self.name)
 
-    def target_topic(self, names: TopicNames) -> str:
-        return str(getattr(names, self.target))
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a stage (it must fit ``schemas.StageName``), or None."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", name):
+        return "must be 1-40 lowercase letters, digits or '_', starting with a letter"
+    if name in ("intake", "end_to_end") or name in topics.ROLES:
+        return "is taken by baton"
+    return None
 
 
 async def _understand(i: Inputs) -> Outcome[Understanding]:
@@ -156,30 +187,35 @@ async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
 STAGES: tuple[Stage[Any], ...] = (
     Stage(
         name="understand",
-        source="sessions",
-        target="understood",
+        input=Ticket,
+        output=Understanding,
+        role="understood",
         run=_understand,
         carries="understanding",
         update=memory.apply_understanding,
+        prompt=STAGE_TEXTS["understand"],
+        offline=understand_rules,
+        opens_session=True,
     ),
     Stage(
         name="lookup",
-        source="understood",
-        target="matched",
+        input=Understanding,
+        output=OrderMatch,
+        role="matched",
         run=_look_up,
-        needs=("understanding",),
-        missing="the record reached lookup without an understanding",
         carries="match",
         update=memory.apply_match,
+        prompt=STAGE_TEXTS["lookup"],
+        offline=choose_rules,
     ),
     Stage(
         name="strategy",
-        source="matched",
-        target="replies",
+        input=OrderMatch,
+        output=StrategyDraft,
         run=_decide,
-        needs=("understanding", "match"),
-        missing="the record reached strategy without its understanding and order match",
+        prompt=STAGE_TEXTS["strategy"],
+        offline=strategy_rules,
+        answers=True,
     ),
 )
-BY_NAME: dict[str, Stage[Any]] = {s.name: s for s in STAGES}
-PREVIOUS: dict[str, ChainStage] = {b.name: a.name for a, b in itertools.pairwise(STAGES)}
+"""The built-in chain, in order (``streams.runtime.chain.BUILTIN`` is it as a ``Chain``)."""

@@ -5,63 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from agents.models.capabilities import capabilities_of, describe
 from agents.models.llm import LLM
-from agents.models.providers import ModelOptions, ProviderError, open_llm
 from agents.orders import OrderSource
 from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
+from streams.runtime.llms import build_llm, client_options, model_options
 from streams.runtime.orders import build_source, check_source
 from streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.worker")
 
-
-def model_options(settings: Settings) -> ModelOptions:
-    """What a model provider of a run is built from: endpoint, key, models, limits, prices.
-
-    The first-party API's key and address are ``ANTHROPIC_*``; every other provider's are
-    ``BATON_MODEL_URL`` and ``BATON_MODEL_API_KEY`` (an Anthropic key never goes elsewhere).
-    """
-    first_party = settings.llm == "anthropic"
-    return ModelOptions(
-        model=settings.model,
-        stage_models=dict(settings.stage_models),
-        api_key=settings.anthropic_api_key if first_party else settings.model_api_key,
-        base_url=settings.anthropic_base_url if first_party else settings.model_url,
-        timeout_s=settings.model_timeout_s,
-        max_retries=settings.model_max_retries,
-        concurrency=settings.model_concurrency,
-        ticket_budget_s=settings.ticket_model_budget_s,
-        prices=dict(settings.prices),
-        cache_min_tokens=dict(settings.cache_min_tokens),
-        structured_output=settings.model_structured_output,
-        ratelimit_reserve=settings.model_ratelimit_reserve,
-        ratelimit_max_wait_s=settings.model_ratelimit_wait_s,
-    )
-
-
-def client_options(settings: Settings) -> dict[str, Any]:
-    """What every Claude client of a run takes from the settings: key, endpoint, models,
-    timeout, prices."""
-    return {
-        "api_key": settings.anthropic_api_key,
-        "base_url": settings.anthropic_base_url,
-        "model": settings.model,
-        "stage_models": dict(settings.stage_models),
-        "timeout_s": settings.model_timeout_s,
-        "prices": settings.prices,
-        "cache_min_tokens": settings.cache_min_tokens,
-    }
-
-
-def build_llm(settings: Settings) -> LLM:
-    """The configured model provider (``BATON_LLM``); ``SettingsError`` if it cannot be built."""
-    try:
-        return open_llm(settings.llm, model_options(settings))
-    except ProviderError as exc:
-        raise SettingsError(str(exc)) from None
+# Where they were first: callers import them from here too.
+__all__ = ["build_llm", "client_options", "model_options", "run"]
 
 
 def use_event_loop(settings: Settings) -> str:
@@ -113,14 +71,23 @@ def uncached(settings: Settings) -> list[str]:
     return [fit.line() for fit in fits if not fit.cached]
 
 
-def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | None = None) -> None:
-    """Run one worker in the foreground until interrupted; ``llm`` and ``orders`` replace the
-    model and the order source the settings name."""
+def run(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    orders: OrderSource | None = None,
+    stages: Any = None,
+    observers: Iterable[Any] = (),
+) -> None:
+    """Run one worker in the foreground until interrupted; the arguments are
+    ``create_app``'s (``llm`` and ``orders`` replace what the settings name, ``stages`` is the
+    chain or stages of the shop's own, ``observers`` hear every event)."""
     import faust
 
     from streams.kafka.topics import ensure_topics
     from streams.observe.logs import faust_loglevel, logging_config
     from streams.runtime.app import close_on_shutdown, create_app
+    from streams.runtime.chain import Chain
     from streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
@@ -137,7 +104,8 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
     if llm is None:
         llm = build_llm(settings)
     cluster = asyncio.run(probe_broker(settings))
-    asyncio.run(ensure_topics(settings))
+    chain = Chain.of(stages)
+    asyncio.run(ensure_topics(settings, chain))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:
         settings = settings.with_(embedded_broker=True)
@@ -178,7 +146,9 @@ def run(settings: Settings, *, llm: LLM | None = None, orders: OrderSource | Non
     table_dir_lock = lock_table_dir(settings)
     try:
         use_event_loop(settings)
-        worker = create_app(settings, llm, orders)
+        worker = create_app(
+            settings, llm=llm, orders=orders, stages=chain, observers=tuple(observers)
+        )
         if built:
             close_on_shutdown(worker.app, orders)
         faust.Worker(

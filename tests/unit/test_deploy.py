@@ -15,9 +15,10 @@ import pytest
 from aiokafka import TopicPartition
 from faust.types import TP
 
-from schemas.records import CallUsage, DeadLetterReason, ReplyStatus, StageName
+from schemas.records import CallUsage, DeadLetterReason, ReplyStatus
 from streams.observe.lag import LagSampler
 from streams.observe.metrics import PrometheusObserver
+from streams.runtime.chain import BUILTIN
 from streams.settings import load
 from tests.fixtures.data import reply
 from tests.fixtures.faust_app import (
@@ -45,7 +46,8 @@ KEYWORDS = frozenset(
 )
 CLOSED_LABELS: dict[str, frozenset[str]] = {
     "reason": frozenset(get_args(DeadLetterReason)),
-    "stage": frozenset(get_args(StageName)),
+    # The stages the declarations name (the built-in chain) and the intake.
+    "stage": frozenset({"intake", *BUILTIN.names}),
     "status": frozenset(get_args(ReplyStatus)),
 }
 
@@ -85,7 +87,7 @@ def label_values(expr: str) -> Iterator[tuple[str, str]]:
 def exported_names() -> set[str]:
     """Every sample name a worker's registry exposes once each kind of event happened."""
     m = PrometheusObserver()
-    for stage in get_args(StageName):
+    for stage in CLOSED_LABELS["stage"]:
         m.record_in(stage)
         m.stage_done(stage, "ok", 0.2)
         m.dead_letter(stage, "model_error")
@@ -310,3 +312,30 @@ def test_grafana_loads_the_dashboard_compose_mounts(services: dict[str, Any]) ->
     folder = provider["options"]["path"]
     dashboards = {path: source for path, source in mounts.items() if path.startswith(folder + "/")}
     assert dashboards == {f"{folder}/baton.json": DASHBOARD}
+
+
+def test_dashboard_and_alerts_name_the_declared_stages(
+    dashboard: dict[str, Any], alerts: list[dict[str, Any]]
+) -> None:
+    """Every stage a panel or rule names is declared; a list of stages is the whole chain."""
+    exprs = [t["expr"] for t in targets(dashboard)] + [r["expr"] for r in alerts]
+    lists = []
+    for expr in exprs:
+        for label, _, values in _LABEL_MATCH.findall(expr):
+            if label != "stage":
+                continue
+            named = values.split("|")
+            assert set(named) <= {"intake", *BUILTIN.names}, (expr, named)
+            if len(named) > 1:
+                lists.append(named)
+    assert lists, "the model stages are listed somewhere"
+    for named in lists:
+        assert named == list(BUILTIN.names), named
+
+
+def test_a_stage_missing_from_the_dashboard_would_be_caught() -> None:
+    expr = 'sum(rate(baton_records_in_total{stage=~"understand|strategy"}[5m]))'
+    (named,) = [v.split("|") for label, _, v in _LABEL_MATCH.findall(expr) if label == "stage"]
+    assert named != list(BUILTIN.names)
+    unknown = 'sum(rate(baton_records_in_total{stage="triage"}[5m]))'
+    assert not {v for _, v in label_values(unknown)} <= {"intake", *BUILTIN.names}

@@ -21,7 +21,6 @@ from streams.runtime.app import stage_schedulers
 from streams.runtime.dead_letters import Source
 from streams.runtime.faust_io import session_partition
 from streams.runtime.pipeline import Pipeline
-from streams.runtime.stages import STAGES
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
@@ -175,7 +174,9 @@ async def run_worker(settings: Settings, store: SQLiteOrderStore, flood: bool) -
         await schedulers[name].run(broker.streams[topic], handle, shed)
 
     agents = [asyncio.create_task(intake()), asyncio.create_task(index())]
-    agents += [asyncio.create_task(stage_agent(s.name, s.source_topic(names))) for s in STAGES]
+    agents += [
+        asyncio.create_task(stage_agent(s.name, pipeline.source_topic(s))) for s in pipeline.chain
+    ]
     published_at: dict[str, float] = {}
 
     async def publish(t: Ticket) -> None:

@@ -126,13 +126,13 @@ async def test_create_app_takes_an_order_source_or_builds_and_closes_its_own(
 ) -> None:
     settings = Settings(data_dir=tmp_path, namespace="u", orders_source=EXAMPLE)
     given = SQLiteOrderStore(tmp_path / "given.sqlite3")
-    runtime = create_app(settings, OfflineLLM(), orders=given)
+    runtime = create_app(settings, llm=OfflineLLM(), orders=given)
     assert runtime.pipeline.store is given
     await runtime.app.on_before_shutdown.send()
     assert await given.count() == 0  # the caller's source is the caller's to close
     await given.close()
 
-    built = create_app(settings, OfflineLLM())
+    built = create_app(settings, llm=OfflineLLM())
     own = built.pipeline.store
     assert isinstance(own, CsvOrderSource) and len(await own.for_customer("C1")) == 2
     await built.app.on_before_shutdown.send()

@@ -167,6 +167,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "streams.runtime": [
         "BatonStore",
+        "Chain",
         "Pipeline",
         "Runtime",
         "STAGES",
@@ -176,6 +177,7 @@ PINNED: dict[str, list[str]] = {
         "Stage",
         "State",
         "create_app",
+        "stage",
     ],
     "streams.testing": ["MemorySink", "MemoryState", "MemoryTable"],
     "streams.observe": [],

@@ -236,7 +236,7 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(
 ) -> None:
     settings = Settings(namespace="u", embedded_broker=embedded, data_dir=tmp_path)
     store = SQLiteOrderStore(tmp_path / "o.sqlite3")
-    runtime = create_app(settings, OfflineLLM(), store)
+    runtime = create_app(settings, llm=OfflineLLM(), orders=store)
     thread = runtime.app.consumer._thread
     consumer = thread._create_worker_consumer(runtime.app.transport)
     try:
@@ -253,7 +253,7 @@ async def test_a_source_partition_hands_on_records_only_once_it_was_sought(
     """Resumed after a rebalance, a source partition stays held until its seek has run."""
     settings = Settings(namespace="u", data_dir=tmp_path)
     store = SQLiteOrderStore(tmp_path / "o.sqlite3")
-    consumer = create_app(settings, OfflineLLM(), store).app.consumer
+    consumer = create_app(settings, llm=OfflineLLM(), orders=store).app.consumer
     source = TP(settings.topic("support.tickets"), 0)
     changelog = TP("baton-u-batons-changelog", 0)
     active_at_seek: list[set[TP]] = []
@@ -289,7 +289,7 @@ async def test_the_producer_is_idempotent_on_kafka_with_acks_all(
         namespace="u", embedded_broker=embedded, producer_acks=acks, data_dir=tmp_path
     )
     store = SQLiteOrderStore(tmp_path / "o.sqlite3")
-    runtime = create_app(settings, OfflineLLM(), store)
+    runtime = create_app(settings, llm=OfflineLLM(), orders=store)
     client = runtime.app.producer._new_producer()
     try:
         assert (client._txn_manager is not None) is idempotent

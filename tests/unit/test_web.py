@@ -137,7 +137,7 @@ async def worker_port(
 ) -> AsyncIterator[tuple[TestServer, Any]]:
     """The web port of a worker's real Faust app (not started), served on loopback."""
     s = Settings(data_dir=tmp_path, **settings)
-    runtime = create_app(s, OfflineLLM(), store)
+    runtime = create_app(s, llm=OfflineLLM(), orders=store)
     runtime.app.web.init_server()
     async with TestServer(runtime.app.web.web_app, host="127.0.0.1") as server:
         yield server, runtime.app

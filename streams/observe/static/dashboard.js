@@ -106,12 +106,22 @@ function copyButton(text) {
   return b;
 }
 
+// The results of the chain's own stages: "priority: level=high, sentiment=angry".
+function fmtResults(results) {
+  const parts = [];
+  for (const [stage, fields] of Object.entries(results || {})) {
+    const shown = Object.entries(fields).map(([k, v]) => k + "=" + v).join(", ");
+    parts.push(stage + (shown ? ": " + shown : ""));
+  }
+  return parts.length ? parts.join("; ") : "—";
+}
+
 function renderTickets(tickets) {
   const body = document.querySelector("#tickets tbody");
   body.replaceChildren();
   if (!tickets.length) {
     const td = el("td", "no replies yet", "muted");
-    td.colSpan = 7;
+    td.colSpan = 8;
     const tr = el("tr");
     tr.append(td);
     body.append(tr);
@@ -129,7 +139,7 @@ function renderTickets(tickets) {
     }
     tr.append(el("td", t.ticket_id ?? "—"), el("td", t.session_id ?? "—"), el("td", t.status, t.status),
       el("td", fmtMs(t.end_to_end_ms), "num"), el("td", fmtInt(t.calls), "num"),
-      el("td", "$" + (t.cost_usd || 0).toFixed(4), "num"), trace);
+      el("td", "$" + (t.cost_usd || 0).toFixed(4), "num"), el("td", fmtResults(t.results)), trace);
     body.append(tr);
   }
 }

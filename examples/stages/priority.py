@@ -1,0 +1,96 @@
+"""A stage of the shop's own: a priority and sentiment tag, between understand and look-up.
+
+One module and one registration, without editing baton. Its result travels in the stage
+records under ``priority``, reaches the reply (``Reply.stages["priority"]``) and the dashboard.
+
+    python examples/stages/priority.py        # a worker with this stage (else as `baton worker`)
+
+With a model, the stage asks it with ``PROMPT``; with the offline model (or when the model
+fails) ``tag`` decides, from the customer's words and what the understand stage read.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas import Ticket
+from schemas.stages import Understanding
+from streams.runtime import stage
+
+
+class Priority(BaseModel):
+    """How soon a person should look at the ticket, and how the customer feels."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: Literal["low", "normal", "high", "urgent"] = Field(
+        description="low: a question; normal: a problem; high: money back or a cancellation; "
+        "urgent: high and the customer is angry, or a safety risk."
+    )
+    sentiment: Literal["calm", "unhappy", "angry"] = Field(description="The customer's tone.")
+    reason: str = Field(description="Why, in a few words.", max_length=200)
+
+
+PROMPT = """You tag customer-support tickets for a shop's support team.
+Read the customer's message and what the shop understood of it (input), and answer with the
+ticket's priority (low, normal, high, urgent) and the customer's sentiment (calm, unhappy,
+angry), with a short reason. Money back or a cancellation is high; high and angry, or any
+safety risk (fire, smoke, shock, burn), is urgent; a plain question is low."""
+
+_ANGRY = re.compile(
+    r"unacceptable|ridiculous|furious|worst|disgusting|scam|lawyer|!!|"
+    r"太差|垃圾|投诉|骗子|气死",
+    re.IGNORECASE,
+)
+_UNHAPPY = re.compile(r"disappointed|annoyed|again|still|not happy|失望|又|还是", re.IGNORECASE)
+_SAFETY = re.compile(r"fire|smoke|shock|burn|spark|着火|冒烟|漏电|烫伤", re.IGNORECASE)
+
+
+async def tag(ticket: Ticket, understanding: Understanding) -> Priority:
+    """The offline rule: the priority from the demand, the tone from the customer's words."""
+    text = ticket.text
+    sentiment: Literal["calm", "unhappy", "angry"] = (
+        "angry" if _ANGRY.search(text) else "unhappy" if _UNHAPPY.search(text) else "calm"
+    )
+    if _SAFETY.search(text):
+        return Priority(level="urgent", sentiment=sentiment, reason="a safety risk")
+    if understanding.demand in ("refund", "cancel", "compensation"):
+        if sentiment == "angry":
+            return Priority(level="urgent", sentiment=sentiment, reason="money back, angry")
+        return Priority(level="high", sentiment=sentiment, reason=f"{understanding.demand}")
+    if understanding.demand == "information":
+        return Priority(level="low", sentiment=sentiment, reason="a question")
+    return Priority(level="normal", sentiment=sentiment, reason=understanding.problem[:200])
+
+
+PRIORITY = stage(
+    "priority",
+    after="understand",
+    input=Understanding,
+    output=Priority,
+    prompt=PROMPT,
+    offline=tag,
+)
+"""The registration: ``worker.run(settings, stages=[PRIORITY])``, or ``create_app``'s."""
+
+
+def main() -> int:
+    """A worker with this stage (the same as ``baton worker`` otherwise)."""
+    from streams.kafka import BrokerUnreachable
+    from streams.runtime import worker
+    from streams.settings import load
+
+    try:
+        worker.run(load(), stages=[PRIORITY])
+    except (ValueError, BrokerUnreachable) as exc:  # SettingsError is a ValueError
+        print(f"priority: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""A stage of the shop's own from a plain async function, or a prompt with an offline rule."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel
+
+from agents import memory
+from agents.asking import ask
+from agents.models.llm import Prompt
+from agents.outcome import Outcome
+from schemas.baton import Baton
+from schemas.records import Ticket
+from streams.runtime.stages import Inputs, Stage
+
+T = TypeVar("T", bound=BaseModel)
+
+Agent = Callable[[Ticket, Any], Awaitable[T]]
+"""A stage as a plain async function: the ticket and the declared input, to the output."""
+Rule = Callable[[Ticket, Any], T | Awaitable[T]]
+"""An offline rule (plain or async): the same without a model, and the fallback when the model
+fails."""
+
+
+def stage(
+    name: str,
+    *,
+    after: str,
+    input: type[BaseModel],
+    output: type[T],
+    agent: Agent[T] | None = None,
+    prompt: str = "",
+    offline: Rule[T] | None = None,
+    topic: str = "",
+    update: Callable[[Baton, Ticket, T], Baton] | None = None,
+    max_tokens: int = 512,
+) -> Stage[T]:
+    """Declare a stage that goes right after the stage ``after``.
+
+    With ``agent``, the stage is that function. Otherwise it asks the model with ``prompt``
+    (the ticket and the input as JSON, the answer validated as ``output``, re-asked when
+    invalid) and runs ``offline`` instead when the model is the offline one or fails (the
+    ticket is then degraded, with a dead letter). Its result goes into the baton's chain of
+    decisions unless ``update`` says otherwise; its records go out on ``topic`` (default
+    ``support.<name>``).
+    """
+    if agent is None and (offline is None or not prompt):
+        raise ValueError(f"stage {name}: give an agent function, or a prompt and an offline rule")
+
+    async def run(i: Inputs) -> Outcome[T]:
+        given = i.given if i.given is not None else i.ticket
+        if agent is not None:
+            return Outcome(value=await agent(i.ticket, given))
+        assert offline is not None
+
+        async def rule() -> T:
+            value = offline(i.ticket, given)
+            return await value if inspect.isawaitable(value) else value
+
+        if i.llm.name == "offline":
+            return Outcome(value=await rule())
+        facts = {"message": i.ticket.text, "input": given.model_dump(mode="json")}
+        asked = await ask(
+            i.llm,
+            Prompt(
+                stage=name,
+                system=prompt,
+                context=orjson.dumps(facts).decode(),
+                output_type=output,
+                facts=None,
+                max_tokens=max_tokens,
+            ),
+            reask_limit=i.reask_limit,
+            tokens_left=i.tokens_left,
+        )
+        fallback = await rule() if asked.value is None else asked.value
+        return Outcome.of(asked, lambda: fallback)
+
+    def noted(baton: Baton, ticket: Ticket, value: T) -> Baton:
+        return memory.apply_decision(baton, ticket, name, value.model_dump_json())
+
+    return Stage(
+        name=name,
+        input=input,
+        output=output,
+        run=run,
+        topic=topic,
+        update=update or noted,
+        prompt=prompt,
+        offline=offline,
+        after=after,
+    )

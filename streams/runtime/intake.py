@@ -1,0 +1,64 @@
+"""The intake: a raw ticket validated, bounded and forwarded keyed by its session."""
+
+from __future__ import annotations
+
+from schemas.codec import InvalidRecord, dumps, parse
+from schemas.framing import unframe
+from schemas.records import Ticket
+from schemas.stages import StageRecord
+from streams.observe import tracing
+from streams.runtime.admission import Admission
+from streams.runtime.dead_letters import Source, read_as
+from streams.runtime.letters import Letters
+from streams.runtime.signing import Headers
+
+
+class Intake(Letters):
+    """Takes tickets in: every one becomes a stage record on the sessions topic or a dead
+    letter."""
+
+    admission: Admission
+    consumer: tracing.Consumer
+
+    async def intake(
+        self, value: bytes | None, source: Source, headers: Headers | None = None
+    ) -> None:
+        """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
+        source = read_as(source, value, headers)
+        with tracing.stage_span("intake", headers, source, self.consumer):
+            await self._intake(value, source)
+
+    async def _intake(self, value: bytes | None, source: Source) -> None:
+        self.observer.record_in("intake")
+        try:
+            ticket = parse(Ticket, self._unframed(value))
+        except InvalidRecord as exc:
+            self.observer.stage_done("intake", "invalid", 0.0)
+            await self._reject("intake", value, exc, source)
+            return
+        tracing.annotate(ticket.ticket_id, ticket.session_id)
+        if self.admission.erased(ticket, source):
+            self._drop_erased("intake", ticket)
+            return
+        self.observer.stage_done("intake", "ok", 0.0)
+        ticket = self.admission.bounded(ticket)
+        record = StageRecord(
+            ticket=ticket,
+            source_topic=source.topic,
+            source_partition=source.partition,
+            source_offset=source.offset,
+        )
+        await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
+
+    def _unframed(self, value: bytes | None) -> bytes | None:
+        """A ticket's JSON: a Schema Registry serializer's frame is taken off when the
+        registry is on, and named in the error otherwise."""
+        if not value:
+            return value
+        ref, payload = unframe(value)
+        if ref is None or self.settings.schema_registry_url:
+            return payload
+        raise InvalidRecord(
+            f"value is framed by a Schema Registry serializer (schema {ref.id or ref.guid}); "
+            "set BATON_SCHEMA_REGISTRY_URL to accept the framed form"
+        )

@@ -1,0 +1,125 @@
+"""Every way a record leaves without going on: dead letters, refusals, drops, the fallback reply."""
+
+from __future__ import annotations
+
+import logging
+
+from agents import memory
+from agents.models.llm import LLM
+from agents.policy import Policy
+from schemas.baton import Baton
+from schemas.codec import InvalidRecord, dumps
+from schemas.records import DeadLetter, Reply, StageName, Ticket
+from schemas.stages import StageRecord
+from streams.kafka.topics import TopicNames
+from streams.observe.observer import Observer
+from streams.runtime import dead_letters, handoffs, ownership, replies
+from streams.runtime.batons import BatonStore
+from streams.runtime.connect_letters import connect_record
+from streams.runtime.dead_letters import Source
+from streams.runtime.index import CustomerIndex
+from streams.runtime.redelivery import Redelivery
+from streams.runtime.scheduler import SessionGate
+from streams.runtime.sink import Sink
+from streams.settings import Settings
+
+log = logging.getLogger("baton.pipeline")
+
+
+class Letters:
+    """The pipeline's ways out other than a stage's result: each dead letter is acknowledged
+    before the record's offset can be committed; a failed ticket still gets one reply."""
+
+    settings: Settings
+    llm: LLM
+    observer: Observer
+    gate: SessionGate
+    policy: Policy
+    topics: TopicNames
+    batons: BatonStore
+    raw: Sink
+    out: Sink
+    redelivery: Redelivery
+    desk: handoffs.Desk
+    index: CustomerIndex
+
+    def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
+        """Drop a record of an erased customer written before the erasure: no dead letter (it
+        would keep the data), no baton, no reply."""
+        log.info(
+            "%s dropped ticket %s: written before its customer's erasure", stage, ticket.ticket_id
+        )
+        # A later stage's copy may be the ticket holding the session: free it.
+        self.gate.leave(ticket.session_id, ticket.ticket_id)
+        self.observer.stage_done(stage, "erased", 0.0)
+
+    async def _untrusted(
+        self, stage: StageName, value: bytes | None, problem: str, source: Source
+    ) -> None:
+        """Dead-letter a record that is not signed for where it was read: nothing is written."""
+        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source), source)
+        self.observer.stage_done(stage, "refused", 0.0)
+
+    async def _answered(self, reply: Reply, baton: Baton) -> None:
+        """The reply is published and recorded: report it, free the session, index it."""
+        self.observer.reply(reply, replies.age(reply))
+        self.gate.leave(reply.session_id, reply.ticket_id)
+        await self.index.send(baton, reply.ticket_id)
+
+    async def _refuse(
+        self, record: StageRecord, stage: StageName, problem: str, source: Source
+    ) -> None:
+        """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
+        ticket = record.ticket
+        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
+        self.gate.leave(ticket.session_id, ticket.ticket_id)
+        self.observer.stage_done(stage, "refused", 0.0)
+
+    async def _fail_ticket(
+        self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source
+    ) -> None:
+        """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
+        ticket = record.ticket
+        if not dl.payload:
+            dl = dl.model_copy(update={"payload": dumps(record).decode()})
+        await self.dead_letter(dl, source)
+        if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+            return
+        baton = self.batons.get(ticket.session_id)
+        if ownership.conflict(baton, ticket) is not None:
+            self.gate.leave(ticket.session_id, ticket.ticket_id)
+            return
+        baton = baton or memory.new_baton(ticket)
+        note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
+        reply = replies.fallback(
+            record, baton, stage, note, llm=self.llm.name, languages=self.policy.languages
+        )
+        packet = self.desk.for_fallback(record, baton, reply, dl)
+        await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
+
+    async def _reject(
+        self, stage: StageName, value: bytes | None, exc: InvalidRecord, source: Source
+    ) -> None:
+        dl = dead_letters.letter(
+            stage=stage, reason="invalid_input", error=str(exc), payload=value or b"", source=source
+        )
+        await self.dead_letter(dl, source)
+
+    async def dead_letter(self, dl: DeadLetter, source: Source) -> None:
+        """Write a dead letter (in ``BATON_DEAD_LETTER_FORMAT``) and wait for the broker's ack."""
+        self.observer.dead_letter(dl.stage, dl.reason)
+        dl = dl.model_copy(update={"policy_version": self.policy.version})
+        if self.settings.dead_letter_format == "connect":
+            raw_key, value, headers = connect_record(dl, source, self.settings.app_id)
+            # The record's own headers carry its trace already; the key as it was read
+            # (surrogate-escaped so that bytes that are not UTF-8 come back unchanged).
+            key = None if raw_key is None else raw_key.decode("utf-8", "surrogateescape")
+            await self.raw.send(self.topics.dead_letters, key, value, headers)
+            return
+        key = dl.session_id or dl.ticket_id
+        if dl.reason == "session_conflict" and dl.ticket is not None:
+            # Filed under who sent it, never under the session it tried to use.
+            key = ownership.sender(dl.ticket)
+        # Through ``out``: dead letters are not signed, but carry the ticket's trace.
+        await self.out.send(self.topics.dead_letters, key, dumps(dl), dead_letters.headers(dl))

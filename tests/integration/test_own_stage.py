@@ -1,0 +1,75 @@
+"""The shipped stage of the shop's own (examples/stages/priority.py) in a worker built in code,
+on both brokers: its own topic, its result in the replies, the trace and the dashboard."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+import pytest
+
+from examples.stages.priority import PRIORITY
+from schemas import StageRecord
+from streams.debug.trace import collect
+from streams.runtime import Chain
+from tests.fixtures.data import ORDERS, ticket_record
+from tests.fixtures.deployments import Deployment, settings_of
+from tests.fixtures.paths import ROOT
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = ROOT / "examples" / "stages" / "priority.py"
+
+
+async def test_the_priority_stage_runs_between_understand_and_lookup(
+    deployment: Deployment,
+) -> None:
+    deployment.import_orders(ORDERS)
+    worker = deployment.start_worker(str(EXAMPLE), BATON_LLM="offline")
+    p = deployment.namespace
+    await deployment.publish_tickets(
+        [
+            ticket_record(
+                f"{p}-1", f"{p}-s1", "c-ana", "My kettle is leaking!! Unacceptable, refund now."
+            ),
+            ticket_record(f"{p}-2", f"{p}-s2", "c-li", "我的水壶漏水了，想退款"),
+        ]
+    )
+    replies = {r.ticket_id: r for r in await deployment.replies(2)}
+    angry, calm = replies[f"{p}-1"], replies[f"{p}-2"]
+    assert angry.order_id == "O-1001" and angry.status == "answered"
+    assert angry.stages["priority"]["level"] == "urgent"
+    assert angry.stages["priority"]["sentiment"] == "angry"
+    assert calm.order_id == "O-2001" and calm.stages["priority"]["level"] == "high"
+
+    # The stage's records went out on its own topic, carrying its result under its name.
+    on_topic = [
+        StageRecord.model_validate_json(v)
+        for v, _ in await deployment.read("support.priority", lambda vs: len(vs) >= 2, 30)
+    ]
+    assert {r.ticket.ticket_id for r in on_topic} == {f"{p}-1", f"{p}-2"}
+    assert all(r.results["priority"]["level"] in ("urgent", "high") for r in on_topic)
+    assert all(r.understanding is not None and r.match is None for r in on_topic)
+
+    doc = await collect(settings_of(deployment), f"{p}-s1", Chain.of([PRIORITY]))
+    (entry,) = doc["tickets"]
+    assert list(entry["stages"])[:3] == ["intake", "understand", "priority"]
+    assert entry["stages"]["priority"]["priority"]["level"] == "urgent"
+    assert any(e["kind"] == "priority" and "level urgent" in e["decision"] for e in doc["events"])
+
+    url = f"http://127.0.0.1:{worker.web_port}/dashboard/data.json"
+
+    def fetch() -> bytes:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return bytes(answer.read())
+
+    data = json.loads(await asyncio.to_thread(fetch))
+    assert [s["stage"] for s in data["stages"]][:5] == [
+        "intake",
+        "understand",
+        "priority",
+        "lookup",
+        "strategy",
+    ]
+    assert {t["results"]["priority"]["level"] for t in data["tickets"]} == {"urgent", "high"}
