@@ -130,7 +130,8 @@ def cost_per_ticket(per_ticket: Sequence[Mapping[str, Mapping[str, float]]]) -> 
         result["by_stage"][stage] = row
         for k in total:
             total[k] += row[k]
-    result["total"] = {k: round(v, 6 if k == "cost_usd" else 1) for k, v in total.items()}
+    digits = {"calls": 3, "cost_usd": 6}
+    result["total"] = {k: round(v, digits.get(k, 1)) for k, v in total.items()}
     return result
 
 
