@@ -11,6 +11,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agents.models.llm import LLM, Answer, Prompt, T
 from agents.orders import open_store
@@ -49,12 +50,52 @@ class TimedLLM:
 
 @dataclass(frozen=True)
 class InProcessCost:
-    """CPU seconds of the stages' code and of the model, for ``tickets`` tickets."""
+    """CPU seconds of the stages' code and of the model, for ``tickets`` tickets; and of the
+    reply audit plus the policy check, over ``drafts`` drafts audited."""
 
     tickets: int
     replies: int
     total_s: float
     model_s: float
+    checks_s: float = 0.0
+    drafts: int = 0
+
+
+class CheckClock:
+    """Adds up the CPU the strategy stage spends in the reply audit and the policy check
+    (``audit`` and ``settle`` as it calls them), for as long as it is entered."""
+
+    NAMES = ("audit", "settle")
+
+    def __init__(self) -> None:
+        self.cpu_s = 0.0
+        self.drafts = 0
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> CheckClock:
+        import agents.strategy as strategy
+
+        for name in self.NAMES:
+            inner = self._saved[name] = getattr(strategy, name)
+            setattr(strategy, name, self._timed(inner, counts=name == "audit"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import agents.strategy as strategy
+
+        for name, inner in self._saved.items():
+            setattr(strategy, name, inner)
+
+    def _timed(self, inner: Callable[..., Any], *, counts: bool) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.cpu_s += time.process_time() - started
+                self.drafts += counts
+
+        return timed
 
 
 async def measure(
@@ -70,6 +111,7 @@ async def measure(
     pipeline = Pipeline(settings=settings, llm=llm, store=store, sink=sink, state=state)
     t = pipeline.topics
     replies = 0
+    clock = CheckClock().__enter__()
     started = time.process_time()
     try:
         # One wave at a time keeps each session's tickets in order, as the gate would.
@@ -87,8 +129,9 @@ async def measure(
                 on_reply(ticket, state)
     finally:
         total = time.process_time() - started
+        clock.__exit__()
         await store.close()
-    return InProcessCost(len(tickets), replies, total, llm.cpu_s)
+    return InProcessCost(len(tickets), replies, total, llm.cpu_s, clock.cpu_s, clock.drafts)
 
 
 async def baton_growth(

@@ -193,9 +193,16 @@ async def read_topics(
     The first records may take up to ``first_s``: a broker holding many records answers the
     first fetch slowly, and stopping then would read an empty topic.
     """
+    return [(t, k, v) for t, k, v, _ in await read_records(settings, topics, idle_s, first_s)]
+
+
+async def read_records(
+    settings: Settings, topics: Iterable[str], idle_s: float = 2.0, first_s: float = 30.0
+) -> list[tuple[str, bytes | None, bytes | None, float]]:
+    """``read_topics`` with each record's timestamp (epoch seconds, as the producer set it)."""
     consumer = new_consumer(settings, group_id=None, enable_auto_commit=False)
     await consumer.start()
-    records: list[tuple[str, bytes | None, bytes | None]] = []
+    records: list[tuple[str, bytes | None, bytes | None, float]] = []
     try:
         wanted = list(topics)
         found = await topic_partitions(settings, wanted)
@@ -211,7 +218,7 @@ async def read_topics(
                 return records
             wait_s = idle_s
             for tp, rs in batch.items():
-                records.extend((tp.topic, r.key, r.value) for r in rs)
+                records.extend((tp.topic, r.key, r.value, r.timestamp / 1000) for r in rs)
     finally:
         await consumer.stop()
 

@@ -97,6 +97,8 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
         "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
         "in_process_replies": cost.replies,
     }
+    if cost.drafts:
+        row.extra["audit_and_policy_ms_per_draft"] = round(1000 * cost.checks_s / cost.drafts, 3)
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:
@@ -220,3 +222,75 @@ async def describe(
             "context_ratio": round(sizes_.context_ratio, 3) if sizes_.context_ratio else None,
             "cache_read_share": round(sizes_.cache_share, 3) if sizes_.cache_share else 0.0,
         }
+
+
+async def breakdown(
+    s: Settings,
+    tickets: list[Ticket],
+    replies: Mapping[str, Output],
+    sent_at: Mapping[str, float],
+    model_latency_s: float | None,
+) -> dict[str, Any]:
+    """Per-ticket overhead (p50/p95 of each part, ms) and cost per ticket by stage, from the
+    stage topics, the baton changelog and the replies, read back after the run."""
+    import orjson
+
+    from streams.bench.breakdown import Timeline, cost_per_ticket, spread, stage_costs
+    from streams.bench.breakdown import ticket_breakdown as one
+    from streams.bench.kafka import read_records
+
+    names = TopicNames.of(s)
+    changelog = f"{s.app_id}-batons-changelog"
+    by_topic = {names.sessions: "intake", names.understood: "understand", names.matched: "lookup"}
+    wanted = {t.ticket_id: t for t in tickets if t.ticket_id in sent_at}
+    lines = {tid: Timeline(published=sent_at[tid]) for tid in wanted}
+    usage: dict[str, dict[str, Any]] = {tid: {} for tid in wanted}
+    for topic, _, value, at in await read_records(s, [*by_topic, changelog]):
+        if not value:
+            continue
+        data = orjson.loads(value)
+        if topic == changelog:
+            entry = data.get("in_flight") or {}
+            line = lines.get(entry.get("ticket_id", ""))
+            # The first pending reply's write: the one the reply waited for.
+            if (
+                line is not None
+                and entry.get("stage") == "strategy"
+                and (line.pending_written is None or at < line.pending_written)
+            ):
+                line.pending_written = at
+            continue
+        tid = data["ticket"]["ticket_id"]
+        if tid not in lines:
+            continue
+        stage = by_topic[topic]
+        if stage == "intake":
+            line = lines[tid]
+            line.intake_out = at if line.intake_out is None else min(line.intake_out, at)
+        elif stage not in lines[tid].outputs:
+            lines[tid].outputs[stage] = (at, data.get("usage") or {})
+            usage[tid][stage] = data.get("usage") or {}
+    for tid, out in replies.items():
+        if tid not in lines:
+            continue
+        reply = orjson.loads(out.value)
+        timings = reply.get("timings_ms") or {}
+        lines[tid].outputs["strategy"] = (out.produced_at, reply.get("usage") or {})
+        lines[tid].work_ms = {k: float(v) for k, v in timings.items() if k != "end_to_end"}
+        lines[tid].end_to_end_ms = timings.get("end_to_end")
+        usage[tid]["strategy"] = reply.get("usage") or {}
+    model_ms = 1000 * (model_latency_s or 0.0)
+    parts = [one(line, model_ms) for tid, line in lines.items() if tid in replies]
+    hops = [1000 * (o.received_at - o.produced_at) for o in replies.values()]
+    result: dict[str, Any] = {"overhead_ms": spread(parts)}
+    if hops:
+        result["overhead_ms"]["replies_hop_to_bench_consumer"] = spread([{"x": h} for h in hops])[
+            "x"
+        ]
+    costs = [
+        stage_costs([(st, u[st]) for st in ("understand", "lookup", "strategy") if st in u])
+        for tid, u in usage.items()
+        if "strategy" in u
+    ]
+    result["cost_per_ticket"] = cost_per_ticket(costs)
+    return result

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +26,25 @@ from streams.settings import Settings
 if TYPE_CHECKING:
     from streams.bench.stats import Row
 
-WORKLOADS = ("latency", "cpu", "tokens", "soak")
-DEFAULT_SESSIONS = {"latency": 600, "cpu": 600, "tokens": 200, "soak": 600}
+WORKLOADS = ("latency", "cpu", "tokens", "soak", "overhead", "scale")
+# ``all`` runs these; ``overhead`` and ``scale`` are asked for by name.
+DEFAULT_WORKLOADS = ("latency", "cpu", "tokens", "soak")
+DEFAULT_SESSIONS = {
+    "latency": 600,
+    "cpu": 600,
+    "tokens": 200,
+    "soak": 600,
+    "overhead": 30,
+    "scale": 600,
+}
 DEFAULT_PER_SESSION = 5
 DEFAULT_SOAK_RATE = 50.0
+# The overhead workload's light load: one ticket at a time, then one burst over 30 sessions.
+OVERHEAD_RATE = 2.0
+BURST_SESSIONS = 30
+# The scale-out workload: this many partitions, then 1, 2 and 3 workers in turn.
+SCALE_PARTITIONS = 12
+SCALE_WORKERS = (1, 2, 3)
 BROKERS = ("tansu", "kafka")
 
 
@@ -171,7 +186,7 @@ async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
     from streams.bench import workloads as w
     from streams.bench.stats import ratio
 
-    chosen = WORKLOADS if options.workload == "all" else (options.workload,)
+    chosen = DEFAULT_WORKLOADS if options.workload == "all" else (options.workload,)
     rows = []
     result: dict[str, Any] = {}
     latency_rate = None
@@ -226,9 +241,60 @@ async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
                 rate=rate,
             )
         )
+    if "overhead" in chosen:
+        sessions, _ = _shape(options, "overhead")
+        say(f"overhead: {sessions} tickets one at a time ({OVERHEAD_RATE:g}/s), instant model")
+        rows.append(
+            _named(
+                await w.pipeline(
+                    ctx,
+                    "overhead",
+                    sessions=sessions,
+                    per_session=1,
+                    latency=0.001,
+                    rate=OVERHEAD_RATE,
+                ),
+                "overhead: one at a time",
+            )
+        )
+        say(f"overhead: a burst of {BURST_SESSIONS} tickets over {BURST_SESSIONS} sessions")
+        rows.append(
+            _named(
+                await w.pipeline(
+                    ctx, "burst", sessions=BURST_SESSIONS, per_session=1, latency=0.001
+                ),
+                f"overhead: burst of {BURST_SESSIONS}",
+            )
+        )
+    if "scale" in chosen:
+        sessions, per = _shape(options, "scale")
+        partitions = options.partitions or SCALE_PARTITIONS
+        scaled = []
+        for n in SCALE_WORKERS:
+            say(f"scale: {sessions * per} tickets, {partitions} partitions, {n} worker(s)")
+            one = replace(ctx, settings=ctx.settings.with_(partitions=partitions), workers=n)
+            row = _named(
+                await w.pipeline(
+                    one, f"scale{n}", sessions=sessions, per_session=per, latency=options.latency
+                ),
+                f"scale: {n} worker(s)",
+            )
+            rows.append(row)
+            scaled.append((n, row.steady_rate or row.rate))
+        result["scale_out"] = {
+            "partitions": partitions,
+            "tickets_per_s": {str(n): _round(r) for n, r in scaled},
+            "vs_one_worker": {str(n): _round(ratio(r, scaled[0][1])) for n, r in scaled},
+        }
     result["rows"] = [r.as_dict() for r in rows]
     result["table"] = rows
     return result
+
+
+def _named(row: Row, label: str) -> Row:
+    """``row`` under the table's label (the workload's own name is a topic-safe word)."""
+    row.workload = label
+    return row
 
 
 def _round(value: float | None) -> float | None:
@@ -315,12 +381,27 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 
 def notes(result: dict[str, Any]) -> list[str]:
     """The figures the table has no column for, one line each."""
+    from streams.bench.breakdown import describe_breakdown, describe_costs
+
     lines = ["", f"broker: {broker_line(result.get('broker'))}"]
     if "cpu_ratio" in result:
         ratios = ", ".join(f"{k.replace('_', ' ')} {v}x" for k, v in result["cpu_ratio"].items())
         lines.append(f"CPU per ticket: {ratios}")
+    if scale := result.get("scale_out"):
+        rates = ", ".join(
+            f"{n} worker(s) {r}/s ({scale['vs_one_worker'][n]}x)"
+            for n, r in scale["tickets_per_s"].items()
+        )
+        lines.append(f"scale-out over {scale['partitions']} partitions: {rates}")
     for row in result["rows"]:
         name = row["workload"]
+        if (checks := row.get("audit_and_policy_ms_per_draft")) is not None:
+            lines.append(f"{name}: reply audit + policy check {checks} ms CPU per draft")
+        if cost := row.get("cost_per_ticket"):
+            lines.append(f"{name}: {describe_costs(cost)}")
+        if parts := row.get("overhead_ms"):
+            lines.append(f"{name}: where a ticket's time goes (ms):")
+            lines.extend(describe_breakdown(parts))
         if split := row.get("cpu_split_ms_per_ticket"):
             lines.append(
                 f"{name}: worker CPU ms/ticket = model {split['model']} + stage code "

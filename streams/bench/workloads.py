@@ -25,7 +25,14 @@ from streams.bench.kafka import (
 )
 from streams.bench.load import Workload
 from streams.bench.procs import BenchError, Child, Sampler, spawn, start_standin
-from streams.bench.report import Measured, delivery_row, describe, phases, split_cpu
+from streams.bench.report import (
+    Measured,
+    breakdown,
+    delivery_row,
+    describe,
+    phases,
+    split_cpu,
+)
 from streams.bench.stats import Row, first_and_last_tenth, rss_drift
 from streams.jsonl import Progress
 from streams.kafka.embedded import free_port
@@ -212,7 +219,8 @@ async def pipeline(
             sampler.start()
             if soak_s is None:
                 tickets = load.tickets()
-                m = await _timed(ctx, collector, publisher, tickets, workers, others)
+                # A light load (``rate``) paces the tickets; otherwise all go at once.
+                m = await _timed(ctx, collector, publisher, tickets, workers, others, pace=rate)
             else:
                 assert rate is not None
                 tickets = load.take(int(soak_s * rate))
@@ -225,6 +233,7 @@ async def pipeline(
         replies = {t: Reply.model_validate_json(o.value) for t, o in first.items()}
         row.extra.update(phases(tickets, first, replies, m.sent_at))
         await describe(s, row, tickets, replies, load.orders(), len(warm.tickets()))
+        row.extra.update(await breakdown(s, tickets, first, m.sent_at, latency))
         if latency is not None:
             stats = _standin_stats(base_url)
             row.extra["model_calls_seen_by_standin"] = stats["calls"] - warm_stats["calls"]

@@ -26,10 +26,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
     p.add_argument(
         "--broker",
-        choices=BROKERS,
+        choices=(*BROKERS, "both"),
         default=None,
-        help="the broker the run starts for itself: tansu (embedded, default) or kafka "
-        "(one-node Apache Kafka; needs java and mvn); not with BATON_BROKER",
+        help="the broker the run starts for itself: tansu (embedded, default), kafka "
+        "(one-node Apache Kafka; needs java and mvn) or both, one after the other; "
+        "not with BATON_BROKER",
     )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return p
@@ -52,10 +53,33 @@ def _validate(args: argparse.Namespace, settings: Settings) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from streams.bench.run import BenchFailed, BenchOptions, measure, notes
+    from streams.bench.run import notes
     from streams.bench.stats import table
 
     _validate(args, settings)
+    brokers = BROKERS if args.broker == "both" else (args.broker or "tansu",)
+    results = {}
+    for broker in brokers:
+        results[broker] = _measure(args, settings, broker)
+    if args.json:
+        out: Any = (
+            results[brokers[0]][0] if len(brokers) == 1 else {b: r for b, (r, _) in results.items()}
+        )
+        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        return 0
+    for broker, (result, rows) in results.items():
+        if len(brokers) > 1:
+            print(f"\n## {broker}\n")
+        print(table(rows))
+        for line in notes(result):
+            print(line)
+    return 0
+
+
+def _measure(args: argparse.Namespace, settings: Settings, broker: str) -> tuple[Any, Any]:
+    """One run of the chosen workloads on ``broker``."""
+    from streams.bench.run import BenchFailed, BenchOptions, measure
+
     options = BenchOptions(
         workload=args.workload,
         tickets=args.tickets,
@@ -66,18 +90,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         model_concurrency=args.model_concurrency,
         soak_minutes=args.soak_minutes,
         rate=args.rate,
-        broker=args.broker or "tansu",
+        broker=broker,
     )
     try:
-        result, rows = measure(settings, options)
+        return measure(settings, options)
     except BenchFailed as exc:
         if exc.details:
             print(exc.details, file=sys.stderr)
         raise Fail(f"baton: {exc}") from None
-    if args.json:
-        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
-    else:
-        print(table(rows))
-        for line in notes(result):
-            print(line)
-    return 0

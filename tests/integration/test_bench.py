@@ -58,6 +58,17 @@ def test_latency_smoke_answers_every_ticket_once_in_order(broker: Broker, tmp_pa
     assert_delivered(row, 40)
     assert row["cpu_ms_per_ticket"] > 0
     assert sum(row["statuses"].values()) == 40
+    # The breakdown comes from the records read back: every part of every ticket's path.
+    parts = row["overhead_ms"]
+    for part in ("intake_hop", "wait_before_lookup", "work_understand", "end_to_end"):
+        assert parts[part]["p50"] is not None, part
+    assert parts["model_understand"]["p50"] == 200.0
+    assert parts["publish_to_reply"]["p50"] > parts["work_understand"]["p50"] >= 200.0
+    cost = row["cost_per_ticket"]
+    assert cost["tickets"] == 40
+    assert cost["by_stage"]["understand"]["calls"] == 1.0
+    assert cost["total"]["calls"] == pytest.approx(row["calls_per_ticket"], abs=0.01)
+    assert cost["total"]["cost_usd"] > 0
     # Every ticket needs the understand and strategy calls, through the stand-in.
     assert row["calls_per_ticket"] >= 2
     assert row["model_calls_seen_by_standin"] >= 80
