@@ -155,6 +155,16 @@ class Settings(OrderSettings, ModelSettings):
         100,
         parse=integer(1),
     )
+    # A sender's refused tickets (another customer's session) kept as dead letters per minute.
+    refusals_per_minute: int = setting(
+        "BATON_REFUSALS_PER_MINUTE",
+        "refused tickets of one sender (tickets for a session that is not theirs) written as "
+        "`session_conflict` dead letters per minute and worker; the rest of the minute are "
+        "counted (`throttled`), not kept; 0 keeps all",
+        30,
+        parse=integer(0),
+        render=NUMBER,
+    )
     turn_timeout_s: float = setting(
         "BATON_TURN_TIMEOUT",
         "longest wait of a ticket for its session's previous ticket (seconds)",

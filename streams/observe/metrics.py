@@ -76,7 +76,8 @@ class PrometheusObserver:
         self.outputs = Counter(
             "baton_stage_outputs",
             "Stage results by outcome: ok, degraded, reused (a redelivered copy), invalid,"
-            " refused, failed, flooded (shed: the session's queue was full).",
+            " refused, throttled (a refusal past its sender's budget), failed, flooded (shed: the"
+            " session's queue was full).",
             ["stage", "outcome"],
             registry=r,
         )

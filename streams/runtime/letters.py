@@ -13,12 +13,14 @@ from schemas.records import DeadLetter, Reply, StageName, Ticket
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe.observer import Observer
+from streams.observe.shown import shown
 from streams.runtime import dead_letters, handoffs, ownership, replies
 from streams.runtime.batons import BatonStore
 from streams.runtime.connect_letters import connect_record
 from streams.runtime.dead_letters import Source
 from streams.runtime.index import CustomerIndex
 from streams.runtime.redelivery import Redelivery
+from streams.runtime.refusals import Refusals
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.sink import Sink
 from streams.settings import Settings
@@ -42,6 +44,7 @@ class Letters:
     redelivery: Redelivery
     desk: handoffs.Desk
     index: CustomerIndex
+    refusals: Refusals
 
     def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
         """Drop a record of an erased customer written before the erasure: no dead letter (it
@@ -69,11 +72,28 @@ class Letters:
     async def _refuse(
         self, record: StageRecord, stage: StageName, problem: str, source: Source
     ) -> None:
-        """Dead-letter a ticket that may not use its session: no reply, no baton touched."""
+        """Dead-letter a ticket that may not use its session: no reply, no baton touched.
+
+        Past its sender's budget of refusals for the minute (``BATON_REFUSALS_PER_MINUTE``) the
+        ticket is only counted: a sender probing sessions cannot flood the dead-letter topic.
+        """
         ticket = record.ticket
-        await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
+        sender = ownership.sender(ticket)
+        if self.refusals.keep(sender):
+            await self.dead_letter(dead_letters.conflict(stage, ticket, problem, source), source)
+            outcome = "refused"
+        else:
+            if self.refusals.dropped(sender) == 1:
+                log.warning(
+                    "%s: sender %s was refused %d times within a minute; its further refused "
+                    "tickets this minute are counted, not dead-lettered",
+                    stage,
+                    shown(sender),
+                    self.refusals.per_minute,
+                )
+            outcome = "throttled"
         self.gate.leave(ticket.session_id, ticket.ticket_id)
-        self.observer.stage_done(stage, "refused", 0.0)
+        self.observer.stage_done(stage, outcome, 0.0)
 
     async def _fail_ticket(
         self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source

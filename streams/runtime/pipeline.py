@@ -44,6 +44,7 @@ from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
 from streams.runtime.intake import Intake
 from streams.runtime.redelivery import Redelivery, own_entry
+from streams.runtime.refusals import Refusals
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Headers, SignedSink, Signer
 from streams.runtime.sink import FramingSink, Sink, TracedSink
@@ -103,6 +104,7 @@ class Pipeline(Intake):
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
+        self.refusals = Refusals(self.settings.refusals_per_minute)
         # People's decisions (support.decisions): applied between the session's tickets.
         self.people = decisions.Decisions(
             self.topics.decisions,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import base64
+import functools
 import importlib
 import json
 import re
 import sys
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from fnmatch import fnmatch
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,17 +93,33 @@ def healthcheck_cmd(service: Mapping[str, Any]) -> str:
 
 
 def settings_load() -> Any:
-    """``streams.settings.load``, importable whether or not baton is installed."""
+    """``streams.settings.load`` on an environment where the compose key file is a real one
+    (the generated key stands in), importable whether or not baton is installed."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return importlib.import_module("streams.settings").load
+    load = importlib.import_module("streams.settings").load
+
+    def with_key(env: Mapping[str, str] | None = None, **overrides: Any) -> Any:
+        env = dict(env or {})
+        if env.get("BATON_SIGNING_KEYS_FILE") == "/keys/signing":
+            env["BATON_SIGNING_KEYS_FILE"] = str(_key_file())
+        return load(env, **overrides)
+
+    return with_key
+
+
+@functools.cache
+def _key_file() -> Path:
+    """A file holding a key as the compose ``keys`` service writes it."""
+    path = Path(tempfile.mkdtemp()) / "signing"
+    path.write_text("k1:" + "ab" * 32)
+    return path
 
 
 def resolved_worker_env(services: Mapping[str, Any], **host_env: str) -> dict[str, str]:
     host = {
         "BATON_WEB_TOKEN": "t0ken",
         "POSTGRES_PASSWORD": "pg-pass",
-        "BATON_SIGNING_SECRET": "a-signing-secret-of-32-characters",
         **host_env,
     }
     return {k: interpolate(v, host) for k, v in env_of(services["worker"]).items()}
@@ -212,7 +231,11 @@ def test_brokers_and_postgres_have_healthchecks(services: dict[str, Any]) -> Non
 
 
 def test_every_long_running_service_has_a_healthcheck(services: dict[str, Any]) -> None:
-    running = {name for name, service in services.items() if not service.get("profiles")}
+    running = {
+        name
+        for name, service in services.items()
+        if not service.get("profiles") and service.get("restart") != "no"
+    }
     # Grafana's image is not checked here: nothing waits on it.
     assert running - {"grafana"} == {*KAFKA_SERVICES, "postgres", "worker", "prometheus"}
     for name in running - {"grafana"}:
@@ -320,12 +343,31 @@ def test_worker_web_token_is_required(services: dict[str, Any]) -> None:
     assert interpolate(token, {"BATON_WEB_TOKEN": "abc"}) == "abc"
 
 
-def test_workers_sign_with_a_required_key(services: dict[str, Any]) -> None:
-    keys = env_of(services["worker"])["BATON_SIGNING_KEYS"]
-    with pytest.raises(LookupError):
-        interpolate(keys, {})
-    settings = settings_load()(resolved_worker_env(services))
-    assert settings.signing_keys == (("k1", "a-signing-secret-of-32-characters"),)
+def test_workers_sign_with_the_key_compose_generates(
+    services: dict[str, Any], tmp_path: Path
+) -> None:
+    keys = services["keys"]
+    assert keys.get("restart") == "no" and keys["image"] == services["worker"]["image"]
+    assert named_volume_mounts(keys) == {"/keys": "baton-keys"}
+    # The one-shot script, run here against a folder standing in for the volume: it writes a
+    # random key once and keeps it on the next `up`.
+    script = keys["command"][0].replace("/keys/signing", str(tmp_path / "signing"))
+    script = script.replace("os.chown(path, 10001, 10001)", "pass")
+    exec(compile(script, "keys", "exec"), {})
+    first = (tmp_path / "signing").read_text()
+    exec(compile(script, "keys", "exec"), {})
+    assert (tmp_path / "signing").read_text() == first
+    assert re.fullmatch(r"k1:[0-9a-f]{64}", first)
+    for name in ("worker", "orders-import"):
+        service = services[name]
+        assert env_of(service)["BATON_SIGNING_KEYS_FILE"] == "/keys/signing", name
+        assert "BATON_SIGNING_KEYS" not in env_of(service), name
+        assert "baton-keys:/keys:ro" in service["volumes"], name
+        assert service["depends_on"]["keys"]["condition"] == "service_completed_successfully"
+    env = resolved_worker_env(services)
+    env["BATON_SIGNING_KEYS_FILE"] = str(tmp_path / "signing")
+    settings = settings_load()(env)
+    assert settings.signing_keys == (("k1", first.removeprefix("k1:")),)
     assert not settings.allow_unsigned
 
 
@@ -352,7 +394,7 @@ def test_worker_waits_for_healthy_brokers_and_postgres(services: dict[str, Any])
 
 
 def test_worker_data_volume(services: dict[str, Any]) -> None:
-    assert named_volume_mounts(services["worker"]) == {"/data": "baton-data"}
+    assert named_volume_mounts(services["worker"]) == {"/data": "baton-data", "/keys": "baton-keys"}
 
 
 # --- prometheus and grafana ----------------------------------------------------------------
@@ -425,7 +467,7 @@ def test_orders_import_is_a_one_shot_tool(services: dict[str, Any]) -> None:
     assert tool.get("restart", "no") == "no"
     assert tool["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert env_of(tool)["BATON_ORDERS_DSN"] == env_of(worker)["BATON_ORDERS_DSN"]
-    assert named_volume_mounts(tool) == {"/data": "baton-data"}
+    assert named_volume_mounts(tool) == {"/data": "baton-data", "/keys": "baton-keys"}
 
 
 def test_only_tools_are_behind_profiles(services: dict[str, Any]) -> None:

@@ -23,7 +23,6 @@ CLUSTER = {
     "BATON_KAFKA_PASSWORD": "s3cret-password",
     "BATON_WEB_TOKEN": "t0ken",
     "POSTGRES_PASSWORD": "pg-pass",
-    "BATON_SIGNING_SECRET": "a-signing-secret-of-32-characters",
 }
 
 
@@ -90,12 +89,15 @@ def started_by_default(services: dict[str, Any]) -> set[str]:
 
 
 def test_no_broker_starts_and_nothing_waits_for_one(merged: dict[str, Any]) -> None:
-    assert started_by_default(merged) == {"worker", "postgres", "prometheus", "grafana"}
+    assert started_by_default(merged) == {"keys", "worker", "postgres", "prometheus", "grafana"}
     for name in KAFKA:
         assert merged[name]["profiles"] == ["local-kafka"]
     for name in started_by_default(merged):
         assert not set(merged[name].get("depends_on") or {}) & set(KAFKA), name
-    assert merged["worker"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert merged["worker"]["depends_on"] == {
+        "keys": {"condition": "service_completed_successfully"},
+        "postgres": {"condition": "service_healthy"},
+    }
     assert merged["grafana"]["depends_on"] == {"prometheus": {"condition": "service_healthy"}}
 
 

@@ -13,7 +13,16 @@ from streams.runtime import erasure
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import C1_ORDERS, order, ticket
-from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
+from tests.fixtures.pipelines import (
+    baton_of,
+    counts,
+    dead_letters,
+    in_memory,
+    names,
+    run,
+    sink,
+    state,
+)
 from tests.fixtures.stores import sqlite_store
 
 HEADPHONES = "Sony WH-1000XM6 Headphones"
@@ -188,3 +197,23 @@ async def test_an_intruder_is_refused_before_the_sessions_turn_and_filed_under_t
     assert not shared.refuses("understand", dumps(own), Source(n.sessions, 0, 1))
     assert not shared.refuses("understand", b"{}", Source(), erasure.headers())
     assert not shared.refuses("understand", b"{not json", Source())
+
+
+async def test_a_sender_probing_sessions_fills_the_dead_letters_only_up_to_its_budget(
+    tmp_path: Path,
+) -> None:
+    orders = [*C1_ORDERS, order("O-9", customer="C2", product_name=HEADPHONES, amount=349.0)]
+    async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
+        p = in_memory(store, refusals_per_minute=3)
+        await run(p, ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
+        for i in range(5):
+            await run(p, ticket(f"b{i}", "What did I ask about?", customer="C2"))
+        # Another sender keeps its own budget: its first refusal is kept.
+        await run(p, ticket("g1", "Which order is it?", customer="C3"))
+        kept = [dl.ticket.ticket_id for dl in dead_letters(p) if dl.ticket is not None]
+        assert kept == ["b0", "b1", "b2", "g1"]
+        assert counts(p)["done.understand.throttled"] == 2
+        assert counts(p)["done.understand.refused"] == 4
+        # The owner's session is untouched and still answered.
+        replies = await run(p, ticket("a2", "Any news on it?", customer="C1"))
+        assert [r.ticket_id for r in replies] == ["a1", "a2"]
