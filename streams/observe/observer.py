@@ -18,7 +18,8 @@ class Observer(Protocol):
 
     def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
         """``outcome``: ok, degraded, reused (a redelivered copy), invalid, refused, throttled
-        (a refusal past its sender's budget), failed, flooded or taken_over (a person has the session: no agent ran)."""
+        (a refusal past its sender's budget), failed, flooded or taken_over (a person has the
+        session: no agent ran)."""
         ...
 
     def dead_letter(self, stage: str, reason: str) -> None: ...
