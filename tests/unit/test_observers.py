@@ -95,6 +95,7 @@ def test_an_observer_that_raises_never_reaches_the_ticket(
     [
         ("A stage", "examples/stages/priority.py"),
         ("An observer", "examples/observers/attention.py"),
+        ("Testing it in memory", "examples/stages/priority_check.py"),
     ],
 )
 def test_the_guides_examples_are_the_shipped_files(heading: str, example: str) -> None:
