@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import urllib.request
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from examples.stages.priority import PRIORITY
 from schemas import StageRecord
+from streams.cli.main import dispatch
 from streams.debug.trace import collect, render
 from streams.runtime import Chain
 from tests.fixtures.data import ORDERS, ticket_record
@@ -81,7 +83,7 @@ async def test_the_priority_stage_runs_between_understand_and_lookup(
 
 @pytest.mark.one_broker
 async def test_baton_worker_and_baton_trace_run_the_stage_the_settings_name(
-    deployment: Deployment,
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     deployment.import_orders(ORDERS)
     named = {"BATON_STAGES": "examples.stages.priority:PRIORITY"}
@@ -94,9 +96,18 @@ async def test_baton_worker_and_baton_trace_run_the_stage_the_settings_name(
     data = await asyncio.to_thread(dashboard, worker.web_port)
     assert [s["stage"] for s in data["stages"]][:3] == ["intake", "understand", "priority"]
 
-    done = await asyncio.to_thread(deployment.baton, "trace", f"{p}-s1", "--json", **named)
-    assert done.returncode == 0, done.stderr.decode()
-    doc = json.loads(done.stdout)
+    # `baton trace` as the command runs it (in this process: a second interpreter would cost
+    # seconds), with the deployment's settings and nothing else.
+    env = deployment.env(**named)
+    for name in [n for n in os.environ if n.startswith(("BATON_", "ANTHROPIC_"))]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        if name.startswith(("BATON_", "ANTHROPIC_")):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(deployment.data_dir)
+    capsys.readouterr()
+    assert await asyncio.to_thread(dispatch, ["trace", f"{p}-s1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
     (entry,) = doc["tickets"]
     assert list(entry["stages"])[:3] == ["intake", "understand", "priority"]
     assert entry["stages"]["priority"]["priority"]["level"] == "urgent"
