@@ -3,6 +3,7 @@
 One module and one registration, without editing baton. Its result travels in the stage
 records under ``priority``, reaches the reply (``Reply.stages["priority"]``) and the dashboard.
 
+    BATON_STAGES=examples.stages.priority:PRIORITY baton worker    # registered in the settings
     python examples/stages/priority.py        # a worker with this stage (else as `baton worker`)
 
 With a model, the stage asks it with ``PROMPT``; with the offline model (or when the model
@@ -75,7 +76,8 @@ PRIORITY = stage(
     prompt=PROMPT,
     offline=tag,
 )
-"""The registration: ``worker.run(settings, stages=[PRIORITY])``, or ``create_app``'s."""
+"""The registration: ``BATON_STAGES=examples.stages.priority:PRIORITY``, or in code
+``worker.run(settings, stages=[PRIORITY])`` (``create_app`` takes the same)."""
 
 
 def main() -> int:

@@ -25,6 +25,7 @@ from streams.kafka.topics import (
     topic_configs,
 )
 from streams.runtime import erasure
+from streams.runtime.own_stages import configured_chain
 from streams.runtime.signing import Signer
 from streams.settings import Settings
 
@@ -151,8 +152,9 @@ def _marked(raw: bytes | None, request: Erasure) -> bool:
 
 
 def retention(settings: Settings) -> dict[str, float]:
-    """Days each topic may still hold the customer's records (changelogs: until compacted)."""
-    topics = [*TopicNames.of(settings).all(), *changelogs(settings)]
+    """Days each topic may still hold the customer's records (changelogs: until compacted);
+    the topics of the shop's own stages (``BATON_STAGES``) included."""
+    topics = [*TopicNames.of(settings, configured_chain(settings)).all(), *changelogs(settings)]
     days = {}
     for t in topics:
         config = topic_configs(settings, t)

@@ -61,6 +61,16 @@ def _policy(settings: Settings) -> list[tuple[str, str, str]]:
     return lines
 
 
+def _stages(settings: Settings) -> tuple[str, str, str]:
+    from streams.runtime.own_stages import configured_chain
+
+    try:
+        chain = configured_chain(settings)
+    except SettingsError as exc:
+        return (FAIL, "stages", str(exc))
+    return (OK, "stages", " -> ".join(chain.names))
+
+
 def _orders(settings: Settings, timeout: float) -> tuple[str, str, str]:
     from agents.dsn import mask_url
     from agents.orders.source import StoreUnavailable
@@ -125,6 +135,7 @@ def check(config: Path | None, timeout: float, load: Callable[..., Settings]) ->
         return 1
     lines = [(OK, "settings", _sources(config))]
     lines += _policy(settings)
+    lines.append(_stages(settings))
     lines.append(_orders(settings, timeout))
     lines.append(_broker(settings, timeout))
     lines.append(_model(settings))

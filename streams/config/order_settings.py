@@ -1,4 +1,4 @@
-"""The shop settings: its policy file and where its orders are read."""
+"""The shop settings: its policy file, its own stages and where its orders are read."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ NUMBER = render_number
 
 @dataclass(frozen=True)
 class OrderSettings:
-    """The shop's policy and order source."""
+    """The shop's policy, its own stages and its order source."""
 
     orders_dsn: str = setting(
         "BATON_ORDERS_DSN",
@@ -52,6 +52,18 @@ class OrderSettings:
         parse=v.languages,
         render=",".join,
         shown="the policy's `[shop] languages`",
+    )
+    # module:attribute of each stage of the shop's own, in the order they are inserted; each
+    # Stage says where it goes (its ``after``). Loaded when a worker or a command starts.
+    stages: tuple[str, ...] = setting(
+        "BATON_STAGES",
+        "stages of your own, `module:attribute` separated by commas (a list in `baton.toml`): "
+        "each a `Stage`, or a factory called with the settings that returns one, inserted "
+        "after the stage its `after` names ([a stage](extending.md#a-stage))",
+        (),
+        parse=v.stage_refs,
+        render=",".join,
+        shown="none (the built-in chain)",
     )
     # module:factory of an order source of the operator's own; empty: chosen by orders_dsn.
     orders_source: str = setting(

@@ -171,6 +171,34 @@ def policy_file(name: str, raw: str) -> Path | None:
     return path
 
 
+_STAGE_REF = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
+
+def stage_refs(name: str, raw: str) -> tuple[str, ...]:
+    """``module:attribute`` references separated by commas, or a JSON list of them (what a
+    list in ``baton.toml`` arrives as); only their form is checked here, they are loaded at
+    start."""
+    text = raw.strip()
+    items: object = text.split(",")
+    if text.startswith("["):
+        try:
+            items = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise SettingsError(f"{name} must be a list of module:attribute strings")
+    assert isinstance(items, list)
+    refs = tuple(ref for ref in (i.strip() for i in items) if ref)
+    for at, ref in enumerate(refs):
+        if not _STAGE_REF.fullmatch(ref):
+            raise SettingsError(
+                f"{name}: {cut(ref)} is not module:attribute (for instance my_shop.stages:TAGGER)"
+            )
+        if ref in refs[:at]:
+            raise SettingsError(f"{name}: {ref} is given twice")
+    return refs
+
+
 def read_topic_names(env: Mapping[str, str], done: Mapping[str, Any]) -> dict[str, str]:
     """The ``BATON_TOPIC_<ROLE>`` names given, by default name."""
     return {

@@ -355,9 +355,16 @@ def render(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-async def collect(settings: Settings, session_id: str, chain: Chain = BUILTIN) -> dict[str, Any]:
-    """Read the session's topics (``chain``'s) and build its trace."""
+async def collect(
+    settings: Settings, session_id: str, chain: Chain | None = None
+) -> dict[str, Any]:
+    """Read the session's topics (``chain``'s; None: the one ``BATON_STAGES`` names) and
+    build its trace."""
     from streams.kafka.reader import read_topics
+    from streams.runtime.own_stages import configured_chain
+
+    if chain is None:
+        chain = configured_chain(settings)
 
     names = TopicNames.of(settings, chain)
     changelog = changelog_topic(settings)

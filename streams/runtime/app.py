@@ -27,6 +27,7 @@ from streams.observe.tracing import TracingObserver
 from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.dead_letters import Source
 from streams.runtime.faust_io import FaustSink, FaustState
+from streams.runtime.own_stages import chain_for
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
 from streams.runtime.scheduler import SessionGate, SessionScheduler
@@ -158,13 +159,14 @@ def create_app(
 
     ``llm`` and ``orders`` replace the model and the order source the settings name (a source
     given is the caller's to close); ``stages`` is the chain (a ``Chain``, or stages of the
-    shop's own, each with its ``after``, inserted into the built-in one); ``observers`` hear
-    every event besides baton's own (metrics, logs, traces, the dashboard).
+    shop's own, each with its ``after``, inserted into the built-in one; None: the one
+    ``BATON_STAGES`` names); ``observers`` hear every event besides baton's own (metrics,
+    logs, traces, the dashboard).
     """
     from streams.runtime.llms import build_llm
     from streams.runtime.orders import build_source
 
-    chain = Chain.of(stages)
+    chain = chain_for(settings, stages)
     if llm is None:
         llm = build_llm(settings)
     app = faust.App(settings.app_id, **faust_settings(settings))

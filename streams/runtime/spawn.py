@@ -12,6 +12,7 @@ from pathlib import Path
 from schemas.records import Reply
 from streams import processes
 from streams.kafka.embedded import free_port
+from streams.runtime.own_stages import configured_chain
 from streams.settings import Settings
 
 WorkerProcess = subprocess.Popen[bytes]
@@ -36,8 +37,12 @@ def spawn_worker(settings: Settings, log_path: Path) -> WorkerProcess:
     appending its output to ``log_path``.
 
     A command's own worker (demo, eval, replay, bench) runs in a namespace of its own: without
-    signing keys it runs unsigned rather than refusing to start.
+    signing keys it runs unsigned rather than refusing to start. It runs the chain the
+    settings name (``BATON_STAGES`` goes to it with the others), checked here first.
     """
+    # The child loads BATON_STAGES again: a stage that cannot be loaded is said here, in one
+    # line, rather than in the child's log.
+    configured_chain(settings)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     own = settings.with_(web_port=free_port(), allow_unsigned=True)
     with log_path.open("ab") as log:

@@ -81,16 +81,19 @@ def run(
 ) -> None:
     """Run one worker in the foreground until interrupted; the arguments are
     ``create_app``'s (``llm`` and ``orders`` replace what the settings name, ``stages`` is the
-    chain or stages of the shop's own, ``observers`` hear every event)."""
+    chain or stages of the shop's own, replacing ``BATON_STAGES``'s, ``observers`` hear every
+    event)."""
     import faust
 
     from streams.kafka.topics import ensure_topics
     from streams.observe.logs import faust_loglevel, logging_config
     from streams.runtime.app import close_on_shutdown, create_app
-    from streams.runtime.chain import Chain
+    from streams.runtime.own_stages import chain_for
     from streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
+    # The stages of the shop's own are imported first: one that cannot be is one line.
+    chain = chain_for(settings, stages)
     # A source set up wrongly is one line before anything else starts.
     built = orders is None
     if orders is None:
@@ -104,7 +107,6 @@ def run(
     if llm is None:
         llm = build_llm(settings)
     cluster = asyncio.run(probe_broker(settings))
-    chain = Chain.of(stages)
     asyncio.run(ensure_topics(settings, chain))
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     if cluster == TANSU_CLUSTER_ID and not settings.embedded_broker:

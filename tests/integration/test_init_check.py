@@ -32,6 +32,7 @@ def test_init_then_check_passes_on_a_running_broker(tmp_path: Path, broker: Brok
         "ok   cache",
         "ok   cache",
         "ok   cache",
+        "ok   stages",
         "ok   orders",
         "ok   broker",
         "ok   model",

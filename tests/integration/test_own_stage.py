@@ -1,17 +1,21 @@
 """The shipped stage of the shop's own (examples/stages/priority.py) in a worker built in code,
-on both brokers: its own topic, its result in the replies, the trace and the dashboard."""
+on both brokers: its own topic, its result in the replies, the trace and the dashboard; and
+named in ``BATON_STAGES``, run by ``baton worker`` and traced by ``baton trace``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import urllib.request
+from typing import Any
 
 import pytest
 
 from examples.stages.priority import PRIORITY
 from schemas import StageRecord
-from streams.debug.trace import collect
+from streams.cli.main import dispatch
+from streams.debug.trace import collect, render
 from streams.runtime import Chain
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
@@ -20,6 +24,14 @@ from tests.fixtures.paths import ROOT
 pytestmark = pytest.mark.integration
 
 EXAMPLE = ROOT / "examples" / "stages" / "priority.py"
+
+
+def dashboard(web_port: int) -> dict[str, Any]:
+    """The worker's dashboard data, as its page reads it."""
+    url = f"http://127.0.0.1:{web_port}/dashboard/data.json"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        data: dict[str, Any] = json.loads(answer.read())
+    return data
 
 
 async def test_the_priority_stage_runs_between_understand_and_lookup(
@@ -58,13 +70,7 @@ async def test_the_priority_stage_runs_between_understand_and_lookup(
     assert entry["stages"]["priority"]["priority"]["level"] == "urgent"
     assert any(e["kind"] == "priority" and "level urgent" in e["decision"] for e in doc["events"])
 
-    url = f"http://127.0.0.1:{worker.web_port}/dashboard/data.json"
-
-    def fetch() -> bytes:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return bytes(answer.read())
-
-    data = json.loads(await asyncio.to_thread(fetch))
+    data = await asyncio.to_thread(dashboard, worker.web_port)
     assert [s["stage"] for s in data["stages"]][:5] == [
         "intake",
         "understand",
@@ -73,3 +79,37 @@ async def test_the_priority_stage_runs_between_understand_and_lookup(
         "strategy",
     ]
     assert {t["results"]["priority"]["level"] for t in data["tickets"]} == {"urgent", "high"}
+
+
+@pytest.mark.one_broker
+async def test_baton_worker_and_baton_trace_run_the_stage_the_settings_name(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployment.import_orders(ORDERS)
+    named = {"BATON_STAGES": "examples.stages.priority:PRIORITY"}
+    worker = deployment.start_worker(BATON_LLM="offline", **named)
+    p = deployment.namespace
+    text = "My kettle is leaking!! Unacceptable, refund now."
+    await deployment.publish_tickets([ticket_record(f"{p}-1", f"{p}-s1", "c-ana", text)])
+    (reply,) = await deployment.replies(1)
+    assert reply.order_id == "O-1001" and reply.stages["priority"]["level"] == "urgent"
+    data = await asyncio.to_thread(dashboard, worker.web_port)
+    assert [s["stage"] for s in data["stages"]][:3] == ["intake", "understand", "priority"]
+
+    # `baton trace` as the command runs it (in this process: a second interpreter would cost
+    # seconds), with the deployment's settings and nothing else.
+    env = deployment.env(**named)
+    for name in [n for n in os.environ if n.startswith(("BATON_", "ANTHROPIC_"))]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        if name.startswith(("BATON_", "ANTHROPIC_")):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(deployment.data_dir)
+    capsys.readouterr()
+    assert await asyncio.to_thread(dispatch, ["trace", f"{p}-s1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (entry,) = doc["tickets"]
+    assert list(entry["stages"])[:3] == ["intake", "understand", "priority"]
+    assert entry["stages"]["priority"]["priority"]["level"] == "urgent"
+    # Its timeline, as `baton trace` without --json prints it, names the stage's decision.
+    assert any("priority" in line and "level urgent" in line for line in render(doc))

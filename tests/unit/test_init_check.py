@@ -124,11 +124,13 @@ def test_check_prints_one_line_per_check_and_fails_on_a_failure(
         "handbook": "ok",
         "tone": "ok",
         "cache": "ok",
+        "stages": "ok",
         "orders": "ok",
         "broker": "FAIL",
         "model": "FAIL",
     }, out
     assert "FAIL model: BATON_LLM=anthropic needs ANTHROPIC_API_KEY (or its _FILE)" in out
+    assert "ok   stages: understand -> lookup -> strategy" in out
     # A bad setting is the one line check prints, naming the file and key.
     (tmp_path / "baton.toml").write_text('web_port = "soon"\n', "utf-8")
     assert main(["check"]) == 1
