@@ -26,6 +26,7 @@ from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from streams.observe.tracing import TracingObserver
 from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.dead_letters import Source
+from streams.runtime.clocks import ClockGauges
 from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
@@ -215,6 +216,7 @@ def create_app(
         schema_ids=schema_ids,
         chain=chain,
     )
+    metrics.registry.register(ClockGauges(pipeline.clocks))  # open tickets by age, past due
     web.register(app, settings, metrics, recent)
 
     @app.agent(sink.topics[names.memory_index], name="index")
