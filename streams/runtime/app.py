@@ -25,8 +25,8 @@ from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from streams.observe.tracing import TracingObserver
 from streams.runtime.chain import BUILTIN, Chain
-from streams.runtime.dead_letters import Source
 from streams.runtime.clocks import ClockGauges
+from streams.runtime.dead_letters import Source
 from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
