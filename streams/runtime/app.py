@@ -217,6 +217,11 @@ def create_app(
         chain=chain,
     )
     metrics.registry.register(ClockGauges(pipeline.clocks))  # open tickets by age, past due
+
+    async def stop_clocks(sender: Any, /, *_: Any, signal: Any, **__: Any) -> None:
+        pipeline.clocks.close()
+
+    app.on_before_shutdown.connect(stop_clocks, weak=False)
     web.register(app, settings, metrics, recent)
 
     @app.agent(sink.topics[names.memory_index], name="index")

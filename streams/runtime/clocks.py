@@ -115,6 +115,13 @@ class Clocks:
             with contextlib.suppress(Exception):
                 await asyncio.shield(clock.sending)
 
+    def close(self) -> None:
+        """Stop every clock (the worker shuts down; a restarted one starts them again)."""
+        for clock in self.open.values():
+            if clock.timer is not None:
+                clock.timer.cancel()
+        self.open.clear()
+
     async def _fire(self, record: StageRecord, delay: float) -> None:
         await asyncio.sleep(delay)
         ticket = record.ticket
