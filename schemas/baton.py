@@ -115,6 +115,11 @@ class Baton(BaseModel):
     chain_summary: str = Field(default="", description="Summary of older, folded decisions.")
     flags: list[str] = Field(default_factory=list, description="Attention flags for later stages.")
     answered: list[str] = Field(default_factory=list, description="Recently answered ticket ids.")
+    holding: list[str] = Field(
+        default_factory=list,
+        description="Tickets not answered yet that got their holding reply (recorded before it "
+        "is sent, so it is sent at most once).",
+    )
     in_flight: InFlight | None = Field(
         default=None,
         description="The stage result of the ticket in flight; none once it is answered.",

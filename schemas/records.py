@@ -21,7 +21,7 @@ from pydantic import (
 SCHEMA_VERSION = 1
 MAX_TEXT_CHARS = 20_000
 
-ReplyStatus = Literal["answered", "degraded", "handoff", "taken_over"]
+ReplyStatus = Literal["answered", "degraded", "handoff", "taken_over", "holding"]
 OrderStatus = Literal[
     "pending", "paid", "shipped", "delivered", "cancelled", "refunded", "returned", "lost"
 ]
@@ -329,8 +329,10 @@ class Reply(BaseModel):
     session_id: str
     customer_id: str | None
     status: ReplyStatus = Field(
-        description="answered, degraded (fallback path), handoff, or taken_over (a person has "
-        "the session: no agent answered, the reply text is empty)."
+        description="answered, degraded (fallback path), handoff, taken_over (a person has "
+        "the session: no agent answered, the reply text is empty), or holding (the ticket's "
+        "first-reply deadline passed: a fixed text that promises nothing, sent at most once; "
+        "the ticket's own reply follows and is the one that counts)."
     )
     reply: str = Field(description="Customer-facing text.")
     solution: str = Field(description="What will be done.")

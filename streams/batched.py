@@ -96,7 +96,8 @@ async def answer_in_batches(
     """Every ticket of every group through the pipeline, a group after the previous one ended
     (the eval's phases; replay has one group), each wave's stages as batches."""
     pipeline = Pipeline(
-        settings=settings.with_(signing_keys=()),
+        # Nobody waits on a replay or an evaluation: no holding replies.
+        settings=settings.with_(signing_keys=(), first_reply_deadline_s=0.0),
         llm=llm,
         store=store,
         sink=MemorySink(),

@@ -77,12 +77,15 @@ class Output:
     value: bytes
 
 
-Identify = Callable[[bytes], tuple[str, str]]
+# None: a record that is no ticket's output (a holding reply), not collected.
+Identify = Callable[[bytes], tuple[str, str] | None]
 
 
-def reply_ids(value: bytes) -> tuple[str, str]:
-    """Session and ticket of a ``Reply``."""
+def reply_ids(value: bytes) -> tuple[str, str] | None:
+    """Session and ticket of a ``Reply``; None for a holding reply (the ticket's own follows)."""
     data = orjson.loads(value)
+    if data.get("status") == "holding":
+        return None
     return str(data["session_id"]), str(data["ticket_id"])
 
 
@@ -130,7 +133,10 @@ class Collector:
                 new = 0
                 for records in batch.values():
                     for r in records:
-                        session, ticket = self.identify(r.value or b"")
+                        ids = self.identify(r.value or b"")
+                        if ids is None:
+                            continue
+                        session, ticket = ids
                         produced = r.timestamp / 1000 if r.timestamp and r.timestamp > 0 else now
                         self.outputs.append(
                             Output(session, ticket, r.partition, produced, now, r.value or b"")

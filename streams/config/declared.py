@@ -33,6 +33,7 @@ from streams.config.spec import (
     positive,
     render_flag,
     render_number,
+    seconds_or_off,
     setting,
     spec_of,
 )
@@ -170,6 +171,16 @@ class Settings(OrderSettings, ModelSettings):
         "longest wait of a ticket for its session's previous ticket (seconds)",
         300.0,
         parse=positive,
+        render=NUMBER,
+    )
+    # The agents' clock: 20 s is past a healthy chain's slowest reply and well inside the
+    # ticket's time budget, so a customer only hears "still working" when the model is slow.
+    first_reply_deadline_s: float = setting(
+        "BATON_FIRST_REPLY_DEADLINE",
+        "seconds after the customer wrote before a ticket not answered yet gets one holding "
+        "reply (status `holding`, a fixed text); 0 turns it off",
+        20.0,
+        parse=seconds_or_off,
         render=NUMBER,
     )
     # The desk's SLA: a hand-off packet's deadline is this long after the customer wrote.

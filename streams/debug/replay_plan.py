@@ -128,14 +128,16 @@ def select(messages: Iterable[Message], selection: Selection) -> Selected:
 
 
 def first_replies(messages: Iterable[Message]) -> dict[str, Reply]:
-    """The first reply of every ticket in a replies topic (unreadable records are skipped)."""
+    """The first reply of every ticket in a replies topic (unreadable records and holding
+    replies are skipped)."""
     out: dict[str, Reply] = {}
     for m in messages:
         try:
             reply = Reply.model_validate_json(m.value or b"")
         except ValidationError:
             continue
-        out.setdefault(reply.ticket_id, reply)
+        if reply.status != "holding":  # a slow ticket's holding reply is not its reply
+            out.setdefault(reply.ticket_id, reply)
     return out
 
 

@@ -25,6 +25,7 @@ from streams.observe.metrics import PrometheusObserver
 from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from streams.observe.tracing import TracingObserver
 from streams.runtime.chain import BUILTIN, Chain
+from streams.runtime.clocks import ClockGauges
 from streams.runtime.dead_letters import Source
 from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.own_stages import chain_for
@@ -217,6 +218,12 @@ def create_app(
         schema_ids=schema_ids,
         chain=chain,
     )
+    metrics.registry.register(ClockGauges(pipeline.clocks))  # open tickets by age, past due
+
+    async def stop_clocks(sender: Any, /, *_: Any, signal: Any, **__: Any) -> None:
+        pipeline.clocks.close()
+
+    app.on_before_shutdown.connect(stop_clocks, weak=False)
     web.register(app, settings, metrics, recent)
 
     @app.agent(sink.topics[names.memory_index], name="index")

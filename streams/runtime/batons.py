@@ -10,6 +10,7 @@ from typing import Protocol
 from agents import memory
 from schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary
 from schemas.codec import dumps
+from streams.runtime import holding
 
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
 # much): a stage reads its session's baton several times in a row.
@@ -93,10 +94,12 @@ class BatonStore:
 
     def save(self, baton: Baton) -> None:
         """Write the baton; its changelog record goes out with the next flush."""
+        baton = holding.carry(self.get(baton.session_id), baton)
         self.state.batons.put(baton.session_id, dumps(baton))
 
     async def save_durably(self, baton: Baton) -> None:
         """Write the baton and wait for its changelog record's acknowledgement."""
+        baton = holding.carry(self.get(baton.session_id), baton)
         await self.state.batons.put_durably(baton.session_id, dumps(baton))
 
     def delete(self, session_id: str) -> None:

@@ -40,6 +40,7 @@ from streams.runtime.admission import Admission
 from streams.runtime.batons import BatonStore, State
 from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.chain import BUILTIN, Chain
+from streams.runtime.clocks import Clocks
 from streams.runtime.dead_letters import Source, read_as
 from streams.runtime.index import CustomerIndex
 from streams.runtime.intake import Intake
@@ -91,6 +92,13 @@ class Pipeline(Intake):
         self.out = SignedSink(
             TracedSink(self.raw), self.signer, frozenset({*internal, self.topics.memory_index})
         )
+        self.clocks = Clocks(
+            self.settings.first_reply_deadline_s,
+            self.batons,
+            self.out,
+            self.topics.replies,
+            self.policy.languages,
+        )
         self.redelivery = Redelivery(
             self.batons,
             self.out,
@@ -99,6 +107,7 @@ class Pipeline(Intake):
             self.topics.replies,
             self.topics.handoffs,
             self.chain,
+            self.clocks.answering,
         )
         self.desk = handoffs.Desk(self.batons, self.settings.handoff_deadline_s, self.policy)
         self.index = CustomerIndex(
@@ -176,6 +185,7 @@ class Pipeline(Intake):
             if (problem := ownership.conflict(held, ticket)) is not None:
                 await self._refuse(record, stage, problem, source)
                 return
+            self.clocks.start(record)  # before the wait for its turn: the customer is waiting
             await self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
             )

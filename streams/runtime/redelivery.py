@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -39,6 +40,8 @@ class Redelivery:
     replies_topic: str
     handoffs_topic: str = ""
     chain: Chain = BUILTIN
+    # Awaited with the ticket id before its reply is sent (the first-reply clock stops).
+    answering: Callable[[str], Awaitable[None]] | None = None
 
     def entry(self, ticket: Ticket) -> InFlight | None:
         """The ticket's entry in flight, if its session's baton holds one."""
@@ -118,6 +121,8 @@ class Redelivery:
             handoff=handoff,
         )
         await self.batons.save_durably(baton.model_copy(update={"in_flight": pending}))
+        if self.answering is not None:
+            await self.answering(reply.ticket_id)
         await self.sink.send(self.replies_topic, reply.session_id, data)
         if handoff is not None:
             await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
@@ -131,11 +136,18 @@ class Redelivery:
         def is_it(value: bytes) -> bool:
             if marker not in value:
                 return False
-            # A person's decision may answer the same ticket: it is not the agents' reply.
+            # A person's decision may answer the same ticket, a holding reply precede it:
+            # neither is the agents' reply.
             found = Reply.model_validate_json(value)
-            return found.ticket_id == reply.ticket_id and found.decision_id is None
+            return (
+                found.ticket_id == reply.ticket_id
+                and found.decision_id is None
+                and found.status != "holding"
+            )
 
         since = entry.at - REPLY_SCAN_MARGIN
+        if self.answering is not None:
+            await self.answering(reply.ticket_id)
         if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):
             self.observer.stage_done(entry.stage, "reused", 0.0)
         else:

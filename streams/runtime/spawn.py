@@ -69,7 +69,8 @@ async def read_replies(
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Reply]:
     """Read ``topic`` from the beginning until every wanted ticket has a reply, ``timeout``
-    seconds pass or the worker exits; returns the first reply of every ticket read."""
+    seconds pass or the worker exits; returns the first reply of every ticket read (holding
+    replies left out)."""
     from streams.kafka.connect import new_consumer
 
     replies: dict[str, Reply] = {}
@@ -91,7 +92,8 @@ async def read_replies(
             for records in batch.values():
                 for r in records:
                     reply = Reply.model_validate_json(r.value)
-                    replies.setdefault(reply.ticket_id, reply)
+                    if reply.status != "holding":  # a slow ticket's holding reply: not its own
+                        replies.setdefault(reply.ticket_id, reply)
             if progress is not None:
                 progress(len(wanted & replies.keys()))
     finally:

@@ -151,6 +151,9 @@ async def test_dashboard_shows_what_metrics_report(
     assert number(shown["dead_letters.total"]) == total(samples, "baton_dead_letters_total")
     assert number(shown["model_calls"]) == total(samples, "baton_model_calls_total")
     assert number(shown["retries.total"]) == total(samples, "baton_model_retries_total") == 3
+    assert number(shown["holding"]) == total(samples, "baton_holding_replies_total")
+    assert number(shown["past_deadline"]) == total(samples, "baton_tickets_past_deadline") == 0
+    assert number(shown["open.total"]) == total(samples, "baton_open_tickets") == 0
     for kind in ("input", "output", "cache_read", "cache_write"):
         assert number(shown[f"tokens.{kind}"]) == total(
             samples, "baton_model_tokens_total", kind=kind

@@ -156,6 +156,11 @@ function render(data) {
   setKey("records_in.intake", fmtInt((t.records_in || {}).intake || 0));
   setKey("in_flight.total", fmtInt(sum(t.in_flight)));
   setKey("lag", fmtInt(t.lag));
+  const ages = t.open_by_age || {};
+  setKey("open.total", fmtInt(sum(ages)));
+  setKey("open.ages", Object.keys(ages).filter((k) => ages[k]).map((k) => k + ": " + fmtInt(ages[k])).join(", ") || "none");
+  setKey("past_deadline", fmtInt(t.past_deadline || 0));
+  setKey("holding", fmtInt(t.holding || 0));
   setKey("model_calls", fmtInt(t.model_calls));
   setKey("reasks", fmtInt(t.reasks));
   setKey("retries.total", fmtInt(sum(t.retries)));

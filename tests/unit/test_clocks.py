@@ -1,0 +1,186 @@
+"""First-reply deadlines: one holding reply for a ticket the model is slow on, then its own."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from agents.fixed_texts import fixed
+from agents.models.claude import AnthropicLLM
+from agents.orders import SQLiteOrderStore
+from agents.testing.standin import StandIn
+from schemas import Reply, dumps
+from schemas.records import utcnow
+from streams.observe.observer import CountingObserver
+from streams.runtime.clocks import ClockGauges, age_bucket
+from streams.runtime.dead_letters import Source
+from streams.runtime.pipeline import Pipeline
+from streams.settings import Settings, SettingsError, load
+from streams.testing import MemorySink, MemoryState
+from tests.fixtures.agents import client
+from tests.fixtures.data import ticket
+from tests.fixtures.delivery import Tally
+from tests.fixtures.pipelines import baton_of, hop, names, run, sink
+
+HANG_S = 0.8  # how long the stand-in's model hangs: well past the deadline below
+DEADLINE_S = 0.3
+
+
+@pytest.fixture
+async def standin() -> AsyncIterator[StandIn]:
+    async with StandIn(hang_s=HANG_S) as server:
+        yield server
+
+
+@pytest.fixture
+async def llm(standin: StandIn) -> AsyncIterator[AnthropicLLM]:
+    model = client(standin)
+    yield model
+    await model.aclose()
+
+
+def pipeline(
+    store: SQLiteOrderStore,
+    llm: AnthropicLLM,
+    deadline: float = DEADLINE_S,
+    state: MemoryState | None = None,
+) -> Pipeline:
+    return Pipeline(
+        settings=Settings(
+            namespace="u",
+            session_ttl_s=3600,
+            first_reply_deadline_s=deadline,
+            languages=("en", "de"),
+        ),
+        llm=llm,
+        store=store,
+        sink=MemorySink(),
+        state=state or MemoryState(),
+        observer=CountingObserver(),
+    )
+
+
+def replies(p: Pipeline) -> list[Reply]:
+    return [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+
+
+def hang_understanding(standin: StandIn) -> None:
+    standin.add_faults([{"fault": "hang", "stage": "understand", "times": 1}])
+
+
+async def until_holding(p: Pipeline, timeout: float = 5.0) -> float:
+    """Seconds until ``p`` sent a holding reply."""
+    started = time.monotonic()
+    while not any(r.status == "holding" for r in replies(p)):
+        assert time.monotonic() - started < timeout, "no holding reply"
+        await asyncio.sleep(0.02)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [("My kettle is leaking, I want a refund.", "en"), ("Mein Wasserkocher ist undicht.", "de")],
+)
+async def test_a_hanging_model_gets_one_holding_reply_then_the_real_one(
+    store: SQLiteOrderStore, standin: StandIn, llm: AnthropicLLM, text: str, language: str
+) -> None:
+    hang_understanding(standin)
+    p = pipeline(store, llm)
+    n = names(p)
+    await p.intake(dumps(ticket("t1", text)), Source(n.tickets, 0, 0))
+    understanding = asyncio.create_task(hop(p, "understand", n.sessions))
+    await until_holding(p)
+    gauges = {m.name: m for m in ClockGauges(p.clocks).collect()}
+    assert gauges["baton_tickets_past_deadline"].samples[0].value == 1
+    open_ = {s.labels["age"]: s.value for s in gauges["baton_open_tickets"].samples}
+    assert sum(open_.values()) == 1 and open_["le_5"] == 1
+    await understanding
+    # The stage wrote the baton it read before the model hung: the mark survived that write.
+    assert baton_of(p, "S1").holding == ["t1"]
+    await hop(p, "lookup", n.understood)
+    await hop(p, "strategy", n.matched)
+
+    held, answer = replies(p)
+    assert (held.ticket_id, held.status, answer.ticket_id) == ("t1", "holding", "t1")
+    assert answer.status != "holding" and answer.reply != held.reply
+    assert held.reply == fixed("still_working", language)
+    assert held.language == language and held.offer is None and held.solution == ""
+    assert held.timings_ms["end_to_end"] >= DEADLINE_S * 1000
+    # The tallies count the ticket's own reply only.
+    tally = Tally({"S1": ["t1"]}, [held, answer])
+    assert not tally.duplicates and not tally.lost
+    after = baton_of(p, "S1")
+    assert after.answered == ["t1"] and after.holding == [], "answered: the mark is dropped"
+    assert p.clocks.open == {} and p.clocks.sent == 1
+
+
+@pytest.mark.parametrize("deadline", [5.0, 0.0])
+async def test_no_holding_reply_when_answered_in_time_or_when_off(
+    store: SQLiteOrderStore, standin: StandIn, llm: AnthropicLLM, deadline: float
+) -> None:
+    if deadline == 0.0:
+        hang_understanding(standin)  # off: even a hanging model gets no holding reply
+    p = pipeline(store, llm, deadline)
+    (answer,) = await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await asyncio.sleep(DEADLINE_S)
+    assert answer.status != "holding" and [r.ticket_id for r in replies(p)] == ["t1"]
+    assert p.clocks.open == {} and p.clocks.sent == 0
+    assert baton_of(p, "S1").holding == []
+
+
+async def test_a_redelivered_copy_after_a_restart_gets_no_second_holding_reply(
+    store: SQLiteOrderStore, standin: StandIn, llm: AnthropicLLM
+) -> None:
+    state = MemoryState()
+    first = pipeline(store, llm, state=state)
+    n = names(first)
+    text = "My kettle is leaking, I want a refund."
+    # Written a while ago: the restarted worker's clock is past the deadline at once.
+    written = ticket("t1", text).model_copy(update={"created_at": utcnow() - timedelta(seconds=1)})
+    await first.intake(dumps(written), Source(n.tickets, 0, 0))
+    (copy,) = sink(first).sent[n.sessions]
+    hang_understanding(standin)
+    crashed = asyncio.create_task(hop(first, "understand", n.sessions))
+    await until_holding(first)
+    crashed.cancel()  # the worker dies while the model hangs: the ticket's offset is not committed
+    with pytest.raises(asyncio.CancelledError):
+        await crashed
+    assert baton_of(first, "S1").holding == ["t1"]
+
+    hang_understanding(standin)  # the model hangs again for the redelivered copy
+    restarted = pipeline(store, llm, state=state)
+    sink(restarted).sent[n.sessions].append(copy)
+    await hop(restarted, "understand", n.sessions)
+    await hop(restarted, "lookup", n.understood)
+    await hop(restarted, "strategy", n.matched)
+    await asyncio.sleep(DEADLINE_S)
+    (held,) = replies(first)
+    (answer,) = replies(restarted)
+    assert held.status == "holding" and answer.status != "holding"
+    assert restarted.clocks.sent == 0 and baton_of(restarted, "S1").answered == ["t1"]
+    # And a copy of the answered ticket starts no clock at all.
+    sink(restarted).sent[n.sessions].append(copy)
+    await hop(restarted, "understand", n.sessions)
+    assert restarted.clocks.open == {} and len(replies(restarted)) == 1
+
+
+def test_the_deadline_setting_takes_seconds_or_0_and_rejects_the_rest() -> None:
+    assert Settings().first_reply_deadline_s == 20.0
+    assert load({"BATON_FIRST_REPLY_DEADLINE": "0"}).first_reply_deadline_s == 0.0
+    assert load({"BATON_FIRST_REPLY_DEADLINE": "7.5"}).first_reply_deadline_s == 7.5
+    with pytest.raises(SettingsError, match="BATON_FIRST_REPLY_DEADLINE must be positive"):
+        load({"BATON_FIRST_REPLY_DEADLINE": "-1"})
+
+
+def test_open_tickets_are_bucketed_by_age() -> None:
+    assert [age_bucket(a) for a in (0.1, 5.0, 7.0, 25.0, 200.0)] == [
+        "le_5",
+        "le_5",
+        "le_10",
+        "le_60",
+        "over_180",
+    ]
