@@ -90,7 +90,7 @@ def _as_order(o: OrderFact) -> Order:
     """The order as the prompt states it, for the policy check (dates at midnight UTC)."""
     return Order.model_validate(
         {
-            **o.model_dump(exclude={"ordered_at", "delivered_at"}),
+            **o.model_dump(exclude={"ordered_at", "delivered_at"}, exclude_none=True),
             "customer_id": "prompt",
             "ordered_at": f"{o.ordered_at}T00:00:00Z",
             "delivered_at": f"{o.delivered_at}T00:00:00Z" if o.delivered_at else None,
