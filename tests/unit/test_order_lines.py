@@ -26,6 +26,7 @@ from agents.policy.offer import OfferContext
 from agents.prompts import OrderFact
 from agents.rules.matching import order_score, product_score
 from agents.rules.offline import OfflineLLM
+from agents.strategy import decide
 from agents.testing import ScriptedLLM
 from agents.understand import understand
 from schemas import Baton, OfferLine, Order, OrderMatch, StrategyDraft
@@ -41,7 +42,7 @@ def _rows(path: str) -> list[dict[str, Any]]:
 
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("lines_orders.jsonl")}
-# Written before the audit learned order lines; the blind file after it, without reading it.
+# Written before their first run against the audit; the blind file after its fixes.
 CORPUS = _rows("lines_corpus.jsonl")
 BLIND = _rows("lines_blind_corpus.jsonl")
 
@@ -382,3 +383,31 @@ def test_orders_import_accepts_lines(tmp_path: Path) -> None:
             await store.close()
 
     assert asyncio.run(read()) == MULTI
+
+
+@pytest.mark.parametrize(
+    ("text", "customer", "item", "amount"),
+    [
+        (
+            "The blender in order 2024-118830 stopped working, I want a refund.",
+            "L-MEI",
+            BLENDER,
+            89.5,
+        ),
+        ("炒锅的涂层掉了，我要退款", "L-WANG", "苏泊尔炒锅 32cm", 259.0),
+        ("Everything in my kitchen set is broken, refund the whole order", "L-MEI", None, 259.49),
+    ],
+)
+async def test_the_offline_strategy_refunds_the_named_line_and_passes_the_audit(
+    shop: SQLiteOrderStore, text: str, customer: str, item: str | None, amount: float
+) -> None:
+    t = ticket("T-1", text, customer=customer)
+    baton = Baton(session_id="S1", customer_id=customer)
+    llm = OfflineLLM()
+    understood = (await understand(t, baton, llm, orders=await shop.for_customer(customer))).value
+    match = (await look_up(t, understood, baton, shop, llm)).value
+    out = await decide(t, baton, understood, match, shop, llm)
+    assert not out.degraded and out.failure is None
+    [refund] = out.value.offer
+    assert (refund.kind, refund.item, refund.amount) == ("refund", item, amount)
+    assert f"{amount:.2f}" in out.value.reply
