@@ -239,13 +239,6 @@ def order_score(mention: str, names: Sequence[str]) -> float:
     return max((product_score(mention, name) for name in names), default=0.0)
 
 
-def best_line(mention: str, names: Sequence[str]) -> str | None:
-    """The one of ``names`` that ``mention`` refers to best, or None when none is above zero."""
-    scored = [(product_score(mention, name), name) for name in names]
-    top = max(scored, default=(0.0, ""))
-    return top[1] if top[0] > 0 else None
-
-
 def distinct_name(text: str, product_names: list[str]) -> str | None:
     """The one name in ``product_names`` that a word of ``text`` belongs to alone ("navy",
     "Weber", "零食"), or None when no such word or several names have one."""
