@@ -26,7 +26,8 @@ Fill every field of the Understanding schema:
   orders fit equally ("my kettle" with two kettles), use the customer's own word ("kettle") and
   let the lookup decide. When the message names no product, use session.product if the message
   continues the session; null when neither the message nor the session names one. Never write a
-  product that is not in the message, the session or the orders.
+  product that is not in the message, the session or the orders. An order with items holds
+  several products: each item's product_name counts as one of the order's.
 - problem: the problem in a few words ("leaking", "not delivered", "漏水"). When the message only
   asks a follow-up ("how long?", "那要多久？"), keep session.problem.
 - demand: one of refund, exchange, repair, compensation, cancel, information, complaint, other,
@@ -69,10 +70,10 @@ understand agent read from the message.
 - Choose only among the orders in <facts> and copy the order_id exactly, character by
   character. An id that is not in the list is rejected.
 - Weigh, in this order: an order id written in the message; the product named in the
-  understanding against each product_name; the time hint against ordered_at; the status against
-  the demand (a parcel that has not arrived fits shipped or paid orders, a repair or a refund of
-  a faulty item fits delivered ones, a cancellation fits paid or pending ones); the session's
-  current order when nothing else decides.
+  understanding against each product_name and each of an order's items; the time hint against
+  ordered_at; the status against the demand (a parcel that has not arrived fits shipped or
+  paid orders, a repair or a refund of a faulty item fits delivered ones, a cancellation fits
+  paid or pending ones); the session's current order when nothing else decides.
 - refers_to_earlier with an order in <facts>.earlier that is also a candidate: choose that one.
 - A message that points back by what was done, a status or a time ("the one I returned"):
   choose the candidate whose <facts>.history entry or status fits; when two fit equally, null.
@@ -107,8 +108,10 @@ Decide:
    cancelled or refunded order is not refunded again. A shipped order is not cancelled.
 4. Every remedy you commit to is one line of offer, within the policy's limits for its kind:
    kind (a remedy of the policy), order_id (the matched order), amount, currency and channel
-   for money (refund, compensation), null amount for the others. An amount in reply or
-   solution must be a line of offer; none at all without a matched order.
+   for money (refund, compensation), null amount for the others. For one item of an order
+   with items, item is that item's product_name and the money is at most that item's amount;
+   item is null for the whole order. An amount in reply or solution must be a line of offer;
+   none at all without a matched order.
 Write:
 - reply: in the customer's language. It must name the matched order's order_id and its product
   and address the core problem of the latest message; keep the session's earlier core problems

@@ -14,7 +14,7 @@ from agents.outcome import Failure, Outcome
 from agents.prompts import EarlierSession
 from agents.rules import recall
 from agents.rules.choosing import choose_rules
-from agents.rules.matching import product_score
+from agents.rules.matching import order_score
 from agents.rules.time_hints import time_score
 from agents.rules.typos import corrected
 from schemas.baton import Baton, OrderMemory
@@ -38,12 +38,17 @@ def status_fit(demand: str, status: str) -> float:
     return table.get(str(status), 0.1)
 
 
+def every_product(orders: list[Order]) -> list[str]:
+    """Every product name of ``orders``: each order's product_name and each of its lines'."""
+    return list(dict.fromkeys(name for o in orders for name in o.products()))
+
+
 def rank(u: Understanding, orders: list[Order], now: datetime) -> list[OrderCandidate]:
     """Score each real order for the understanding, best first (a misspelled product counts)."""
-    mention = corrected(u.product, [o.product_name for o in orders]) if u.product else None
+    mention = corrected(u.product, every_product(orders)) if u.product else None
     ranked = []
     for order in orders:
-        product = product_score(mention, order.product_name) if mention else 0.0
+        product = order_score(mention, order.products()) if mention else 0.0
         score = 0.65 * product + 0.2 * time_score(u.time_hint, order.ordered_at, now)
         score += 0.15 * status_fit(u.demand, str(order.status))
         ranked.append(
@@ -129,7 +134,7 @@ async def look_up(
     earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
 
     product = understanding.product
-    fit = {o.order_id: product_score(product, o.product_name) if product else 0.0 for o in orders}
+    fit = {o.order_id: order_score(product, o.products()) if product else 0.0 for o in orders}
     top = max(fit.values())
     alike = [o for o in orders if top >= 0.5 and fit[o.order_id] >= top - recall.ALIKE]
     told = recall.clues(ticket.text)
@@ -159,10 +164,11 @@ async def look_up(
     if len(orders) == 1 and not understanding.product:
         return Outcome(_match(orders[0], "deterministic", 0.7, "the customer's only order", ranked))
 
-    names = [o.product_name for o in orders]
-    mention = corrected(understanding.product, names) if understanding.product else None
+    mention = corrected(product, every_product(orders)) if product else None
     mentioned = [
-        c for c in ranked if mention and product_score(mention, c.product_name) >= PRODUCT_MIN
+        c
+        for c in ranked
+        if mention and order_score(mention, by_id[c.order_id].products()) >= PRODUCT_MIN
     ]
     if understanding.product and not mentioned:
         reason = f"no order of this customer matches {understanding.product!r}"

@@ -28,8 +28,17 @@ PEOPLE_SHOWN = 5
 T = TypeVar("T", bound=BaseModel)
 
 
+class ItemFact(BaseModel):
+    """One item of a multi-item order as the model sees it: ``amount`` is what the line cost."""
+
+    product_name: str
+    quantity: int = 1
+    amount: float
+    sku: str | None = None
+
+
 class OrderFact(BaseModel):
-    """An order as the model sees it."""
+    """An order as the model sees it (the items only when it holds several)."""
 
     order_id: str
     product_name: str
@@ -40,6 +49,7 @@ class OrderFact(BaseModel):
     delivered_at: str | None = None
     carrier: str | None = None
     tracking_no: str | None = None
+    items: list[ItemFact] = Field(default_factory=list)
 
     @classmethod
     def of(cls, order: Order) -> OrderFact:
@@ -53,7 +63,19 @@ class OrderFact(BaseModel):
             delivered_at=order.delivered_at.date().isoformat() if order.delivered_at else None,
             carrier=order.carrier,
             tracking_no=order.tracking_no,
+            items=[
+                ItemFact(
+                    product_name=i.product_name, quantity=i.quantity, amount=i.total, sku=i.sku
+                )
+                for i in order.items
+            ]
+            if len(order.items) > 1
+            else [],
         )
+
+    def products(self) -> list[str]:
+        """Every product name the order answers to: its product_name, then each item's."""
+        return list(dict.fromkeys([self.product_name, *(i.product_name for i in self.items)]))
 
 
 class EarlierSession(BaseModel):

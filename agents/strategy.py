@@ -188,7 +188,8 @@ async def decide(
         policy=policy,
     )
     # What the store knows is never left to the model's copy: near-miss ids are corrected.
-    quoted = [*names, *(o.product_name for o in books.own), *(o.carrier or "" for o in books.own)]
+    products = (n for o in books.own for n in o.products())
+    quoted = [*names, *products, *(o.carrier or "" for o in books.own)]
     asked = await ask(
         llm,
         prompt,

@@ -12,6 +12,7 @@ from schemas.baton import (
 )
 from schemas.codec import decode, dumps, loads
 from schemas.handoff import HandoffPacket, Promise, Promised, Turn
+from schemas.lines import OrderLine
 from schemas.records import (
     MAX_TEXT_CHARS,
     SCHEMA_VERSION,
@@ -51,6 +52,7 @@ __all__ = [
     "Order",
     "OrderCandidate",
     "OrderChoice",
+    "OrderLine",
     "OrderMatch",
     "Promise",
     "Promised",

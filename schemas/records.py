@@ -16,7 +16,10 @@ from pydantic import (
     Field,
     StringConstraints,
     WithJsonSchema,
+    model_validator,
 )
+
+from schemas.lines import MAX_LINES, OrderLine, lines_problem
 
 SCHEMA_VERSION = 1
 MAX_TEXT_CHARS = 20_000
@@ -192,7 +195,13 @@ class Ticket(BaseModel):
 
 
 class Order(BaseModel):
-    """One order in the order store (also the line format of ``baton orders import``)."""
+    """One order in the order store (also the line format of ``baton orders import``).
+
+    A one-item order is its ``product_name`` and ``amount`` and leaves ``items`` empty. An
+    order of several items lists them in ``items``; its ``product_name`` may then summarise
+    ("Kitchen set: kettle, blender"), and ``amount`` stays what the customer paid for the whole
+    order (the lines, plus shipping or minus discounts), which the lines never exceed.
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -206,6 +215,33 @@ class Order(BaseModel):
     delivered_at: datetime | None = None
     carrier: str | None = None
     tracking_no: str | None = None
+    items: tuple[OrderLine, ...] = Field(
+        default=(),
+        max_length=MAX_LINES,
+        description="The order's items when it holds several; empty: the order is its "
+        "product_name. Their amounts add up to at most the order's amount.",
+    )
+
+    @model_validator(mode="after")
+    def _lines_fit(self) -> Order:
+        if self.items and (problem := lines_problem(self.items, self.amount)):
+            raise ValueError(problem)
+        return self
+
+    def products(self) -> list[str]:
+        """Every product name the order answers to: its product_name, then each line's."""
+        return list(dict.fromkeys([self.product_name, *(i.product_name for i in self.items)]))
+
+    def line(self, name: str) -> OrderLine | None:
+        """The line whose product name or sku is ``name`` (case and spacing aside), or None."""
+        want = " ".join(name.casefold().split())
+        for item in self.items:
+            if want in {
+                " ".join(item.product_name.casefold().split()),
+                (item.sku or "").casefold(),
+            }:
+                return item
+        return None
 
 
 class CallUsage(BaseModel):
@@ -291,6 +327,11 @@ class OfferLine(BaseModel):
         "repair, cancellation, investigation, escalation, ..."
     )
     order_id: str = Field(description="The order it is for: the matched order's id.")
+    item: str | None = Field(
+        default=None,
+        description="For one item of a multi-item order: that line's product_name (or sku); "
+        "its money is then capped by that line's amount. Null: the whole order.",
+    )
     amount: float | None = Field(
         default=None, ge=0, description="The money offered (refund, compensation); else null."
     )

@@ -14,6 +14,7 @@ from agents.guards.money import money
 from agents.guards.numbers import RUN, all_numbers
 from agents.policy import Policy, default_policy
 from agents.policy import offer as offers
+from agents.rules.matching import distinct_name
 from schemas.baton import Baton
 from schemas.records import Order, Ticket
 from schemas.stages import StrategyDraft
@@ -104,7 +105,8 @@ class CustomerOrders:
         for o in self.own:
             tokens.update((o.customer_id.casefold(), o.order_id.casefold()))
             tokens.update(t.casefold() for t in (o.tracking_no,) if t)
-            tokens.update(t.casefold() for t in RUN.findall(o.product_name))
+            tokens.update(t.casefold() for n in o.products() for t in RUN.findall(n))
+            tokens.update(i.sku.casefold() for i in o.items if i.sku)
             tokens.update(re.findall(r"\d{3,}", o.order_id))  # "order 1001" for O-1001
         return frozenset(tokens)
 
@@ -116,8 +118,7 @@ class CustomerOrders:
         model number of 4+ digits alone ("the LEGO set 42171").
         """
         phrases: set[str] = set()
-        for o in self.talked_about:
-            name = o.product_name.casefold()
+        for name in (n.casefold() for o in self.talked_about for n in o.products()):
             words = name.split()
             phrases.add(name)
             for i, w in enumerate(words):
@@ -130,8 +131,16 @@ class CustomerOrders:
     @functools.cached_property
     def name_numbers(self) -> frozenset[float]:
         """Numbers written alone in the discussed products' names: "Pro 3", "Forerunner 265"."""
-        names = (o.product_name for o in self.talked_about)
+        names = (n for o in self.talked_about for n in o.products())
         return frozenset(float(t) for name in names for t in RUN.findall(name) if t.isdigit())
+
+    @functools.cached_property
+    def prices(self) -> list[float]:
+        """What the talked-about orders cost: each order's amount, each line's and unit price."""
+        found = [o.amount for o in self.talked_about]
+        for item in (i for o in self.talked_about for i in o.items):
+            found += [item.total, *([item.unit_price] if item.unit_price is not None else [])]
+        return found
 
     @functools.cached_property
     def asked(self) -> list[float]:
@@ -177,8 +186,27 @@ def _customer_facing(
         if number.casefold() not in own:
             yield f"tracking number {number} is not one of this customer's orders, do not name it"
     skip = [(i.start, i.end) for i in found] + _name_spans(text, books.name_phrases)
-    prices = [o.amount for o in books.talked_about]
+    prices = books.prices
+    if books.matched is not None and draft.offer:
+        yield from _whole_for_one(text, draft, books.matched)
     yield from offered.problems(text, draft.offer, books.matched, prices, skip)
+
+
+def _whole_for_one(text: str, draft: StrategyDraft, order: Order) -> Iterator[str]:
+    """A reply about one item of a multi-item order gets that item's money, not the order's."""
+    if len(order.items) < 2:
+        return
+    named = distinct_name(text, [i.product_name for i in order.items])
+    item = order.line(named) if named else None
+    whole = offers.total(
+        [x for x in draft.offer if x.item is None and x.order_id == order.order_id]
+    )
+    if item is not None and whole > item.total + _CENT:
+        yield (
+            f"offers {whole:.2f} {order.currency} for the whole order {order.order_id} but "
+            f"speaks only of its {item.product_name} ({item.total:.2f} paid): set the offer "
+            "line's item to it and offer at most that"
+        )
 
 
 def _problems(
@@ -190,7 +218,7 @@ def _problems(
     if name in CUSTOMER_FACING:
         return  # their money is held to the offer instead
     matched = books.matched
-    quoted = [o.amount for o in books.talked_about]
+    quoted = books.prices
     for m in money(text, [(i.start, i.end) for i in found], books.name_numbers):
         if m.reported and any(abs(m.value - a) < _CENT for a in books.asked):
             continue  # "you asked for 500 USD": the customer's own figure, reported back

@@ -41,7 +41,8 @@ def product_names(
     this product: a session that also talked about headphones does not make "headphones" a name
     of the kettle. Empty when neither an order nor the understanding names a product.
     """
-    anchors = [n for n in (order.product_name if order else None, understanding.product) if n]
+    names = order.products() if order else []
+    anchors = list(dict.fromkeys(n for n in (*names, understanding.product) if n))
     if not anchors:
         return []
     words = [*mentioned_products(message), baton.product or "", *baton.products_mentioned]

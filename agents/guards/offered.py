@@ -48,7 +48,11 @@ _DONE = re.compile(
 _WILL = re.compile(
     r"(?<![A-Za-z])(?:will|shall|can|going\s+to)(?![A-Za-z])|'ll|’ll|[会将]|可以|为您|给您", re.I
 )
-_PAID_BEFORE = re.compile(r"(?:实付|支付了?|付款|总价|paid|total\s+of|priced\s+at)\s*$", re.I)
+_PAID_BEFORE = re.compile(
+    r"(?:实付|支付了?|付款|总价|paid|total\s+of|priced\s+at"
+    r"|\d+(?:\.\d+)?\s*%\s*of\s+(?:its|the|their|your))\s*$",
+    re.I,
+)
 _ORDER_NEXT = re.compile(r"\s*(?:\w+\s+)?(?:order|purchase|total|订单|货款)", re.I)
 _A_GRAND = re.compile(
     r"(?<![A-Za-z])(?:a|one|half\s+a|a\s+couple(?:\s+of)?|a\s+few)\s+grand(?![A-Za-z])", re.I
@@ -79,7 +83,8 @@ def problems(
     Multiplied, recurring, added-on and future-order money is never within an offer.
     """
     amounts = [cents(line.amount) for line in lines if line.amount]
-    paid = matched.amount if matched else None
+    # A share is of the order's amount or, for one item of a multi-item order, of its line.
+    paid = [matched.amount, *(i.total for i in matched.items)] if matched else None
     found = money(text, skip, (), carry=True)
     spans = _sentences(text)
     for m in found:
@@ -127,7 +132,7 @@ def _one(
     m: Money,
     sentence: str,
     amounts: list[float],
-    paid: float | None,
+    paid: Sequence[float] | None,
     prices: Sequence[float],
     matched: Order | None,
 ) -> Iterator[str]:
@@ -143,8 +148,8 @@ def _one(
         if paid is None:
             yield f"offers {m.written} without a matched order, promise no money until it is known"
             return
-        share = cents(paid * m.value / 100)
-        if not any(abs(share - a) < CENT * 2 for a in amounts):
+        shares = [cents(base * m.value / 100) for base in paid]
+        if not any(abs(share - a) < CENT * 2 for share in shares for a in amounts):
             yield (
                 f"offers {m.written}, which is no line of the offer: state offered money as "
                 "the offer's amounts"

@@ -122,7 +122,7 @@ def _fixes(text: str, books: CustomerOrders) -> list[tuple[Identifier, str]]:
     exact = {o.order_id for o in books.own} | {o.tracking_no for o in books.own if o.tracking_no}
     # Ids the text may name as written: the ticket's, session's, customer's, products' models.
     keep = {k.casefold() for k in books.known_ids}
-    keep |= {t.casefold() for o in books.own for t in RUN.findall(o.product_name)}
+    keep |= {t.casefold() for o in books.own for n in o.products() for t in RUN.findall(n)}
     out = []
     for ident in identifiers(text, books.shapes):
         if ident.value in exact or ident.value.casefold() in keep:
@@ -205,7 +205,7 @@ def fact_problems(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
     for sentence in _SENTENCE_END.split(text):
         if _CONDITIONAL.search(sentence):
             continue
-        about = order.order_id in sentence or order.product_name in sentence
+        about = order.order_id in sentence or any(n in sentence for n in order.products())
         if not about:
             continue
         if status in _NOT_ARRIVED and _DELIVERED.search(sentence):

@@ -15,7 +15,7 @@ import orjson
 import yarl
 
 from agents.dsn import MASK, mask_dsn
-from agents.orders.mapping import FieldMap, MapError, keys
+from agents.orders.mapping import FieldMap, MapError, dig, keys
 from agents.orders.source import StoreUnavailable, clamp_limit
 from schemas.records import Order
 
@@ -65,15 +65,6 @@ class HttpMap:
         if "{order_id}" not in made.order:
             raise MapError("'order' must contain {order_id}")
         return made
-
-
-def dig(body: Any, path: str) -> Any:
-    """The value at dotted ``path`` in ``body`` ("" is the body), or None."""
-    for part in filter(None, path.split(".")):
-        if not isinstance(body, Mapping):
-            return None
-        body = body.get(part)
-    return body
 
 
 class _Absent(Exception):

@@ -12,14 +12,27 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents.orders.source import utc
+from schemas.lines import OrderLine
 from schemas.records import Order
 
 log = logging.getLogger("baton.orders")
 
 FIELDS = tuple(Order.model_fields)
+LINE_FIELDS = tuple(OrderLine.model_fields)
+# An order line's own fields are mapped as "items.<field>": their name inside each line.
+LINE_KEYS = tuple(f"items.{f}" for f in LINE_FIELDS)
 REQUIRED = tuple(n for n, f in Order.model_fields.items() if f.is_required())
 # Fields held as text: an integer id or a numeric status code of the shop's is read as text.
 _TEXT = {"order_id", "customer_id", "product_name", "status", "currency", "carrier", "tracking_no"}
+
+
+def dig(body: Any, path: str) -> Any:
+    """The value at dotted ``path`` in ``body`` ("" is the body), or None."""
+    for part in filter(None, path.split(".")):
+        if not isinstance(body, Mapping):
+            return None
+        body = body.get(part)
+    return body
 
 
 class MapError(ValueError):
@@ -42,6 +55,8 @@ class FieldMap:
 
     A field not named is looked for under its own name; ``status_values`` renames their
     statuses (``{"SHIPPED": "shipped"}``), and a status it does not name is kept as it is.
+    ``items`` names their list of order lines and ``items.product_name``, ``items.quantity``,
+    ... the fields inside each line.
     """
 
     fields: Mapping[str, str] = field(default_factory=dict)
@@ -51,10 +66,11 @@ class FieldMap:
     def parse(cls, raw: Mapping[str, Any]) -> FieldMap:
         """The ``fields`` and ``status_values`` keys of a map; raises ``MapError``."""
         fields = _text_map(raw.get("fields"), "fields")
-        unknown = sorted(set(fields) - set(FIELDS))
+        unknown = sorted(set(fields) - set(FIELDS) - set(LINE_KEYS))
         if unknown:
             raise MapError(
-                f"'fields' names {', '.join(unknown)}, not fields of an order ({', '.join(FIELDS)})"
+                f"'fields' names {', '.join(unknown)}, not fields of an order "
+                f"({', '.join((*FIELDS, *LINE_KEYS))})"
             )
         return cls(fields, _text_map(raw.get("status_values"), "status_values"))
 
@@ -65,6 +81,11 @@ class FieldMap:
     def explicit(self, ours: str) -> bool:
         """Whether the operator named a source for ``ours``."""
         return ours in self.fields
+
+    def _line(self, line: Mapping[str, Any]) -> dict[str, Any]:
+        """One of their order lines with our field names (a field they lack is left out)."""
+        found = {ours: dig(line, self.fields.get(f"items.{ours}", ours)) for ours in LINE_FIELDS}
+        return {k: v for k, v in found.items() if v is not None}
 
     def order(self, value_of: Callable[[str], Any], where: str) -> Order | None:
         """The order read through ``value_of(ours)``; None (logged) when it is not a valid one."""
@@ -81,6 +102,8 @@ class FieldMap:
                 value = utc(value)
             if ours == "status":
                 value = self.status_values.get(value, value)
+            if ours == "items" and isinstance(value, list):
+                value = [self._line(v) if isinstance(v, Mapping) else v for v in value]
             data[ours] = value
         try:
             order = Order.model_validate(data)

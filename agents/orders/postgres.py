@@ -7,7 +7,15 @@ from typing import Any
 
 from agents.orders.pg import Connection
 from agents.orders.source import clamp_limit
-from agents.orders.table import SELECT, TABLE, check_columns, from_row, to_row, upsert_sql
+from agents.orders.table import (
+    ADD_LATER,
+    SELECT,
+    TABLE,
+    check_columns,
+    from_row,
+    to_row,
+    upsert_sql,
+)
 from schemas.records import Order
 
 _SCHEMA = (
@@ -22,7 +30,8 @@ _SCHEMA = (
         ordered_at TIMESTAMPTZ NOT NULL,
         delivered_at TIMESTAMPTZ,
         carrier TEXT,
-        tracking_no TEXT
+        tracking_no TEXT,
+        items TEXT
     )
     """,
     f"CREATE INDEX IF NOT EXISTS orders_customer_idx ON {TABLE} (customer_id, ordered_at)",
@@ -49,10 +58,10 @@ class PostgresOrderStore:
     async def _prepare(self, conn: Any) -> None:
         cur = await conn.execute(_FOUND, (TABLE,))
         found = [r[0] for r in await cur.fetchall()]
-        if found:
-            check_columns(found, "order store")
+        lacking = check_columns(found, "order store") if found else []
         async with conn.transaction():
-            for statement in _SCHEMA:
+            # A table written before order lines gets the column, nullable; its rows stay.
+            for statement in [*(ADD_LATER[c] for c in lacking), *_SCHEMA]:
                 await conn.execute(statement)
 
     async def check(self) -> None:

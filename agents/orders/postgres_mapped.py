@@ -36,6 +36,9 @@ class SqlMap:
     def parse(cls, raw: Mapping[str, Any]) -> SqlMap:
         """A map as the operator wrote it; raises ``MapError``."""
         keys(raw, MAP_KEYS, "a PostgreSQL order map")
+        mapped = raw.get("fields")
+        if isinstance(mapped, Mapping) and any(str(k).split(".")[0] == "items" for k in mapped):
+            raise MapError("'fields': the SQL mode reads no order lines; leave 'items' out")
         table = raw.get("table")
         queries = {k: raw[k] for k in ("for_customer", "get") if raw.get(k) is not None}
         if table is not None and (not isinstance(table, str) or not table.strip()):
@@ -112,6 +115,8 @@ class PostgresOrderSource:
             lower = {c.lower(): c for c in found}
             missing = []
             for ours in FIELDS:
+                if ours == "items":
+                    continue  # this mode reads one-item orders: their lines are left out
                 theirs = m.fields.name(ours)
                 hit = theirs if theirs in found else lower.get(theirs.lower())
                 if hit is not None:

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from agents.orders.source import StoreUnavailable, clamp_limit
-from agents.orders.table import SELECT, TABLE, check_columns, from_row, to_row, upsert_sql
+from agents.orders.table import (
+    ADD_LATER,
+    SELECT,
+    TABLE,
+    check_columns,
+    from_row,
+    to_row,
+    upsert_sql,
+)
 from schemas.records import Order
 
 _SCHEMA = f"""
@@ -24,7 +32,8 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     ordered_at TEXT NOT NULL,
     delivered_at TEXT,
     carrier TEXT,
-    tracking_no TEXT
+    tracking_no TEXT,
+    items TEXT
 );
 CREATE INDEX IF NOT EXISTS orders_customer_idx ON {TABLE} (customer_id, ordered_at);
 """
@@ -48,7 +57,10 @@ class SQLiteOrderStore:
             conn.execute("PRAGMA journal_mode=WAL")
             found = [r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")]
             if found:
-                check_columns(found, f"order store {self.path}")
+                lacking = check_columns(found, f"order store {self.path}")
+                with conn:  # a store written before order lines: add the column, keep the rows
+                    for column in lacking:
+                        conn.execute(ADD_LATER[column])
             conn.executescript(_SCHEMA)
         except BaseException:
             conn.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from agents.orders.source import SourceMisconfigured, utc
 from schemas.records import Order
 
@@ -20,7 +22,11 @@ COLUMNS = (
     "delivered_at",
     "carrier",
     "tracking_no",
+    "items",
 )
+# Added after the first layout: a table without it gets it as a nullable column on connect.
+LATER = ("items",)
+ADD_LATER = {c: f"ALTER TABLE {TABLE} ADD COLUMN {c} TEXT" for c in LATER}
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
 UPDATE = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
 
@@ -51,19 +57,33 @@ def to_row(order: Order, as_text: bool) -> tuple[Any, ...]:
         else delivered,
         order.carrier,
         order.tracking_no,
+        items_text(order),
     )
 
 
+def items_text(order: Order) -> str | None:
+    """The order's lines as JSON text, or None for a one-item order."""
+    if not order.items:
+        return None
+    return orjson.dumps([i.model_dump(exclude_none=True) for i in order.items]).decode()
+
+
 def from_row(row: Iterable[Any]) -> Order:
-    """A row of ``SELECT`` as an order."""
-    return Order.model_validate(dict(zip(COLUMNS, row, strict=True)))
+    """A row of ``SELECT`` as an order (its lines stored as JSON text)."""
+    data = dict(zip(COLUMNS, row, strict=True))
+    data["items"] = orjson.loads(data["items"]) if data["items"] else ()
+    return Order.model_validate(data)
 
 
-def check_columns(found: Iterable[str], where: str) -> None:
-    """Refuse an existing ``orders`` table that is not baton's: its rows would be misread."""
+def check_columns(found: Iterable[str], where: str) -> list[str]:
+    """Refuse an existing ``orders`` table that is not baton's: its rows would be misread.
+
+    Returns the columns of a later layout the table still lacks (to be added, nullable).
+    """
     have = {c.lower() for c in found}
-    if have == set(COLUMNS):
-        return
+    lacking = [c for c in LATER if c not in have]
+    if have | set(lacking) == set(COLUMNS):
+        return lacking
     parts = []
     if missing := [c for c in COLUMNS if c not in have]:
         parts.append(f"no {', '.join(missing)}")

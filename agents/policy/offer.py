@@ -64,6 +64,8 @@ def problems(lines: Sequence[OfferLine], policy: Policy, ctx: OfferContext) -> l
     """Every way ``lines`` break the policy for ``ctx``'s order; empty when they do not."""
     found = [p for line in lines for p in _line(line, policy, ctx)]
     order = ctx.order
+    if order is not None:
+        found += _per_item(lines, order)
     if order is not None and total(lines) and policy.money.total_at_most_paid:
         committed = ctx.committed(lines)
         if committed > order.amount + CENT:
@@ -75,6 +77,25 @@ def problems(lines: Sequence[OfferLine], policy: Policy, ctx: OfferContext) -> l
                 f"{earlier}; offer at most that"
             )
     return list(dict.fromkeys(found))
+
+
+def _per_item(lines: Sequence[OfferLine], order: Order) -> list[str]:
+    """Money of several lines for the same item adds up against what that item cost."""
+    by_item: dict[str, list[float]] = {}
+    for line in lines:
+        item = order.line(line.item) if line.item is not None else None
+        if item is not None and line.order_id == order.order_id:
+            by_item.setdefault(item.product_name, []).append(line.amount or 0.0)
+    found = []
+    for name, amounts in by_item.items():
+        paid, money = order.line(name), sum(amounts)
+        # One line over its item is reported by the line's own check.
+        if len(amounts) > 1 and paid is not None and cents(money) > paid.total + CENT:
+            found.append(
+                f"offer: the lines for {name} bring it to {cents(money):.2f} {order.currency}, "
+                f"more than the {paid.total:.2f} paid for that line; offer at most that"
+            )
+    return found
 
 
 def _line(line: OfferLine, policy: Policy, ctx: OfferContext) -> Iterator[str]:
@@ -99,11 +120,23 @@ def _line(line: OfferLine, policy: Policy, ctx: OfferContext) -> Iterator[str]:
         yield f"{what}: does not answer a {ctx.demand} request (only {', '.join(remedy.demands)})"
     if (late := _past_window(remedy, order, ctx.today)) is not None:
         yield late.format(what=what)
+    paid = order.amount
+    if line.item is not None:
+        item = order.line(line.item)
+        if item is None:
+            names = "; ".join(i.product_name for i in order.items) or order.product_name
+            yield (
+                f"{what} names {line.item!r}, which is not a line of order {order.order_id} "
+                f"(its lines: {names}); name one of them, or leave item null for the whole order"
+            )
+            return
+        paid = item.total
+        what = f"{what} for {item.product_name}"
     if not remedy.money:
         if line.amount:
             yield f"{what} carries no amount; state money only on refund or compensation lines"
         return
-    yield from _money(line, remedy, order, what)
+    yield from _money(line, remedy, order, what, paid)
 
 
 def _past_window(remedy: Remedy, order: Order, today: date) -> str | None:
@@ -118,7 +151,7 @@ def _past_window(remedy: Remedy, order: Order, today: date) -> str | None:
     )
 
 
-def _money(line: OfferLine, remedy: Remedy, order: Order, what: str) -> Iterator[str]:
+def _money(line: OfferLine, remedy: Remedy, order: Order, what: str, paid: float) -> Iterator[str]:
     if line.amount is None:
         yield f"{what} needs its amount"
         return
@@ -129,7 +162,14 @@ def _money(line: OfferLine, remedy: Remedy, order: Order, what: str) -> Iterator
             f"{what}: channel {line.channel or 'none'} is not allowed (only "
             f"{', '.join(remedy.channels)})"
         )
-    most = limit(remedy, order.amount)
+    # A line of one item is held to what that item cost, and the policy's share is of it.
+    if line.item is not None and line.amount > paid + CENT:
+        yield (
+            f"{what}: {line.amount:.2f} {order.currency} is more than the {paid:.2f} paid for "
+            f"that line of order {order.order_id}; offer at most that"
+        )
+        return
+    most = limit(remedy, paid)
     if most is not None and line.amount > most + CENT:
         yield (
             f"{what}: {line.amount:.2f} {order.currency} is above the policy's limit of "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 from agents.prompts import Facts, OrderFact
-from agents.rules.matching import product_score
+from agents.rules.matching import order_score
 from agents.rules.phrases import DELIVERY, problem_key
 from agents.rules.time_hints import day_of, time_score
 from agents.rules.typos import corrected
@@ -51,10 +51,10 @@ def choose_rules(facts: Facts, now: datetime | None = None) -> OrderChoice:
                     f"{past.order_id}.",
                 )
     key, now = problem_key(u.problem), now or day_of(facts.today) or datetime.now(UTC)
-    names = [o.product_name for o in facts.orders]
+    names = list(dict.fromkeys(n for o in facts.orders for n in o.products()))
     mention = corrected(u.product, names) if u.product else None
     fits = {
-        o.order_id: product_score(mention, o.product_name) if mention else 0.0 for o in facts.orders
+        o.order_id: order_score(mention, o.products()) if mention else 0.0 for o in facts.orders
     }
     top = max(fits.values())
     scored = []

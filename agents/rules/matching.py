@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.languages import HAN
@@ -231,6 +231,12 @@ def product_score(mention: str, product_name: str) -> float:
         # Both name a product kind and the kinds differ: shared words are likely brand noise.
         return round(0.5 * lexical, 4)
     return round(lexical, 4)
+
+
+def order_score(mention: str, names: Sequence[str]) -> float:
+    """How well ``mention`` refers to an order that answers to ``names`` (its summary and each
+    line's product): the best of them, so "the blender" finds the order whose second line is one."""
+    return max((product_score(mention, name) for name in names), default=0.0)
 
 
 def distinct_name(text: str, product_names: list[str]) -> str | None:

@@ -6,8 +6,8 @@ from datetime import date
 
 from agents.policy import Policy, default_policy
 from agents.policy import offer as offers
-from agents.prompts import Facts, OrderFact
-from agents.rules.matching import normalize
+from agents.prompts import Facts, ItemFact, OrderFact
+from agents.rules.matching import normalize, product_score
 from agents.rules.phrases import (
     ACTIONS,
     CHANNELS,
@@ -90,7 +90,7 @@ def _as_order(o: OrderFact) -> Order:
     """The order as the prompt states it, for the policy check (dates at midnight UTC)."""
     return Order.model_validate(
         {
-            **o.model_dump(exclude={"ordered_at", "delivered_at"}),
+            **o.model_dump(exclude={"ordered_at", "delivered_at"}, exclude_none=True),
             "customer_id": "prompt",
             "ordered_at": f"{o.ordered_at}T00:00:00Z",
             "delivered_at": f"{o.delivered_at}T00:00:00Z" if o.delivered_at else None,
@@ -98,23 +98,45 @@ def _as_order(o: OrderFact) -> Order:
     )
 
 
+def _item(order: OrderFact | None, product: str | None) -> ItemFact | None:
+    """The one item of a multi-item ``order`` that ``product`` names, or None: the whole order."""
+    if order is None or not product or not order.items:
+        return None
+    scored = sorted(
+        ((product_score(product, i.product_name), i) for i in order.items),
+        key=lambda pair: pair[0],
+        reverse=True,
+    )
+    best, item = scored[0]
+    if best < 0.5 or (len(scored) > 1 and scored[1][0] >= best):
+        return None
+    return item
+
+
 def _lines(
-    case: str, order: OrderFact, policy: Policy, context: offers.OfferContext
+    case: str,
+    order: OrderFact,
+    policy: Policy,
+    context: offers.OfferContext,
+    item: ItemFact | None = None,
 ) -> list[OfferLine]:
-    """The offer lines ``case`` commits to for ``order``, within what is left to pay on it."""
+    """The offer lines ``case`` commits to for ``order`` (or its one ``item``), within what is
+    left to pay on it."""
     lines = []
+    name = item.product_name if item else None
     for kind in _REMEDIES.get(case, ()):
         remedy = policy.remedy(kind)
         if remedy is None or not remedy.money:
-            lines.append(OfferLine(kind=kind, order_id=order.order_id))
+            lines.append(OfferLine(kind=kind, order_id=order.order_id, item=name))
             continue
-        most = offers.limit(remedy, order.amount)
-        left = context.left(kind)
+        most = offers.limit(remedy, item.amount if item else order.amount)
+        left = min(context.left(kind), item.amount) if item else context.left(kind)
         amount = offers.cents(min(left, most) if most is not None else left)
         lines.append(
             OfferLine(
                 kind=kind,
                 order_id=order.order_id,
+                item=name,
                 amount=amount,
                 currency=order.currency,
                 channel=remedy.channels[0],
@@ -130,13 +152,14 @@ def _decide_case(
     policy: Policy,
     today: date,
     offered: dict[str, float],
+    item: ItemFact | None = None,
 ) -> tuple[str, list[OfferLine]]:
     """``case`` or what the policy allows instead, with its offer lines."""
     if case not in _REMEDIES:
         return case, []
     context = offers.OfferContext(_as_order(order), demand, today, offered)
     for option in (case, *_INSTEAD.get(case, ())):
-        lines = _lines(option, order, policy, context)
+        lines = _lines(option, order, policy, context, item)
         money = any(line.amount is not None for line in lines)
         if money and offers.total(lines) <= 0:
             continue  # nothing left to pay on this order
@@ -234,7 +257,8 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     safety, legal = "safety" in found, "legal" in found
     injection, repeated = "injection" in found, "repeated contact" in found
     needs_human = bool(found)
-    product = order.product_name if order else u.product
+    item = _item(order, u.product)
+    product = item.product_name if item else order.product_name if order else u.product
     what = product or ("商品" if zh else "item")
     handoff = "safety" if safety else "legal" if legal or repeated else None
     lines: list[OfferLine] = []
@@ -247,7 +271,7 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
             today = date.fromisoformat(facts.today) if facts.today else date.today()
             offered = facts.session.offered.get(order.order_id, {})
             wanted = _REMEDIES.get(case, ("",))[-1]
-            case, lines = _decide_case(case, u.demand, order, policy, today, offered)
+            case, lines = _decide_case(case, u.demand, order, policy, today, offered, item)
     elif facts.match is not None and facts.match.method == "unavailable":
         case = "store_unavailable"
     elif facts.match is not None and facts.match.recall and facts.orders:

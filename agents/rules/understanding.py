@@ -126,7 +126,7 @@ def understand_rules(facts: Facts) -> Understanding:
     """Read product, problem, demand and time from the message, the session and the orders."""
     message, session = facts.message, facts.session
     norm, zh = normalize(message), is_chinese(message)
-    names = list(dict.fromkeys(o.product_name for o in facts.orders))
+    names = list(dict.fromkeys(n for o in facts.orders for n in o.products()))
     said = message
     mentions = mentioned_products(said)
     product = find_product(said, names)

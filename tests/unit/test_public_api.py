@@ -29,6 +29,7 @@ PINNED: dict[str, list[str]] = {
         "Order",
         "OrderCandidate",
         "OrderChoice",
+        "OrderLine",
         "OrderMatch",
         "Promise",
         "Promised",
