@@ -69,13 +69,12 @@ async def test_dry_run_lists_the_selection_and_creates_nothing(run: Deployment) 
             assert ids.index(a1) < ids.index(a2)
         return sorted(ids)
 
+    # Each is a `baton replay` process against the broker; how the filters combine is
+    # tested on records in tests/unit/test_debug_tools.py.
     assert selected() == [a1, a2, b1]
     assert selected("--session", "s-a") == [a1, a2]
-    assert selected("--ticket", b1, "--ticket", a1) == [a1, b1]
     assert selected("--from-dead-letters") == [b1]
     assert selected("--since", "2999-01-01T00:00:00Z") == []
-    assert selected("--since", "2000-01-01T00:00:00Z") == [a1, a2, b1]
-    assert selected("--until", "2000-01-01T00:00:00Z") == []
 
     read = await read_topics(settings_of(run), [run.topic("support.tickets")])
     later = [
