@@ -89,26 +89,42 @@ class BatonStore:
             self._parsed.move_to_end(session_id)
             return cached[1]
         baton = Baton.model_validate_json(raw)
-        if cached is not None:
-            self._parsed_bytes -= len(cached[0])
+        self._keep(session_id, raw, baton)
+        return baton
+
+    def _keep(self, session_id: str, raw: bytes, baton: Baton) -> None:
+        """Keep ``baton`` parsed for as long as the table holds ``raw`` for the session."""
+        self._forget(session_id)
         self._parsed[session_id] = (raw, baton)
-        self._parsed.move_to_end(session_id)
         self._parsed_bytes += len(raw)
         while self._parsed_bytes > PARSED_BATON_BYTES and len(self._parsed) > 1:
             _, (old, _) = self._parsed.popitem(last=False)
             self._parsed_bytes -= len(old)
-        return baton
+
+    def _forget(self, session_id: str) -> None:
+        cached = self._parsed.pop(session_id, None)
+        if cached is not None:
+            self._parsed_bytes -= len(cached[0])
 
     def save(self, baton: Baton) -> None:
-        """Write the baton; its changelog record goes out with the next flush."""
-        self.state.batons.put(baton.session_id, dumps(baton))
+        """Write the baton; its changelog record goes out with the next flush.
+
+        The next stage's read of it costs no parse (the baton goes back out as given: never
+        mutate it after saving).
+        """
+        raw = dumps(baton)
+        self.state.batons.put(baton.session_id, raw)
+        self._keep(baton.session_id, raw, baton)
 
     async def save_durably(self, baton: Baton) -> None:
         """Write the baton and wait for its changelog record's acknowledgement."""
-        await self.state.batons.put_durably(baton.session_id, dumps(baton))
+        raw = dumps(baton)
+        self._keep(baton.session_id, raw, baton)
+        await self.state.batons.put_durably(baton.session_id, raw)
 
     def delete(self, session_id: str) -> None:
         """Remove the session's baton and tombstone it in the changelog."""
+        self._forget(session_id)
         self.state.batons.delete(session_id)
 
     def owned(self, owned: Callable[[str], bool]) -> Iterator[Baton]:

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from agents.orders import SQLiteOrderStore
-from schemas import MemoryIndex, StageRecord, dumps
+from schemas import Baton, MemoryIndex, StageRecord, dumps
 from schemas.codec import InvalidRecord, parse
 from streams.runtime.dead_letters import Source
 from streams.runtime.delivery import Delivery
 from streams.runtime.pipeline import Pipeline
 from streams.runtime.placement import session_partition
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import counts, dead_letters, in_memory, names, sink
+from tests.fixtures.pipelines import baton_of, counts, dead_letters, in_memory, names, run, sink
 
 KEYS = (("k1", "a-secret-of-thirty-two-characters"),)
 
@@ -134,3 +134,31 @@ def test_an_erasure_mark_is_read_again_after_any_write_to_the_index(
     assert p.batons.erased_at("C1") == at
     p.batons.delete_index("C1")
     assert p.batons.erased_at("C1") is None and p.batons.erased_at(None) is None
+
+
+async def test_a_saved_baton_is_read_back_unparsed_and_as_its_bytes_say(
+    store: SQLiteOrderStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = in_memory(store)
+    await run(p, ticket("T1", "My kettle is leaking, I want a refund."))
+    raw = p.state.batons.get("S1")
+    assert raw is not None
+    # What the store hands out after its own write is what the bytes parse to.
+    assert p.batons.get("S1") == Baton.model_validate_json(raw)
+    parses = [0]
+    validate_json = Baton.model_validate_json.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        parses[0] += 1
+        return validate_json(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Baton, "model_validate_json", classmethod(counted))
+    again = baton_of(p, "S1").model_copy(update={"version": baton_of(p, "S1").version + 1})
+    p.batons.save(again)
+    assert p.batons.get("S1") is again and parses == [0]
+    # A write that bypasses the store (a changelog recovery, a rebalance) is parsed afresh.
+    other = again.model_copy(update={"version": again.version + 1})
+    p.state.batons.put("S1", dumps(other))
+    assert baton_of(p, "S1") == other and parses == [1]
+    p.batons.delete("S1")
+    assert p.batons.get("S1") is None
