@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from agents.guards.numbers import Number, all_numbers
@@ -270,19 +270,41 @@ def money(
     reach = sentences
     if carry:  # a promise reaches a bare number in the next sentence
         reach = [(sentences[i - 1][0] if i else a, b) for i, (a, b) in enumerate(sentences)]
-    found = (_read(text, n, sentences, clauses, names, reach) for n in numbers)
+    read = _Reading(text, sentences, clauses, reach)
+    found = (_read(read, n, names) for n in numbers)
     return [m for m in found if m is not None]
 
 
-def _read(
-    text: str,
-    n: Number,
-    sentences: list[tuple[int, int]],
-    clauses: list[tuple[int, int]],
-    names: Collection[float],
-    reach: list[tuple[int, int]],
-) -> Money | None:
+@dataclass
+class _Reading:
+    """One text's sentences and clauses, each searched once for a promise or a report however
+    many numbers stand in it."""
+
+    text: str
+    sentences: list[tuple[int, int]]
+    clauses: list[tuple[int, int]]
+    reach: list[tuple[int, int]]
+    _promise: dict[tuple[int, int], bool] = field(default_factory=dict)
+    _reported: dict[tuple[int, int], bool] = field(default_factory=dict)
+
+    def promise(self, span: tuple[int, int]) -> bool:
+        """Whether ``text[span]`` promises money."""
+        if (hit := self._promise.get(span)) is None:
+            hit = self._promise[span] = bool(PROMISE.search(self.text, *span))
+        return hit
+
+    def reported(self, clause: tuple[int, int]) -> bool:
+        """Whether the clause reports what the customer asked for rather than commits."""
+        if (hit := self._reported.get(clause)) is None:
+            text = self.text
+            hit = bool(_REPORTED.search(text, *clause)) and not COMMITS.search(text, *clause)
+            self._reported[clause] = hit
+        return hit
+
+
+def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
     """``n`` as money, or None when it is a quantity, a date, a name or a bare number."""
+    text = read.text
     first, last = n.start, n.end
     if n.partner:  # a range: the unit or currency of either end applies to both
         first, last = min(first, n.partner[0]), max(last, n.partner[1])
@@ -290,9 +312,9 @@ def _read(
     right_at = last
     if tail := _RANGE_TAIL.match(text, last):
         right_at = tail.end()
-    clause = _around(clauses, n.start)
-    promise = bool(PROMISE.search(text, *_around(sentences, n.start)))
-    reported = bool(_REPORTED.search(text, *clause)) and not COMMITS.search(text, *clause)
+    clause = _around(read.clauses, n.start)
+    promise = read.promise(_around(read.sentences, n.start))
+    reported = read.reported(clause)
     written = text[n.start : n.end]
     if (pct := _PERCENT_AFTER.match(text, right_at)) or left.endswith("百分之"):
         written = text[n.start : pct.end()] if pct else written
@@ -320,7 +342,7 @@ def _read(
     if _credit_near(text, n, clause) or _OFF_AFTER.match(text, right_at):
         return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
-    promise = promise or bool(PROMISE.search(text, *_around(reach, n.start)))
+    promise = promise or read.promise(_around(read.reach, n.start))
     if small_word or (not n.spelled and n.value in names) or not promise:
         return None
     return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start)

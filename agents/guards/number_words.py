@@ -42,7 +42,9 @@ class Words:
         """A whole word made of this language's number words (one, or several if compound)."""
         alternatives = self._compound.pattern
         many = "+" if self.compound else ""
-        return re.compile(rf"(?<![^\W\d_]){alternatives}{many}(?![^\W\d_])", re.I)
+        # The lookahead only skips, at once, the words no number word can start.
+        first = re.escape("".join(sorted({w[0] for w in self._known})))
+        return re.compile(rf"(?<![^\W\d_])(?=[{first}]){alternatives}{many}(?![^\W\d_])", re.I)
 
     def parts(self, word: str) -> list[str] | None:
         """``word`` as number-word parts ("zweihundertfünf": zwei, hundert, fünf), or None."""
@@ -141,9 +143,9 @@ def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Spelled]:
 
 def _ambiguous() -> re.Pattern[str]:
     words = sorted({w for lang in languages().values() for w in lang.ambiguous}, key=len)
-    return re.compile(
-        rf"(?<![^\W\d_])(?:{'|'.join(map(re.escape, words[::-1]))})(?![^\W\d_])", re.I
-    )
+    first = re.escape("".join(sorted({w[0] for w in words})))
+    alternatives = "|".join(map(re.escape, words[::-1]))
+    return re.compile(rf"(?<![^\W\d_])(?=[{first}])(?:{alternatives})(?![^\W\d_])", re.I)
 
 
 def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:

@@ -132,8 +132,10 @@ _TENS = _TENS_TEXT.split()
 _WORD_VALUE = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _SCALE_VALUE = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
 _EN_WORD = re.compile(r"[A-Za-z]+")
+_EN_FIRST = "".join(sorted({w[0] for w in [*_WORD_VALUE, *_SCALE_VALUE]}))
 _EN_ANY = re.compile(
-    rf"(?<![A-Za-z])(?:{'|'.join([*_WORD_VALUE, *_SCALE_VALUE])})(?![A-Za-z])", re.I
+    rf"(?<![A-Za-z])(?=[{_EN_FIRST}])(?:{'|'.join([*_WORD_VALUE, *_SCALE_VALUE])})(?![A-Za-z])",
+    re.I,
 )
 
 

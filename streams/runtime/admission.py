@@ -7,13 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from schemas.codec import InvalidRecord, parse
 from schemas.records import Ticket, utcnow
-from schemas.stages import StageRecord
 from streams.runtime import erasure, ownership, placement
 from streams.runtime.batons import BatonStore
 from streams.runtime.dead_letters import Source
-from streams.runtime.signing import Headers, Signer
+from streams.runtime.delivery import Delivery
+from streams.runtime.signing import Signer
 from streams.settings import Settings
 
 
@@ -47,22 +46,20 @@ class Admission:
             return ticket
         return ticket.model_copy(update={"created_at": floor})
 
-    def refuses(
-        self, topic: str, value: bytes | None, source: Source, headers: Headers | None = None
-    ) -> bool:
+    def refuses(self, topic: str, delivery: Delivery) -> bool:
         """Whether the record read from ``topic`` is a ticket the stage refuses (not signed for
         where it was read, from before its customer's erasure, another sender's): it needs no
         place in the session's queue nor its turn.
 
         An erasure request and a record that does not parse go through the queue as usual.
         """
-        if erasure.requested(headers):
+        if erasure.requested(delivery.headers):
             return False
-        try:
-            ticket = parse(StageRecord, value).ticket
-        except InvalidRecord:
+        ticket = delivery.ticket()
+        if ticket is None:
             return False
-        if self.signer.problem(topic, source.key, value, headers):
+        source = delivery.source
+        if self.signer.problem(topic, source.key, delivery.value, delivery.headers):
             return True
         if self.misplaced(source)(ticket.session_id) is not None:
             return True

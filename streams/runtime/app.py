@@ -27,6 +27,7 @@ from streams.observe.tracing import TracingObserver
 from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.clocks import ClockGauges
 from streams.runtime.dead_letters import Source
+from streams.runtime.delivery import Delivery
 from streams.runtime.faust_io import FaustSink, FaustState
 from streams.runtime.own_stages import chain_for
 from streams.runtime.pipeline import Pipeline
@@ -274,17 +275,22 @@ def create_app(
     def stage_agent(stage: Stage[Any]) -> None:
         scheduler = schedulers[stage.name]
 
-        async def handle(event: Any) -> None:
-            await pipeline.run_stage(stage.name, event.value, _source(event), _headers(event))
+        # Each record is read once: the admission check, the flood's shedding and the stage
+        # share its bytes' one decoding.
+        def delivered(event: Any) -> Delivery:
+            return Delivery(event.value, _source(event), _headers(event))
 
-        async def shed(event: Any) -> None:
-            await pipeline.shed(stage.name, event.value, _source(event), _headers(event))
+        async def handle(delivery: Delivery) -> None:
+            await pipeline.deliver(stage.name, delivery)
 
-        def refused(event: Any) -> bool:
-            return pipeline.refuses(stage.name, event.value, _source(event), _headers(event))
+        async def shed(delivery: Delivery) -> None:
+            await pipeline.shed_delivery(stage.name, delivery)
+
+        def refused(delivery: Delivery) -> bool:
+            return pipeline.refuses_delivery(stage.name, delivery)
 
         async def agent(stream: Any) -> None:
-            await scheduler.run(stream.noack(), handle, shed, refused)
+            await scheduler.run(stream.noack(), handle, shed, refused, delivered)
 
         app.agent(sink.topics[names.role(chain.source_role(stage))], name=stage.name)(agent)
 

@@ -15,6 +15,9 @@ from streams.runtime import holding
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
 # much): a stage reads its session's baton several times in a row.
 PARSED_BATON_BYTES = 1 << 20
+# Erasure marks kept read, by the size of the index JSON they were read from: every record a
+# stage takes in asks for its customer's.
+READ_MARK_BYTES = 1 << 20
 
 
 class SessionTable(Protocol):
@@ -71,6 +74,11 @@ class BatonStore:
         self.index_keep = index_keep
         self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
         self._parsed_bytes = 0
+        # Per customer: the index bytes last read and the erasure mark they hold. An entry is
+        # used only while the table holds the same bytes, so a write by anyone (this store, a
+        # changelog recovery, a rebalance) is never answered from it.
+        self._marks: OrderedDict[str, tuple[bytes, datetime | None]] = OrderedDict()
+        self._marks_bytes = 0
 
     def get(self, session_id: str) -> Baton | None:
         """The session's baton (never mutate it: the same object is handed out again)."""
@@ -82,28 +90,44 @@ class BatonStore:
             self._parsed.move_to_end(session_id)
             return cached[1]
         baton = Baton.model_validate_json(raw)
-        if cached is not None:
-            self._parsed_bytes -= len(cached[0])
+        self._keep(session_id, raw, baton)
+        return baton
+
+    def _keep(self, session_id: str, raw: bytes, baton: Baton) -> None:
+        """Keep ``baton`` parsed for as long as the table holds ``raw`` for the session."""
+        self._forget(session_id)
         self._parsed[session_id] = (raw, baton)
-        self._parsed.move_to_end(session_id)
         self._parsed_bytes += len(raw)
         while self._parsed_bytes > PARSED_BATON_BYTES and len(self._parsed) > 1:
             _, (old, _) = self._parsed.popitem(last=False)
             self._parsed_bytes -= len(old)
-        return baton
+
+    def _forget(self, session_id: str) -> None:
+        cached = self._parsed.pop(session_id, None)
+        if cached is not None:
+            self._parsed_bytes -= len(cached[0])
 
     def save(self, baton: Baton) -> None:
-        """Write the baton; its changelog record goes out with the next flush."""
+        """Write the baton; its changelog record goes out with the next flush.
+
+        The next stage's read of it costs no parse (the baton goes back out as given: never
+        mutate it after saving).
+        """
         baton = holding.carry(self.get(baton.session_id), baton)
-        self.state.batons.put(baton.session_id, dumps(baton))
+        raw = dumps(baton)
+        self.state.batons.put(baton.session_id, raw)
+        self._keep(baton.session_id, raw, baton)
 
     async def save_durably(self, baton: Baton) -> None:
         """Write the baton and wait for its changelog record's acknowledgement."""
         baton = holding.carry(self.get(baton.session_id), baton)
-        await self.state.batons.put_durably(baton.session_id, dumps(baton))
+        raw = dumps(baton)
+        self._keep(baton.session_id, raw, baton)
+        await self.state.batons.put_durably(baton.session_id, raw)
 
     def delete(self, session_id: str) -> None:
         """Remove the session's baton and tombstone it in the changelog."""
+        self._forget(session_id)
         self.state.batons.delete(session_id)
 
     def owned(self, owned: Callable[[str], bool]) -> Iterator[Baton]:
@@ -133,8 +157,10 @@ class BatonStore:
             self.index(customer_id), customer_id, summary, self.index_keep, since, orders
         )
         if merged.sessions or merged.erased_at is not None:
+            self._forget_mark(customer_id)
             self.state.customers.put(customer_id, dumps(merged))
         elif self.state.customers.get(customer_id) is not None:
+            self._forget_mark(customer_id)
             self.state.customers.delete(customer_id)
 
     def customers(self) -> list[str]:
@@ -155,24 +181,49 @@ class BatonStore:
         # (dead letters, a topic read again) may still arrive until then.
         marked = index.erased_at is not None and index.erased_at >= since
         if not pruned.sessions and not marked:
+            self._forget_mark(customer_id)
             self.state.customers.delete(customer_id)
             return dropped, True
         if dropped:
+            self._forget_mark(customer_id)
             self.state.customers.put(customer_id, dumps(pruned))
         return dropped, False
 
     def delete_index(self, customer_id: str) -> None:
         """Tombstone the customer's memory index."""
+        self._forget_mark(customer_id)
         self.state.customers.delete(customer_id)
 
     def erase_index(self, customer_id: str, at: datetime) -> None:
         """Replace the customer's memory index by the mark of their erasure at ``at``."""
+        self._forget_mark(customer_id)
         self.state.customers.put(customer_id, dumps(MemoryIndex(key=customer_id, erased_at=at)))
 
     def erased_at(self, customer_id: str | None) -> datetime | None:
         """When the customer's data was last erased, if it was (and the mark is still kept)."""
-        index = self.index(customer_id) if customer_id else None
-        return index.erased_at if index else None
+        if not customer_id:
+            return None
+        raw = self.state.customers.get(customer_id)
+        if not raw:
+            self._forget_mark(customer_id)
+            return None
+        cached = self._marks.get(customer_id)
+        if cached is not None and cached[0] == raw:
+            self._marks.move_to_end(customer_id)
+            return cached[1]
+        self._forget_mark(customer_id)
+        mark = MemoryIndex.model_validate_json(raw).erased_at
+        self._marks[customer_id] = (raw, mark)
+        self._marks_bytes += len(raw)
+        while self._marks_bytes > READ_MARK_BYTES and len(self._marks) > 1:
+            _, (old, _) = self._marks.popitem(last=False)
+            self._marks_bytes -= len(old)
+        return mark
+
+    def _forget_mark(self, customer_id: str) -> None:
+        cached = self._marks.pop(customer_id, None)
+        if cached is not None:
+            self._marks_bytes -= len(cached[0])
 
     def earlier(self, customer_id: str | None, session_id: str) -> list[SessionSummary]:
         """The customer's other sessions (warm memory), most recent first."""

@@ -145,16 +145,24 @@ def flood(stage: StageName, ticket: Ticket, source: Source, cap: int) -> DeadLet
     )
 
 
-def untrusted(stage: StageName, value: bytes | None, problem: str, source: Source) -> DeadLetter:
+def untrusted(
+    stage: StageName,
+    value: bytes | None,
+    problem: str,
+    source: Source,
+    ticket: Ticket | None = None,
+) -> DeadLetter:
     """The dead letter of a record whose signature is missing or wrong: its bytes as they came.
 
-    The ticket inside, if the record parses, is kept for a re-drive through the public tickets
-    topic (where it is validated and signed again like any customer's ticket).
+    The ticket inside, if the record parses (``ticket``, when the caller decoded it already),
+    is kept for a re-drive through the public tickets topic (where it is validated and signed
+    again like any customer's ticket).
     """
-    try:
-        ticket: Ticket | None = parse(StageRecord, value).ticket
-    except InvalidRecord:
-        ticket = None
+    if ticket is None:
+        try:
+            ticket = parse(StageRecord, value).ticket
+        except InvalidRecord:
+            ticket = None
     return letter(
         stage=stage,
         reason="untrusted_record",

@@ -57,10 +57,18 @@ class Letters:
         self.observer.stage_done(stage, "erased", 0.0)
 
     async def _untrusted(
-        self, stage: StageName, value: bytes | None, problem: str, source: Source
+        self,
+        stage: StageName,
+        value: bytes | None,
+        problem: str,
+        source: Source,
+        ticket: Ticket | None = None,
     ) -> None:
-        """Dead-letter a record that is not signed for where it was read: nothing is written."""
-        await self.dead_letter(dead_letters.untrusted(stage, value, problem, source), source)
+        """Dead-letter a record that is not signed for where it was read: nothing is written.
+
+        ``ticket`` is the record's, already decoded (None: decoded here, if it can be)."""
+        dl = dead_letters.untrusted(stage, value, problem, source, ticket)
+        await self.dead_letter(dl, source)
         self.observer.stage_done(stage, "refused", 0.0)
 
     async def _answered(self, reply: Reply, baton: Baton) -> None:

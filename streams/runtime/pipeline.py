@@ -18,8 +18,8 @@ from agents.orders import OrderSource
 from agents.outcome import Outcome
 from agents.policy import load as load_policy
 from schemas.baton import Baton
-from schemas.codec import InvalidRecord, parse
-from schemas.records import StageName, Ticket, utcnow
+from schemas.codec import InvalidRecord
+from schemas.records import StageName, utcnow
 from schemas.stages import StageRecord
 from streams.kafka.topics import TopicNames
 from streams.observe import tracing
@@ -42,6 +42,7 @@ from streams.runtime.budgets import CustomerBudgets
 from streams.runtime.chain import BUILTIN, Chain
 from streams.runtime.clocks import Clocks
 from streams.runtime.dead_letters import Source, read_as
+from streams.runtime.delivery import Delivery
 from streams.runtime.index import CustomerIndex
 from streams.runtime.intake import Intake
 from streams.runtime.redelivery import Redelivery, own_entry
@@ -147,18 +148,21 @@ class Pipeline(Intake):
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Run ``stage`` on one signed stage record, up to ``STAGE_ATTEMPTS`` times."""
-        source = read_as(source, value, headers)
-        with tracing.stage_span(stage, headers, source, self.consumer):
-            await self._run_stage(stage, value, source, headers)
+        await self.deliver(stage, Delivery(value, source, headers))
 
-    async def _run_stage(
-        self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None
-    ) -> None:
+    async def deliver(self, stage: StageName, delivery: Delivery) -> None:
+        """``run_stage`` on a record as read, decoded once for every check that reads it."""
+        source = read_as(delivery.source, delivery.value, delivery.headers)
+        with tracing.stage_span(stage, delivery.headers, source, self.consumer):
+            await self._run_stage(stage, delivery, source)
+
+    async def _run_stage(self, stage: StageName, delivery: Delivery, source: Source) -> None:
         self.observer.record_in(stage)
         step = self.chain[stage]
+        value, headers = delivery.value, delivery.headers
         problem = self.signer.problem(self.source_topic(step), source.key, value, headers)
         if problem is not None:
-            await self._untrusted(stage, value, problem, source)
+            await self._untrusted(stage, value, problem, source, delivery.ticket())
             return
         if step.opens_session and erasure.requested(headers):
             await erasure.erase_session(
@@ -166,14 +170,14 @@ class Pipeline(Intake):
             )
             return
         try:
-            record = parse(StageRecord, value)
+            record = delivery.record()
         except InvalidRecord as exc:
             await self._reject(stage, value, exc, source)
             self.observer.stage_done(stage, "invalid", 0.0)
             return
         ticket = record.ticket
         if (problem := self.admission.misplaced(source)(ticket.session_id)) is not None:
-            await self._untrusted(stage, value, problem, source)
+            await self._untrusted(stage, value, problem, source, ticket)
             return
         if self.admission.erased(ticket, source):
             self._drop_erased(stage, ticket)
@@ -225,8 +229,11 @@ class Pipeline(Intake):
     ) -> bool:
         """Whether ``stage`` refuses the record before it touches the session (see
         ``Admission.refuses``): it takes no place in the session's queue."""
-        topic = self.source_topic(self.chain[stage])
-        return self.admission.refuses(topic, value, source, headers)
+        return self.refuses_delivery(stage, Delivery(value, source, headers))
+
+    def refuses_delivery(self, stage: StageName, delivery: Delivery) -> bool:
+        """``refuses`` on a record as read (its decoded record kept for the stage)."""
+        return self.admission.refuses(self.source_topic(self.chain[stage]), delivery)
 
     async def shed(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -237,10 +244,12 @@ class Pipeline(Intake):
         record that is not a valid signed one go through ``run_stage`` as usual: the session's
         later tickets may be waiting for the copy at the gate, an erasure is never dropped.
         """
-        try:
-            ticket: Ticket | None = parse(StageRecord, value).ticket
-        except InvalidRecord:
-            ticket = None  # run_stage dead-letters it as invalid
+        await self.shed_delivery(stage, Delivery(value, source, headers))
+
+    async def shed_delivery(self, stage: StageName, delivery: Delivery) -> None:
+        """``shed`` on a record as read (decoded once for its checks and the stage)."""
+        value, source, headers = delivery.value, delivery.source, delivery.headers
+        ticket = delivery.ticket()  # None: run_stage dead-letters it as invalid
         topic = self.source_topic(self.chain[stage])
         untrusted = self.signer.problem(topic, source.key, value, headers) or (
             ticket is not None and self.admission.misplaced(source)(ticket.session_id)
@@ -248,7 +257,7 @@ class Pipeline(Intake):
         # An erased customer's old record is dropped there, never kept in a dead letter.
         erased = ticket is not None and self.admission.erased(ticket, source)
         if ticket is None or untrusted or erased or self.redelivery.known(ticket):
-            await self.run_stage(stage, value, source, headers)
+            await self.deliver(stage, delivery)
             return
         source = read_as(source, value, headers)
         with tracing.stage_span(stage, headers, source, self.consumer):

@@ -66,8 +66,12 @@ class SessionScheduler:
         handle: Handler,
         overflow: Handler | None = None,
         bypass: Callable[[Any], bool] | None = None,
+        prepare: Callable[[Any], Any] | None = None,
     ) -> None:
         """Consume ``stream`` (a Faust stream with acks disabled) until it ends.
+
+        ``prepare`` turns each event into what ``bypass`` and the handlers are given, once per
+        event (the event itself when None); the event is what gets acked.
 
         ``overflow`` takes the records of a key beyond ``max_queued_per_key``; it runs at once,
         beside the key's queued records, and its record is acked like any other once it returns.
@@ -83,20 +87,21 @@ class SessionScheduler:
             held = self._hold(event)
             queued = self._queued.get(key, 0)
             cap = self.max_queued_per_key
+            item = event if prepare is None else prepare(event)
             aside = None
-            if bypass is not None and bypass(event):
+            if bypass is not None and bypass(item):
                 aside = handle
             elif overflow is not None and cap is not None and queued >= cap:
                 aside = overflow
             if aside is not None:
-                task = asyncio.create_task(self._one(None, held, aside, stream))
+                task = asyncio.create_task(self._one(None, held, item, aside, stream))
                 self._overflowing.add(task)
                 task.add_done_callback(self._overflowing.discard)
                 continue
             self._queued[key] = queued + 1
             # The task copies this context, so Faust's current event stays this record's:
             # table writes go to the record's changelog partition.
-            task = asyncio.create_task(self._one(self._tails.get(key), held, handle, stream))
+            task = asyncio.create_task(self._one(self._tails.get(key), held, item, handle, stream))
             self._tails[key] = task
             task.add_done_callback(functools.partial(self._forget, key))
 
@@ -132,7 +137,12 @@ class SessionScheduler:
                 await stream.ack(queue.popleft().event)
 
     async def _one(
-        self, previous: asyncio.Task[None] | None, held: _Held, handle: Handler, stream: Any
+        self,
+        previous: asyncio.Task[None] | None,
+        held: _Held,
+        item: Any,
+        handle: Handler,
+        stream: Any,
     ) -> None:
         event = held.event
         acked = False
@@ -142,7 +152,7 @@ class SessionScheduler:
             async with self._running:
                 self.in_flight += 1
                 try:
-                    await handle(event)
+                    await handle(item)
                     acked = True
                 finally:
                     self.in_flight -= 1
