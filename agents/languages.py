@@ -26,6 +26,14 @@ _WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
 _CJK_CHAR = re.compile(f"[{HAN}{KANA}]")
 _CJK_RUNS = re.compile(f"[{HAN}{KANA}\u3000-\u303f\uff00-\uffef]+")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+# The small words that carry a sentence's grammar (pronouns, particles, copulas, negation):
+# in mixed text, whose grammar it is tells the language from the names it quotes.
+_CJK_GRAMMAR = re.compile("[我你他她它的了吗呢吧是在不有请怎么没还要这那个のはがをにで]|です|ます")
+_LATIN_GRAMMAR = re.compile(
+    r"\b(?:i|my|me|is|are|was|the|a|an|it|to|of|and|not|please|can|have|has|this|that|"
+    r"ich|mein|meine|ist|das|der|die|und|nicht|el|la|mi|es|y|no|por|favor)\b",
+    re.IGNORECASE,
+)
 # Languages written in Han characters or kana; a text in another script is none of them
 # (Korean is written in Hangul).
 _CJK_LANGUAGES = frozenset({"zh", "ja", "yue", "wuu"})
@@ -92,8 +100,9 @@ def _scores(text: str, languages: Sequence[str]) -> list[tuple[str, float]]:
 
 
 def _main_script(text: str) -> str:
-    """The part of mixed text in its main script: CJK characters, two to a word, against the
-    other words ("我的 kettle 漏水了" is its Chinese, "My 美的电热水壶 is leaking" its English)."""
+    """The part of mixed text in its main script: the one whose small grammar words the text
+    uses more ("我的 Philips Electric Kettle 漏水了" is its Chinese, "My 美的电热水壶 is leaking"
+    its English); when they tie, CJK characters, two to a word, against the other words."""
     cjk = len(_CJK_CHAR.findall(text))
     if cjk == 0:
         return text
@@ -101,7 +110,13 @@ def _main_script(text: str) -> str:
     words = len(_WORD.findall(rest))
     if words == 0:
         return text
-    return " ".join(_CJK_RUNS.findall(text)) if cjk / 2 >= words else rest
+    han = " ".join(_CJK_RUNS.findall(text))
+    # Product and brand names are nouns in any language; the grammar is the customer's.
+    han_grammar = len(_CJK_GRAMMAR.findall(han))
+    latin_grammar = len(_LATIN_GRAMMAR.findall(rest))
+    if han_grammar != latin_grammar:
+        return han if han_grammar > latin_grammar else rest
+    return han if cjk / 2 >= words else rest
 
 
 def among(language: str, languages: Sequence[str] = ()) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ TICKETS = [
     ("safe", "s-safe", "c-ana", "The kettle started smoking and nearly caught fire!"),
     ("legal", "s-legal", "c-ana", "My kettle is leaking and I will sue you, my lawyer is ready."),
     ("bad", "s-bad", "c-ana", "My kettle is leaking. [[fault:schema:strategy:2]]"),
-    ("refused", "s-refused", "c-li", "水壶漏水了 [[fault:refusal:strategy]]"),
+    ("refused", "s-refused", "c-li", "我的水壶漏水了，怎么办？ [[fault:refusal:strategy]]"),
 ]
 HANDED_OFF = {
     "safe": "safety",
