@@ -39,6 +39,8 @@ def assert_delivered(row: dict[str, Any], tickets: int) -> None:
     assert row["sessions_split_over_partitions"] == 0
 
 
+# A smoke test of the bench itself on one leg; `baton bench --broker both` measures both.
+@pytest.mark.one_broker
 @pytest.mark.timeout(300)
 def test_latency_smoke_answers_every_ticket_once_in_order(broker: Broker, tmp_path: Path) -> None:
     result = bench(

@@ -172,9 +172,8 @@ def _baton_on_path(d: Deployment, cwd: Path) -> dict[str, str]:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(
-    "name", ["shell and quotes", "leading dash", "Cyrillic lookalike", "inner space"]
-)
+# The shapes a shell reads specially; the others are the id round trip's (above).
+@pytest.mark.parametrize("name", ["shell and quotes", "leading dash", "inner space"])
 def test_the_dashboards_trace_command_traces_that_session_through_a_shell(
     shaped: Run, name: str, tmp_path: Path
 ) -> None:
