@@ -16,7 +16,6 @@ from agents.memory import new_baton
 from agents.orders import OrderSource, SQLiteOrderStore
 from agents.policy import load as load_policy
 from agents.prompts import build, parse_context
-from agents.rules.offline import OfflineLLM
 from schemas import Baton, InFlight, Order, Reply, dumps
 from schemas.decision import Decision, PendingOffer, PersonNote
 from schemas.records import Offer, OfferLine
@@ -29,12 +28,11 @@ from streams.runtime.placement import session_partition
 from streams.runtime.redelivery import Redelivery
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Signer
-from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import C1_ORDERS, days_ago, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import baton_of, dead_letters, names, run, sink, state
+from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -51,27 +49,12 @@ KEYS = (("k1", "a-signing-secret-of-32-characters"),)
 
 
 class LosingSink(MemorySink):
-    """A sink whose first reply carrying a decision is lost: a crash after the baton kept it."""
+    """A sink whose first reply carrying ``marker`` is lost: a crash after the baton kept it."""
 
-    lost: bool = False
-
-    async def send(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        if topic.endswith("support.replies") and b'"decision_id":"' in value and not self.lost:
-            self.lost = True
-            raise ConnectionError("the broker went away")
-        await super().send(topic, key, value, headers)
-
-
-class SilentLosingSink(MemorySink):
-    """A sink whose first taken-over reply is lost on its way to the broker."""
-
-    lost: bool = False
+    def __init__(self, marker: bytes = b'"decision_id":"') -> None:
+        super().__init__()
+        self.marker = marker
+        self.lost = False
 
     async def send(
         self,
@@ -80,21 +63,14 @@ class SilentLosingSink(MemorySink):
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        if topic.endswith("support.replies") and b'"taken_over"' in value and not self.lost:
+        if topic.endswith("support.replies") and self.marker in value and not self.lost:
             self.lost = True
             raise ConnectionError("the broker went away")
         await super().send(topic, key, value, headers)
 
 
 def pipeline_on(store: OrderSource, sink: MemorySink | None = None, **kw: Any) -> Pipeline:
-    return Pipeline(
-        settings=Settings(**{"namespace": "u", "session_ttl_s": 3600, "policy_file": ALPINE, **kw}),
-        llm=OfflineLLM(),
-        store=store,
-        sink=sink or MemorySink(),
-        state=MemoryState(),
-        observer=CountingObserver(),
-    )
+    return in_memory(store, sink=sink, **{"policy_file": ALPINE, **kw})
 
 
 @pytest.fixture
@@ -336,7 +312,7 @@ async def test_a_person_s_reply_to_a_ticket_is_not_taken_for_the_agents_pending_
 async def test_a_lost_taken_over_reply_is_sent_once_on_the_next_attempt(
     shop: SQLiteOrderStore,
 ) -> None:
-    p = pipeline_on(shop, sink=SilentLosingSink())
+    p = pipeline_on(shop, sink=LosingSink(b'"taken_over"'))
     await run(p, ticket("t1", "My kettle order, where is it?"))
     await feed(p, decision("d1", "takeover", item=None), 0)
     await run(p, ticket("t2", "Hello?"))

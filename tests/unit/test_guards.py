@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from typing import Any
 
@@ -20,19 +19,13 @@ from agents.guards import (
 from agents.policy import Policy, default_policy, load
 from agents.rules.reply import strategy_rules
 from schemas import Baton, OfferLine, Order, OrderMatch, StrategyDraft, Ticket, Understanding
-from tests.fixtures.paths import ROOT, TEST_DATA
+from tests.fixtures.paths import ROOT, TEST_DATA, data_rows
 
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    lines = (TEST_DATA / path).read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("guard_orders.jsonl")}
-POLICY = _rows("policy_corpus.jsonl")
+ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+POLICY = data_rows("policy_corpus.jsonl")
 # Written after the audit, without reading it: its first run is the blind measure (docs/policy.md).
-BLIND = _rows("policy_blind_corpus.jsonl")
-DRIFT = _rows("drift_corpus.jsonl")
+BLIND = data_rows("policy_blind_corpus.jsonl")
+DRIFT = data_rows("drift_corpus.jsonl")
 
 
 def _draft(case: dict[str, Any]) -> StrategyDraft:

@@ -13,7 +13,6 @@ import pytest
 from agents.memory import TICKETS_KEEP
 from agents.models.llm import LLM
 from agents.orders import OrderSource, SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
 from agents.testing import StandIn
 from schemas import (
     MAX_TEXT_CHARS,
@@ -29,17 +28,24 @@ from schemas import (
 from schemas.handoff import PACKET_TURNS_KEEP
 from streams.debug import handoffs as handoffs_view
 from streams.kafka.client import Message
-from streams.observe.observer import CountingObserver
 from streams.runtime import handoffs
 from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from streams.testing import MemorySink
 from tests.fixtures.agents import client
 from tests.fixtures.data import C1_ORDERS, days_ago, handoff_packet, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import baton_of, dead_letters, hop, names, run, sink, state
+from tests.fixtures.pipelines import (
+    baton_of,
+    dead_letters,
+    hop,
+    in_memory,
+    names,
+    run,
+    sink,
+    state,
+)
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -75,14 +81,7 @@ class FlakySink(MemorySink):
 def pipeline_on(
     store: OrderSource, llm: LLM | None = None, sink: MemorySink | None = None, **kw: Any
 ) -> Pipeline:
-    return Pipeline(
-        settings=Settings(**{"namespace": "u", "session_ttl_s": 3600, **kw}),
-        llm=llm or OfflineLLM(),
-        store=store,
-        sink=sink or MemorySink(),
-        state=MemoryState(),
-        observer=CountingObserver(),
-    )
+    return in_memory(store, client=llm, sink=sink, **kw)
 
 
 @pytest.fixture

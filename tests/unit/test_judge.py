@@ -3,7 +3,6 @@ wrong replies, and the judge's report over the eval set through the real SDK."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,18 +25,12 @@ from streams.eval.score import Case, Label
 from streams.runtime.pipeline import Pipeline
 from streams.settings import Settings
 from streams.testing import MemorySink, MemoryState
-from tests.fixtures.paths import TEST_DATA
+from tests.fixtures.paths import TEST_DATA, data_rows
 from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store
 
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    lines = (TEST_DATA / path).read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("guard_orders.jsonl")}
-CORPUS = _rows("judge_corpus.jsonl")
+ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+CORPUS = data_rows("judge_corpus.jsonl")
 
 
 def _case(row: dict[str, Any]) -> tuple[Case, Reply, Order]:

@@ -3,22 +3,15 @@ language, and hostile ones in the wrong language."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from agents.guards.language import feedback_note, language_of, language_problem
-from tests.fixtures.paths import TEST_DATA
+from tests.fixtures.paths import data_rows
 
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    lines = (TEST_DATA / path).read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-ORDERS = _rows("guard_orders.jsonl")
-CORPUS = _rows("language_corpus.jsonl")
+ORDERS = data_rows("guard_orders.jsonl")
+CORPUS = data_rows("language_corpus.jsonl")
 
 
 def _names(customer: str) -> list[str]:

@@ -3,7 +3,6 @@ serves (natural replies pass, amounts over the offer and replies in the wrong la
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from typing import Any
 
@@ -14,19 +13,13 @@ from agents.guards.language import language_problem
 from agents.languages import LanguageError, code, customer_language, detect
 from agents.policy import Policy, load
 from schemas import OfferLine, Order, StrategyDraft
-from tests.fixtures.paths import ROOT, TEST_DATA
+from tests.fixtures.paths import ROOT, data_rows
 
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    lines = (TEST_DATA / path).read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("guard_orders.jsonl")}
-CORPUS = _rows("multilingual_corpus.jsonl")
+ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+CORPUS = data_rows("multilingual_corpus.jsonl")
 # Written after the code, without running it first: its first run is the blind measure.
-BLIND = _rows("multilingual_blind_corpus.jsonl")
-SAMPLE = _rows("language_sample.jsonl")
+BLIND = data_rows("multilingual_blind_corpus.jsonl")
+SAMPLE = data_rows("language_sample.jsonl")
 FIVE = ("zh", "ja", "en", "de", "es")
 
 

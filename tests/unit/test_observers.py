@@ -16,12 +16,11 @@ from agents.rules.offline import OfflineLLM
 from examples.observers.attention import Attention
 from schemas import Reply
 from streams.observe.observer import CountingObserver, Fanout, Guarded, QuietObserver
-from streams.runtime import Pipeline, create_app
+from streams.runtime import create_app
 from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import reply, ticket
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import run
+from tests.fixtures.pipelines import in_memory, run
 
 
 async def test_create_app_adds_the_observer_to_batons_own(
@@ -53,14 +52,7 @@ async def test_the_example_writes_what_a_person_should_look_at(store: SQLiteOrde
     out = io.StringIO()
     attention = Attention(out, slow_s=3600)
     observer = Fanout(CountingObserver(), Guarded(attention))
-    p = Pipeline(
-        settings=Settings(namespace="u", session_ttl_s=3600),
-        llm=OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-        observer=observer,
-    )
+    p = in_memory(store, observer=observer)
     replies = await run(
         p,
         ticket("t1", "My kettle is leaking, I want a refund."),

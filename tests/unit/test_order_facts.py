@@ -3,7 +3,6 @@ corrected without a re-ask, and hostile ones that stay rejected."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,16 +10,10 @@ import pytest
 from agents.guards import CustomerOrders, audit, drift_problems
 from agents.guards.order_facts import CORRECTED, corrected, fact_problems, facts_line
 from schemas import Order, StrategyDraft
-from tests.fixtures.paths import TEST_DATA
+from tests.fixtures.paths import data_rows
 
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    lines = (TEST_DATA / path).read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("guard_orders.jsonl")}
-CORPUS = _rows("order_facts_corpus.jsonl")
+ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+CORPUS = data_rows("order_facts_corpus.jsonl")
 
 
 def _books(case: dict[str, Any]) -> CustomerOrders:

@@ -31,20 +31,14 @@ from agents.testing import ScriptedLLM
 from agents.understand import understand
 from schemas import Baton, OfferLine, Order, OrderMatch, StrategyDraft
 from tests.fixtures.data import ticket, understanding
-from tests.fixtures.paths import ROOT, TEST_DATA
+from tests.fixtures.paths import ROOT, data_rows
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
 from tests.fixtures.stores import sqlite_store
 
-
-def _rows(path: str) -> list[dict[str, Any]]:
-    lines = (TEST_DATA / path).read_text("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in _rows("lines_orders.jsonl")}
+ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("lines_orders.jsonl")}
 # Written before their first run against the audit; the blind file after its fixes.
-CORPUS = _rows("lines_corpus.jsonl")
-BLIND = _rows("lines_blind_corpus.jsonl")
+CORPUS = data_rows("lines_corpus.jsonl")
+BLIND = data_rows("lines_blind_corpus.jsonl")
 
 
 def _audit(case: dict[str, Any]) -> list[str]:

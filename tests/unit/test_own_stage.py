@@ -25,7 +25,7 @@ from streams.settings import Settings, load
 from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
 from tests.fixtures.models import standin_env
-from tests.fixtures.pipelines import counts, dead_letters, run
+from tests.fixtures.pipelines import counts, dead_letters, in_memory, run
 
 CHAIN = Chain.of([PRIORITY])
 
@@ -209,14 +209,6 @@ async def test_a_plain_async_function_is_a_stage(store: SQLiteOrderStore) -> Non
     chain = Chain.of(
         [stage("words", after="lookup", input=Understanding, output=Words, agent=count)]
     )
-    p = Pipeline(
-        settings=Settings(namespace="u", session_ttl_s=3600),
-        llm=OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-        observer=CountingObserver(),
-        chain=chain,
-    )
+    p = in_memory(store, chain=chain)
     (reply,) = await run(p, ticket("t1", "My kettle is leaking."))
     assert isinstance(reply, Reply) and reply.stages == {"words": {"count": 4}}
