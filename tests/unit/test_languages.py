@@ -12,7 +12,8 @@ from agents.guards import CustomerOrders, audit, money
 from agents.guards.language import language_problem
 from agents.languages import LanguageError, code, customer_language, detect
 from agents.policy import Policy, load
-from schemas import OfferLine, Order, StrategyDraft
+from schemas import Order
+from tests.fixtures.data import corpus_draft
 from tests.fixtures.paths import ROOT, data_rows
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
@@ -56,14 +57,7 @@ def _policy(case: dict[str, Any]) -> Policy:
 
 def _verdict(case: dict[str, Any]) -> list[str]:
     policy = _policy(case)
-    draft = StrategyDraft(
-        solution=case["solution"],
-        reply=case["reply"],
-        internal_note=case["internal_note"],
-        confidence=0.9,
-        needs_human=False,
-        offer=[OfferLine.model_validate(line) for line in case["offer"]],
-    )
+    draft = corpus_draft(case)
     own = [o for o in ORDERS.values() if o.customer_id == case["customer"]]
     books = CustomerOrders(
         matched=ORDERS[case["matched"]] if case["matched"] else None,

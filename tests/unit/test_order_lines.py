@@ -29,8 +29,8 @@ from agents.rules.offline import OfflineLLM
 from agents.strategy import decide
 from agents.testing import ScriptedLLM
 from agents.understand import understand
-from schemas import Baton, OfferLine, Order, OrderMatch, StrategyDraft
-from tests.fixtures.data import ticket, understanding
+from schemas import Baton, OfferLine, Order, OrderMatch
+from tests.fixtures.data import corpus_draft, ticket, understanding
 from tests.fixtures.paths import ROOT, data_rows
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
 from tests.fixtures.stores import sqlite_store
@@ -42,14 +42,7 @@ BLIND = data_rows("lines_blind_corpus.jsonl")
 
 
 def _audit(case: dict[str, Any]) -> list[str]:
-    draft = StrategyDraft(
-        solution=case["solution"],
-        reply=case["reply"],
-        internal_note=case["internal_note"],
-        confidence=0.9,
-        needs_human=False,
-        offer=[OfferLine.model_validate(line) for line in case["offer"]],
-    )
+    draft = corpus_draft(case)
     books = CustomerOrders(
         matched=ORDERS[case["matched"]],
         orders=[o for o in ORDERS.values() if o.customer_id == case["customer"]],
