@@ -15,6 +15,7 @@ from aiokafka.structs import OffsetAndMetadata
 
 from schemas import HandoffPacket
 from tests.fixtures import delivery
+from tests.fixtures.brokers import legs
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment
 
@@ -80,6 +81,29 @@ async def rewind(d: Deployment, topics: tuple[str, ...]) -> None:
         await consumer.stop()
 
 
+def desk_view(d: Deployment, by_ticket: dict[str, tuple[bytes | None, HandoffPacket]]) -> None:
+    """The desk's view: one line per packet, oldest first; one session's packet in full."""
+    listed = d.baton("handoffs", "list")
+    assert listed.returncode == 0, listed.stderr.decode()
+    lines = listed.stdout.decode().splitlines()
+    assert len(lines) == len(HANDED_OFF)
+    order = sorted(by_ticket.values(), key=lambda kp: kp[1].handed_off_at)
+    # when (2 words), due (3), the clock (2), reason, urgency, session, ticket, problem
+    assert [ln.split()[10] for ln in lines] == [p.ticket_id for _, p in order]
+    assert [ln.split()[7] for ln in lines] == [p.reason for _, p in order]
+    assert all(
+        f"due {p.deadline:%Y-%m-%d %H:%M}" in ln for ln, (_, p) in zip(lines, order, strict=True)
+    )
+    shown = d.baton("handoffs", "show", "s-legal")
+    assert shown.returncode == 0, shown.stderr.decode()
+    assert orjson.loads(shown.stdout)["packet_id"] == f"handoff:{tid(d, 'legal')}"
+    traced = d.baton("trace", "s-safe")
+    assert traced.returncode == 0, traced.stderr.decode()
+    assert "to a person: safety, high urgency, due " in traced.stdout.decode()
+    missing = d.baton("handoffs", "show", "s-nobody")
+    assert missing.returncode == 1 and b"no hand-off of session s-nobody" in missing.stderr
+
+
 async def test_one_packet_per_hand_off_none_for_answers_none_twice_after_a_restart(
     deployment: Deployment,
 ) -> None:
@@ -109,26 +133,8 @@ async def test_one_packet_per_hand_off_none_for_answers_none_twice_after_a_resta
     assert safe.urgency == "high" and safe.deadline > safe.opened_at
     assert by_ticket[tid(d, "refused")][1].language == "zh"
 
-    # The desk's view: one line per packet, oldest first; one session's packet in full.
-    listed = d.baton("handoffs", "list")
-    assert listed.returncode == 0, listed.stderr.decode()
-    lines = listed.stdout.decode().splitlines()
-    assert len(lines) == len(HANDED_OFF)
-    order = sorted(by_ticket.values(), key=lambda kp: kp[1].handed_off_at)
-    # when (2 words), due (3), the clock (2), reason, urgency, session, ticket, problem
-    assert [ln.split()[10] for ln in lines] == [p.ticket_id for _, p in order]
-    assert [ln.split()[7] for ln in lines] == [p.reason for _, p in order]
-    assert all(
-        f"due {p.deadline:%Y-%m-%d %H:%M}" in ln for ln, (_, p) in zip(lines, order, strict=True)
-    )
-    shown = d.baton("handoffs", "show", "s-legal")
-    assert shown.returncode == 0, shown.stderr.decode()
-    assert orjson.loads(shown.stdout)["packet_id"] == f"handoff:{tid(d, 'legal')}"
-    traced = d.baton("trace", "s-safe")
-    assert traced.returncode == 0, traced.stderr.decode()
-    assert "to a person: safety, high urgency, due " in traced.stdout.decode()
-    missing = d.baton("handoffs", "show", "s-nobody")
-    assert missing.returncode == 1 and b"no hand-off of session s-nobody" in missing.stderr
+    if d.broker.kind == legs()[0]:  # what the desk's commands print does not depend on the broker
+        desk_view(d, by_ticket)
 
     # kill -9, then a worker that re-reads every stage's records from the start: each copy is
     # settled from the baton, and no ticket gets a second reply or packet.

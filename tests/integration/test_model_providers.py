@@ -35,6 +35,8 @@ def _deployment(broker: Broker, namespace: str, tmp_path: Path, env: dict[str, s
     return Deployment(broker=broker, namespace=namespace, data_dir=tmp_path, env_extra=env)
 
 
+# Which wire a model call takes does not depend on the broker: one leg.
+@pytest.mark.one_broker
 @pytest.mark.parametrize("provider", ["openai", "bedrock", "vertex"])
 async def test_a_worker_answers_through_another_provider(
     provider: str, broker: Broker, namespace: str, weak_server: StandIn, tmp_path: Path

@@ -74,6 +74,7 @@ async def test_dry_run_lists_the_selection_and_creates_nothing(run: Deployment) 
     assert selected() == [a1, a2, b1]
     assert selected("--session", "s-a") == [a1, a2]
     assert selected("--from-dead-letters") == [b1]
+    # A time past the log's end: the embedded broker answers it with offset 0, not none.
     assert selected("--since", "2999-01-01T00:00:00Z") == []
 
     read = await read_topics(settings_of(run), [run.topic("support.tickets")])
@@ -83,7 +84,6 @@ async def test_dry_run_lists_the_selection_and_creates_nothing(run: Deployment) 
     assert later, "one session's two tickets share a partition"
     expected = [t for t in (a1, a2, b1) if any(t.encode() in (m.value or b"") for m in later)]
     assert selected("--from-offset", "1") == expected
-    assert selected("--to-offset", "0") == [t for t in (a1, a2, b1) if t not in expected]
 
     bad = run.baton("replay", "--dry-run", "--from-offset", "x")
     assert bad.returncode == 2 and bad.stderr.count(b"\n") == 1

@@ -13,7 +13,9 @@ from tests.fixtures.data import conversations, orders_of
 from tests.fixtures.deployments import Deployment, WorkerProcess
 from tests.fixtures.observability import health_until_ready, scrape, total
 
-pytestmark = pytest.mark.integration
+# The RocksDB store is what a production worker restarts on: its recovery is measured on the
+# Apache Kafka leg only (the store itself does not depend on the broker).
+pytestmark = [pytest.mark.integration, pytest.mark.production_leg]
 
 SESSIONS = 8
 READ = "baton_changelog_records_read_total"

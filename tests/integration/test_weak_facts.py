@@ -24,6 +24,8 @@ TICKETS = [
 ]
 
 
+# What the replies say does not depend on the broker: one leg.
+@pytest.mark.one_broker
 async def test_near_miss_ids_on_every_ask_are_answered_from_the_store(
     broker: Broker, namespace: str, tmp_path: Path
 ) -> None:
