@@ -1,0 +1,193 @@
+"""A helpdesk bridge: hand-off packets out to the desk's API, the desk's webhooks in as decisions.
+
+    python examples/helpdesk_bridge.py --bootstrap 127.0.0.1:9092 \\
+        --desk-url https://desk.example/api/handoffs --group desk-bridge \\
+        --webhook-secret-file desk.secret --signing-key-file bridge.key --port 8787
+
+**Out.** Every ``HandoffPacket`` on ``support.handoffs`` is POSTed as JSON to ``--desk-url``
+with the header ``Idempotency-Key: <packet_id>``. The group's offset is committed only after
+the desk answered 2xx, so a crash or a desk that is down sends the packet again later (at least
+once; the desk keeps the first of a key).
+
+**In.** The desk calls ``POST /webhook`` when a person acts on a case. The body is one JSON
+object: ``event_id`` (the desk's id of the event), ``session_id``, ``action`` (approve, deny,
+answer, takeover, handback, close), and as the action needs ``item`` (the packet's
+``ticket_id``), ``amount``, ``text`` and ``agent``. The header ``X-Desk-Signature:
+sha256=<hex>`` is the HMAC-SHA256 of the raw body under the webhook secret. A request without a
+valid signature gets 401; a body that is not a valid decision gets 422 with the reason; neither
+sends anything. A valid one becomes a ``Decision`` on ``support.decisions``, keyed by session and
+signed as baton's workers verify it; its ``decision_id`` is ``desk-<event_id>``, so an event the
+desk delivers twice is applied once (the copy is refused by the worker as a replay).
+
+Needs only ``schemas``, aiokafka and aiohttp: no Faust, no Anthropic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from pydantic import ValidationError
+
+from schemas.decision import Decision
+from schemas.handoff import HandoffPacket
+
+SIGNATURE_HEADER = "baton-signature"
+WEBHOOK_HEADER = "X-Desk-Signature"
+MAX_BODY = 64 * 1024
+
+
+def record_signature(key_id: str, secret: str, topic: str, key: str, value: bytes) -> bytes:
+    """The ``baton-signature`` header value for a record (see docs/people.md, "The record")."""
+    message = topic.encode() + b"\0" + f"{len(key.encode())}:{key}".encode() + b"\0" + value
+    mac = hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+    return f"{key_id}:{mac}".encode()
+
+
+def webhook_signed(secret: bytes, body: bytes, header: str | None) -> bool:
+    """Whether ``header`` is ``sha256=<hex HMAC of body>`` under ``secret``."""
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, header.removeprefix("sha256="))
+
+
+def decision_of(event: Any) -> Decision:
+    """The ``Decision`` a desk event stands for; ``ValueError`` (one line) when it is not one."""
+    if not isinstance(event, dict) or not isinstance(event.get("event_id"), str):
+        raise ValueError("the body is a JSON object with an event_id")
+    fields = {k: event[k] for k in ("session_id", "action", "item", "amount", "text") if k in event}
+    try:
+        return Decision(decision_id=f"desk-{event['event_id']}", by=event.get("agent"), **fields)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        raise ValueError(f"{where}: {error['msg']}") from None
+
+
+class Bridge:
+    """The two directions of one desk, on one producer and one consumer."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.webhook_secret = Path(args.webhook_secret_file).read_bytes().strip()
+        key_id, _, secret = Path(args.signing_key_file).read_text().strip().partition(":")
+        if not key_id or not secret:
+            raise SystemExit("bridge: the signing key file holds <key id>:<secret>")
+        self.signing_key = (key_id, secret)
+        self.producer: AIOKafkaProducer | None = None
+
+    async def webhook(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        if not webhook_signed(self.webhook_secret, body, request.headers.get(WEBHOOK_HEADER)):
+            return web.json_response({"error": "bad signature"}, status=401)
+        try:
+            decision = decision_of(json.loads(body))
+        except ValueError as exc:  # json.JSONDecodeError is one
+            return web.json_response({"error": str(exc).splitlines()[0]}, status=422)
+        value = decision.model_dump_json().encode()
+        topic, key = self.args.decisions_topic, decision.session_id
+        signature = record_signature(*self.signing_key, topic, key, value)
+        assert self.producer is not None  # started before the web server
+        await self.producer.send_and_wait(
+            topic, value, key=key.encode(), headers=[(SIGNATURE_HEADER, signature)]
+        )
+        return web.json_response({"decision_id": decision.decision_id}, status=202)
+
+    async def forward_packets(self, session: aiohttp.ClientSession) -> None:
+        consumer = AIOKafkaConsumer(
+            self.args.handoffs_topic,
+            bootstrap_servers=self.args.bootstrap,
+            group_id=self.args.group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        await consumer.start()
+        try:
+            while True:
+                batch = await consumer.getmany(timeout_ms=1000)
+                for records in batch.values():
+                    for record in records:
+                        await self._post(session, record.value)
+                if batch:
+                    await consumer.commit()
+        finally:
+            await consumer.stop()
+
+    async def _post(self, session: aiohttp.ClientSession, value: bytes) -> None:
+        try:
+            packet = HandoffPacket.model_validate_json(value)
+        except ValidationError as exc:
+            print(
+                f"bridge: skipped an unreadable packet ({exc.error_count()} error(s))",
+                file=sys.stderr,
+            )
+            return
+        body = packet.model_dump(mode="json")
+        headers = {"Idempotency-Key": packet.packet_id}
+        delay = 0.5
+        while True:  # the desk being down holds the packets back, it never drops one
+            try:
+                async with session.post(self.args.desk_url, json=body, headers=headers) as r:
+                    if r.status < 300:
+                        return
+                    print(f"bridge: the desk answered {r.status}; retrying", file=sys.stderr)
+            except aiohttp.ClientError as exc:
+                print(
+                    f"bridge: the desk is unreachable ({type(exc).__name__}); retrying",
+                    file=sys.stderr,
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+    async def run(self) -> None:
+        self.producer = AIOKafkaProducer(bootstrap_servers=self.args.bootstrap, acks="all")
+        await self.producer.start()
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_post("/webhook", self.webhook)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, self.args.host, self.args.port).start()
+        print(
+            f"bridge: webhooks on http://{self.args.host}:{self.args.port}/webhook", file=sys.stderr
+        )
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+                await self.forward_packets(session)
+        finally:
+            await runner.cleanup()
+            await self.producer.stop()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bootstrap", default="127.0.0.1:9092", help="host:port[,host:port]")
+    p.add_argument("--handoffs-topic", default="support.handoffs")
+    p.add_argument("--decisions-topic", default="support.decisions")
+    p.add_argument("--group", default="helpdesk-bridge", help="consumer group of the packets")
+    p.add_argument("--desk-url", required=True, help="where each packet is POSTed")
+    p.add_argument("--webhook-secret-file", required=True, help="the desk's webhook secret")
+    p.add_argument("--signing-key-file", required=True, help="<key id>:<secret>, a signing key")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8787)
+    args = p.parse_args()
+    for name in ("webhook_secret_file", "signing_key_file"):
+        if not Path(getattr(args, name)).is_file():
+            p.error(f"--{name.replace('_', '-')}: no such file: {getattr(args, name)}")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(Bridge(args).run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
