@@ -215,7 +215,7 @@ async def test_what_baton_writes_passes_confluent_s_serializers_with_the_closed_
 
 
 def test_an_older_reply_schema_is_followed_by_today_s() -> None:
-    """A subject holding the Reply schema of an earlier release (before the reply carried the
+    """A subject holding an earlier version of the Reply schema (before the reply carried the
     shop's own stages' results and the holding status), registered as baton registers it, takes
     today's: fields were only added, and a closed model may gain optional ones."""
     older = orjson.loads((TEST_DATA / "registry" / "reply-older.schema.json").read_bytes())
