@@ -214,18 +214,25 @@ async def test_what_baton_writes_passes_confluent_s_serializers_with_the_closed_
             serializer({**values[0], "field_it_lacks": 1}, ctx)
 
 
-def test_an_older_reply_schema_is_followed_by_today_s() -> None:
-    """A subject holding an earlier version of the Reply schema (before the reply carried the
-    shop's own stages' results and the holding status), registered as baton registers it, takes
-    today's: fields were only added, and a closed model may gain optional ones."""
-    older = orjson.loads((TEST_DATA / "registry" / "reply-older.schema.json").read_bytes())
-    assert set(older["properties"]) < set(json_schema("reply")["properties"])
+@pytest.mark.parametrize(
+    ("record", "topic"),
+    [
+        ("reply", "support.replies"),
+        ("handoff-packet", "support.handoffs"),
+        ("dead-letter", "support.dead-letters"),
+    ],
+)
+def test_an_older_schema_is_followed_by_today_s(record: str, topic: str) -> None:
+    """A subject holding an earlier version of a record's schema, registered as baton registers
+    it, takes today's: fields were only added (a reply's stages' results, an order's lines in
+    a hand-off packet) and enums extended, and a closed model may gain optional fields."""
+    older = orjson.loads((TEST_DATA / "registry" / f"{record}-older.schema.json").read_bytes())
+    assert as_registered(older) != schema_text(record)
     with registry_server() as server:
-        registry = Registry(server.url)
-        first = registry.register("support.replies-value", as_registered(older))
+        first = Registry(server.url).register(f"{topic}-value", as_registered(older))
         ids = register_contract(Settings(schema_registry_url=server.url))
-    assert ids["support.replies"] != first
-    assert len(server.state.subjects["support.replies-value"]) == 2
+    assert ids[topic] != first
+    assert len(server.state.subjects[f"{topic}-value"]) == 2
 
 
 def test_a_subject_holding_the_older_open_schema_refuses_the_closed_one() -> None:
