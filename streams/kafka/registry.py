@@ -161,7 +161,7 @@ def register_contract(settings: Settings, registry: Registry | None = None) -> d
         except RegistryError as exc:
             raise RegistryError(
                 f"{exc} (baton's {record} schema under subject {subject_name}; its fields are "
-                "only ever added, so a schema it is incompatible with was registered there "
-                "by someone else)"
+                "only ever added, so the subject holds a schema baton did not register, or an "
+                "open one: see docs/consuming.md, Schema Registry)"
             ) from None
     return ids
