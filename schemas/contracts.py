@@ -110,9 +110,10 @@ def _headers(topic: str) -> dict[str, Any]:
     return {"type": "object", "properties": props}
 
 
-# Topics whose values baton writes in the Schema Registry's framed form when a registry is set,
-# and the topic whose values it accepts in either registry form.
-FRAMED = (REPLIES, DEAD_LETTERS)
+# The topics baton writes for others to read: with a Schema Registry set, their schemas are
+# registered and their values written in the registry's framed form. The topics between the
+# stages are baton's own (signed byte for byte), tickets and decisions the producers'.
+FRAMED = (REPLIES, HANDOFFS, DEAD_LETTERS)
 
 
 def _binding(topic: str, key: str) -> dict[str, Any]:
@@ -166,8 +167,9 @@ def asyncapi() -> dict[str, Any]:
             "version": str(SCHEMA_VERSION),
             "description": (
                 "Kafka topics of a baton deployment; values are JSON (UTF-8). With a Schema "
-                "Registry set (BATON_SCHEMA_REGISTRY_URL), replies and dead letters are framed "
-                "with their schema id (subject <topic>-value), and tickets are accepted plain, "
+                "Registry set (BATON_SCHEMA_REGISTRY_URL), replies, hand-off packets and dead "
+                "letters are framed with their schema id (subject <topic>-value, the schema "
+                "registered closed: additionalProperties false), and tickets are accepted plain, "
                 "framed or with the id in the __value_schema_id header."
             ),
         },

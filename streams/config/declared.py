@@ -227,8 +227,9 @@ class Settings(OrderSettings, ModelSettings):
     # id, framed tickets accepted at intake. Empty: off, plain JSON only.
     schema_registry_url: str = setting(
         "BATON_SCHEMA_REGISTRY_URL",
-        "a Confluent-compatible Schema Registry: replies and dead letters registered and "
-        "framed with their schema id ([consuming](consuming.md#schema-registry))",
+        "a Confluent-compatible Schema Registry: replies, hand-off packets and dead letters "
+        "registered (closed JSON Schemas) and framed with their schema id "
+        "([consuming](consuming.md#schema-registry))",
         "",
         parse=v.registry_url,
         shown="none (plain JSON)",

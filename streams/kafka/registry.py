@@ -3,8 +3,13 @@
 At start, with ``BATON_SCHEMA_REGISTRY_URL`` set, each output topic gets its record's JSON
 Schema registered under the topic-name strategy (subject ``<topic>-value``), its subject set
 to backward compatibility ("fields are only ever added"), and the schema ids are returned for
-the writers to frame each record with. The tickets topic is the producers' to govern. Spoken
-over HTTP with the standard library: it happens once per start, before any record.
+the writers to frame each record with. The tickets and decisions topics are the producers' to
+govern. Spoken over HTTP with the standard library: it happens once per start, before any
+record.
+
+The registered schemas are closed (``additionalProperties: false`` on every record object):
+Confluent's JSON Schema check lets a new version add an optional property only to a closed
+content model, since records of an open one may already hold that name with another type.
 """
 
 from __future__ import annotations
@@ -17,14 +22,18 @@ from typing import Any
 import orjson
 
 from agents.dsn import mask_dsn
-from schemas.contracts import json_schema
-from schemas.topics import DEAD_LETTERS, REPLIES
+from schemas.contracts import FRAMED, TOPICS, json_schema
+from schemas.topics import DEAD_LETTERS
 from streams.settings import Settings
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 COMPATIBILITY = "BACKWARD"
 # The output topics and their record, written framed with their schema id.
-OUTPUTS = {REPLIES: "reply", DEAD_LETTERS: "dead-letter"}
+OUTPUTS = {topic: TOPICS[topic][0] for topic in FRAMED}
+# The keywords whose value is one subschema, a list of them, or a mapping of names to them.
+_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+_MAP = ("properties", "patternProperties", "$defs", "definitions")
 
 
 class RegistryError(RuntimeError):
@@ -36,9 +45,35 @@ def subject(topic: str) -> str:
     return f"{topic}-value"
 
 
+def closed(schema: Any) -> Any:
+    """``schema`` with every object that declares properties closed to others; a map (an object
+    without properties) and an object that already says what else it allows are kept."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _ONE:
+        if key in out:
+            out[key] = closed(out[key])
+    for key in _LIST:
+        if isinstance(out.get(key), list):
+            out[key] = [closed(s) for s in out[key]]
+    for key in _MAP:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed(s) for name, s in out[key].items()}
+    open_ended = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+    if "properties" in out and not any(k in out for k in open_ended):
+        out["additionalProperties"] = False
+    return out
+
+
+def as_registered(schema: dict[str, Any]) -> str:
+    """A JSON Schema as baton registers it: closed, compact, keys sorted."""
+    return orjson.dumps(closed(schema), option=orjson.OPT_SORT_KEYS).decode()
+
+
 def schema_text(record: str) -> str:
-    """The schema of ``record`` as registered: our JSON Schema, compact, keys sorted."""
-    return orjson.dumps(json_schema(record), option=orjson.OPT_SORT_KEYS).decode()
+    """The schema of ``record`` as registered."""
+    return as_registered(json_schema(record))
 
 
 class Registry:
@@ -126,7 +161,7 @@ def register_contract(settings: Settings, registry: Registry | None = None) -> d
         except RegistryError as exc:
             raise RegistryError(
                 f"{exc} (baton's {record} schema under subject {subject_name}; its fields are "
-                "only ever added, so a schema it is incompatible with was registered there "
-                "by someone else)"
+                "only ever added, so the subject holds a schema baton did not register, or an "
+                "open one: see docs/consuming.md, Schema Registry)"
             ) from None
     return ids

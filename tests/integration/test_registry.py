@@ -133,7 +133,7 @@ def test_serialized_tickets_are_answered_and_outputs_read_by_the_registry_s_clie
     assert all(r.status == "answered" and r.order_id == "O-1001" for r in replies)
     (letter,) = [DeadLetter.model_validate(v) for t, v in records if t.endswith("dead-letters")]
     assert letter.reason == "invalid_input" and letter.stage == "intake"
-    for output in ("support.replies", "support.dead-letters"):
+    for output in ("support.replies", "support.handoffs", "support.dead-letters"):
         assert registry.state.compatibility[f"{run.topic(output)}-value"] == "BACKWARD"
 
     # baton's own readers take the framed records as their JSON.

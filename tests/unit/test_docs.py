@@ -175,3 +175,53 @@ def test_the_prompt_versions_cited_in_the_docs_are_current() -> None:
             if f"{kind}-{digest}" != current[kind]:
                 stale.append(f"{page.name}: {kind}-{digest} (now {current[kind]})")
     assert not stale, "stale prompt versions: " + "; ".join(stale)
+
+
+def _section(page: str, heading: str) -> str:
+    """The text of ``page`` under ``heading`` (a ``###`` heading), up to the next heading."""
+    text = (ROOT / "docs" / page).read_text("utf-8")
+    return text.split(f"### {heading}\n", 1)[1].split("\n#", 1)[0]
+
+
+def test_production_counts_and_lists_the_topics_baton_creates() -> None:
+    from streams.kafka.topics import changelogs, required_partitions, wanted_partitions
+    from streams.settings import Settings
+
+    managed = _section("production.md", "Topics on a managed cluster")
+    said = re.search(
+        r"baton creates (\d+) topics plus (\d+) changelogs, (\d+) of them with "
+        r"`BATON_PARTITIONS` partitions and (\d+) with one \((\d+) partitions at (\d+)\)",
+        managed,
+    )
+    assert said, "docs/production.md no longer states the topic counts"
+    topics, changelog_count, many, one, total, at = map(int, said.groups())
+    settings = Settings(partitions=at)
+    wanted, required = wanted_partitions(settings), required_partitions(settings)
+    logs = changelogs(settings)
+    assert (topics, changelog_count) == (len(wanted) - len(logs), len(logs))
+    counts = list(wanted.values())
+    assert (many, one) == (counts.count(settings.partitions), counts.count(1))
+    assert total == sum(counts)
+
+    def listed(lead: str) -> set[str]:
+        (item,) = re.findall(rf"^- {re.escape(lead)}(.*?)(?=^- |^\n)", managed, flags=re.M | re.S)
+        return set(re.findall(r"`([\w.-]+)`", item)) - {"BATON_PARTITIONS"}
+
+    exact = {t for t, n in required.items() if n == settings.partitions}
+    assert listed("exactly `BATON_PARTITIONS`") == exact
+    assert listed("exactly one:") == {t for t, n in required.items() if n == 1}
+    assert listed("any count:") == set(wanted) - set(required)
+    retention = _section("production.md", "Retention per topic").split("\n\n")[1]
+    assert set(re.findall(r"`((?:support|baton)[\w.-]*)`", retention)) == set(wanted)
+
+
+def test_production_names_the_registry_and_dead_letter_settings() -> None:
+    from streams.config.declared import shown_order
+    from streams.config.spec import spec_of
+
+    names = {spec.env for f in shown_order() if (spec := spec_of(f))}
+    wanted = {n for n in names if n.startswith("BATON_SCHEMA_REGISTRY_")}
+    wanted |= {"BATON_DEAD_LETTER_FORMAT"}
+    section = _section("production.md", "Schema Registry and the dead-letter format")
+    assert wanted <= names and len(wanted) >= 3
+    assert {n for n in wanted if f"`{n}`" not in section} == set()
