@@ -145,6 +145,11 @@ SF1482736455021。一般 2-4 个工作日内送达，如有其他问题请随时
 (shipped); demand information.", "confidence": 0.9, "needs_human": false, "offer": []}
 """
 
+# The ids the strategy examples show. A model that copies one means the matched order: the
+# checks read them as placeholders for its id and tracking number.
+EXAMPLE_ORDER_IDS = ("O-1001", "2026-000731")
+EXAMPLE_TRACKING_NUMBERS = ("SF1482736455021",)
+
 STAGE_TEXTS: dict[StageName, str] = {
     "understand": _UNDERSTAND,
     "lookup": _LOOKUP,
