@@ -8,28 +8,22 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from agents.fixed_texts import fixed, fixed_or
 from agents.guards import reading
 from agents.guards.audit import FIELDS, CustomerOrders
 from agents.guards.drift import addresses
 from agents.guards.identifiers import Identifier, IdKind, identifiers
 from agents.guards.numbers import RUN
 from agents.instructions import EXAMPLE_ORDER_IDS, EXAMPLE_TRACKING_NUMBERS
+from agents.languages import primary
 from schemas.records import Order
 from schemas.stages import StrategyDraft
 
 FACTS = "order facts"
 CORRECTED = "An id the model wrote slightly wrong was corrected from the store"
 
-STATUS_ZH = {
-    "paid": "已付款",
-    "pending": "待处理",
-    "shipped": "已发货",
-    "delivered": "已签收",
-    "cancelled": "已取消",
-    "refunded": "已退款",
-    "lost": "运输中丢失",
-    "returned": "已退回",
-}
+# Languages written without spaces between sentences.
+_UNSPACED = frozenset({"zh", "ja", "yue", "wuu"})
 # Carriers a reply may name; one that is not the matched order's is a fact the store contradicts.
 _CARRIERS = (
     "UPS", "DHL", "FedEx", "USPS", "EMS", "DPD", "GLS", "Royal Mail", "La Poste", "PostNL",
@@ -182,12 +176,18 @@ def _replaced(text: str, fixes: Iterable[tuple[Identifier, str]]) -> str:
     return text
 
 
-def facts_line(order: Order, language: str) -> str:
-    """The matched order as the store holds it, in the customer's language."""
-    if language == "zh":
-        status = STATUS_ZH.get(str(order.status), str(order.status))
-        return f"订单 {order.order_id}：{order.product_name}，{status}。"
-    return f"Order {order.order_id}: {order.product_name}, {order.status}."
+def facts_line(order: Order, language: str, default: str = "en") -> str:
+    """The matched order as the store holds it, in the customer's language (its language
+    subtag's, else ``default``'s)."""
+    status = fixed_or(f"status_{order.status}", language, str(order.status), default)
+    return fixed(
+        "order_line",
+        language,
+        default,
+        order_id=order.order_id,
+        product=order.product_name,
+        status=status,
+    )
 
 
 def corrected(
@@ -212,7 +212,7 @@ def corrected(
         named = [i for i in identifiers(reply, books.shapes) if i.kind == "order id"]
         on_topic = not names or any(addresses(f"{reply}\n{draft.solution}", n) for n in names)
         if not named and on_topic:
-            sep = "" if language == "zh" or reply.endswith((" ", "\n")) else " "
+            sep = "" if primary(language) in _UNSPACED or reply.endswith((" ", "\n")) else " "
             updates["reply"] = f"{reply}{sep}{facts_line(matched, language)}"
             done.append(Correction("reply", "", matched.order_id))
     if not done:
