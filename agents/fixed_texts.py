@@ -29,3 +29,20 @@ def fixed(key: str, language: str, default: str = "en", **fill: str) -> str:
         if lang in texts:
             return texts[lang].format(**fill) if fill else texts[lang]
     raise KeyError(key)
+
+
+def languages() -> tuple[str, ...]:
+    """Every language some sentence of the file is written in, English first."""
+    found = {lang for texts in _table().values() for lang in texts}
+    return ("en", *sorted(found - {"en"}))
+
+
+def keys() -> tuple[str, ...]:
+    """The file's sentences by key."""
+    return tuple(_table())
+
+
+def fixed_or(key: str, language: str, otherwise: str, default: str = "en") -> str:
+    """Sentence ``key`` as :func:`fixed` gives it, or ``otherwise`` when the file has no ``key``
+    (a status or a remedy the file does not name)."""
+    return fixed(key, language, default) if key in _table() else otherwise

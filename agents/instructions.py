@@ -4,17 +4,22 @@ They come first in every request and never change between tickets, so the API ca
 them; the handbook alone is long enough to be cached on every default model, so stages on
 the same model share its cache entry. The handbook is Markdown (``agents/policy/pipeline.md``):
 its policy section is written from the shop's ``Policy``, its tone section is the shop's tone
-file (``agents/policy/tone.md`` by default); the prompt version is a hash of the texts as
-rendered.
+file (``agents/policy/tone.md`` by default); the strategy's examples are those of
+``agents/policy/strategy_examples.toml`` in the shop's languages; the prompt version is a hash
+of the texts as rendered.
 """
 
 from __future__ import annotations
 
 import functools
+import tomllib
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from agents.languages import DEFAULT_LANGUAGES, primary
 from agents.policy import Policy
-from agents.policy.load import DEFAULT_TONE_FILE, PIPELINE_FILE
+from agents.policy.load import DEFAULT_TONE_FILE, EXAMPLES_FILE, PIPELINE_FILE
 from agents.policy.render import render
 from schemas.records import StageName
 
@@ -124,31 +129,43 @@ Write:
   person must take over; always between 0 and 1.
 - needs_human: true only for the hand-off cases above.
 
-# Examples
-Copy the ids of <facts>, never the ids of these examples; write in the customer's language.
-Order O-1001 "Midea Electric Kettle 1.7L", delivered, 39.90 USD; demand refund; problem leaking ->
-{"solution": "Send the kettle back with the prepaid label; refund of up to 39.90 USD within 3-5
-business days after it arrives.", "reply": "Hello, I'm sorry to hear that your Midea Electric
-Kettle 1.7L is leaking. I found your order O-1001 (Midea Electric Kettle 1.7L, delivered).
-Please send it back with the prepaid return label we will email you; once it arrives, we will
-refund up to 39.90 USD within 3-5 business days. If you have any other questions, just reply to
-this message.", "internal_note": "Session core problems: kettle leaking, wants a refund.
-Decision: refund after return for order O-1001 (delivered, 39.90 USD); demand refund.",
-"confidence": 0.9, "needs_human": false, "offer": [{"kind": "refund", "order_id": "O-1001",
-"amount": 39.9, "currency": "USD", "channel": "original_payment"}]}
-订单 2026-000731 "小米蓝牙耳机"，已发货，顺丰速运，运单号 SF1482736455021；
-demand information；problem 还没有收到 ->
-{"solution": "Tell the customer the order is on its way with the carrier and tracking number from
-the store.", "reply": "您好，您的订单 2026-000731（小米蓝牙耳机）已发货，正在由顺丰速运配送，运单号
-SF1482736455021。一般 2-4 个工作日内送达，如有其他问题请随时回复本消息。", "internal_note":
-"Session core problems: headphones not received. Decision: information for order 2026-000731
-(shipped); demand information.", "confidence": 0.9, "needs_human": false, "offer": []}
 """
+
+_EXAMPLES_HEAD = """# Examples
+Copy the ids of <facts>, never the ids of these examples; write in the customer's language.
+"""
+
+
+@functools.cache
+def _examples() -> dict[str, dict[str, Any]]:
+    return tomllib.loads(EXAMPLES_FILE.read_text("utf-8"))
+
+
+def strategy_examples(languages: Sequence[str]) -> str:
+    """The strategy's examples for a shop answering in ``languages``: one per language that has
+    one (by language subtag), in the shop's order; the first language's of the file if none."""
+    table = _examples()
+    shown = list(dict.fromkeys(primary(lang) for lang in languages if primary(lang) in table))
+    return _EXAMPLES_HEAD + "".join(table[lang]["text"] for lang in shown or [next(iter(table))])
+
+
+def stage_text(stage: StageName, policy: Policy) -> str:
+    """``stage``'s own instructions for ``policy``'s shop (the strategy's examples in its
+    languages)."""
+    if stage == "strategy":
+        return _STRATEGY + strategy_examples(policy.languages)
+    return STAGE_TEXTS[stage]
+
+
+# The ids the strategy examples show, in every language. A model that copies one means the
+# matched order: the checks read them as placeholders for its id and tracking number.
+EXAMPLE_ORDER_IDS = tuple(i for e in _examples().values() for i in e["order_ids"])
+EXAMPLE_TRACKING_NUMBERS = tuple(t for e in _examples().values() for t in e["tracking_numbers"])
 
 STAGE_TEXTS: dict[StageName, str] = {
     "understand": _UNDERSTAND,
     "lookup": _LOOKUP,
-    "strategy": _STRATEGY,
+    "strategy": _STRATEGY + strategy_examples(DEFAULT_LANGUAGES),
 }
 
 

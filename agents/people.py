@@ -202,12 +202,12 @@ def apply(
     if decision.action == "approve":
         assert pending is not None
         offer = approved_offer(decision, pending, order, policy, today, history, baton)
-        reply_text, item = confirmation(offer, language), pending.item
+        reply_text, item = confirmation(offer, language, policy.languages[0]), pending.item
         updates["pending"] = None
     elif decision.action == "deny":
         assert pending is not None
         offer = next_option(pending, order, policy, today, history, baton)
-        reply_text, item = alternative(offer, language), pending.item
+        reply_text, item = alternative(offer, language, policy.languages[0]), pending.item
         status = "answered" if offer is not None else "handoff"
         updates["pending"] = None
     elif decision.action == "answer":

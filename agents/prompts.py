@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, Field
 
-from agents.instructions import STAGE_TEXTS, handbook
+from agents.instructions import handbook, stage_text
 from agents.models.llm import Prompt
 from agents.policy import Policy, default_policy
 from schemas.baton import Baton, OrderMemory, SessionSummary
@@ -317,8 +317,9 @@ def _schema_text(model: type[BaseModel]) -> str:
 @functools.cache
 def system_prompt(stage: StageName, policy: Policy | None = None) -> str:
     """The static, cacheable part of ``stage``'s prompt: the shared handbook, then the stage's."""
+    policy = policy or default_policy()
     return (
-        f"{handbook(policy or default_policy())}\n{STAGE_TEXTS[stage]}\n"
+        f"{handbook(policy)}\n{stage_text(stage, policy)}\n"
         f"Output schema ({_OUTPUTS[stage].__name__}):\n{_schema_text(_OUTPUTS[stage])}\n"
     )
 

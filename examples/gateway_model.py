@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agents.models import Capabilities, ModelOptions
+from agents.models import Capabilities, Limits, ModelOptions
 from agents.models.openai_compat import OpenAICompatibleLLM
 
 
@@ -38,3 +38,8 @@ def make(options: ModelOptions) -> GatewayLLM:
     """The factory baton calls with the run's model options (endpoint, key, limits, prices)."""
     tenant = os.environ.get("GATEWAY_TENANT", "support")
     return GatewayLLM(tenant=tenant, **options.client_options())
+
+
+# The gateway answers within two minutes, sixteen calls at a time: what a worker waits for
+# unless BATON_MODEL_TIMEOUT, BATON_TICKET_MODEL_BUDGET or BATON_MODEL_CONCURRENCY says otherwise.
+make.limits = Limits(timeout_s=120.0, ticket_budget_s=600.0, concurrency=16)  # type: ignore[attr-defined]

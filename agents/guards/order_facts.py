@@ -1,5 +1,6 @@
-"""Order facts from the store, not the model's copy: near-miss ids corrected, a missing id
-rendered, and carrier and status claims checked against the matched order."""
+"""Order facts from the store, not the model's copy: near-miss ids and copies of the handbook's
+example ids corrected to the matched order's, a missing id rendered, and carrier and status
+claims checked against the matched order."""
 
 from __future__ import annotations
 
@@ -7,27 +8,22 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from agents.fixed_texts import fixed, fixed_or
 from agents.guards import reading
 from agents.guards.audit import FIELDS, CustomerOrders
 from agents.guards.drift import addresses
-from agents.guards.identifiers import Identifier, identifiers
+from agents.guards.identifiers import Identifier, IdKind, identifiers
 from agents.guards.numbers import RUN
+from agents.instructions import EXAMPLE_ORDER_IDS, EXAMPLE_TRACKING_NUMBERS
+from agents.languages import primary
 from schemas.records import Order
 from schemas.stages import StrategyDraft
 
 FACTS = "order facts"
 CORRECTED = "An id the model wrote slightly wrong was corrected from the store"
 
-STATUS_ZH = {
-    "paid": "已付款",
-    "pending": "待处理",
-    "shipped": "已发货",
-    "delivered": "已签收",
-    "cancelled": "已取消",
-    "refunded": "已退款",
-    "lost": "运输中丢失",
-    "returned": "已退回",
-}
+# Languages written without spaces between sentences.
+_UNSPACED = frozenset({"zh", "ja", "yue", "wuu"})
 # Carriers a reply may name; one that is not the matched order's is a fact the store contradicts.
 _CARRIERS = (
     "UPS", "DHL", "FedEx", "USPS", "EMS", "DPD", "GLS", "Royal Mail", "La Poste", "PostNL",
@@ -118,19 +114,57 @@ class Correction:
     stored: str
 
 
+_EXAMPLE_IDS: dict[str, IdKind] = {i.casefold(): "order id" for i in EXAMPLE_ORDER_IDS}
+_EXAMPLE_IDS |= {t.casefold(): "tracking number" for t in EXAMPLE_TRACKING_NUMBERS}
+_EXAMPLE = re.compile(
+    r"(?<![A-Za-z0-9-])(?:" + "|".join(re.escape(i) for i in _EXAMPLE_IDS) + r")(?![A-Za-z0-9-])",
+    re.I,
+)
+
+
+def _example_copies(text: str) -> list[Identifier]:
+    """The handbook's example ids written in ``text``, wherever they stand."""
+    return [
+        Identifier(_EXAMPLE_IDS[m.group().casefold()], m.group(), m.start(), m.end())
+        for m in _EXAMPLE.finditer(text)
+    ]
+
+
+def _target(ident: Identifier, books: CustomerOrders) -> str | None:
+    """The store's id ``ident`` stands for: a copied example id is the matched order's (none
+    without a match); a near-miss is the one order it can be, only the matched one if any."""
+    matched = books.matched
+    kind = _EXAMPLE_IDS.get(ident.value.casefold())
+    if kind is not None:
+        # A placeholder: without a matched order it stands for none (the checks decide).
+        if matched is None:
+            return None
+        return matched.order_id if kind == "order id" else matched.tracking_no
+    target = near_miss_of(ident.value, books.own)
+    if ident.kind == "tracking number":
+        # "单号" is said of both: a tracking number first, else an order id.
+        target = _tracking_target(ident.value, books.own) or target
+    if matched is not None and target not in (matched.order_id, matched.tracking_no):
+        return None
+    return target
+
+
 def _fixes(text: str, books: CustomerOrders) -> list[tuple[Identifier, str]]:
     exact = {o.order_id for o in books.own} | {o.tracking_no for o in books.own if o.tracking_no}
     # Ids the text may name as written: the ticket's, session's, customer's, products' models.
     keep = {k.casefold() for k in books.known_ids}
     keep |= {t.casefold() for o in books.own for n in o.products() for t in RUN.findall(n)}
+    found = identifiers(text, books.shapes)
+    found += [
+        c
+        for c in _example_copies(text)
+        if not any(i.start < c.end and c.start < i.end for i in found)
+    ]
     out = []
-    for ident in identifiers(text, books.shapes):
+    for ident in found:
         if ident.value in exact or ident.value.casefold() in keep:
             continue
-        target = near_miss_of(ident.value, books.own)
-        if ident.kind == "tracking number":
-            # "单号" is said of both: a tracking number first, else an order id.
-            target = _tracking_target(ident.value, books.own) or target
+        target = _target(ident, books)
         if target is not None:
             out.append((ident, target))
     return out
@@ -142,19 +176,26 @@ def _replaced(text: str, fixes: Iterable[tuple[Identifier, str]]) -> str:
     return text
 
 
-def facts_line(order: Order, language: str) -> str:
-    """The matched order as the store holds it, in the customer's language."""
-    if language == "zh":
-        status = STATUS_ZH.get(str(order.status), str(order.status))
-        return f"订单 {order.order_id}：{order.product_name}，{status}。"
-    return f"Order {order.order_id}: {order.product_name}, {order.status}."
+def facts_line(order: Order, language: str, default: str = "en") -> str:
+    """The matched order as the store holds it, in the customer's language (its language
+    subtag's, else ``default``'s)."""
+    status = fixed_or(f"status_{order.status}", language, str(order.status), default)
+    return fixed(
+        "order_line",
+        language,
+        default,
+        order_id=order.order_id,
+        product=order.product_name,
+        status=status,
+    )
 
 
 def corrected(
     draft: StrategyDraft, books: CustomerOrders, language: str, names: Sequence[str] = ()
 ) -> tuple[StrategyDraft, list[Correction]]:
     """``draft`` with near-miss order ids and tracking numbers replaced by the store's, when one
-    of the customer's orders is the only one they can be, and the matched order's id and product
+    of the customer's orders is the only one they can be (the matched one, when there is a
+    match), copies of the handbook's example ids by the matched order's, and its id and product
     added to a reply that names no order id at all but addresses the product (one of
     ``names``; a reply off the topic is left for the re-ask); what was replaced."""
     updates: dict[str, str] = {}
@@ -171,7 +212,7 @@ def corrected(
         named = [i for i in identifiers(reply, books.shapes) if i.kind == "order id"]
         on_topic = not names or any(addresses(f"{reply}\n{draft.solution}", n) for n in names)
         if not named and on_topic:
-            sep = "" if language == "zh" or reply.endswith((" ", "\n")) else " "
+            sep = "" if primary(language) in _UNSPACED or reply.endswith((" ", "\n")) else " "
             updates["reply"] = f"{reply}{sep}{facts_line(matched, language)}"
             done.append(Correction("reply", "", matched.order_id))
     if not done:

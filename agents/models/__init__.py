@@ -1,7 +1,7 @@
 """Model clients behind one protocol: ``LLM``, its prompt and answer, how a call fails, and
 the providers that build one (by name or ``module:factory``) with what each can do."""
 
-from agents.models.capabilities import Capabilities
+from agents.models.capabilities import Capabilities, Limits
 from agents.models.llm import (
     LLM,
     Answer,
@@ -22,6 +22,7 @@ __all__ = [
     "Answer",
     "BudgetExceeded",
     "Capabilities",
+    "Limits",
     "ModelFailure",
     "ModelOptions",
     "OutputInvalid",

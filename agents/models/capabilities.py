@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Literal
+from urllib.parse import urlsplit
 
 StructuredOutput = Literal["auto", "on", "off"]
 
@@ -63,13 +64,42 @@ CAPABILITIES: dict[str, Capabilities] = {
 
 # A self-hosted model on a small server answers one call at a time, a long first prompt in
 # minutes: the defaults must not time every ticket out.
+SLOW_SERVER = Limits(timeout_s=300.0, ticket_budget_s=1200.0, concurrency=4)
 LIMITS: dict[str, Limits] = {
     "anthropic": Limits(),
     "bedrock": Limits(),
     "vertex": Limits(),
-    "openai": Limits(timeout_s=300.0, ticket_budget_s=1200.0, concurrency=4),
+    "openai": SLOW_SERVER,
     "offline": Limits(),
 }
+
+
+@dataclass(frozen=True)
+class DefaultLimits:
+    """The limits a run gets where none is set, and why: ``a self-hosted server's (…)``."""
+
+    limits: Limits
+    why: str
+
+
+def is_anthropic_api(base_url: str | None) -> bool:
+    """Whether ``base_url`` (none: the SDK's own) is Anthropic's API rather than another
+    server that speaks it (a self-hosted model behind an adapter, a proxy)."""
+    if not base_url:
+        return True
+    host = urlsplit(base_url if "//" in base_url else "//" + base_url).hostname or ""
+    return host == "anthropic.com" or host.endswith(".anthropic.com")
+
+
+def host_of(base_url: str) -> str:
+    """``host[:port]`` of ``base_url``, never a password it carries."""
+    parts = urlsplit(base_url if "//" in base_url else "//" + base_url)
+    host = parts.hostname or "?"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{host}:{port}" if port else host
 
 
 def describe(caps: Capabilities) -> str:
@@ -86,11 +116,6 @@ def describe(caps: Capabilities) -> str:
     if missing:
         parts.append("no " + ", ".join(missing))
     return "; ".join(parts)
-
-
-def limits_for(provider: str) -> Limits:
-    """The default limits of ``provider`` (a dotted path gets the first-party ones)."""
-    return LIMITS.get(provider, Limits())
 
 
 def capabilities_of(llm: object) -> Capabilities:

@@ -2,7 +2,8 @@
 dotted path (``package.module:factory``), each built from one ``ModelOptions``.
 
 A factory takes the options and returns an ``LLM``; it may declare ``capabilities``
-(``agents.models.capabilities.Capabilities``) on what it returns, or be taken as first-party.
+(``agents.models.capabilities.Capabilities``) on what it returns, or be taken as first-party,
+and ``limits`` (``agents.models.capabilities.Limits``) on itself, or get a slow server's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.models.capabilities import CAPABILITIES, StructuredOutput
+from agents.models.capabilities import (
+    CAPABILITIES,
+    LIMITS,
+    SLOW_SERVER,
+    DefaultLimits,
+    Limits,
+    StructuredOutput,
+    host_of,
+    is_anthropic_api,
+)
 from agents.models.llm import LLM
 from agents.models.prices import Price
 
@@ -132,6 +142,31 @@ def factory_of(name: str) -> Factory:
     if not callable(found):
         raise ProviderError(f"BATON_LLM={name}: {module_name} has no callable {attr!r}")
     return found
+
+
+def default_limits(name: str, base_url: str | None = None) -> DefaultLimits:
+    """The limits provider ``name`` gets where none is set, and why: they follow where the calls
+    go, so the Claude API at another ``base_url`` and a factory that declares no ``limits`` get
+    a slow self-hosted server's."""
+    if name == "anthropic" and not is_anthropic_api(base_url):
+        assert base_url is not None
+        where = f"ANTHROPIC_BASE_URL is {host_of(base_url)}, not Anthropic's API"
+        return DefaultLimits(SLOW_SERVER, f"a self-hosted server's ({where})")
+    if name == "openai":
+        return DefaultLimits(SLOW_SERVER, "a self-hosted server's (BATON_LLM=openai)")
+    if name == "anthropic":
+        return DefaultLimits(LIMITS[name], "the Claude API's")
+    if name in LIMITS:
+        return DefaultLimits(LIMITS[name], f"{name}'s")
+    try:
+        factory = factory_of(name)
+    except ProviderError:
+        # Building the provider says why it cannot be imported.
+        return DefaultLimits(SLOW_SERVER, f"a self-hosted server's ({name} cannot be imported)")
+    declared = getattr(factory, "limits", None)
+    if isinstance(declared, Limits):
+        return DefaultLimits(declared, f"declared by {name}")
+    return DefaultLimits(SLOW_SERVER, f"a self-hosted server's ({name} declares no limits)")
 
 
 def open_llm(name: str, options: ModelOptions) -> LLM:

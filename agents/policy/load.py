@@ -16,6 +16,8 @@ DEFAULT_FILE = Path(__file__).with_name("default.toml")
 # baton's shared handbook (with {{POLICY}} and {{TONE}} to fill in) and its default tone.
 PIPELINE_FILE = Path(__file__).with_name("pipeline.md")
 DEFAULT_TONE_FILE = Path(__file__).with_name("tone.md")
+# The strategy stage's examples, one per language.
+EXAMPLES_FILE = Path(__file__).with_name("strategy_examples.toml")
 _COMMENT = re.compile(rb"<!--.*?-->[ \t]*\n?", re.DOTALL)
 
 

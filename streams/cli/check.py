@@ -126,6 +126,12 @@ def _model(settings: Settings) -> tuple[str, str, str]:
     return (WARN, "model", f"{llm}, {settings.model}, no BATON_MODEL_API_KEY: its own credentials")
 
 
+def _limits(settings: Settings) -> tuple[str, str, str]:
+    from streams.runtime.llms import limits_line
+
+    return (OK, "model limits", limits_line(settings))
+
+
 def check(config: Path | None, timeout: float, load: Callable[..., Settings]) -> int:
     """Print one line per check; 1 when any failed, else 0."""
     try:
@@ -139,6 +145,8 @@ def check(config: Path | None, timeout: float, load: Callable[..., Settings]) ->
     lines.append(_orders(settings, timeout))
     lines.append(_broker(settings, timeout))
     lines.append(_model(settings))
+    if settings.llm != "offline":
+        lines.append(_limits(settings))
     for status, what, detail in lines:
         print(_line(status, what, detail), flush=True)
     return 1 if any(status == FAIL for status, _, _ in lines) else 0

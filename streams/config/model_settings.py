@@ -95,7 +95,7 @@ class ModelSettings:
         parse=positive,
         render=NUMBER,
         derived=v.limit("timeout_s"),
-        shown="`60` (`openai`: `300`)",
+        shown="`60`; `300` where the calls go to a self-hosted server",
     )
     model_max_retries: int = setting(
         "BATON_MODEL_MAX_RETRIES",
@@ -109,7 +109,7 @@ class ModelSettings:
         256,
         parse=integer(1),
         derived=v.limit("concurrency"),
-        shown="`256` (`openai`: `4`)",
+        shown="`256`; `4` where the calls go to a self-hosted server",
     )
     ticket_model_budget_s: float = setting(
         "BATON_TICKET_MODEL_BUDGET",
@@ -118,7 +118,7 @@ class ModelSettings:
         parse=positive,
         render=NUMBER,
         derived=v.limit("ticket_budget_s"),
-        shown="`180` (`openai`: `1200`)",
+        shown="`180`; `1200` where the calls go to a self-hosted server",
     )
     # Share of each API rate limit kept back, and the longest one call waits for a reset.
     model_ratelimit_reserve: float = setting(

@@ -11,9 +11,8 @@ import orjson
 
 from agents.dsn import mask_url
 from agents.languages import LanguageError, codes
-from agents.models.capabilities import limits_for
 from agents.models.prices import Price, parse_cache_minimums, parse_prices
-from agents.models.providers import ProviderError, check_name
+from agents.models.providers import ProviderError, check_name, default_limits
 from agents.policy import PolicyError
 from agents.policy import load as load_policy
 from schemas.topics import ROLES
@@ -234,5 +233,8 @@ def write_stage_models(value: Mapping[str, str]) -> dict[str, str]:
 
 
 def limit(name: str) -> Any:
-    """A provider's own default for a model time limit (a slow self-hosted server)."""
-    return lambda done: getattr(limits_for(done["llm"]), name)
+    """The default of a model time limit where the calls go (a slow self-hosted server's for
+    the Claude API at another address)."""
+    return lambda done: getattr(
+        default_limits(done["llm"], done.get("anthropic_base_url")).limits, name
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.models.llm import LLM
-from agents.models.providers import ModelOptions, ProviderError, open_llm
+from agents.models.providers import ModelOptions, ProviderError, default_limits, open_llm
 from streams.settings import Settings, SettingsError
 
 
@@ -53,3 +53,28 @@ def build_llm(settings: Settings) -> LLM:
         return open_llm(settings.llm, model_options(settings))
     except ProviderError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def limits_line(settings: Settings) -> str:
+    """Which model time limits apply and why: ``300 s per call, 1200 s per ticket, 4 calls in
+    flight at most; set: …; defaults: a self-hosted server's (…)``."""
+    found = default_limits(settings.llm, settings.anthropic_base_url)
+    limits = found.limits
+    given = [
+        variable
+        for variable, value, default in (
+            ("BATON_MODEL_TIMEOUT", settings.model_timeout_s, limits.timeout_s),
+            ("BATON_TICKET_MODEL_BUDGET", settings.ticket_model_budget_s, limits.ticket_budget_s),
+            ("BATON_MODEL_CONCURRENCY", settings.model_concurrency, limits.concurrency),
+        )
+        if value != default
+    ]
+    line = (
+        f"{settings.model_timeout_s:g} s per call, {settings.ticket_model_budget_s:g} s per "
+        f"ticket, {settings.model_concurrency} calls in flight at most"
+    )
+    if given:
+        line += f"; set: {', '.join(given)}"
+    if len(given) < 3:
+        line += f"; {'the other ' if given else ''}defaults: {found.why}"
+    return line

@@ -12,7 +12,7 @@ from agents.models.capabilities import capabilities_of, describe
 from agents.models.llm import LLM
 from agents.orders import OrderSource
 from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
-from streams.runtime.llms import build_llm, client_options, model_options
+from streams.runtime.llms import build_llm, client_options, limits_line, model_options
 from streams.runtime.orders import build_source, check_source
 from streams.settings import Settings, SettingsError
 
@@ -135,11 +135,10 @@ def run(
             file=sys.stderr,
             flush=True,
         )
-    elif settings.llm != "anthropic":
+    else:
         print(
             f"baton: model provider {settings.llm} ({describe(capabilities_of(llm))}); "
-            f"{settings.model_timeout_s:g} s per call, {settings.ticket_model_budget_s:g} s "
-            f"per ticket, {settings.model_concurrency} calls in flight at most",
+            f"{limits_line(settings)}",
             file=sys.stderr,
             flush=True,
         )

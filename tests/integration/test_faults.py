@@ -24,6 +24,7 @@ from tests.fixtures.brokers import Broker
 from tests.fixtures.data import KETTLE, OPENING, conversations, orders_of, ticket_record
 from tests.fixtures.delivery import Tally, figures, settled
 from tests.fixtures.deployments import Deployment
+from tests.fixtures.models import FAST_SERVER
 from tests.fixtures.paths import ARTIFACTS
 
 pytestmark = pytest.mark.integration
@@ -260,6 +261,8 @@ async def test_a_broker_that_stops_answering_for_20_s_loses_and_repeats_nothing(
                 "BATON_LLM": "anthropic",
                 "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
                 "ANTHROPIC_BASE_URL": model.base_url,
+                "BATON_MODEL_TIMEOUT": "60",
+                **FAST_SERVER,
             },
         )
         try:

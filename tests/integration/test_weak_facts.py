@@ -15,6 +15,7 @@ from agents.testing.standin import WEAK, run_in_thread
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment
+from tests.fixtures.models import FAST_SERVER
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +36,8 @@ async def test_near_miss_ids_on_every_ask_are_answered_from_the_store(
             "BATON_LLM": "anthropic",
             "ANTHROPIC_BASE_URL": server.base_url,
             "ANTHROPIC_API_KEY": "sk-weak-stand-in",
+            "BATON_MODEL_TIMEOUT": "60",
+            **FAST_SERVER,
         }
         d = Deployment(broker=broker, namespace=namespace, data_dir=tmp_path, env_extra=env)
         try:

@@ -75,3 +75,17 @@ async def test_near_miss_ids_that_survive_the_re_ask_cost_no_hand_off(tmp_path: 
     stubborn, _, _, _ = await _eval(tmp_path, replace(WEAK, stubborn=True))
     for figure in ("statuses", "amnesia_rate", "order_accuracy", "invented_orders", "leaks"):
         assert stubborn[figure] == healthy[figure], figure
+
+
+async def test_copied_example_ids_that_survive_the_re_ask_cost_no_hand_off(
+    tmp_path: Path,
+) -> None:
+    """Every reply names one of the handbook's example ids instead of the order's, on every
+    ask: each is the matched order's, never the customer's other order with the same digits."""
+    healthy, healthy_calls, _, _ = await _eval(tmp_path, None)
+    style = replace(WEAK, near_miss=0.0, example_copy=1.0, stubborn=True)
+    copied, calls, _, replies = await _eval(tmp_path, style)
+    for figure in ("statuses", "amnesia_rate", "order_accuracy", "invented_orders", "leaks"):
+        assert copied[figure] == healthy[figure], figure
+    assert calls == healthy_calls
+    assert sum(CORRECTED in r.internal_note for r in replies.values()) >= healthy["tickets"] // 2

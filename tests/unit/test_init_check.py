@@ -128,7 +128,12 @@ def test_check_prints_one_line_per_check_and_fails_on_a_failure(
         "orders": "ok",
         "broker": "FAIL",
         "model": "FAIL",
+        "limits": "ok",
     }, out
+    assert (
+        "ok   model limits: 60 s per call, 180 s per ticket, 256 calls in flight at most; "
+        "defaults: the Claude API's" in out
+    ), out
     assert "FAIL model: BATON_LLM=anthropic needs ANTHROPIC_API_KEY (or its _FILE)" in out
     assert "ok   stages: understand -> lookup -> strategy" in out
     # A bad setting is the one line check prints, naming the file and key.

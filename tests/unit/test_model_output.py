@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.asking import ask
+from agents.instructions import EXAMPLE_ORDER_IDS
 from agents.models.llm import OutputInvalid
 from agents.models.parsing import ONLY_JSON, parse_output, recover_json, schema_instruction
 from agents.testing import Request, Responder, StandIn
@@ -108,7 +109,7 @@ async def test_the_weak_style_misspells_ids_then_switches_language_on_a_reask(
     own_standin: StandIn,
 ) -> None:
     own_standin.responder = echo_responder
-    own_standin.style = WeakStyle(near_miss=1.0, switch_language=1.0)
+    own_standin.style = WeakStyle(near_miss=1.0, example_copy=0.0, switch_language=1.0)
     order = ORDERS[0]
     facts = {
         "match": OrderMatch(
@@ -128,6 +129,24 @@ async def test_the_weak_style_misspells_ids_then_switches_language_on_a_reask(
     # The re-ask is answered in English, as the weak model copies the English example.
     assert not any("\u4e00" <= c <= "\u9fff" for c in again.value.reply)
     assert order.order_id in again.value.reply
+
+
+async def test_the_weak_style_copies_the_handbooks_example_ids(own_standin: StandIn) -> None:
+    own_standin.responder = echo_responder
+    own_standin.style = WeakStyle(near_miss=0.0, example_copy=1.0, switch_language=0.0)
+    order = ORDERS[0]
+    facts = {
+        "match": OrderMatch(
+            order_id=order.order_id, order=order, method="deterministic", confidence=0.9, reason="r"
+        )
+    }
+    llm = client(own_standin)
+    try:
+        first = await llm.ask(prompt("strategy", "My kettle leaks, please refund.", **facts))
+    finally:
+        await llm.aclose()
+    assert order.order_id not in first.value.reply
+    assert any(example in first.value.reply for example in EXAMPLE_ORDER_IDS)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 
 from agents.guards import CustomerOrders, audit, drift_problems
 from agents.guards.order_facts import CORRECTED, corrected, fact_problems, facts_line
+from agents.instructions import EXAMPLE_ORDER_IDS
 from schemas import Order, StrategyDraft
 from tests.fixtures.paths import data_rows
 
@@ -68,6 +69,24 @@ def test_a_correction_is_noted_for_colleagues_without_the_wrong_id() -> None:
     draft, fixes = corrected(_draft(case["reply"]), _books(case), "en")
     assert [(f.written, f.stored) for f in fixes] == [("O-1001", "G-1001")]
     assert CORRECTED in draft.internal_note and "O-1001" not in draft.internal_note
+
+
+def test_a_copied_example_id_is_the_matched_orders_and_never_another() -> None:
+    books = _books({"customer": "G-ANA", "matched": "G-1003"})
+    draft, fixes = corrected(_draft("Your blender, order O-1001, is on its way."), books, "en")
+    assert [(f.written, f.stored) for f in fixes] == [("O-1001", "G-1003")]
+    assert "O-1001" not in draft.internal_note and CORRECTED in draft.internal_note
+    # Every language's example id, whichever the shop's prompt shows.
+    for example in EXAMPLE_ORDER_IDS:
+        copied, _ = corrected(_draft(f"Your blender, order {example}, ships."), books, "en")
+        assert copied.reply == "Your blender, order G-1003, ships.", example
+    # A near-miss of the customer's other order is not the matched one: left for the re-ask.
+    other = _draft("Your Oster OL-3303 Blender, order G-1010, is on its way.")
+    assert corrected(other, books, "en") == (other, [])
+    # Without a matched order an example id stands for none of the customer's orders.
+    unmatched = CustomerOrders(matched=None, orders=books.orders, known_ids=frozenset())
+    copied = _draft("I found your order O-1001.")
+    assert corrected(copied, unmatched, "en") == (copied, [])
 
 
 def test_an_ambiguous_near_miss_is_left_for_the_re_ask() -> None:

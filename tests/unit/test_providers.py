@@ -25,8 +25,9 @@ from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, pric
 from agents.models.tokens import ApiCounter, Estimator
 from agents.testing import Request, Responder, StandIn
 from schemas import OrderChoice, UsageTotals
+from streams.runtime.llms import limits_line
 from streams.runtime.worker import build_llm, model_options
-from streams.settings import SettingsError, load
+from streams.settings import Settings, SettingsError, load
 from tests.fixtures.agents import MODEL, ORDERS, prompt, respond
 from tests.fixtures.paths import ROOT
 
@@ -342,3 +343,75 @@ def test_the_documented_model_example_is_the_shipped_one() -> None:
     shown = section[section.index("```python\n") + len("```python\n") :]
     shown = shown[: shown.index("```")]
     assert shown.strip() in (ROOT / "examples" / "gateway_model.py").read_text(encoding="utf-8")
+
+
+def _limits(settings: Settings) -> tuple[float, float, int]:
+    return (settings.model_timeout_s, settings.ticket_model_budget_s, settings.model_concurrency)
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://127.0.0.1:8080", "https://llm.internal/anthropic", "http://api.anthropic.com.evil"],
+)
+def test_the_claude_api_at_another_address_gets_a_slow_servers_limits(base_url: str) -> None:
+    env = {"BATON_LLM": "anthropic", "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": base_url}
+    slow = load(env)
+    assert _limits(slow) == (300.0, 1200.0, 4)
+    line = limits_line(slow)
+    assert line.startswith("300 s per call, 1200 s per ticket, 4 calls in flight at most; ")
+    assert "defaults: a self-hosted server's (ANTHROPIC_BASE_URL is " in line
+    assert "not Anthropic's API" in line
+    # The first-party API, by default or by its own address, keeps its defaults.
+    for first_party in ({}, {"ANTHROPIC_BASE_URL": "https://api.anthropic.com"}):
+        fast = load({"BATON_LLM": "anthropic", "ANTHROPIC_API_KEY": "k", **first_party})
+        assert _limits(fast) == (60.0, 180.0, 256)
+        assert limits_line(fast).endswith("; defaults: the Claude API's")
+
+
+def test_explicit_limits_win_over_where_the_calls_go() -> None:
+    env = {
+        "BATON_LLM": "anthropic",
+        "ANTHROPIC_API_KEY": "k",
+        "ANTHROPIC_BASE_URL": "http://u:secret@127.0.0.1:8080",
+        "BATON_MODEL_TIMEOUT": "45",
+        "BATON_MODEL_CONCURRENCY": "2",
+    }
+    settings = load(env)
+    assert _limits(settings) == (45.0, 1200.0, 2)
+    line = limits_line(settings)
+    assert line == (
+        "45 s per call, 1200 s per ticket, 2 calls in flight at most; set: BATON_MODEL_TIMEOUT, "
+        "BATON_MODEL_CONCURRENCY; the other defaults: a self-hosted server's "
+        "(ANTHROPIC_BASE_URL is 127.0.0.1:8080, not Anthropic's API)"
+    )
+    assert "secret" not in line
+    every = load({**env, "BATON_TICKET_MODEL_BUDGET": "90"})
+    assert limits_line(every).endswith(
+        "; set: BATON_MODEL_TIMEOUT, BATON_TICKET_MODEL_BUDGET, BATON_MODEL_CONCURRENCY"
+    )
+    assert load(settings.to_env()) == settings
+
+
+def test_a_factory_declares_its_limits_or_gets_a_slow_servers() -> None:
+    declared = load({"BATON_LLM": "examples.gateway_model:make"})
+    assert _limits(declared) == (120.0, 600.0, 16)
+    assert limits_line(declared).endswith("; defaults: declared by examples.gateway_model:make")
+    silent = load({"BATON_LLM": "json:loads"})
+    assert _limits(silent) == (300.0, 1200.0, 4)
+    assert limits_line(silent).endswith(
+        "defaults: a self-hosted server's (json:loads declares no limits)"
+    )
+    missing = load({"BATON_LLM": "no_such_module_x:make"})
+    assert _limits(missing) == (300.0, 1200.0, 4)
+    given = load({"BATON_LLM": "examples.gateway_model:make", "BATON_MODEL_TIMEOUT": "30"})
+    assert _limits(given) == (30.0, 600.0, 16)
+
+
+def test_baton_check_says_which_limits_apply_and_why() -> None:
+    from streams.cli.check import _limits as check_line
+
+    env = {"BATON_LLM": "anthropic", "ANTHROPIC_API_KEY": "k"}
+    slow = load({**env, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"})
+    status, what, detail = check_line(slow)
+    assert (status.strip(), what) == ("ok", "model limits")
+    assert detail == limits_line(slow) and "127.0.0.1:8080" in detail

@@ -89,6 +89,7 @@ PINNED: dict[str, list[str]] = {
         "Answer",
         "BudgetExceeded",
         "Capabilities",
+        "Limits",
         "ModelFailure",
         "ModelOptions",
         "OutputInvalid",

@@ -1,9 +1,10 @@
 """A weak model's habits for the stand-in: wrapped JSON, ignored structured output, near-miss
-order ids, a language switch on a re-ask, slow calls.
+order ids, the handbook's example ids, a language switch on a re-ask, slow calls.
 
 What a small self-hosted model was seen to do: answer with the JSON inside a Markdown fence or
 after a sentence, whether or not structured output was asked for; copy an order id wrongly
-(one character off); answer a re-ask in English, copying the handbook's English example; take
+(one character off) or write the handbook example's id instead of the customer's; answer a
+re-ask in English, copying the handbook's English example; take
 minutes for the first call and tens of seconds for later ones. Which ticket gets a habit is
 decided by a hash of its id, so a run is repeatable.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agents.instructions import EXAMPLE_ORDER_IDS
 from agents.models.request_shape import FEEDBACK
 from agents.rules.reply import strategy_rules
 from agents.rules.understanding import understand_rules
@@ -56,13 +58,16 @@ class WeakStyle:
     ``wrap``: share of answers wrapped in a fence or after a sentence (always, even when
     structured output was asked for, if ``ignores_structured_output``); ``near_miss``: share of
     tickets whose first look-up and reply name a near-miss of the order id (also on re-asks if
-    ``stubborn``); ``switch_language``: share of re-asked replies written in English;
+    ``stubborn``); ``example_copy``: share of tickets whose first reply names one of the
+    handbook's example ids instead of the order's (also on re-asks if ``stubborn``);
+    ``switch_language``: share of re-asked replies written in English;
     ``first_call_s`` and ``call_s``: extra seconds on the server's first call and on each.
     """
 
     wrap: float = 1.0
     ignores_structured_output: bool = True
     near_miss: float = 0.5
+    example_copy: float = 0.25
     stubborn: bool = False
     switch_language: float = 1.0
     first_call_s: float = 0.0
@@ -82,6 +87,8 @@ class WeakStyle:
         key = facts.ticket_id
         if reask and request.stage == "strategy" and _share(f"lang:{key}") < self.switch_language:
             data = _in_english(request, data)
+        if (not reask or self.stubborn) and _share(f"example:{key}") < self.example_copy:
+            data = _copy_example(request, data, _share(f"which:{key}"))
         if (not reask or self.stubborn) and _share(f"id:{key}") < self.near_miss:
             data = _misspell_order(request, data)
         return data
@@ -111,6 +118,16 @@ def _in_english(request: Request, data: Mapping[str, Any]) -> dict[str, Any]:
         update={"understanding": understood.model_copy(update={"language": "en"})}
     )
     return {**data, "reply": strategy_rules(english).reply}
+
+
+def _copy_example(request: Request, data: Mapping[str, Any], pick: float) -> dict[str, Any]:
+    out = dict(data)
+    match = request.facts.match if request.facts else None
+    reply = out.get("reply")
+    if request.stage == "strategy" and match and match.order_id and isinstance(reply, str):
+        example = EXAMPLE_ORDER_IDS[int(pick * len(EXAMPLE_ORDER_IDS))]
+        out["reply"] = reply.replace(match.order_id, example)
+    return out
 
 
 def _misspell_order(request: Request, data: Mapping[str, Any]) -> dict[str, Any]:
