@@ -107,6 +107,7 @@ _NOT_MONEY_BEFORE = re.compile(
     r"|level|chapter|section|part|generation|gen|series|ending(?:\s+in)?|pin|code|floor"
     r"|apt|suite|unit|batch|lot|serial|phase|round|day|week|ref|reference|ext|extension"
     r"|channel|port|slot|row|seat|question|point|rule|article|clause|tier|out\s+of"
+    r"|open|opens|opening\s+hours|hours"
     # a product or software name before a bare number: "iOS 26.1", "iPhone 17", "Pro 3"
     r"|ios|ipados|macos|android|windows|firmware|build|pro|mini|ultra|air|lite|edition"
     r"|iphone|ipad|galaxy|pixel|watch|switch|xbox|playstation|ps)"

@@ -74,7 +74,7 @@ _CHANNELS = {
 }
 _DENIED_BEFORE = re.compile(
     r"(?<![A-Za-z])(?:not|no|never|nor|instead\s+of|rather\s+than|without|isn't|aren't"
-    r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|而不是|不以|不用|无需|不需要|没有|不会是|不发)"
+    r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|不以|不用|无需|不需要|没有|不会|不发)"
     r"[^，。,；;]{0,6}$",
     re.I,
 )
@@ -133,14 +133,19 @@ def problems(
             yield f"promises money repeatedly ({hit.group()}): an offer line is paid once"
     # "59 now and another 59 later" promises two lines; "59 ... the 59" restates one.
     needed: Counter[float] = Counter()
+    last: dict[float, int] = {}
     for m in found:
         if m.kind != "amount" or not m.promise:
             continue
         value = cents(m.value)
         if value not in needed:
             needed[value] = 1
-        elif _ADDITIVE.search(text[max(0, m.at - _ADDITIVE_REACH) : m.at]):
+        elif _ADDITIVE.search(text[max(0, m.at - _ADDITIVE_REACH) : m.at]) or (
+            _same_sentence(spans, last[value], m.at) and _ADDITIVE.search(text, last[value], m.at)
+        ):
+            # "refund 59 EUR ... and top up your account with 59 EUR": said again, and added.
             needed[value] += 1
+        last[value] = m.at
     have = Counter(amounts)
     for value, count in needed.items():
         if have[value] and count > have[value]:
@@ -148,6 +153,10 @@ def problems(
                 f"promises {value:.2f} {count} times, the offer holds it {have[value]} "
                 "time(s): state each line once"
             )
+
+
+def _same_sentence(spans: Sequence[tuple[int, int]], a: int, b: int) -> bool:
+    return any(start <= a and b <= end for start, end in spans)
 
 
 def _channels(text: str, lines: Sequence[OfferLine]) -> Iterator[str]:

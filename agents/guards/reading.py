@@ -20,17 +20,18 @@ _SENSITIVE = re.compile(
     r"|verification\s+code|login\s+details|security\s+number|card\s+verification"
     r"|(?:\d+|sixteen|three|four|long)[- ]?digits?\s+(?:number\s+)?(?:on|of|from|printed\s+on)"
     r"\s+(?:the\s+)?(?:front\s+|back\s+)?(?:of\s+)?(?:your\s+|the\s+)?card"
-    r"|(?:numbers?|digits?|code)\s+on\s+(?:the\s+)?(?:front|back|reverse)\s+of\s+(?:your\s+|the\s+)?card"
+    r"|(?:numbers?|digits?|code)\s+on\s+(?:the\s+)?(?:(?:front|back|reverse)\s+of\s+)?(?:your|the)"
+    r"\s+card|(?:front|back|reverse)\s+(?:side\s+)?of\s+(?:your|the)\s+(?:credit\s+|debit\s+|bank\s+)?card"
     r"|(?:three|3|four|4)[- ]digit\s+(?:security\s+)?(?:code|number)"
     r"|卡号|银行卡|信用卡|安全码|卡(?:片)?的?有效期|有效期(?:和|及|与|、)|密码|验证码|动态码"
     r"|卡(?:片)?(?:的)?(?:背面|正面|背后|后面|反面)(?:的)?(?:[三四3４4]|十六|16)?位?(?:数字|数|码)?"
-    r"|卡面(?:上的?)?(?:数字|号码)|(?:十六|16)位(?:卡号|数字|号码)?|(?:三|3)位(?:安全)?(?:码|数字|数)",
+    r"|卡面(?:上的?)?(?:数字|号码)|卡(?:片)?上的?(?:数字|号码|有效日期|日期)|(?:十六|16)位(?:卡号|数字|号码)?|(?:三|3)位(?:安全)?(?:码|数字|数)",
     re.I,
 )
 _ASKS = re.compile(
     r"send|provide|share|give|enter|type|tell|reply\s+with|confirm|let\s+us\s+know|submit"
     r"|need|require|verify|update|what(?:'s|’s|\s+is|\s+are)|read\s+(?:out|us|me)|write|note"
-    r"|photo|picture|\?|提供|发送|发给|发我|告诉|输入|填写|回复|确认|核实|需要|报一下|念|拍|照片"
+    r"|photo|picture|ready|\?|提供|发送|发给|发我|告诉|输入|填写|回复|确认|核实|需要|报一下|念|拍|照片"
     r"|麻烦|请(?!勿)|？",
     re.I,
 )
@@ -53,7 +54,7 @@ _GROUPS = re.compile(r"[A-Za-z0-9]{1,6}(?:[ \u00a0-][A-Za-z0-9]{1,6}){2,}")
 # "+49 30 1234 5678", "+49 301234567", "0800 123 4567", "030 12345678": a country code or a
 # leading zero, then digits in groups. Amounts never start with either.
 _PHONE = re.compile(
-    r"(?<![\w.,+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)(?:[ \u00a0./-]?\(?\d{2,12}\)?){1,5}(?![\w]|[.,]\d)"
+    r"(?<![\w.,+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)(?:[ \u00a0./-]?\(?\d{1,12}\)?){1,5}(?![\w]|[.,]\d)"
 )
 _PHONE_WORDS = re.compile(
     r"(?:\bcall(?:\s+us)?|\bphone|\btel\.?|telephone|hotline|helpline|\bfax|\bmobile|whatsapp"
