@@ -104,8 +104,8 @@ Decide:
 2. No matched order: promise nothing; ask for the order number and say what you will do once
    you have it.
 3. Otherwise apply the service policy to the demand and the order's status: cancel, refund,
-   exchange, repair, compensation, information or complaint, as the handbook describes. A
-   cancelled or refunded order is not refunded again. A shipped order is not cancelled.
+   exchange, repair, compensation, information or complaint, as the service policy allows for
+   the order's status, dates and the demand; a cancelled or refunded order gets no more money.
 4. Every remedy you commit to is one line of offer, within the policy's limits for its kind:
    kind (a remedy of the policy), order_id (the matched order), amount, currency and channel
    for money (refund, compensation), null amount for the others. For one item of an order
@@ -126,6 +126,8 @@ Write:
 
 # Examples
 Copy the ids of <facts>, never the ids of these examples; write in the customer's language.
+The remedies and times below are an example shop's: offer what your policy allows and state
+its turnaround.
 Order O-1001 "Midea Electric Kettle 1.7L", delivered, 39.90 USD; demand refund; problem leaking ->
 {"solution": "Send the kettle back with the prepaid label; refund of up to 39.90 USD within 3-5
 business days after it arrives.", "reply": "Hello, I'm sorry to hear that your Midea Electric
