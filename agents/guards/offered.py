@@ -73,15 +73,16 @@ _CHANNELS = {
     "points": re.compile(r"(?:loyalty|bonus|reward)\s+points|积分|ポイント", re.I),
 }
 _DENIED_BEFORE = re.compile(
-    r"(?<![A-Za-z])(?:not|no|never|nor|instead\s+of|rather\s+than|without|isn't|aren't"
-    r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|不以|不用|无需|不需要|没有|不会|不发)"
+    r"(?<![A-Za-z])(?:not|no|never|nor|instead\s+of|rather\s+than|without|isn't|aren't|can't"
+    r"|cannot|can\s+not|unable\s+to|don't|do\s+not|doesn't"
+    r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|不以|不用|无需|不需要|没有|不会|不发|不能|无法|不提供)"
     r"[^，。,；;]{0,6}$",
     re.I,
 )
 _FREE_ORDER = re.compile(
     r"(?<![A-Za-z])(?:next|future|following)\s+(?:order|purchase|one|item)s?\s+(?:is|are|will\s+be)"
-    r"\s+(?:on\s+us|free|on\s+the\s+house)|on\s+the\s+house|(?:is|are|will\s+be)\s+on\s+us"
-    r"|free\s+(?:next|future)\s+(?:order|purchase)|免单|下[次单一](?:次|单)?(?:购物|购买)?免费",
+    r"\s+(?:on\s+us|free|on\s+the\s+house)|free\s+(?:next|future)\s+(?:order|purchase)"
+    r"|免单|下[次单一](?:次|单)?(?:购物|购买)?免费",
     re.I,
 )
 

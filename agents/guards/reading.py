@@ -23,9 +23,9 @@ _SENSITIVE = re.compile(
     r"|(?:numbers?|digits?|code)\s+on\s+(?:the\s+)?(?:(?:front|back|reverse)\s+of\s+)?(?:your|the)"
     r"\s+card|(?:front|back|reverse)\s+(?:side\s+)?of\s+(?:your|the)\s+(?:credit\s+|debit\s+|bank\s+)?card"
     r"|(?:three|3|four|4)[- ]digit\s+(?:security\s+)?(?:code|number)"
-    r"|卡号|银行卡|信用卡|安全码|卡(?:片)?的?有效期|有效期(?:和|及|与|、)|密码|验证码|动态码"
-    r"|卡(?:片)?(?:的)?(?:背面|正面|背后|后面|反面)(?:的)?(?:[三四3４4]|十六|16)?位?(?:数字|数|码)?"
-    r"|卡面(?:上的?)?(?:数字|号码)|卡(?:片)?上的?(?:数字|号码|有效日期|日期)|(?:十六|16)位(?:卡号|数字|号码)?|(?:三|3)位(?:安全)?(?:码|数字|数)",
+    r"|卡号|银行卡|信用卡|安全码|(?<![修员品贺])卡(?:片)?的?有效期|有效期(?:和|及|与|、)|密码|验证码"
+    r"|动态码|(?<![修员品贺])卡(?:片)?(?:的)?(?:背面|正面|背后|后面|反面)(?:的)?(?:[三四3４4]|十六|16)?位?(?:数字|数|码)?"
+    r"|(?<![修员品贺])卡面(?:上的?)?(?:数字|号码)|(?<![修员品贺])卡(?:片)?上的?(?:数字|号码|有效日期|日期)|(?:十六|16)位(?:卡号|数字|号码)?|(?:三|3)位(?:安全)?(?:码|数字|数)",
     re.I,
 )
 _ASKS = re.compile(
@@ -97,7 +97,13 @@ def asks_for_secrets(text: str) -> list[str]:
 def phones(text: str) -> list[tuple[int, int]]:
     """Where ``text`` writes a phone number: "+49 30 1234 5678", "0800 123 4567", or any digit
     groups right after "call us at", "电话"."""
-    found = [m.span() for m in _PHONE.finditer(text) if sum(c.isdigit() for c in m.group()) >= 8]
+    # Written in groups or with a country code: "0123456789" alone may be an order id.
+    found = [
+        m.span()
+        for m in _PHONE.finditer(text)
+        if sum(c.isdigit() for c in m.group()) >= 8
+        and (m.group().startswith("+") or not m.group().isdigit())
+    ]
     for m in _DIGIT_GROUPS.finditer(text):
         said = _PHONE_WORDS.search(text[max(0, m.start() - 24) : m.start()])
         if said and sum(c.isdigit() for c in m.group()) >= _PHONE_DIGITS:
