@@ -109,8 +109,8 @@ Decide:
 2. No matched order: promise nothing; ask for the order number and say what you will do once
    you have it.
 3. Otherwise apply the service policy to the demand and the order's status: cancel, refund,
-   exchange, repair, compensation, information or complaint, as the handbook describes. A
-   cancelled or refunded order is not refunded again. A shipped order is not cancelled.
+   exchange, repair, compensation, information or complaint, as the service policy allows for
+   the order's status, dates and the demand; a cancelled or refunded order gets no more money.
 4. Every remedy you commit to is one line of offer, within the policy's limits for its kind:
    kind (a remedy of the policy), order_id (the matched order), amount, currency and channel
    for money (refund, compensation), null amount for the others. For one item of an order
@@ -133,6 +133,8 @@ Write:
 
 _EXAMPLES_HEAD = """# Examples
 Copy the ids of <facts>, never the ids of these examples; write in the customer's language.
+The remedies and times below are an example shop's: offer what your policy allows and state
+its turnaround.
 """
 
 

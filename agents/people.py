@@ -52,7 +52,7 @@ def applied(baton: Baton, decision_id: str) -> PersonNote | None:
     return next((n for n in baton.people if n.decision_id == decision_id), None)
 
 
-def silent(ticket: Ticket, baton: Baton, *, llm: str) -> tuple[Reply, Baton]:
+def silent(ticket: Ticket, baton: Baton, *, llm: str, policy: Policy) -> tuple[Reply, Baton]:
     """The reply of a ticket a person has taken over (no agent answers it) and the baton that
     remembers the ticket for when the session is handed back."""
     memory = TicketMemory(ticket_id=ticket.ticket_id, core_problem=ticket.text[:NOTE_CHARS])
@@ -70,6 +70,7 @@ def silent(ticket: Ticket, baton: Baton, *, llm: str) -> tuple[Reply, Baton]:
         language=baton.pending.language if baton.pending else "en",
         baton_version=baton.version + 1,
         llm=llm,
+        policy_version=policy.version,
     )
     return reply, baton
 

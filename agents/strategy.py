@@ -212,10 +212,7 @@ async def decide(
             # The policy's triggers hand the ticket to a person whatever the model wrote.
             note = f"{draft.internal_note} Handed to a person by policy: {', '.join(found)}."
             draft = draft.model_copy(update={"needs_human": True, "internal_note": note.strip()})
-        offer = settle(draft.offer, policy, order)
-        if offer is not None and offer.state == "needs_approval":
-            draft = awaiting_approval(understanding, draft)
-            reasons = (*reasons, "approval")
+        draft, reasons = _approved_first(draft, understanding, policy, order, reasons)
         outcome = Outcome(draft, calls=asked.calls, handoff_reasons=reasons)
     else:
         failure = asked.failure
@@ -229,6 +226,7 @@ async def decide(
             failure = replace(failure, reason="drift")
         if failure.reason in ("drift", "model_error", "timeout"):
             draft = strategy_rules(prompt.facts, policy)
+            draft, reasons = _approved_first(draft, understanding, policy, order, reasons)
             outcome = Outcome(draft, asked.calls, failure, degraded=True, handoff_reasons=reasons)
         else:
             failure = replace(failure, handoff=True)
@@ -236,6 +234,21 @@ async def decide(
             outcome = Outcome(held, asked.calls, failure, degraded=True, handoff_reasons=reasons)
     outcome = _in_their_language(outcome, understanding, match, quoted, policy.languages)
     return replace(_reporting(outcome, checked.failure), verified=order)
+
+
+def _approved_first(
+    draft: StrategyDraft,
+    u: Understanding,
+    policy: Policy,
+    order: Order | None,
+    reasons: tuple[str, ...],
+) -> tuple[StrategyDraft, tuple[str, ...]]:
+    """``draft``, promising nothing when its offer is above the approval threshold, whichever
+    path wrote it; the reasons then name the approval."""
+    offer = settle(draft.offer, policy, order)
+    if offer is None or offer.state != "needs_approval":
+        return draft, reasons
+    return awaiting_approval(u, draft), (*reasons, "approval")
 
 
 def _in_their_language(

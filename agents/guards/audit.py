@@ -10,7 +10,7 @@ from datetime import date
 
 from agents.guards import offered, reading
 from agents.guards.identifiers import Identifier, identifiers, shape
-from agents.guards.money import money
+from agents.guards.money import marked, money
 from agents.guards.numbers import RUN, all_numbers
 from agents.policy import Policy, default_policy
 from agents.policy import offer as offers
@@ -22,6 +22,13 @@ from schemas.stages import StrategyDraft
 FIELDS = ("reply", "solution", "internal_note")
 CUSTOMER_FACING = ("reply", "solution")
 _CENT = 0.005
+_DIGIT_RUN = re.compile(r"\d+(?:[.,]\d+)*")
+# Right after a promise, a model number alone is an amount: "we will refund 42171 for it".
+_PROMISED_BEFORE = re.compile(
+    r"(?:refund|reimburs|compensat|pay|credit|give|send|transfer|return|退|赔|补|返|付|给)\w*"
+    r"\s*(?:(?:you|u|us|me|them|back|of|a|an|total|the\s+sum\s+of|您|你)\s*)*$",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -161,20 +168,44 @@ def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
         text = reading.normalise(getattr(draft, name))
         if not text.strip():
             continue
-        ids = identifiers(text, books.shapes)
-        found = _customer_facing(text, ids, draft, books) if name in CUSTOMER_FACING else ()
-        problems += [f"{name}: {p}" for p in (*found, *_problems(text, ids, books, name))]
+        phones = reading.phones(text)
+        ids = [i for i in identifiers(text, books.shapes) if not _inside(i, phones)]
+        found = _customer_facing(text, ids, phones, draft, books) if name in CUSTOMER_FACING else ()
+        problems += [f"{name}: {p}" for p in (*found, *_problems(text, ids, phones, books, name))]
     return list(dict.fromkeys(p.replace("offer: offer", "offer") for p in problems))
 
 
+def _inside(i: Identifier, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(a <= i.start and i.end <= b for a, b in spans)
+
+
 def _name_spans(text: str, names: Sequence[re.Pattern[str]]) -> list[tuple[int, int]]:
-    """Where ``text`` names a product of the customer's ("Kettle 1500", "Forerunner 265")."""
+    """Where ``text`` names a product of the customer's ("Kettle 1500", "Forerunner 265").
+
+    A number of the name with a currency next to it ("Forerunner 265 USD", "$265 Watch"), or
+    alone right after a promise ("refund 42171"), is money, not the name.
+    """
     folded = text.casefold()
-    return [m.span() for pattern in names for m in pattern.finditer(folded)]
+    spans = []
+    for m in (m for pattern in names for m in pattern.finditer(folded)):
+        start, end = m.span()
+        edges = [d.span() for d in _DIGIT_RUN.finditer(text, start, end)]
+        priced = any(
+            (a == start and marked(text, a, a)) or (b == end and marked(text, b, b))
+            for a, b in edges
+        )
+        bare = m.group().isdigit() and _PROMISED_BEFORE.search(text[max(0, start - 32) : start])
+        if not (priced or bare):
+            spans.append((start, end))
+    return spans
 
 
 def _customer_facing(
-    text: str, found: list[Identifier], draft: StrategyDraft, books: CustomerOrders
+    text: str,
+    found: list[Identifier],
+    phones: list[tuple[int, int]],
+    draft: StrategyDraft,
+    books: CustomerOrders,
 ) -> Iterator[str]:
     for host in reading.hosts(text):
         if not reading.allowed(host, books.policy.links.allowed_hosts):
@@ -185,7 +216,7 @@ def _customer_facing(
     for number in reading.grouped_tracking(text):
         if number.casefold() not in own:
             yield f"tracking number {number} is not one of this customer's orders, do not name it"
-    skip = [(i.start, i.end) for i in found] + _name_spans(text, books.name_phrases)
+    skip = [(i.start, i.end) for i in found] + phones + _name_spans(text, books.name_phrases)
     prices = books.prices
     if books.matched is not None and draft.offer:
         yield from _whole_for_one(text, draft, books.matched)
@@ -210,7 +241,11 @@ def _whole_for_one(text: str, draft: StrategyDraft, order: Order) -> Iterator[st
 
 
 def _problems(
-    text: str, found: list[Identifier], books: CustomerOrders, name: str
+    text: str,
+    found: list[Identifier],
+    phones: list[tuple[int, int]],
+    books: CustomerOrders,
+    name: str,
 ) -> Iterator[str]:
     for i in found:
         if i.value.casefold() not in books.own_tokens:
@@ -219,7 +254,7 @@ def _problems(
         return  # their money is held to the offer instead
     matched = books.matched
     quoted = books.prices
-    for m in money(text, [(i.start, i.end) for i in found], books.name_numbers):
+    for m in money(text, [(i.start, i.end) for i in found] + phones, books.name_numbers):
         if m.reported and any(abs(m.value - a) < _CENT for a in books.asked):
             continue  # "you asked for 500 USD": the customer's own figure, reported back
         if m.kind == "percent":

@@ -107,6 +107,7 @@ _NOT_MONEY_BEFORE = re.compile(
     r"|level|chapter|section|part|generation|gen|series|ending(?:\s+in)?|pin|code|floor"
     r"|apt|suite|unit|batch|lot|serial|phase|round|day|week|ref|reference|ext|extension"
     r"|channel|port|slot|row|seat|question|point|rule|article|clause|tier|out\s+of"
+    r"|open|opens|opening\s+hours|hours"
     # a product or software name before a bare number: "iOS 26.1", "iPhone 17", "Pro 3"
     r"|ios|ipados|macos|android|windows|firmware|build|pro|mini|ultra|air|lite|edition"
     r"|iphone|ipad|galaxy|pixel|watch|switch|xbox|playstation|ps)"
@@ -155,6 +156,14 @@ _CREDIT = re.compile(
     re.I,
 )
 _CREDIT_GAP = 20
+# A number the promise before it reaches, followed by a noun, counts things ("the 1 kettle and
+# 2 filters"); one followed by these words is still money ("You get 900 back").
+_COUNTED = re.compile(
+    r"\s*(?!(?:for|to|in|as|back|now|today|more|extra|total|altogether|overall|each|and|or|of"
+    r"|on|into|via|by|from|within|at|plus|off|net|gross|straight|directly|instead|then|once"
+    r"|when|after|before|if|is|are|was|will|would|should|has|have|had)(?![^\W\d_]))"
+    r"(?:[^\W\d_]{2,}|[\u3400-\u9fff])",
+)
 _GRAND_AFTER = re.compile(r"\s*grand(?![A-Za-z])", re.I)  # "2 grand", "two grand": thousands
 _OFF_AFTER = re.compile(r"\s*off(?![A-Za-z])", re.I)  # "60 off your next order"
 _REPORTED = re.compile(
@@ -228,6 +237,13 @@ def _currency(text: str, n: Number, left_at: int, right_at: int) -> _Marker | No
     return _Marker(currencies, word, n.start, after.end())
 
 
+def marked(text: str, start: int, end: int) -> bool:
+    """A currency symbol, code or word stands right before ``start`` or right after ``end``."""
+    if _BEFORE.search(text[max(0, start - 24) : start]):
+        return True
+    return _AFTER.match(text, end) is not None
+
+
 def _credit_near(text: str, n: Number, clause: tuple[int, int]) -> bool:
     """A credit word ("voucher", "积分", ...) right before or after ``n`` in its clause."""
     for m in _CREDIT.finditer(text, clause[0], clause[1]):
@@ -259,9 +275,9 @@ def money(
     "fifty dollars"), when a credit word does ("a 20 voucher", "500积分"), when a percent sign
     or "折" follows it, or "grand" ("2 grand"), or, without any unit, when its sentence promises
     money ("we will refund 120"); with ``carry``, also when the sentence before it does ("We
-    will refund you. You get 900."). Bare numbers in ``names`` (digits of the customer's own
-    product names, "Pro 3") are names there. Durations, quantities, dates, sizes and list
-    numbers are not money.
+    will refund you. You get 900."), unless a noun follows it ("2 filters"). Bare numbers in
+    ``names`` (digits of the customer's own product names, "Pro 3") are names there.
+    Durations, quantities, dates, sizes and list numbers are not money.
     """
     numbers = all_numbers(text, skip)
     if not numbers:
@@ -342,7 +358,10 @@ def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
     if _credit_near(text, n, clause) or _OFF_AFTER.match(text, right_at):
         return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
-    promise = promise or read.promise(_around(read.reach, n.start))
+    carried = not promise and read.promise(_around(read.reach, n.start))
+    if carried and _COUNTED.match(text, right_at):
+        return None  # "We will refund you. Pack the 1 kettle and 2 filters."
+    promise = promise or carried
     if small_word or (not n.spelled and n.value in names) or not promise:
         return None
     return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start)

@@ -18,7 +18,7 @@ _MULTIPLIER = re.compile(
     r"|(?:the\s+)?same\s+(?:amount\s+)?again|(?:equal|equivalent|identical)\s+to\s+(?:your|the|what)"
     r"|matching\s+(?:your|the)\s+(?:order|amount|payment|price)"
     r"|[双两三四五六七八九十百千\d]+倍|翻倍|加倍|翻番|(?:和|与|跟)(?:订单|货款|实付)?金额(?:相同|一样|相等)"
-    r"|同等金额|等额|相同金额|一样多",
+    r"|同等金额|等额|相同金额|一样多|等值|等价",
     re.I,
 )
 _RECURRING = re.compile(
@@ -32,7 +32,7 @@ _RECURRING = re.compile(
 )
 _ADDITIVE = re.compile(
     r"(?<![A-Za-z])(?:plus|another|additional(?:ly)?|extra|on\s+top|in\s+addition|as\s+well"
-    r")(?![A-Za-z])|再|另外|另|额外|加上|外加",
+    r"|also|add(?:ed|ing|s)?|top\s+up|together\s+with)(?![A-Za-z])|再|另外|另|额外|加上|外加|还",
     re.I,
 )
 _FUTURE = re.compile(
@@ -58,6 +58,33 @@ _A_GRAND = re.compile(
     r"(?<![A-Za-z])(?:a|one|half\s+a|a\s+couple(?:\s+of)?|a\s+few)\s+grand(?![A-Za-z])", re.I
 )
 _ADDITIVE_REACH = 24
+# Where money goes, as text names it: a channel other than the offer's is promised money too.
+_CHANNELS = {
+    "store_credit": re.compile(
+        r"(?:store|shop|account)\s+credit|credit\s+(?:on|to|in)\s+your\s+(?:account|balance)"
+        r"|购物金|账户余额|余额|guthaben",
+        re.I,
+    ),
+    "voucher": re.compile(
+        r"vouchers?|coupons?|gift\s?cards?|gift\s+certificates?|e-?gift|promo(?:tional)?\s+code"
+        r"|discount\s+code|优惠券|代金券|礼品卡|现金券|抵用券|红包|购物卡|gutschein|cup[oó]n|クーポン",
+        re.I,
+    ),
+    "points": re.compile(r"(?:loyalty|bonus|reward)\s+points|积分|ポイント", re.I),
+}
+_DENIED_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:not|no|never|nor|instead\s+of|rather\s+than|without|isn't|aren't|can't"
+    r"|cannot|can\s+not|unable\s+to|don't|do\s+not|doesn't"
+    r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|不以|不用|无需|不需要|没有|不会|不发|不能|无法|不提供)"
+    r"[^，。,；;]{0,6}$",
+    re.I,
+)
+_FREE_ORDER = re.compile(
+    r"(?<![A-Za-z])(?:next|future|following)\s+(?:order|purchase|one|item)s?\s+(?:is|are|will\s+be)"
+    r"\s+(?:on\s+us|free|on\s+the\s+house)|free\s+(?:next|future)\s+(?:order|purchase)"
+    r"|免单|下[次单一](?:次|单)?(?:购物|购买)?免费",
+    re.I,
+)
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
@@ -82,6 +109,9 @@ def problems(
     promise must be an offer line; a mention without a promise may also be an order's price.
     Multiplied, recurring, added-on and future-order money is never within an offer.
     """
+    yield from _channels(text, lines)
+    if hit := _FREE_ORDER.search(text):
+        yield f"gives away a future order ({hit.group()}): never a free or discounted next order"
     amounts = [cents(line.amount) for line in lines if line.amount]
     # A share is of the order's amount or, for one item of a multi-item order, of its line.
     paid = [matched.amount, *(i.total for i in matched.items)] if matched else None
@@ -104,14 +134,19 @@ def problems(
             yield f"promises money repeatedly ({hit.group()}): an offer line is paid once"
     # "59 now and another 59 later" promises two lines; "59 ... the 59" restates one.
     needed: Counter[float] = Counter()
+    last: dict[float, int] = {}
     for m in found:
         if m.kind != "amount" or not m.promise:
             continue
         value = cents(m.value)
         if value not in needed:
             needed[value] = 1
-        elif _ADDITIVE.search(text[max(0, m.at - _ADDITIVE_REACH) : m.at]):
+        elif _ADDITIVE.search(text[max(0, m.at - _ADDITIVE_REACH) : m.at]) or (
+            _same_sentence(spans, last[value], m.at) and _ADDITIVE.search(text, last[value], m.at)
+        ):
+            # "refund 59 EUR ... and top up your account with 59 EUR": said again, and added.
             needed[value] += 1
+        last[value] = m.at
     have = Counter(amounts)
     for value, count in needed.items():
         if have[value] and count > have[value]:
@@ -119,6 +154,26 @@ def problems(
                 f"promises {value:.2f} {count} times, the offer holds it {have[value]} "
                 "time(s): state each line once"
             )
+
+
+def _same_sentence(spans: Sequence[tuple[int, int]], a: int, b: int) -> bool:
+    return any(start <= a and b <= end for start, end in spans)
+
+
+def _channels(text: str, lines: Sequence[OfferLine]) -> Iterator[str]:
+    """Every channel ``text`` names for money ("a voucher", "购物金") that no line pays into;
+    one it only denies ("not a voucher") is not named."""
+    offered = {line.channel for line in lines if line.amount}
+    for channel, words in _CHANNELS.items():
+        if channel in offered:
+            continue
+        for hit in words.finditer(text):
+            if not _DENIED_BEFORE.search(text[max(0, hit.start() - 40) : hit.start()]):
+                yield (
+                    f"speaks of {hit.group()} ({channel}), which is no channel of the offer: "
+                    "state only where the offer's money goes"
+                )
+                break
 
 
 def around(sentence: str, m: Money) -> tuple[str, str]:

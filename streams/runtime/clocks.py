@@ -42,8 +42,11 @@ def answered(baton: Baton | None, ticket_id: str) -> bool:
     return pending or ticket_id in baton.answered
 
 
-def holding_reply(record: StageRecord, baton: Baton, languages: Sequence[str]) -> Reply:
-    """The ticket's holding reply: a fixed text in the customer's language that promises nothing."""
+def holding_reply(
+    record: StageRecord, baton: Baton, languages: Sequence[str], policy_version: str
+) -> Reply:
+    """The ticket's holding reply: a fixed text in the customer's language that promises nothing,
+    under the shop's policy of ``policy_version``."""
     ticket = record.ticket
     language = replies.language_of(record, languages)
     waited = (utcnow() - record.received_at).total_seconds()
@@ -59,6 +62,7 @@ def holding_reply(record: StageRecord, baton: Baton, languages: Sequence[str]) -
         order_id=None,
         language=language,
         baton_version=baton.version,
+        policy_version=policy_version,
         timings_ms={"end_to_end": round(waited * 1000, 1)},
     )
 
@@ -86,6 +90,7 @@ class Clocks:
     sink: Sink
     replies_topic: str
     languages: Sequence[str]
+    policy_version: str
     open: dict[str, _Open] = field(default_factory=dict)
     sent: int = 0
 
@@ -134,7 +139,7 @@ class Clocks:
             return
         # Read, mark and write with no wait between: no other write of the baton is lost.
         base = baton if baton is not None else memory.new_baton(ticket)
-        reply = holding_reply(record, base, self.languages)
+        reply = holding_reply(record, base, self.languages, self.policy_version)
         clock.sending = asyncio.current_task()
         try:
             await self.batons.save_durably(holding.mark(base, ticket.ticket_id))

@@ -121,7 +121,13 @@ class Letters:
         baton = baton or memory.new_baton(ticket)
         note = f"{stage} failed ({dl.reason}): {dl.error}; dead letter {dl.id}"
         reply = replies.fallback(
-            record, baton, stage, note, llm=self.llm.name, languages=self.policy.languages
+            record,
+            baton,
+            stage,
+            note,
+            llm=self.llm.name,
+            languages=self.policy.languages,
+            policy=self.policy,
         )
         packet = self.desk.for_fallback(record, baton, reply, dl)
         await self._answered(reply, await self.redelivery.reply(reply, baton, packet))

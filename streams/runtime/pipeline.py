@@ -99,6 +99,7 @@ class Pipeline(Intake):
             self.out,
             self.topics.replies,
             self.policy.languages,
+            self.policy.version,
         )
         self.redelivery = Redelivery(
             self.batons,
@@ -287,7 +288,7 @@ class Pipeline(Intake):
             return
         if taken_over and held is not None:
             # A person has the session: no agent answers until it is handed back.
-            reply, held = people.silent(ticket, held, llm=self.llm.name)
+            reply, held = people.silent(ticket, held, llm=self.llm.name, policy=self.policy)
             await self._answered(reply, await self.redelivery.reply(reply, held))
             self.observer.stage_done(stage.name, "taken_over", 0.0)
             return

@@ -10,6 +10,7 @@ from agents.guards.language import language_of as guessed_language
 from agents.languages import DEFAULT_LANGUAGES
 from agents.policy import Policy, default_policy
 from agents.policy.offer import settle
+from agents.strategy import awaiting_approval
 from schemas.baton import Baton
 from schemas.records import Reply, StageName, UsageTotals, utcnow
 from schemas.stages import StageRecord, StrategyDraft
@@ -62,7 +63,8 @@ def answer(
     """The reply strategy's draft makes; ``handoff``/``degraded`` from the stages before.
 
     ``order_trusted`` False: the strategy stage could not verify the record's order, so the
-    reply names no order and no product of it either.
+    reply names no order and no product of it either. An offer above the approval threshold
+    is never promised: the reply says a colleague reviews it, and the ticket is handed off.
     """
     ticket, u, match = record.ticket, record.understanding, record.match
     if u is None or match is None:
@@ -70,6 +72,11 @@ def answer(
     order = match.order if order_trusted else None
     policy = policy or default_policy()
     offer = settle(draft.offer, policy, order) if order is not None else None
+    if offer is not None and offer.state == "needs_approval":
+        # Whichever path wrote the draft, an offer a person must approve is not promised yet.
+        held = awaiting_approval(u, draft)
+        if draft.reply != held.reply:
+            draft = held
     handoff = draft.needs_human or handoff
     return Reply(
         ticket_id=ticket.ticket_id,
@@ -101,9 +108,11 @@ def fallback(
     *,
     llm: str,
     languages: Sequence[str] = DEFAULT_LANGUAGES,
+    policy: Policy | None = None,
 ) -> Reply:
     """The degraded reply of a ticket a stage could not process: a person will follow up."""
     ticket = record.ticket
+    policy = policy or default_policy()
     language = language_of(record, languages)
     return Reply(
         ticket_id=ticket.ticket_id,
@@ -118,6 +127,7 @@ def fallback(
         language=language,
         baton_version=baton.version + 1,
         llm=llm,
+        policy_version=policy.version,
         usage=record.usage,
         timings_ms=reply_timings(record, stage, time.monotonic()),
         stages=record.results,

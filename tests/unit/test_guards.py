@@ -25,6 +25,8 @@ ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_order
 POLICY = data_rows("policy_corpus.jsonl")
 # Written after the audit, without reading it: its first run is the blind measure (docs/policy.md).
 BLIND = data_rows("policy_blind_corpus.jsonl")
+# A second blind part, written after the audit read product numbers, channels and phone numbers.
+BLIND2 = data_rows("policy_blind2_corpus.jsonl")
 DRIFT = data_rows("drift_corpus.jsonl")
 
 
@@ -85,18 +87,21 @@ def _drift(case: dict[str, Any]) -> list[str]:
 
 def test_the_corpora_are_large_mixed_and_about_the_customers_own_orders() -> None:
     assert len(POLICY) + len(BLIND) >= 150 and len(BLIND) * 3 >= len(POLICY) + len(BLIND) - 114
+    assert len(BLIND2) >= 30
     assert sum(c["expect"] == "pass" for c in DRIFT) >= 30
-    for corpus in (POLICY, BLIND, DRIFT):
+    for corpus in (POLICY, BLIND, BLIND2, DRIFT):
         kinds = {(c["language"], c["expect"]) for c in corpus}
         assert kinds == {(lang, e) for lang in ("en", "zh") for e in ("pass", "reject")}
         assert len({c["id"] for c in corpus}) == len(corpus)
         for c in corpus:
             own = {o.order_id for o in _own(c)}
             assert {c["matched"], *c.get("discussed", [])} - {None} <= own, c["id"]
-    assert all(c.get("reason") for c in POLICY + BLIND if c["expect"] == "reject")
+    assert all(c.get("reason") for c in POLICY + BLIND + BLIND2 if c["expect"] == "reject")
 
 
-@pytest.mark.parametrize("case", POLICY + BLIND, ids=[c["id"] for c in POLICY + BLIND])
+@pytest.mark.parametrize(
+    "case", POLICY + BLIND + BLIND2, ids=[c["id"] for c in POLICY + BLIND + BLIND2]
+)
 def test_policy_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
     problems = audit(_draft(case), _books(case))
     if case["expect"] == "pass":

@@ -13,7 +13,11 @@ FIELDS = ("reply", "solution", "internal_note", "message")
 
 def _texts() -> list[str]:
     texts = []
-    for corpus in ("policy_corpus.jsonl", "policy_blind_corpus.jsonl"):
+    for corpus in (
+        "policy_corpus.jsonl",
+        "policy_blind_corpus.jsonl",
+        "policy_blind2_corpus.jsonl",
+    ):
         for line in (TEST_DATA / corpus).read_text("utf-8").splitlines():
             if line.strip():
                 case = json.loads(line)

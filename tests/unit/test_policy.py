@@ -115,6 +115,31 @@ def test_the_handbook_says_what_the_policy_file_says() -> None:
     assert back.model_dump(exclude=RULES_ONLY) == load(ALPINE).model_dump(exclude=RULES_ONLY)
 
 
+# The demo shop's rules as prose: a second shop's handbook must not tell its model these.
+DEMO_PROSE = (
+    "household appliances",
+    "Can be cancelled with a full refund",
+    "Cannot be cancelled any more",
+    "Returns, exchanges, repairs",
+    "and compensation apply from here",
+    "Cannot be refunded again",
+    "gets a refund without returning anything",
+    "A shipped order is not cancelled",
+    "investigation, not a refund",
+    "5-7 business days",
+    "2-3 days to ship back",
+    "These always go to a person",
+)
+
+
+@pytest.mark.parametrize("stage", ["understand", "lookup", "strategy"])
+def test_the_shared_handbook_states_no_shops_rules_but_the_policys(stage: str) -> None:
+    alpine = load(ALPINE)
+    around = system_prompt(stage, alpine).replace(render(alpine), "")
+    assert [p for p in DEMO_PROSE if p in around] == []
+    assert "within 3 business days after the item arrives" in system_prompt(stage, alpine)
+
+
 def test_the_shops_own_words_come_from_its_handbook_file(tmp_path: Path) -> None:
     alpine = system_prompt("strategy", load(ALPINE))
     assert "# About Alpine Outfitters" in alpine and "The Alpine Outfitters team" in alpine

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.models.llm import LLM
+from agents.fixed_texts import fixed
+from agents.models.llm import LLM, Answer, Prompt, T, Unavailable
 from agents.rules.offline import OfflineLLM
 from agents.testing import Request, StandIn, echo_responder
 from schemas import Order, Reply, Ticket
@@ -202,6 +203,34 @@ async def test_an_offer_beyond_the_policy_never_reaches_the_customer(tmp_path: P
     assert "channel voucher is not allowed" in letter.error
     assert "more than the 59.00 paid" in letter.error
     assert sum(r["stage"] == "strategy" for r in requests) == 2 * len(TICKETS)  # one re-ask each
+
+
+class _StrategyDown(OfflineLLM):
+    """The offline model whose strategy calls fail: the stage answers from its rules."""
+
+    async def ask(
+        self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
+    ) -> Answer[T]:
+        if prompt.stage == "strategy":
+            raise Unavailable("529 overloaded (gave up after 5 attempts)")
+        return await super().ask(prompt, feedback=feedback, max_tokens=max_tokens)
+
+
+async def test_an_offer_above_the_threshold_waits_for_approval_when_the_rules_answer(
+    tmp_path: Path,
+) -> None:
+    """The strategy model is down: the rules' draft is held to the approval threshold too."""
+    alpine, pipeline = await _replies(tmp_path, _StrategyDown(), policy_file=ALPINE)
+    held = alpine["T-4"]
+    assert held.status == "handoff" and held.offer is not None
+    assert held.offer.state == "needs_approval" and held.offer.total == 150.0
+    assert "150" not in held.reply and "150" not in held.solution
+    assert held.reply == fixed("awaiting_approval", "en")
+    # Below the threshold the rules still answer, as degraded.
+    assert alpine["T-1"].status == "degraded" and _lines(alpine["T-1"]) == [
+        ("exchange", None, None)
+    ]
+    assert {r.policy_version for r in alpine.values()} == {pipeline.policy.version}
 
 
 async def test_the_second_shop_answers_a_german_customer_in_german(tmp_path: Path) -> None:
