@@ -81,6 +81,15 @@ def seeking_consumer(
             super().resume_partitions(tps - held)
 
         async def perform_seek(self) -> None:
+            """Seek to the committed offsets, then hand on the source partitions held for it."""
+            # Faust's fetcher asks for a seek whenever it finds the flow stopped, i.e. while a
+            # rebalance is under way. That seek works on the assignment it started with and can
+            # finish after the new generation's own seek, once the flow resumed: it moved the
+            # partitions it knew back under records being handed on, and a partition whose
+            # records were handed on meanwhile lost them until a restart. The seek at the end of
+            # every rebalance covers the whole new assignment, so this one is skipped.
+            if not self._unsought and not self.flow_active:
+                return
             await super().perform_seek()
             sought, self._unsought = self._unsought, frozenset()
             super().resume_partitions(sought & self.assignment())
