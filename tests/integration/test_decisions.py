@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from schemas import Order, Reply
+from schemas import Reply
 from tests.fixtures import delivery
-from tests.fixtures.data import days_ago, ticket_record
+from tests.fixtures.data import jacket, ticket_record
 from tests.fixtures.deployments import Deployment
 from tests.fixtures.paths import ROOT
 
@@ -18,15 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300), pytest.mark.kaf
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 KEYS = "k1:a-signing-secret-of-32-characters"
-JACKET = Order(
-    order_id="400918275",
-    customer_id="c-ana",
-    product_name="Summit Down Jacket",
-    status="paid",
-    amount=150.0,
-    currency="EUR",
-    ordered_at=days_ago(3),
-)
+JACKET = jacket("c-ana")
 
 
 async def test_a_parked_approval_survives_a_kill_and_is_confirmed_once(

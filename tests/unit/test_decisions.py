@@ -16,7 +16,7 @@ from agents.memory import new_baton
 from agents.orders import OrderSource, SQLiteOrderStore
 from agents.policy import load as load_policy
 from agents.prompts import build, parse_context
-from schemas import Baton, InFlight, Order, Reply, dumps
+from schemas import Baton, InFlight, Reply, dumps
 from schemas.decision import Decision, PendingOffer, PersonNote
 from schemas.records import Offer, OfferLine
 from schemas.stages import StrategyDraft
@@ -29,22 +29,14 @@ from streams.runtime.redelivery import Redelivery
 from streams.runtime.scheduler import SessionGate
 from streams.runtime.signing import Signer
 from streams.testing import MemorySink, MemoryState
-from tests.fixtures.data import C1_ORDERS, days_ago, ticket
+from tests.fixtures.data import C1_ORDERS, days_ago, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
-JACKET = Order(
-    order_id="400918275",
-    customer_id="C1",
-    product_name="Summit Down Jacket",
-    status="paid",
-    amount=150.0,
-    currency="EUR",
-    ordered_at=days_ago(3),
-)
+JACKET = jacket("C1")
 KEYS = (("k1", "a-signing-secret-of-32-characters"),)
 
 

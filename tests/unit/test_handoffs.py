@@ -33,7 +33,7 @@ from streams.runtime.dead_letters import Source
 from streams.runtime.pipeline import Pipeline
 from streams.testing import MemorySink
 from tests.fixtures.agents import client
-from tests.fixtures.data import C1_ORDERS, days_ago, handoff_packet, ticket
+from tests.fixtures.data import C1_ORDERS, handoff_packet, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import (
@@ -49,15 +49,7 @@ from tests.fixtures.pipelines import (
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
-JACKET = Order(
-    order_id="400918275",
-    customer_id="C1",
-    product_name="Summit Down Jacket",
-    status="paid",
-    amount=150.0,
-    currency="EUR",
-    ordered_at=days_ago(3),
-)
+JACKET = jacket("C1")
 
 
 class FlakySink(MemorySink):

@@ -382,30 +382,43 @@ def test_an_unreachable_registry_is_one_line() -> None:
         register_contract(settings)
 
 
-async def test_replies_are_framed_and_read_by_confluent_s_json_deserializer(
-    store: SQLiteOrderStore, schema_registry: RegistryServer
-) -> None:
+async def framed_output(
+    store: SQLiteOrderStore, schema_registry: RegistryServer, text: str, topic: str
+) -> tuple[str, int, bytes, bytes, Any]:
+    """One ticket through the chain with the registry on: the record it left on ``topic`` (a
+    default name), framed, with its topic's name and id, the unframed payload and the decoding
+    Confluent's JSONDeserializer gives."""
     settings = Settings(namespace="u", schema_registry_url=schema_registry.url)
     ids = register_contract(settings)
     p = in_memory(store, schema_registry_url=schema_registry.url)
     p = Pipeline(p.settings, p.llm, p.store, p.sink, p.state, schema_ids=ids)
     n = names(p)
-    await p.intake(dumps(ticket("t1", "My kettle is leaking, I want a refund.")), Source(n.tickets))
-    for stage, topic in (("understand", n.sessions), ("lookup", n.understood)):
-        await hop(p, stage, topic)
+    await p.intake(dumps(ticket("t1", text)), Source(n.tickets))
+    for stage, source in (("understand", n.sessions), ("lookup", n.understood)):
+        await hop(p, stage, source)
     await hop(p, "strategy", n.matched)
-    (raw,) = [v for _, v in sink(p).sent[n.replies]]
+    name = p.settings.topic(topic)
+    (raw,) = [v for _, v in sink(p).sent[name]]
     ref, payload = unframe(raw)
-    assert ref is not None and ref.id == ids[n.replies]
-    reply = Reply.model_validate_json(payload)
-    assert reply.ticket_id == "t1"
-
+    assert ref is not None and ref.id == ids[name]
     client = SchemaRegistryClient({"url": schema_registry.url})
     decoded = JSONDeserializer(None, schema_registry_client=client)(
-        raw, SerializationContext(n.replies, MessageField.VALUE)
+        raw, SerializationContext(name, MessageField.VALUE)
     )
+    return name, ids[name], raw, payload, decoded
+
+
+async def test_replies_are_framed_and_read_by_confluent_s_json_deserializer(
+    store: SQLiteOrderStore, schema_registry: RegistryServer
+) -> None:
+    text = "My kettle is leaking, I want a refund."
+    _, schema_id, _, payload, decoded = await framed_output(
+        store, schema_registry, text, "support.replies"
+    )
+    reply = Reply.model_validate_json(payload)
+    assert reply.ticket_id == "t1"
     assert Reply.model_validate(decoded) == reply
-    assert ("GET", f"/schemas/ids/{ids[n.replies]}") in {
+    assert ("GET", f"/schemas/ids/{schema_id}") in {
         (m, path) for m, path, _ in schema_registry.state.requests
     }
 
@@ -413,22 +426,8 @@ async def test_replies_are_framed_and_read_by_confluent_s_json_deserializer(
 async def test_hand_off_packets_are_framed_and_read_by_confluent_s_json_deserializer(
     store: SQLiteOrderStore, schema_registry: RegistryServer
 ) -> None:
-    settings = Settings(namespace="u", schema_registry_url=schema_registry.url)
-    ids = register_contract(settings)
-    p = in_memory(store, schema_registry_url=schema_registry.url)
-    p = Pipeline(p.settings, p.llm, p.store, p.sink, p.state, schema_ids=ids)
-    n = names(p)
-    await p.intake(dumps(ticket("t1", "I will sue you over this kettle.")), Source(n.tickets))
-    for stage, topic in (("understand", n.sessions), ("lookup", n.understood)):
-        await hop(p, stage, topic)
-    await hop(p, "strategy", n.matched)
-    (raw,) = [v for _, v in sink(p).sent[n.handoffs]]
-    ref, payload = unframe(raw)
-    assert ref is not None and ref.id == ids[n.handoffs]
-    client = SchemaRegistryClient({"url": schema_registry.url})
-    decoded = JSONDeserializer(None, schema_registry_client=client)(
-        raw, SerializationContext(n.handoffs, MessageField.VALUE)
-    )
+    text = "I will sue you over this kettle."
+    *_, payload, decoded = await framed_output(store, schema_registry, text, "support.handoffs")
     assert decoded == orjson.loads(payload) and decoded["ticket_id"] == "t1"
 
 

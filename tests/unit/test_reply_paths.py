@@ -9,22 +9,15 @@ from datetime import UTC, datetime
 from agents import people
 from agents.fixed_texts import fixed
 from agents.policy import load
-from schemas import Baton, OfferLine, Order, OrderMatch, Reply, StageRecord, Ticket, Understanding
+from schemas import Baton, OfferLine, OrderMatch, Reply, StageRecord, Ticket, Understanding
 from schemas.records import UsageTotals
 from schemas.stages import StrategyDraft
 from streams.runtime import clocks, replies
+from tests.fixtures.data import jacket
 from tests.fixtures.paths import ROOT
 
 ALPINE = load(ROOT / "examples/shops/alpine/policy.toml")
-JACKET = Order(
-    order_id="400918275",
-    customer_id="C7",
-    product_name="Summit Down Jacket",
-    status="paid",
-    amount=150.0,
-    currency="EUR",
-    ordered_at=datetime(2026, 11, 28, tzinfo=UTC),
-)
+JACKET = jacket("C7", datetime(2026, 11, 28, tzinfo=UTC))
 TICKET = Ticket(
     ticket_id="T-4", session_id="S-4", customer_id="C7", text="Please cancel my jacket order."
 )
