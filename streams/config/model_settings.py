@@ -54,7 +54,8 @@ class ModelSettings:
         "one model for every stage (required with `bedrock`, `vertex` and `openai`: the "
         "model's name there)",
         "claude-sonnet-4-6",
-        shown="`claude-sonnet-4-6` (strategy), `claude-haiku-4-5` (understand, look-up)",
+        shown="`claude-sonnet-4-6` (strategy), `claude-haiku-4-5` (understand, look-up) at "
+        "Anthropic's API; elsewhere every stage gets `BATON_MODEL`",
     )
     stage_models: Mapping[str, str] = setting(
         "BATON_MODEL_<STAGE>",

@@ -11,6 +11,7 @@ import orjson
 
 from agents.dsn import mask_url
 from agents.languages import LanguageError, codes
+from agents.models.capabilities import is_anthropic_api
 from agents.models.prices import Price, parse_cache_minimums, parse_prices
 from agents.models.providers import ProviderError, check_name, default_limits
 from agents.policy import PolicyError
@@ -217,8 +218,13 @@ def write_topic_names(value: Mapping[str, str]) -> dict[str, str]:
 
 def read_stage_models(env: Mapping[str, str], done: Mapping[str, Any]) -> dict[str, str]:
     """Understanding and choosing among orders are extraction tasks: a small fast model does
-    them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them."""
-    first_party = done["llm"] in ("anthropic", "offline")
+    them well; BATON_MODEL alone moves every stage, BATON_MODEL_<STAGE> one of them. Like the
+    time limits, the defaults follow where the calls go: the Claude API at another address
+    serves the operator's model, so every stage gets BATON_MODEL there."""
+    llm = done["llm"]
+    first_party = llm == "offline" or (
+        llm == "anthropic" and is_anthropic_api(done.get("anthropic_base_url"))
+    )
     models = {} if env.get("BATON_MODEL") or not first_party else dict(DEFAULT_STAGE_MODELS)
     return models | {
         stage: env[f"BATON_MODEL_{stage.upper()}"]

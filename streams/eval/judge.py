@@ -49,9 +49,14 @@ customer's orders, and the reply with its offer (what it commits the shop to). G
 category 0 (wrong), 1 (partly) or 2 (right), by the shop's policy below:
 - remedy: the remedy the policy gives for this demand and this order's status (no second refund
   of a refunded or cancelled order, no cancellation of a shipped one, a person for a hazard).
-- understood: the reply answers what the customer asked, about their order and product.
+  A remedy the policy does not give for them is 0: a refund where the policy sends the missing
+  part or a replacement, a repair where it refunds.
+- understood: the reply answers what the customer asked, about their order and product. The
+  request read backwards is 0: an order the customer asked to cancel shipped sooner, a remedy
+  the customer said they do not want offered instead of the one they asked for.
 - grounded: every id, amount, date, carrier and status is the store's, and nothing is promised
-  that the policy does not allow.
+  that the policy does not allow. A service no remedy of the policy names is 0: a warranty
+  extension, a technician's visit, a gift.
 - tone: polite and clear, in the customer's language.
 comment: one sentence on the main reason for the lowest grade. Answer with the JSON object only.
 

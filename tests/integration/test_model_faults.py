@@ -188,7 +188,7 @@ def test_invalid_json_is_reasked_once_then_the_rules_answer(run: Run) -> None:
     assert run.dead("json") == [("understand", "validation_failed")]
     dl = run.letter("json", "understand")
     assert dl.attempts == 2 and "Invalid JSON" in dl.error
-    assert dl.payload.startswith("Here is the JSON") and dl.model == "claude-haiku-4-5"
+    assert dl.payload.startswith("Here is the JSON") and dl.model == "claude-sonnet-4-6"
     assert len(run.calls("json", "understand")) == 2
     reply = run.reply("json")
     assert reply.status == "degraded" and reply.order_id == "O-1001"
@@ -345,13 +345,14 @@ def test_the_usage_ledger_adds_up_per_call_stage_ticket_and_session(run: Run) ->
     assert baton.usage.cost_usd == pytest.approx(session.cost_usd, abs=1e-6)
 
 
-def test_default_models_per_stage(run: Run) -> None:
+def test_default_models_per_stage_follow_the_address(run: Run) -> None:
+    # The stand-in is not Anthropic's API: every stage gets BATON_MODEL, not the API's haiku.
     models: dict[str, set[str]] = defaultdict(set)
     for call in run.requests:
         models[call["stage"]].add(call["model"])
     assert models == {
-        "understand": {"claude-haiku-4-5"},
-        "lookup": {"claude-haiku-4-5"},
+        "understand": {"claude-sonnet-4-6"},
+        "lookup": {"claude-sonnet-4-6"},
         "strategy": {"claude-sonnet-4-6"},
     }
 

@@ -207,8 +207,9 @@ async def test_the_worker_builds_the_model_from_the_settings() -> None:
         assert str(llm._client.base_url).startswith("http://127.0.0.1:1")
         assert llm.prices["claude-haiku-4-5"] == Price(2, 10, 2.5, 0.2)
         assert llm.limit.maximum == llm.limit.slots == 5
+        # Not Anthropic's address: BATON_MODEL's default for every stage but the one set.
         assert [llm.model_for(s) for s in ("understand", "lookup", "strategy")] == [
-            "claude-haiku-4-5",
+            "claude-sonnet-4-6",
             "claude-opus-4-6",
             "claude-sonnet-4-6",
         ]

@@ -39,7 +39,7 @@ def _case(row: dict[str, Any]) -> tuple[Case, Reply, Order]:
         ticket_id=row["id"],
         session_id=row["id"],
         customer_id=order.customer_id,
-        text="(the customer's message)",
+        text=row.get("ticket", "(the customer's message)"),
     )
     label = Label(
         phase=1,
@@ -63,7 +63,7 @@ def test_the_stand_in_judge_grades_the_corpus(row: dict[str, Any]) -> None:
     case, reply, order = _case(row)
     data = judge_block(judge_context(case, reply, order))
     assert data is not None
-    verdict = judge_responder(data)
+    verdict = judge_responder(data, default_policy())
     assert {k: verdict[k] for k in row["expect"]} == row["expect"], verdict["comment"]
 
 

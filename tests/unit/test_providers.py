@@ -258,6 +258,31 @@ def test_provider_names_and_their_settings() -> None:
     assert "s3cret" not in repr(secret) and load(secret.to_env()) == secret
 
 
+HERE = "http://127.0.0.1:8080"
+SONNET, HAIKU = "claude-sonnet-4-6", "claude-haiku-4-5"
+
+
+@pytest.mark.parametrize(
+    ("env", "understand", "lookup", "strategy"),
+    [
+        ({}, HAIKU, HAIKU, SONNET),
+        ({"ANTHROPIC_BASE_URL": "https://api.anthropic.com"}, HAIKU, HAIKU, SONNET),
+        ({"ANTHROPIC_BASE_URL": HERE}, SONNET, SONNET, SONNET),
+        ({"ANTHROPIC_BASE_URL": HERE, "BATON_MODEL": "qwen"}, "qwen", "qwen", "qwen"),
+        ({"ANTHROPIC_BASE_URL": HERE, "BATON_MODEL_LOOKUP": "small"}, SONNET, "small", SONNET),
+    ],
+)
+def test_stage_model_defaults_follow_where_the_calls_go(
+    env: dict[str, str], understand: str, lookup: str, strategy: str
+) -> None:
+    settings = load({"BATON_LLM": "anthropic", **env})
+    llm = build_llm(settings)
+    assert isinstance(llm, AnthropicLLM)
+    stages = ("understand", "lookup", "strategy")
+    assert tuple(llm.model_for(s) for s in stages) == (understand, lookup, strategy)
+    assert load(settings.to_env()) == settings
+
+
 async def test_a_self_hosted_model_costs_unknown_until_it_is_priced(own_standin: StandIn) -> None:
     url = own_standin.base_url + "/v1"
     unpriced = open_llm("openai", options(url, model="qwen2.5-1.5b-instruct"))

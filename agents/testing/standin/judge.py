@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from agents.policy import Policy
+
 JUDGE_OPEN, JUDGE_CLOSE = "<judge>", "</judge>"
 CATEGORIES = ("remedy", "understood", "grounded", "tone")
 
@@ -48,6 +50,27 @@ _KIND = (
 _ID = re.compile(
     r"(?<![A-Za-z0-9-])(?:[A-Z]{1,5}-\d{2,}|\d{3,}-\d{3,}(?:-\d+)?|[A-Z0-9]{10,})(?![\w-])"
 )
+# The customer's request read backwards: a cancelled order shipped sooner instead.
+_SOONER = (
+    "expedit", "express", "faster", "sooner", "priority", "upgraded",
+    "加急", "尽快发货", "优先发货", "加快",
+)  # fmt: skip
+# A remedy the customer said they do not want.
+_REFUSED = re.compile(
+    r"(?:(?:don't|do not|doesn't|does not|didn't|never)\s+(?:want|need|ask(?:ed)? for)"
+    r"|\bnot|instead of|rather than)\s+(?:an?\s+|any\s+)?"
+    r"(replacement|exchange|repair|refund|voucher|coupon)"
+    r"|(?:不要|不想要?|不需要|不用)(换货|更换|换新|维修|退款|补偿|优惠券)",
+    re.I,
+)
+# Services a reply may invent: invented unless a remedy of the policy names them.
+_SERVICES = (
+    "lifetime", "warranty extension", "extended warranty", "home visit", "visit your home",
+    "technician", "engineer", "on-site", "for life", "extend your warranty",
+    "终身", "延保", "上门", "技术人员", "工程师",
+)  # fmt: skip
+_REMEDY_DEMANDS = ("refund", "exchange", "repair", "compensation", "cancel")
+_KINDS = {"cancel": "cancellation"}  # an offer's kind as the policy names its remedy
 _AMOUNT = re.compile(r"(\d+(?:[.,]\d{1,2})?)\s*(?:USD|EUR|CNY|RMB|元|dollars?|euros?)", re.I)
 
 
@@ -65,9 +88,42 @@ def _has(text: str, words: tuple[str, ...]) -> bool:
     return any(w in folded for w in words)
 
 
-def _remedy(demand: str, order: dict[str, Any] | None, reply: dict[str, Any]) -> tuple[int, str]:
+def _kinds(reply: dict[str, Any]) -> set[str]:
+    return {str(line.get("kind")) for line in reply.get("offer") or []}
+
+
+def _backwards(demand: str, ticket: str, reply: dict[str, Any]) -> str:
+    """Why the reply does the opposite of what the customer asked, or ""."""
     text = f"{reply['reply']}\n{reply['solution']}"
-    kinds = {line.get("kind") for line in reply.get("offer") or []}
+    if demand == "cancel" and _has(text, _SOONER) and not _has(text, _WORDS["cancel"]):
+        return "ships sooner an order the customer asked to cancel"
+    refused = {w.casefold() for m in _REFUSED.finditer(ticket) for w in m.groups() if w}
+    for kind in sorted(_kinds(reply)):
+        words = (kind, *_WORDS.get(kind, ()))
+        if any(w in r for r in refused for w in words):
+            return f"offers the {kind} the customer refused"
+    return ""
+
+
+def _off_policy(
+    demand: str, order: dict[str, Any], reply: dict[str, Any], policy: Policy | None
+) -> str:
+    """Why an offered remedy is not the policy's for this demand and status, or ""."""
+    if demand not in _REMEDY_DEMANDS:  # a question about a remedy under way may confirm it
+        return ""
+    status = str(order.get("status"))
+    for kind in sorted(_kinds(reply)):
+        remedy = policy.remedy(_KINDS.get(kind, kind)) if policy else None
+        if remedy and not (remedy.allows_demand(demand) and remedy.allows_status(status)):
+            return f"offers {kind}, not the policy's remedy for {demand} on a {status} order"
+    return ""
+
+
+def _remedy(
+    demand: str, order: dict[str, Any] | None, reply: dict[str, Any], policy: Policy | None
+) -> tuple[int, str]:
+    text = f"{reply['reply']}\n{reply['solution']}"
+    kinds = _kinds(reply)
     if order is None:
         asks = _has(text, _ASKS)
         return (2, "asks for the order") if asks else (0, "no order and no question for it")
@@ -82,6 +138,9 @@ def _remedy(demand: str, order: dict[str, Any] | None, reply: dict[str, Any]) ->
         if "cancel" in kinds:
             return 0, f"cancels a {status} order"
         return (2, "offers a return instead") if _has(text, _RETURN) else (1, "no way out")
+    off = _off_policy(demand, order, reply, policy)
+    if off:
+        return 0, off
     if demand in kinds or _has(text, _WORDS.get(demand, ())):
         return 2, f"{demand} as asked"
     if demand == "refund" and kinds & {"exchange", "repair"}:
@@ -99,8 +158,15 @@ def _understood(label: dict[str, Any], order: dict[str, Any] | None, text: str) 
     return sum(named)
 
 
+def _invented(text: str, policy: Policy | None) -> str:
+    """A service the reply promises that no remedy of the policy names, or ""."""
+    named = " ".join(r.text for r in policy.remedies.values()).casefold() if policy else ""
+    folded = text.casefold()
+    return next((w for w in _SERVICES if w in folded and w not in named), "")
+
+
 def _grounded(
-    order: dict[str, Any] | None, orders: list[dict[str, Any]], text: str
+    order: dict[str, Any] | None, orders: list[dict[str, Any]], text: str, policy: Policy | None
 ) -> tuple[int, str]:
     every = [o for o in (order, *orders) if o]
     own = {str(o[k]) for o in every for k in ("order_id", "tracking_no") if o.get(k)}
@@ -112,22 +178,31 @@ def _grounded(
     for m in _AMOUNT.finditer(text):
         if float(m.group(1).replace(",", ".")) > limit + 0.005:
             return 0, f"states {m.group(0)}, above the order"
+    service = _invented(text, policy)
+    if service:
+        return 0, f"promises {service!r}, which no remedy of the policy names"
     return 2, ""
 
 
-def judge_responder(data: dict[str, Any]) -> dict[str, Any]:
-    """The verdict on the reply in a judge prompt's ``data``."""
+def judge_responder(data: dict[str, Any], policy: Policy | None = None) -> dict[str, Any]:
+    """The verdict on the reply in a judge prompt's ``data``, by the shop's ``policy`` (the one
+    the judge's system prompt states; None: no rule that needs it)."""
     label, order, reply = data.get("label") or {}, data.get("order"), data["reply"]
     text = f"{reply['reply']}\n{reply['solution']}"
-    remedy, why = _remedy(str(label.get("demand")), order, reply)
-    grounded, invented = _grounded(order, list(data.get("orders") or []), reply["reply"])
+    demand = str(label.get("demand"))
+    remedy, why = _remedy(demand, order, reply, policy)
+    understood = _understood(label, order, text)
+    backwards = _backwards(demand, str((data.get("ticket") or {}).get("text") or ""), reply)
+    if backwards and reply.get("status") != "handoff":
+        remedy, understood, why = 0, 0, backwards
+    grounded, invented = _grounded(order, list(data.get("orders") or []), reply["reply"], policy)
     tone = 2 if _has(reply["reply"], _KIND) else 1
     if reply["reply"].count("!") >= 3:
         tone = 0
     comment = "; ".join(c for c in (why, invented) if c)
     return {
         "remedy": remedy,
-        "understood": _understood(label, order, text),
+        "understood": understood,
         "grounded": grounded,
         "tone": tone,
         "comment": comment or "fits the ticket",

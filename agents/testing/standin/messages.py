@@ -56,7 +56,7 @@ def echo_responder(request: Request) -> BaseModel | Mapping[str, Any]:
     a judge's prompt with a verdict by fixed rules over its facts."""
     judged = judge_block(request.text) if request.stage == "judge" else None
     if judged is not None:
-        return judge_responder(judged)
+        return judge_responder(judged, read_back(request.system))
     if request.facts is None:
         raise ValueError(f"cannot read the prompt's facts: {request.facts_error}")
     if request.stage not in _RULES:
