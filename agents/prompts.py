@@ -49,6 +49,7 @@ class OrderFact(BaseModel):
     delivered_at: str | None = None
     carrier: str | None = None
     tracking_no: str | None = None
+    refunded: float | None = None
     items: list[ItemFact] = Field(default_factory=list)
 
     @classmethod
@@ -63,6 +64,7 @@ class OrderFact(BaseModel):
             delivered_at=order.delivered_at.date().isoformat() if order.delivered_at else None,
             carrier=order.carrier,
             tracking_no=order.tracking_no,
+            refunded=order.refunded or None,  # shown only when the shop refunded some of it
             items=[
                 ItemFact(
                     product_name=i.product_name, quantity=i.quantity, amount=i.total, sku=i.sku

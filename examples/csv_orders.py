@@ -35,6 +35,7 @@ HEADER = {
     "Delivered": "delivered_at",
     "Carrier": "carrier",
     "Tracking": "tracking_no",
+    "Refunded": "refunded",
 }
 REQUIRED = ("Order No", "Customer", "Item", "Status", "Total", "Placed")
 

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     StringConstraints,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
@@ -215,6 +216,12 @@ class Order(BaseModel):
     delivered_at: datetime | None = None
     carrier: str | None = None
     tracking_no: str | None = None
+    refunded: float = Field(
+        default=0.0,
+        ge=0,
+        description="What the shop has already refunded on the order outside baton, in the "
+        "order's currency; at most its amount. It counts against what may still be offered.",
+    )
     items: tuple[OrderLine, ...] = Field(
         default=(),
         max_length=MAX_LINES,
@@ -222,10 +229,23 @@ class Order(BaseModel):
         "product_name. Their amounts add up to at most the order's amount.",
     )
 
+    @field_validator("refunded", mode="before")
+    @classmethod
+    def _an_amount(cls, value: Any) -> Any:
+        # A yes/no flag read as money would be 1.0 refunded: refuse it rather than guess.
+        if isinstance(value, bool):
+            raise ValueError("refunded is the amount refunded, not yes or no")
+        return value
+
     @model_validator(mode="after")
     def _lines_fit(self) -> Order:
         if self.items and (problem := lines_problem(self.items, self.amount)):
             raise ValueError(problem)
+        if self.refunded > self.amount + 0.005:
+            raise ValueError(
+                f"refunded ({self.refunded:.2f}) is more than the order's amount "
+                f"({self.amount:.2f})"
+            )
         return self
 
     def products(self) -> list[str]:

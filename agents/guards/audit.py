@@ -143,8 +143,10 @@ class CustomerOrders:
 
     @functools.cached_property
     def prices(self) -> list[float]:
-        """What the talked-about orders cost: each order's amount, each line's and unit price."""
+        """What the talked-about orders cost: each order's amount, each line's and unit price,
+        and what the shop already refunded on it (a fact to state, never to promise again)."""
         found = [o.amount for o in self.talked_about]
+        found += [o.refunded for o in self.talked_about if o.refunded]
         for item in (i for o in self.talked_about for i in o.items):
             found += [item.total, *([item.unit_price] if item.unit_price is not None else [])]
         return found

@@ -24,6 +24,9 @@ LINE_KEYS = tuple(f"items.{f}" for f in LINE_FIELDS)
 REQUIRED = tuple(n for n, f in Order.model_fields.items() if f.is_required())
 # Fields held as text: an integer id or a numeric status code of the shop's is read as text.
 _TEXT = {"order_id", "customer_id", "product_name", "status", "currency", "carrier", "tracking_no"}
+# Money the shop already paid back is read only from a field the map names: their own field
+# called "refunded" may be a yes/no flag or mean something else, and it lowers what is offered.
+EXPLICIT_ONLY = frozenset({"refunded"})
 
 
 def dig(body: Any, path: str) -> Any:
@@ -55,6 +58,7 @@ class FieldMap:
 
     A field not named is looked for under its own name; ``status_values`` renames their
     statuses (``{"SHIPPED": "shipped"}``), and a status it does not name is kept as it is.
+    ``refunded`` is read only when named.
     ``items`` names their list of order lines and ``items.product_name``, ``items.quantity``,
     ... the fields inside each line.
     """
@@ -82,6 +86,10 @@ class FieldMap:
         """Whether the operator named a source for ``ours``."""
         return ours in self.fields
 
+    def reads(self, ours: str) -> bool:
+        """Whether ``ours`` is read: every field, but ``EXPLICIT_ONLY`` ones only when named."""
+        return ours not in EXPLICIT_ONLY or self.explicit(ours)
+
     def _line(self, line: Mapping[str, Any]) -> dict[str, Any]:
         """One of their order lines with our field names (a field they lack is left out)."""
         found = {ours: dig(line, self.fields.get(f"items.{ours}", ours)) for ours in LINE_FIELDS}
@@ -91,6 +99,8 @@ class FieldMap:
         """The order read through ``value_of(ours)``; None (logged) when it is not a valid one."""
         data: dict[str, Any] = {}
         for ours in FIELDS:
+            if not self.reads(ours):
+                continue
             value = value_of(ours)
             if value is None:
                 continue

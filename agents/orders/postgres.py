@@ -31,7 +31,8 @@ _SCHEMA = (
         delivered_at TIMESTAMPTZ,
         carrier TEXT,
         tracking_no TEXT,
-        items TEXT
+        items TEXT,
+        refunded DOUBLE PRECISION NOT NULL DEFAULT 0
     )
     """,
     f"CREATE INDEX IF NOT EXISTS orders_customer_idx ON {TABLE} (customer_id, ordered_at)",
@@ -60,7 +61,7 @@ class PostgresOrderStore:
         found = [r[0] for r in await cur.fetchall()]
         lacking = check_columns(found, "order store") if found else []
         async with conn.transaction():
-            # A table written before order lines gets the column, nullable; its rows stay.
+            # A table written before a later column gets it (lines nullable, refunded 0); rows stay.
             for statement in [*(ADD_LATER[c] for c in lacking), *_SCHEMA]:
                 await conn.execute(statement)
 

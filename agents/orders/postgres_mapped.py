@@ -117,6 +117,8 @@ class PostgresOrderSource:
             for ours in FIELDS:
                 if ours == "items":
                     continue  # this mode reads one-item orders: their lines are left out
+                if not m.fields.reads(ours):
+                    continue
                 theirs = m.fields.name(ours)
                 hit = theirs if theirs in found else lower.get(theirs.lower())
                 if hit is not None:

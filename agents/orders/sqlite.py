@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     delivered_at TEXT,
     carrier TEXT,
     tracking_no TEXT,
-    items TEXT
+    items TEXT,
+    refunded DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS orders_customer_idx ON {TABLE} (customer_id, ordered_at);
 """
@@ -58,7 +59,7 @@ class SQLiteOrderStore:
             found = [r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")]
             if found:
                 lacking = check_columns(found, f"order store {self.path}")
-                with conn:  # a store written before order lines: add the column, keep the rows
+                with conn:  # a store written before a later column: add it, keep the rows
                     for column in lacking:
                         conn.execute(ADD_LATER[column])
             conn.executescript(_SCHEMA)

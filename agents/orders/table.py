@@ -23,10 +23,13 @@ COLUMNS = (
     "carrier",
     "tracking_no",
     "items",
+    "refunded",
 )
-# Added after the first layout: a table without it gets it as a nullable column on connect.
-LATER = ("items",)
-ADD_LATER = {c: f"ALTER TABLE {TABLE} ADD COLUMN {c} TEXT" for c in LATER}
+# Added after the first layout, with their column types: a table without one gets it on
+# connect (lines nullable, refunded 0), its rows kept. The types are the same in both stores.
+LATER_TYPES = {"items": "TEXT", "refunded": "DOUBLE PRECISION NOT NULL DEFAULT 0"}
+LATER = tuple(LATER_TYPES)
+ADD_LATER = {c: f"ALTER TABLE {TABLE} ADD COLUMN {c} {t}" for c, t in LATER_TYPES.items()}
 SELECT = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
 UPDATE = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
 
@@ -58,6 +61,7 @@ def to_row(order: Order, as_text: bool) -> tuple[Any, ...]:
         order.carrier,
         order.tracking_no,
         items_text(order),
+        order.refunded,
     )
 
 
@@ -72,6 +76,8 @@ def from_row(row: Iterable[Any]) -> Order:
     """A row of ``SELECT`` as an order (its lines stored as JSON text)."""
     data = dict(zip(COLUMNS, row, strict=True))
     data["items"] = orjson.loads(data["items"]) if data["items"] else ()
+    if data["refunded"] is None:
+        del data["refunded"]
     return Order.model_validate(data)
 
 

@@ -23,7 +23,8 @@ class OfferContext:
 
     ``already``: money offered for the matched order in earlier answered replies, by remedy. A
     later line of the same remedy restates that commitment (the larger amount counts); lines of
-    other remedies add to it, and all of it counts against what was paid.
+    other remedies add to it, and all of it counts against what was paid, less what the shop
+    refunded on the order outside baton (``Order.refunded``).
     """
 
     order: Order | None
@@ -39,12 +40,18 @@ class OfferContext:
         kinds = {*new, *self.already}
         return cents(sum(max(new.get(k, 0.0), self.already.get(k, 0.0)) for k in kinds))
 
+    def refundable(self) -> float:
+        """What was paid for the order less what the shop has already refunded on it."""
+        if self.order is None:
+            return 0.0
+        return cents(max(0.0, self.order.amount - self.order.refunded))
+
     def left(self, kind: str) -> float:
-        """What a line of ``kind`` may still state before the order's paid amount is reached."""
+        """What a line of ``kind`` may still state before the refundable remainder is reached."""
         if self.order is None:
             return 0.0
         others = sum(v for k, v in self.already.items() if k != kind)
-        return cents(self.order.amount - others)
+        return cents(max(0.0, self.refundable() - others))
 
 
 def total(lines: Sequence[OfferLine]) -> float:
@@ -68,13 +75,15 @@ def problems(lines: Sequence[OfferLine], policy: Policy, ctx: OfferContext) -> l
         found += _per_item(lines, order)
     if order is not None and total(lines) and policy.money.total_at_most_paid:
         committed = ctx.committed(lines)
-        if committed > order.amount + CENT:
+        if committed > ctx.refundable() + CENT:
             before = sum(ctx.already.values())
             earlier = f" ({before:.2f} was offered before)" if before > CENT else ""
+            paid = f"the {order.amount:.2f} paid"
+            if order.refunded > CENT:
+                paid += f" less the {order.refunded:.2f} already refunded"
             found.append(
                 f"offer: the lines bring what is offered for order {order.order_id} to "
-                f"{committed:.2f} {order.currency}, more than the {order.amount:.2f} paid"
-                f"{earlier}; offer at most that"
+                f"{committed:.2f} {order.currency}, more than {paid}{earlier}; offer at most that"
             )
     return list(dict.fromkeys(found))
 

@@ -4,6 +4,7 @@ none for answered tickets, none twice when a ticket is redelivered."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 import pytest
 
 from agents.memory import TICKETS_KEEP
-from agents.models.llm import LLM
+from agents.models.llm import LLM, Answer, Prompt, T
 from agents.orders import OrderSource, SQLiteOrderStore
+from agents.rules.offline import OfflineLLM
 from agents.testing import StandIn
 from schemas import (
     MAX_TEXT_CHARS,
@@ -22,10 +24,12 @@ from schemas import (
     Order,
     Reply,
     StageRecord,
+    StrategyDraft,
     TicketMemory,
     dumps,
 )
 from schemas.handoff import PACKET_TURNS_KEEP
+from schemas.records import StageName
 from streams.debug import handoffs as handoffs_view
 from streams.kafka.client import Message
 from streams.runtime import handoffs
@@ -193,6 +197,86 @@ async def test_a_repeated_contact_about_one_problem_carries_the_conversation(
     ]
     assert all(t.solution for t in packet.conversation)
     assert packet.earlier_core_problems == [t.core_problem for t in packet.conversation]
+
+
+@dataclass
+class Confident:
+    """The offline model, except that its strategy is sure no person is needed."""
+
+    reply: str
+    offline: OfflineLLM = field(default_factory=OfflineLLM)
+    strategy_calls: int = 0
+    name: str = "confident"
+
+    def model_for(self, stage: StageName) -> str:
+        return self.offline.model_for(stage)
+
+    async def ask(
+        self, prompt: Prompt[T], *, feedback: str | None = None, max_tokens: int | None = None
+    ) -> Answer[T]:
+        answer = await self.offline.ask(prompt, feedback=feedback, max_tokens=max_tokens)
+        if prompt.stage != "strategy":
+            return answer
+        self.strategy_calls += 1
+        draft = StrategyDraft(
+            solution="Answered directly; nothing for a colleague to do.",
+            reply=self.reply,
+            internal_note="Handled.",
+            confidence=0.97,
+            needs_human=False,
+            offer=[],
+        )
+        return replace(answer, value=prompt.output_type.model_validate(draft.model_dump()))
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "reason", "language"),
+    [
+        (
+            "My kettle is leaking. Refund it this week or I will take you to court.",
+            f"Hi, I'm sorry your {C1_ORDERS[0].product_name} (order O-1) is leaking. "
+            "We are looking into it and will get back to you shortly.",
+            "legal",
+            "en",
+        ),
+        (
+            "水壶漏水，再不处理我就去法院起诉你们。",
+            f"您好，很抱歉您的 {C1_ORDERS[0].product_name}（订单 O-1）漏水，"
+            "我们正在处理，会尽快回复您。",
+            "legal",
+            "zh",
+        ),
+        (
+            "The kettle started smoking and nearly caught fire!",
+            f"Hi, I'm sorry about your {C1_ORDERS[0].product_name} (order O-1). Please unplug it "
+            "and stop using it; we will get back to you shortly.",
+            "safety",
+            "en",
+        ),
+        (
+            "水壶冒烟了，差点着火！",
+            f"您好，很抱歉您的 {C1_ORDERS[0].product_name}（订单 O-1）出现问题。"
+            "请先拔掉电源，停止使用，我们会尽快回复您。",
+            "safety",
+            "zh",
+        ),
+    ],
+    ids=["legal-en", "legal-zh", "safety-en", "safety-zh"],
+)
+async def test_the_policy_s_trigger_overrides_a_model_sure_no_person_is_needed(
+    shop: SQLiteOrderStore, text: str, answer: str, reason: str, language: str
+) -> None:
+    llm = Confident(answer)
+    p = pipeline_on(shop, llm)
+    [reply] = await run(p, ticket("t1", text))
+    # The model's draft was taken as written (no re-ask, no rules instead), yet a person gets it.
+    assert llm.strategy_calls == 1 and reply.status == "handoff"
+    assert f"Handed to a person by policy: {reason}" in reply.internal_note
+    packet = one_packet(p, "t1")
+    assert packet.reason == reason and packet.urgency == "high" and packet.language == language
 
 
 def test_a_long_session_s_packet_stays_bounded() -> None:

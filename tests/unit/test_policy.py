@@ -27,7 +27,9 @@ TODAY = date(2026, 11, 30)
 RULES_ONLY = {"shop": {"notes"}, "remedies": {"__all__": {"text"}}}
 
 
-def _order(status: str = "delivered", amount: float = 59.0, delivered: int = 20) -> Order:
+def _order(
+    status: str = "delivered", amount: float = 59.0, delivered: int = 20, refunded: float = 0.0
+) -> Order:
     return Order(
         order_id="O-1001",
         customer_id="C1",
@@ -37,6 +39,7 @@ def _order(status: str = "delivered", amount: float = 59.0, delivered: int = 20)
         currency="EUR",
         ordered_at=datetime(2026, 11, 1, tzinfo=UTC),
         delivered_at=datetime(2026, 11, delivered, tzinfo=UTC),
+        refunded=refunded,
     )
 
 
@@ -256,6 +259,46 @@ CASES = [
         "5.90 was offered before",
     ),
     ("the same refund restated", [_line("refund", 59.0)], _order(), "refund", {"refund": 59.0}, ""),
+    (
+        "what is left after the shop's partial refund",
+        [_line("refund", 19.0)],
+        _order(refunded=40.0),
+        "refund",
+        {},
+        "",
+    ),
+    (
+        "more than is left after the shop's partial refund",
+        [_line("refund", 20.0)],
+        _order(refunded=40.0),
+        "refund",
+        {},
+        "more than the 59.00 paid less the 40.00 already refunded",
+    ),
+    (
+        "the rest refunded, then compensation on top",
+        [_line("refund", 19.0), _line("compensation", 1.0)],
+        _order(refunded=40.0),
+        "complaint",
+        {},
+        "already refunded",
+    ),
+    (
+        "an order the shop refunded in full",
+        [_line("refund", 1.0)],
+        _order(refunded=59.0),
+        "refund",
+        {},
+        "less the 59.00 already refunded",
+    ),
+    (
+        "a shop's refund and baton's earlier offer together",
+        [_line("compensation", 5.0)],
+        _order(refunded=40.0),
+        "complaint",
+        {"refund": 15.0},
+        "15.00 was offered before",
+    ),
 ]
 
 
@@ -272,6 +315,17 @@ def test_the_offer_is_checked_as_a_whole(
         assert any(said in p for p in found), found
     else:
         assert found == []
+
+
+def test_what_the_shop_refunded_is_an_amount_within_the_order() -> None:
+    assert _order().refunded == 0.0  # absent, as in every order written before it
+    with pytest.raises(ValueError, match="more than the order's amount"):
+        _order(refunded=60.0)
+    with pytest.raises(ValueError, match="not yes or no"):
+        Order.model_validate({**_order().model_dump(), "refunded": True})
+    context = OfferContext(_order(refunded=40.0), "refund", TODAY, {"compensation": 5.0})
+    assert context.left("refund") == 14.0
+    assert OfferContext(_order(refunded=59.0), "refund", TODAY).left("refund") == 0.0
 
 
 def test_nothing_is_offered_without_an_order_or_past_a_window() -> None:
