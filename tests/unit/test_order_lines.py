@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ import pytest
 
 from agents.guards import CustomerOrders, audit
 from agents.lookup import look_up, rank
-from agents.orders import HttpMap, PostgresOrderStore, SQLiteOrderStore
+from agents.orders import HttpMap, SQLiteOrderStore
 from agents.orders.mapping import MapError
 from agents.orders.opening import open_source
 from agents.orders.postgres_mapped import SqlMap
@@ -33,7 +32,7 @@ from schemas import Baton, OfferLine, Order, OrderMatch
 from tests.fixtures.data import corpus_draft, ticket, understanding
 from tests.fixtures.paths import ROOT, data_rows
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
-from tests.fixtures.stores import sqlite_store
+from tests.fixtures.stores import older_table, sqlite_store
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("lines_orders.jsonl")}
 # Written before their first run against the audit; the blind file after its fixes.
@@ -236,6 +235,10 @@ CREATE TABLE orders (
     delivered_at TEXT, carrier TEXT, tracking_no TEXT
 )
 """
+_OLD_ROW = (
+    "INSERT INTO orders VALUES ('OLD-1', 'L-MEI', 'Kettle', 'paid', 9.5, 'USD', "
+    "'2026-10-01T00:00:00+00:00', NULL, NULL, NULL)"
+)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -243,29 +246,7 @@ async def test_stores_keep_the_lines_and_an_older_table_gets_the_column(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     single = ORDERS["2024-118907"]
-    if kind == "sqlite":
-        path = tmp_path / "orders.sqlite3"
-        with sqlite3.connect(path) as conn:
-            conn.execute(_OLD_LAYOUT)
-            conn.execute(
-                "INSERT INTO orders VALUES ('OLD-1', 'L-MEI', 'Kettle', 'paid', 9.5, 'USD', "
-                "'2026-10-01T00:00:00+00:00', NULL, NULL, NULL)"
-            )
-        conn.close()
-        store: SQLiteOrderStore | PostgresOrderStore = SQLiteOrderStore(path)
-    else:
-        import psycopg
-
-        dsn = request.getfixturevalue("postgres_dsn")
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as pg:
-            await pg.execute("DROP TABLE IF EXISTS orders")
-            pg_layout = _OLD_LAYOUT.replace("REAL", "DOUBLE PRECISION")
-            await pg.execute(pg_layout.replace("_at TEXT", "_at TIMESTAMPTZ"))
-            await pg.execute(
-                "INSERT INTO orders VALUES ('OLD-1', 'L-MEI', 'Kettle', 'paid', 9.5, 'USD', "
-                "'2026-10-01T00:00:00+00:00', NULL, NULL, NULL)"
-            )
-        store = PostgresOrderStore(dsn)
+    store = await older_table(kind, tmp_path, request, _OLD_LAYOUT, _OLD_ROW)
     try:
         old = await store.get("OLD-1")
         assert old is not None and old.items == () and old.product_name == "Kettle"

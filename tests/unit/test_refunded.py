@@ -4,14 +4,13 @@ never offered again."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from agents.lookup import look_up
-from agents.orders import PostgresOrderStore, SQLiteOrderStore
+from agents.orders import SQLiteOrderStore
 from agents.orders.opening import open_source
 from agents.prompts import OrderFact
 from agents.rules.offline import OfflineLLM
@@ -22,7 +21,7 @@ from examples.csv_orders import CsvOrderSource
 from schemas import Baton, Order
 from tests.fixtures.data import days_ago, ticket, understanding
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
-from tests.fixtures.stores import sqlite_store
+from tests.fixtures.stores import older_table, sqlite_store
 
 PART = Order(
     order_id="R-1001",
@@ -61,23 +60,7 @@ _OLD_ROW = (
 async def test_stores_keep_it_and_a_table_without_it_gets_the_column(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if kind == "sqlite":
-        path = tmp_path / "orders.sqlite3"
-        with sqlite3.connect(path) as conn:
-            conn.execute(_LINES_LAYOUT)
-            conn.execute(_OLD_ROW)
-        conn.close()
-        store: SQLiteOrderStore | PostgresOrderStore = SQLiteOrderStore(path)
-    else:
-        import psycopg
-
-        dsn = request.getfixturevalue("postgres_dsn")
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as pg:
-            await pg.execute("DROP TABLE IF EXISTS orders")
-            layout = _LINES_LAYOUT.replace("REAL", "DOUBLE PRECISION")
-            await pg.execute(layout.replace("_at TEXT", "_at TIMESTAMPTZ"))
-            await pg.execute(_OLD_ROW)
-        store = PostgresOrderStore(dsn)
+    store = await older_table(kind, tmp_path, request, _LINES_LAYOUT, _OLD_ROW)
     try:
         old = await store.get("OLD-1")
         assert old is not None and old.refunded == 0.0
