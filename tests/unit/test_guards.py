@@ -18,7 +18,8 @@ from agents.guards import (
 )
 from agents.policy import Policy, default_policy, load
 from agents.rules.reply import strategy_rules
-from schemas import Baton, OfferLine, Order, OrderMatch, StrategyDraft, Ticket, Understanding
+from schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
+from tests.fixtures.data import corpus_draft
 from tests.fixtures.paths import ROOT, TEST_DATA, data_rows
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
@@ -28,17 +29,6 @@ BLIND = data_rows("policy_blind_corpus.jsonl")
 # A second blind part, written after the audit read product numbers, channels and phone numbers.
 BLIND2 = data_rows("policy_blind2_corpus.jsonl")
 DRIFT = data_rows("drift_corpus.jsonl")
-
-
-def _draft(case: dict[str, Any]) -> StrategyDraft:
-    return StrategyDraft(
-        solution=case["solution"],
-        reply=case["reply"],
-        internal_note=case["internal_note"],
-        confidence=0.9,
-        needs_human=False,
-        offer=[OfferLine.model_validate(line) for line in case.get("offer", [])],
-    )
 
 
 def _policy(case: dict[str, Any]) -> Policy:
@@ -82,7 +72,7 @@ def _drift(case: dict[str, Any]) -> list[str]:
         products_mentioned=case["products_mentioned"],
     )
     names = product_names(order, u, baton, case["message"])
-    return drift_problems(_draft(case), names, order.order_id if order else None)
+    return drift_problems(corpus_draft(case), names, order.order_id if order else None)
 
 
 def test_the_corpora_are_large_mixed_and_about_the_customers_own_orders() -> None:
@@ -103,7 +93,7 @@ def test_the_corpora_are_large_mixed_and_about_the_customers_own_orders() -> Non
     "case", POLICY + BLIND + BLIND2, ids=[c["id"] for c in POLICY + BLIND + BLIND2]
 )
 def test_policy_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
-    problems = audit(_draft(case), _books(case))
+    problems = audit(corpus_draft(case), _books(case))
     if case["expect"] == "pass":
         assert problems == [], case["note"]
     else:
@@ -171,7 +161,9 @@ def test_ids_and_tracking_numbers_are_found_by_shape_and_by_the_words_before_the
 
 def test_the_error_says_what_is_wrong_and_what_to_do() -> None:
     case = next(c for c in POLICY if c["id"] == "r-en-14")
-    greedy = _draft(case).model_copy(update={"reply": case["reply"] + " We add 80 USD credit."})
+    greedy = corpus_draft(case).model_copy(
+        update={"reply": case["reply"] + " We add 80 USD credit."}
+    )
     assert audit(greedy, _books(case)) == [
         "reply: promises 80 USD, which is not a line of the offer; state only the offer's amounts",
         "internal_note: order id G-9001 is not one of this customer's orders, do not name it",

@@ -11,7 +11,7 @@ from agents.models.llm import OutputInvalid
 from agents.models.parsing import ONLY_JSON, parse_output, recover_json, schema_instruction
 from agents.testing import Request, Responder, StandIn
 from agents.testing.standin import WeakStyle, echo_responder, near_miss
-from schemas import OrderChoice, OrderMatch
+from schemas import Order, OrderChoice, OrderMatch
 from tests.fixtures.agents import ORDERS, client, prompt, respond
 
 CHOICE = '{"order_id": "ORD-1001", "reason": "the kettle {and} more"}'
@@ -105,17 +105,22 @@ async def test_the_reask_says_the_answer_was_not_json(own_standin: StandIn) -> N
     assert ONLY_JSON in seen[-1].text
 
 
+def matched(order: Order) -> dict[str, OrderMatch]:
+    """The prompt facts of a ticket whose order was matched deterministically."""
+    return {
+        "match": OrderMatch(
+            order_id=order.order_id, order=order, method="deterministic", confidence=0.9, reason="r"
+        )
+    }
+
+
 async def test_the_weak_style_misspells_ids_then_switches_language_on_a_reask(
     own_standin: StandIn,
 ) -> None:
     own_standin.responder = echo_responder
     own_standin.style = WeakStyle(near_miss=1.0, example_copy=0.0, switch_language=1.0)
     order = ORDERS[0]
-    facts = {
-        "match": OrderMatch(
-            order_id=order.order_id, order=order, method="deterministic", confidence=0.9, reason="r"
-        )
-    }
+    facts = matched(order)
     zh = prompt("strategy", "我的水壶漏水了，订单 ORD-1001，请退款。", **facts)
     llm = client(own_standin)
     try:
@@ -135,11 +140,7 @@ async def test_the_weak_style_copies_the_handbooks_example_ids(own_standin: Stan
     own_standin.responder = echo_responder
     own_standin.style = WeakStyle(near_miss=0.0, example_copy=1.0, switch_language=0.0)
     order = ORDERS[0]
-    facts = {
-        "match": OrderMatch(
-            order_id=order.order_id, order=order, method="deterministic", confidence=0.9, reason="r"
-        )
-    }
+    facts = matched(order)
     llm = client(own_standin)
     try:
         first = await llm.ask(prompt("strategy", "My kettle leaks, please refund.", **facts))

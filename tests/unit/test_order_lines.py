@@ -32,7 +32,7 @@ from schemas import Baton, OfferLine, Order, OrderMatch
 from tests.fixtures.data import corpus_draft, ticket, understanding
 from tests.fixtures.paths import ROOT, data_rows
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
-from tests.fixtures.stores import older_table, sqlite_store
+from tests.fixtures.stores import BEFORE_LINES, older_table, sqlite_store
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("lines_orders.jsonl")}
 # Written before their first run against the audit; the blind file after its fixes.
@@ -228,13 +228,6 @@ def test_an_offer_for_one_line_is_capped_by_that_line() -> None:
     assert "not a line of order 2024-118907" in none
 
 
-_OLD_LAYOUT = """
-CREATE TABLE orders (
-    order_id TEXT PRIMARY KEY, customer_id TEXT NOT NULL, product_name TEXT NOT NULL,
-    status TEXT NOT NULL, amount REAL NOT NULL, currency TEXT NOT NULL, ordered_at TEXT NOT NULL,
-    delivered_at TEXT, carrier TEXT, tracking_no TEXT
-)
-"""
 _OLD_ROW = (
     "INSERT INTO orders VALUES ('OLD-1', 'L-MEI', 'Kettle', 'paid', 9.5, 'USD', "
     "'2026-10-01T00:00:00+00:00', NULL, NULL, NULL)"
@@ -246,7 +239,7 @@ async def test_stores_keep_the_lines_and_an_older_table_gets_the_column(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     single = ORDERS["2024-118907"]
-    store = await older_table(kind, tmp_path, request, _OLD_LAYOUT, _OLD_ROW)
+    store = await older_table(kind, tmp_path, request, BEFORE_LINES, _OLD_ROW)
     try:
         old = await store.get("OLD-1")
         assert old is not None and old.items == () and old.product_name == "Kettle"

@@ -21,7 +21,7 @@ from examples.csv_orders import CsvOrderSource
 from schemas import Baton, Order
 from tests.fixtures.data import days_ago, ticket, understanding
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
-from tests.fixtures.stores import older_table, sqlite_store
+from tests.fixtures.stores import BEFORE_REFUNDED, older_table, sqlite_store
 
 PART = Order(
     order_id="R-1001",
@@ -42,14 +42,6 @@ WHOLE = PART.model_copy(
         "refunded": 59.0,
     }
 )
-# The layout of baton's table before refunded: with order lines, without refunded.
-_LINES_LAYOUT = """
-CREATE TABLE orders (
-    order_id TEXT PRIMARY KEY, customer_id TEXT NOT NULL, product_name TEXT NOT NULL,
-    status TEXT NOT NULL, amount REAL NOT NULL, currency TEXT NOT NULL, ordered_at TEXT NOT NULL,
-    delivered_at TEXT, carrier TEXT, tracking_no TEXT, items TEXT
-)
-"""
 _OLD_ROW = (
     "INSERT INTO orders VALUES ('OLD-1', 'C-UMA', 'Kettle', 'paid', 9.5, 'EUR', "
     "'2026-10-01T00:00:00+00:00', NULL, NULL, NULL, NULL)"
@@ -60,7 +52,7 @@ _OLD_ROW = (
 async def test_stores_keep_it_and_a_table_without_it_gets_the_column(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    store = await older_table(kind, tmp_path, request, _LINES_LAYOUT, _OLD_ROW)
+    store = await older_table(kind, tmp_path, request, BEFORE_REFUNDED, _OLD_ROW)
     try:
         old = await store.get("OLD-1")
         assert old is not None and old.refunded == 0.0
