@@ -222,8 +222,12 @@ async def test_closing_under_a_request_in_flight_is_unavailable(
 async def test_a_larger_limit_than_the_fetch_in_flight_asks_again(
     shop_api: ShopApi, shop: HttpOrderSource
 ) -> None:
-    shop_api.delay_s = 0.2
-    small, large = await asyncio.gather(shop.for_customer("c-ana"), shop.for_customer("c-ana", 80))
+    shop_api.delay_s = 0.5
+    first = asyncio.create_task(shop.for_customer("c-ana"))
+    # The larger ask starts once the first fetch is on the wire: their race decides nothing.
+    while not shop_api.requests:
+        await asyncio.sleep(0.01)
+    small, large = await asyncio.gather(first, shop.for_customer("c-ana", 80))
     assert len(small) == len(large) == 2
     assert [s.query for s in shop_api.requests] == ["per_page=50", "per_page=80"]
 
