@@ -1,11 +1,17 @@
 """The three stages as plain async functions, their results, the model protocol, order sources."""
 
-from agents.lookup import look_up
-from agents.models.llm import LLM
-from agents.orders import OrderSource, OrderStore, StoreUnavailable, open_source, open_store
-from agents.outcome import Failure, Outcome
-from agents.strategy import decide
-from agents.understand import understand
+from baton_kafka.agents.lookup import look_up
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import (
+    OrderSource,
+    OrderStore,
+    StoreUnavailable,
+    open_source,
+    open_store,
+)
+from baton_kafka.agents.outcome import Failure, Outcome
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.understand import understand
 
 __all__ = [
     "LLM",

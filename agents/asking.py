@@ -8,7 +8,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from agents.models.llm import (
+from baton_kafka.agents.models.llm import (
     LLM,
     Answer,
     BudgetExceeded,
@@ -21,7 +21,7 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
-from agents.outcome import Asked, Failure
+from baton_kafka.agents.outcome import Asked, Failure
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.models.prices import min_cacheable_tokens
-from agents.models.tokens import estimate_tokens
-from agents.policy import Policy
-from agents.prompts import system_prompt
-from schemas.records import StageName
+from baton_kafka.agents.models.prices import min_cacheable_tokens
+from baton_kafka.agents.models.tokens import estimate_tokens
+from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.prompts import system_prompt
+from baton_kafka.schemas.records import StageName
 
 STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")
 

@@ -6,7 +6,7 @@ import functools
 import tomllib
 from pathlib import Path
 
-from agents.languages import primary
+from baton_kafka.agents.languages import primary
 
 _FILE = Path(__file__).with_name("fixed_texts.toml")
 

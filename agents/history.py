@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from schemas.baton import Baton, MemoryIndex, OrderMemory, TicketMemory
-from schemas.stages import Demand
+from baton_kafka.schemas.baton import Baton, MemoryIndex, OrderMemory, TicketMemory
+from baton_kafka.schemas.stages import Demand
 
 HISTORY_KEEP = 20
 DEMANDS_KEEP = 4

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.languages import DEFAULT_LANGUAGES, primary
-from agents.policy import Policy
-from agents.policy.load import DEFAULT_TONE_FILE, EXAMPLES_FILE, PIPELINE_FILE
-from agents.policy.render import render
-from schemas.records import StageName
+from baton_kafka.agents.languages import DEFAULT_LANGUAGES, primary
+from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.policy.load import DEFAULT_TONE_FILE, EXAMPLES_FILE, PIPELINE_FILE
+from baton_kafka.agents.policy.render import render
+from baton_kafka.schemas.records import StageName
 
 _UNDERSTAND = """# Your task: understand
 State what the customer means in their latest message, in the context of the whole session.

@@ -5,21 +5,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from agents import prompts
-from agents.asking import Validator, ask
-from agents.guards.order_facts import near_miss_of
-from agents.models.llm import LLM, OutputInvalid
-from agents.orders import OrderSource, StoreUnavailable
-from agents.outcome import Failure, Outcome
-from agents.prompts import EarlierSession
-from agents.rules import recall
-from agents.rules.choosing import choose_rules
-from agents.rules.matching import order_score
-from agents.rules.time_hints import time_score
-from agents.rules.typos import corrected
-from schemas.baton import Baton, OrderMemory
-from schemas.records import Order, Ticket
-from schemas.stages import OrderCandidate, OrderChoice, OrderMatch, Recall, Understanding
+from baton_kafka.agents import prompts
+from baton_kafka.agents.asking import Validator, ask
+from baton_kafka.agents.guards.order_facts import near_miss_of
+from baton_kafka.agents.models.llm import LLM, OutputInvalid
+from baton_kafka.agents.orders import OrderSource, StoreUnavailable
+from baton_kafka.agents.outcome import Failure, Outcome
+from baton_kafka.agents.prompts import EarlierSession
+from baton_kafka.agents.rules import recall
+from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.matching import order_score
+from baton_kafka.agents.rules.time_hints import time_score
+from baton_kafka.agents.rules.typos import corrected
+from baton_kafka.schemas.baton import Baton, OrderMemory
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import (
+    OrderCandidate,
+    OrderChoice,
+    OrderMatch,
+    Recall,
+    Understanding,
+)
 
 PRODUCT_MIN = 0.35
 CLEAR_MARGIN = 0.2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from agents.history import merge_orders
-from schemas.baton import (
+from baton_kafka.agents.history import merge_orders
+from baton_kafka.schemas.baton import (
     Baton,
     ChainEntry,
     MemoryIndex,
@@ -13,8 +13,8 @@ from schemas.baton import (
     SessionSummary,
     TicketMemory,
 )
-from schemas.records import Reply, StageName, Ticket, utcnow
-from schemas.stages import OrderMatch, Snapshot, Understanding
+from baton_kafka.schemas.records import Reply, StageName, Ticket, utcnow
+from baton_kafka.schemas.stages import OrderMatch, Snapshot, Understanding
 
 CHAIN_KEEP = 24
 SUMMARY_CHARS = 2_000

@@ -8,7 +8,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.records import CallUsage, Order
+from baton_kafka.schemas.records import CallUsage, Order
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from agents.people_texts import alternative, confirmation
-from agents.policy import Policy
-from agents.policy.offer import CENT, OfferContext, cents, problems, total
-from agents.strategy import already_offered
-from schemas.baton import Baton, OrderMemory, TicketMemory
-from schemas.codec import dumps
-from schemas.decision import ON_OFFER, PEOPLE_KEEP, Decision, PendingOffer, PersonNote
-from schemas.records import Offer, OfferLine, Order, Reply, ReplyStatus, Ticket, utcnow
+from baton_kafka.agents.people_texts import alternative, confirmation
+from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.policy.offer import CENT, OfferContext, cents, problems, total
+from baton_kafka.agents.strategy import already_offered
+from baton_kafka.schemas.baton import Baton, OrderMemory, TicketMemory
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.decision import ON_OFFER, PEOPLE_KEEP, Decision, PendingOffer, PersonNote
+from baton_kafka.schemas.records import Offer, OfferLine, Order, Reply, ReplyStatus, Ticket, utcnow
 
 NOTE_CHARS = 500
 PERSON = "person"

@@ -3,8 +3,8 @@ sentences are ``fixed_texts.toml``'s)."""
 
 from __future__ import annotations
 
-from agents.fixed_texts import fixed, fixed_or
-from schemas.records import Offer
+from baton_kafka.agents.fixed_texts import fixed, fixed_or
+from baton_kafka.schemas.records import Offer
 
 
 def _lines_text(offer: Offer, language: str, default: str) -> str:

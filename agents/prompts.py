@@ -10,13 +10,13 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, Field
 
-from agents.instructions import handbook, stage_text
-from agents.models.llm import Prompt
-from agents.policy import Policy, default_policy
-from schemas.baton import Baton, OrderMemory, SessionSummary
-from schemas.decision import PersonNote
-from schemas.records import Offer, Order, StageName, Ticket
-from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
+from baton_kafka.agents.instructions import handbook, stage_text
+from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.schemas.baton import Baton, OrderMemory, SessionSummary
+from baton_kafka.schemas.decision import PersonNote
+from baton_kafka.schemas.records import Offer, Order, StageName, Ticket
+from baton_kafka.schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 
 # Every stage's system prompt starts with the handbook, so it is a cache breakpoint of its own;
 # this is the demo shop's.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from agents import prompts
-from agents.asking import Validator, ask
-from agents.fixed_texts import fixed
-from agents.guards import (
+from baton_kafka.agents import prompts
+from baton_kafka.agents.asking import Validator, ask
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.agents.guards import (
     DRIFT,
     CustomerOrders,
     audit,
@@ -16,19 +16,24 @@ from agents.guards import (
     drift_problems,
     product_names,
 )
-from agents.guards.language import LANGUAGE, feedback_note, language_of, language_problem
-from agents.guards.order_facts import FACTS, corrected, fact_problems
-from agents.history import offered_by_kind
-from agents.languages import among
-from agents.models.llm import LLM, OutputInvalid
-from agents.orders import OrderStore
-from agents.outcome import Failure, Outcome
-from agents.policy import Policy, default_policy
-from agents.policy.offer import settle
-from agents.rules.reply import handoff_triggers, strategy_rules
-from schemas.baton import Baton, OrderMemory
-from schemas.records import Order, Ticket
-from schemas.stages import OrderMatch, StrategyDraft, Understanding
+from baton_kafka.agents.guards.language import (
+    LANGUAGE,
+    feedback_note,
+    language_of,
+    language_problem,
+)
+from baton_kafka.agents.guards.order_facts import FACTS, corrected, fact_problems
+from baton_kafka.agents.history import offered_by_kind
+from baton_kafka.agents.languages import among
+from baton_kafka.agents.models.llm import LLM, OutputInvalid
+from baton_kafka.agents.orders import OrderStore
+from baton_kafka.agents.outcome import Failure, Outcome
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.policy.offer import settle
+from baton_kafka.agents.rules.reply import handoff_triggers, strategy_rules
+from baton_kafka.schemas.baton import Baton, OrderMemory
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import OrderMatch, StrategyDraft, Understanding
 
 
 def on_topic(names: list[str], match: OrderMatch) -> Validator[StrategyDraft]:

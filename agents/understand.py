@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from agents import prompts
-from agents.asking import Validator, ask
-from agents.languages import DEFAULT_LANGUAGES, customer_language
-from agents.models.llm import LLM, OutputInvalid
-from agents.outcome import Outcome
-from agents.prompts import EarlierSession, Facts
-from agents.rules import recall
-from agents.rules.matching import normalize, product_score
-from agents.rules.typos import corrected
-from agents.rules.understanding import understand_rules
-from schemas.baton import Baton, OrderMemory
-from schemas.records import Order, Ticket
-from schemas.stages import Understanding
+from baton_kafka.agents import prompts
+from baton_kafka.agents.asking import Validator, ask
+from baton_kafka.agents.languages import DEFAULT_LANGUAGES, customer_language
+from baton_kafka.agents.models.llm import LLM, OutputInvalid
+from baton_kafka.agents.outcome import Outcome
+from baton_kafka.agents.prompts import EarlierSession, Facts
+from baton_kafka.agents.rules import recall
+from baton_kafka.agents.rules.matching import normalize, product_score
+from baton_kafka.agents.rules.typos import corrected
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.schemas.baton import Baton, OrderMemory
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import Understanding
 
 GROUNDED = 0.35
 # How much of the customer's own message a fallback's core problem keeps.

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agents.orders import SourceMisconfigured, StoreUnavailable
-from schemas import Order
+from baton_kafka.agents.orders import SourceMisconfigured, StoreUnavailable
+from baton_kafka.schemas import Order
 
 # The export's header -> our field (fields it lacks keep their defaults).
 HEADER = {
@@ -115,9 +115,9 @@ def source(settings: object) -> CsvOrderSource:
 
 def main() -> int:
     """A worker built in code with this source (same as ``baton worker``, otherwise)."""
-    from streams.kafka import BrokerUnreachable
-    from streams.runtime import worker
-    from streams.settings import load
+    from baton_kafka.streams.kafka import BrokerUnreachable
+    from baton_kafka.streams.runtime import worker
+    from baton_kafka.streams.settings import load
 
     try:
         settings = load()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agents.models import Capabilities, Limits, ModelOptions
-from agents.models.openai_compat import OpenAICompatibleLLM
+from baton_kafka.agents.models import Capabilities, Limits, ModelOptions
+from baton_kafka.agents.models.openai_compat import OpenAICompatibleLLM
 
 
 class GatewayLLM(OpenAICompatibleLLM):

@@ -22,7 +22,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from pydantic import ValidationError
 
-from schemas import SCHEMA_VERSION, Reply
+from baton_kafka.schemas import SCHEMA_VERSION, Reply
 
 
 def handoff_line(value: bytes) -> tuple[str, bytes] | None:

@@ -39,8 +39,8 @@ from aiohttp import web
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from pydantic import ValidationError
 
-from schemas.decision import Decision
-from schemas.handoff import HandoffPacket
+from baton_kafka.schemas.decision import Decision
+from baton_kafka.schemas.handoff import HandoffPacket
 
 SIGNATURE_HEADER = "baton-signature"
 WEBHOOK_HEADER = "X-Desk-Signature"

@@ -1,6 +1,6 @@
 """baton's record contract: import this alone to read or write baton's topics."""
 
-from schemas.baton import (
+from baton_kafka.schemas.baton import (
     Baton,
     ChainEntry,
     Erasure,
@@ -10,10 +10,10 @@ from schemas.baton import (
     SessionSummary,
     TicketMemory,
 )
-from schemas.codec import decode, dumps, loads
-from schemas.handoff import HandoffPacket, Promise, Promised, Turn
-from schemas.lines import OrderLine
-from schemas.records import (
+from baton_kafka.schemas.codec import decode, dumps, loads
+from baton_kafka.schemas.handoff import HandoffPacket, Promise, Promised, Turn
+from baton_kafka.schemas.lines import OrderLine
+from baton_kafka.schemas.records import (
     MAX_TEXT_CHARS,
     SCHEMA_VERSION,
     CallUsage,
@@ -25,7 +25,7 @@ from schemas.records import (
     Ticket,
     UsageTotals,
 )
-from schemas.stages import (
+from baton_kafka.schemas.stages import (
     OrderCandidate,
     OrderChoice,
     OrderMatch,

@@ -7,9 +7,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from schemas.decision import PendingOffer, PersonNote
-from schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
-from schemas.stages import Demand
+from baton_kafka.schemas.decision import PendingOffer, PersonNote
+from baton_kafka.schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
+from baton_kafka.schemas.stages import Demand
 
 
 class TicketMemory(BaseModel):

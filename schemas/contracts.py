@@ -13,12 +13,12 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
-from schemas.baton import Erasure, IndexUpdate
-from schemas.decision import Decision
-from schemas.handoff import HandoffPacket
-from schemas.records import SCHEMA_VERSION, DeadLetter, Order, Reply, Ticket
-from schemas.stages import StageRecord
-from schemas.topics import (
+from baton_kafka.schemas.baton import Erasure, IndexUpdate
+from baton_kafka.schemas.decision import Decision
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import SCHEMA_VERSION, DeadLetter, Order, Reply, Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.schemas.topics import (
     DEAD_LETTERS,
     DECISIONS,
     HANDOFFS,

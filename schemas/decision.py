@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from schemas.records import SCHEMA_VERSION, Identifier, Offer, utcnow
+from baton_kafka.schemas.records import SCHEMA_VERSION, Identifier, Offer, utcnow
 
 DecisionAction = Literal["approve", "deny", "answer", "takeover", "handback", "close"]
 # The actions that answer the session's pending offer, and must name it.

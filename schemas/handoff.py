@@ -7,7 +7,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.records import SCHEMA_VERSION, LanguageCode, Offer, OfferLine, Order, utcnow
+from baton_kafka.schemas.records import (
+    SCHEMA_VERSION,
+    LanguageCode,
+    Offer,
+    OfferLine,
+    Order,
+    utcnow,
+)
 
 HandoffReason = Literal[
     # the policy's triggers, whatever the model wrote

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.lines import MAX_LINES, OrderLine, lines_problem
+from baton_kafka.schemas.lines import MAX_LINES, OrderLine, lines_problem
 
 SCHEMA_VERSION = 1
 MAX_TEXT_CHARS = 20_000

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from schemas.records import (
+from baton_kafka.schemas.records import (
     SCHEMA_VERSION,
     LanguageCode,
     OfferLine,

@@ -2,6 +2,6 @@
 
 import sys
 
-from streams.cli.main import main
+from baton_kafka.streams.cli.main import main
 
 sys.exit(main())

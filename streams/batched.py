@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.models.batch_journal import BatchJournal, digest
-from agents.models.batches import BatchLLM, BatchSender, run_batched
-from agents.orders import OrderSource
-from schemas.codec import dumps
-from schemas.records import DeadLetter, Reply, Ticket
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.models.batch_journal import BatchJournal, digest
+from baton_kafka.agents.models.batches import BatchLLM, BatchSender, run_batched
+from baton_kafka.agents.orders import OrderSource
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import DeadLetter, Reply, Ticket
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def batch_llm(
 ) -> BatchLLM:
     """Claude of ``settings`` (key, address, models, prices) through message batches, and live
     for what a batch cannot settle."""
-    from agents.models.claude import AnthropicLLM
-    from streams.runtime.worker import build_llm, client_options
+    from baton_kafka.agents.models.claude import AnthropicLLM
+    from baton_kafka.streams.runtime.worker import build_llm, client_options
 
     live = build_llm(settings.with_(llm="anthropic"))
     assert isinstance(live, AnthropicLLM)

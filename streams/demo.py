@@ -11,17 +11,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from schemas.codec import dumps, parse
-from schemas.records import Order, Reply, Ticket
-from streams.kafka.embedded import EmbeddedBroker
-from streams.kafka.topics import REPLIES
-from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
-from streams.settings import Settings
+from baton_kafka.schemas.codec import dumps, parse
+from baton_kafka.schemas.records import Order, Reply, Ticket
+from baton_kafka.streams.kafka.embedded import EmbeddedBroker
+from baton_kafka.streams.kafka.topics import REPLIES
+from baton_kafka.streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
+from baton_kafka.streams.settings import Settings
 
 
 def demo_file(name: str) -> Path:
     """Path of a sample file shipped with the package."""
-    return Path(str(resources.files("streams").joinpath("demo_data", name)))
+    return Path(str(resources.files("baton_kafka.streams").joinpath("demo_data", name)))
 
 
 def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
@@ -30,7 +30,7 @@ def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
 
 def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
     """Upsert ``orders`` into the settings' order store."""
-    from streams.runtime.orders import build_store
+    from baton_kafka.streams.runtime.orders import build_store
 
     async def run() -> None:
         store = build_store(settings)
@@ -60,7 +60,7 @@ async def collect_replies(
 
 def run_demo(settings: Settings, timeout: float = 180.0) -> int:
     """Run the demo; human lines go to stderr, the replies to stdout as JSON Lines."""
-    from streams.kafka.client import publish_tickets
+    from baton_kafka.streams.kafka.client import publish_tickets
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:

@@ -6,20 +6,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.models.llm import LLM
-from agents.orders import OrderSource
-from agents.rules.offline import OfflineLLM
-from schemas.baton import Baton
-from schemas.codec import dumps
-from schemas.handoff import HandoffPacket
-from schemas.records import DeadLetter, Reply, Ticket
-from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
-from streams.runtime.chain import Chain
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.stages import Stage
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import OrderSource
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import DeadLetter, Reply, Ticket
+from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
+from baton_kafka.streams.runtime.chain import Chain
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.stages import Stage
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import IO, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.codec import InvalidRecord, parse
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -5,25 +5,30 @@ The settings are declared in :mod:`streams.config.declared`; this module is thei
 
 from __future__ import annotations
 
-from streams.config.declared import (
+from baton_kafka.streams.config.declared import (
     DEAD_LETTER_FORMATS,
     STORE_KINDS,
     DeadLetterFormat,
     Settings,
     StoreKind,
 )
-from streams.config.kafka import (
+from baton_kafka.streams.config.kafka import (
     OAUTHBEARER,
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
     KafkaClientOptions,
     KafkaSecurity,
 )
-from streams.config.loading import kafka_security, load
-from streams.config.model_settings import LLMKind
-from streams.config.spec import SettingsError
-from streams.config.topics import check_topics
-from streams.config.values import DEFAULT_STAGE_MODELS, MIN_SIGNING_SECRET, NAMED_MODELS, STAGES
+from baton_kafka.streams.config.loading import kafka_security, load
+from baton_kafka.streams.config.model_settings import LLMKind
+from baton_kafka.streams.config.spec import SettingsError
+from baton_kafka.streams.config.topics import check_topics
+from baton_kafka.streams.config.values import (
+    DEFAULT_STAGE_MODELS,
+    MIN_SIGNING_SECRET,
+    NAMED_MODELS,
+    STAGES,
+)
 
 # Settings changes that make a run read and write baton's own SQLite store in its data dir (an
 # eval's or a bench's orders), whatever order source the environment names.

@@ -8,16 +8,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from agents.guards import offered, reading
-from agents.guards.identifiers import Identifier, identifiers, shape
-from agents.guards.money import marked, money
-from agents.guards.numbers import RUN, all_numbers
-from agents.policy import Policy, default_policy
-from agents.policy import offer as offers
-from agents.rules.matching import distinct_name
-from schemas.baton import Baton
-from schemas.records import Order, Ticket
-from schemas.stages import StrategyDraft
+from baton_kafka.agents.guards import offered, reading
+from baton_kafka.agents.guards.identifiers import Identifier, identifiers, shape
+from baton_kafka.agents.guards.money import marked, money
+from baton_kafka.agents.guards.numbers import RUN, all_numbers
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.policy import offer as offers
+from baton_kafka.agents.rules.matching import distinct_name
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import StrategyDraft
 
 FIELDS = ("reply", "solution", "internal_note")
 CUSTOMER_FACING = ("reply", "solution")

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 
-from agents.languages import HAN
-from agents.rules.matching import (
+from baton_kafka.agents.languages import HAN
+from baton_kafka.agents.rules.matching import (
     mentioned_products,
     normalize,
     product_kinds,
     product_score,
 )
-from agents.rules.typos import corrected
-from schemas.baton import Baton
-from schemas.records import Order
-from schemas.stages import StrategyDraft, Understanding
+from baton_kafka.agents.rules.typos import corrected
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Order
+from baton_kafka.schemas.stages import StrategyDraft, Understanding
 
 DRIFT = "drift"
 ADDRESSED = 0.35

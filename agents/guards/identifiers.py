@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from agents.guards.numbers import RUN
+from baton_kafka.agents.guards.numbers import RUN
 
 IdKind = Literal["order id", "tracking number"]
 

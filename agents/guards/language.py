@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from agents.languages import DEFAULT_LANGUAGES, among, detect, display_name, primary, same
+from baton_kafka.agents.languages import (
+    DEFAULT_LANGUAGES,
+    among,
+    detect,
+    display_name,
+    primary,
+    same,
+)
 
 LANGUAGE = "language"
 _TOKEN_WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")

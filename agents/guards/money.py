@@ -7,8 +7,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agents.guards.numbers import Number, all_numbers
-from agents.languages import HAN_RE
+from baton_kafka.agents.guards.numbers import Number, all_numbers
+from baton_kafka.agents.languages import HAN_RE
 
 _DOLLARS = frozenset({"USD", "HKD", "CAD", "AUD", "SGD", "TWD", "NZD"})
 _ANY: frozenset[str] = frozenset()  # "元", "块": a currency unit, which one is not said

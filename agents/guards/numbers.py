@@ -251,7 +251,7 @@ _READ_IN = ("en", "zh", "ja", "de", "es")  # the languages whose reading differs
 @functools.lru_cache(maxsize=2048)
 def _language(text: str) -> str | None:
     """The language of ``text`` (for the words and separators that depend on it)."""
-    from agents.languages import detect
+    from baton_kafka.agents.languages import detect
 
     return detect(text, _READ_IN)
 
@@ -277,7 +277,7 @@ def all_numbers(
     """Every number in ``text`` outside ``skip``, in reading order: digits (with the
     separators of ``language``, the text's own when not given), and number words in English,
     Chinese and every language of ``number_words.toml``."""
-    from agents.guards.number_words import AMBIGUOUS, spelled_numbers
+    from baton_kafka.agents.guards.number_words import AMBIGUOUS, spelled_numbers
 
     if language is None and (_DOT_THOUSANDS.search(text) or AMBIGUOUS.search(text)):
         language = _language(text)  # only where the reading depends on it

@@ -6,9 +6,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from agents.guards.money import PROMISE, Money, money
-from agents.policy.offer import CENT, cents
-from schemas.records import OfferLine, Order
+from baton_kafka.agents.guards.money import PROMISE, Money, money
+from baton_kafka.agents.policy.offer import CENT, cents
+from baton_kafka.schemas.records import OfferLine, Order
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
 _MULTIPLIER = re.compile(

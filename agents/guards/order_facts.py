@@ -8,16 +8,16 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agents.fixed_texts import fixed, fixed_or
-from agents.guards import reading
-from agents.guards.audit import FIELDS, CustomerOrders
-from agents.guards.drift import addresses
-from agents.guards.identifiers import Identifier, IdKind, identifiers
-from agents.guards.numbers import RUN
-from agents.instructions import EXAMPLE_ORDER_IDS, EXAMPLE_TRACKING_NUMBERS
-from agents.languages import primary
-from schemas.records import Order
-from schemas.stages import StrategyDraft
+from baton_kafka.agents.fixed_texts import fixed, fixed_or
+from baton_kafka.agents.guards import reading
+from baton_kafka.agents.guards.audit import FIELDS, CustomerOrders
+from baton_kafka.agents.guards.drift import addresses
+from baton_kafka.agents.guards.identifiers import Identifier, IdKind, identifiers
+from baton_kafka.agents.guards.numbers import RUN
+from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS, EXAMPLE_TRACKING_NUMBERS
+from baton_kafka.agents.languages import primary
+from baton_kafka.schemas.records import Order
+from baton_kafka.schemas.stages import StrategyDraft
 
 FACTS = "order facts"
 CORRECTED = "An id the model wrote slightly wrong was corrected from the store"

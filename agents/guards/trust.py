@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.orders import OrderStore, StoreUnavailable
-from agents.outcome import Failure
-from schemas.records import Order, Ticket
-from schemas.stages import LookupMethod, OrderMatch
+from baton_kafka.agents.orders import OrderStore, StoreUnavailable
+from baton_kafka.agents.outcome import Failure
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import LookupMethod, OrderMatch
 
 UNTRUSTED = "untrusted_record"
 STORE_UNAVAILABLE = "order_store_unavailable"

@@ -1,8 +1,8 @@
 """Model clients behind one protocol: ``LLM``, its prompt and answer, how a call fails, and
 the providers that build one (by name or ``module:factory``) with what each can do."""
 
-from agents.models.capabilities import Capabilities, Limits
-from agents.models.llm import (
+from baton_kafka.agents.models.capabilities import Capabilities, Limits
+from baton_kafka.agents.models.llm import (
     LLM,
     Answer,
     BudgetExceeded,
@@ -15,7 +15,7 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
-from agents.models.providers import ModelOptions, ProviderError, open_llm
+from baton_kafka.agents.models.providers import ModelOptions, ProviderError, open_llm
 
 __all__ = [
     "LLM",

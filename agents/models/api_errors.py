@@ -9,7 +9,7 @@ from typing import Any
 
 import anthropic
 
-from agents.models.llm import ModelFailure, SpendLimit, TimedOut, Unavailable
+from baton_kafka.agents.models.llm import ModelFailure, SpendLimit, TimedOut, Unavailable
 
 _SPEND_WORDS = re.compile(r"spend limit|spending limit|usage limit|credit balance", re.I)
 _RETRY_STATUS = frozenset({408, 409, 429})

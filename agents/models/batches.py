@@ -32,12 +32,12 @@ import anthropic
 from anthropic.types import Message
 from pydantic import BaseModel
 
-from agents.models.batch_journal import BatchFailed, BatchJournal, Saved, digest
-from agents.models.batch_tally import Tally
-from agents.models.claude import AnthropicLLM
-from agents.models.llm import Answer, ModelFailure, Prompt
-from agents.models.prices import batch_price, cost, price_for
-from schemas.records import CallUsage, StageName
+from baton_kafka.agents.models.batch_journal import BatchFailed, BatchJournal, Saved, digest
+from baton_kafka.agents.models.batch_tally import Tally
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.models.llm import Answer, ModelFailure, Prompt
+from baton_kafka.agents.models.prices import batch_price, cost, price_for
+from baton_kafka.schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -35,11 +35,11 @@ from anthropic.types import Message
 from opentelemetry import trace
 from pydantic import BaseModel
 
-from agents.models import genai
-from agents.models.api_errors import Attempt, attempt_failure, retry_cause
-from agents.models.capabilities import FIRST_PARTY, Capabilities, StructuredOutput
-from agents.models.latency import LatencyWatch
-from agents.models.llm import (
+from baton_kafka.agents.models import genai
+from baton_kafka.agents.models.api_errors import Attempt, attempt_failure, retry_cause
+from baton_kafka.agents.models.capabilities import FIRST_PARTY, Capabilities, StructuredOutput
+from baton_kafka.agents.models.latency import LatencyWatch
+from baton_kafka.agents.models.llm import (
     Answer,
     ModelFailure,
     OutputInvalid,
@@ -49,13 +49,19 @@ from agents.models.llm import (
     TimedOut,
     Truncated,
 )
-from agents.models.pacing import AdaptiveLimit, Clock, Throttle, TicketClock, retry_delay_s
-from agents.models.parsing import parse_output
-from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
-from agents.models.ratelimits import RateLimitPacer
-from agents.models.request_shape import messages_request
-from agents.models.tokens import ApiCounter, Counter, Estimator, TokenCount
-from schemas.records import CallUsage, StageName
+from baton_kafka.agents.models.pacing import (
+    AdaptiveLimit,
+    Clock,
+    Throttle,
+    TicketClock,
+    retry_delay_s,
+)
+from baton_kafka.agents.models.parsing import parse_output
+from baton_kafka.agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
+from baton_kafka.agents.models.ratelimits import RateLimitPacer
+from baton_kafka.agents.models.request_shape import messages_request
+from baton_kafka.agents.models.tokens import ApiCounter, Counter, Estimator, TokenCount
+from baton_kafka.schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-log = logging.getLogger("agents.models.latency")
+log = logging.getLogger("baton_kafka.agents.models.latency")
 
 CALLS_PER_TICKET = 3  # understand, look-up and strategy; re-asks come on top
 

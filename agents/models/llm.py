@@ -7,7 +7,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.records import CallUsage, StageName
+from baton_kafka.schemas.records import CallUsage, StageName
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -26,11 +26,11 @@ import httpx2
 import orjson
 from anthropic.types import Message
 
-from agents.models.api_errors import Attempt, retry_after_s, spend_limit_message
-from agents.models.capabilities import OPENAI_COMPATIBLE, Capabilities
-from agents.models.claude import AnthropicLLM, AttemptFailed
-from agents.models.llm import SpendLimit, TimedOut, Unavailable
-from agents.models.parsing import schema_text
+from baton_kafka.agents.models.api_errors import Attempt, retry_after_s, spend_limit_message
+from baton_kafka.agents.models.capabilities import OPENAI_COMPATIBLE, Capabilities
+from baton_kafka.agents.models.claude import AnthropicLLM, AttemptFailed
+from baton_kafka.agents.models.llm import SpendLimit, TimedOut, Unavailable
+from baton_kafka.agents.models.parsing import schema_text
 
 log = logging.getLogger(__name__)
 

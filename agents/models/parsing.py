@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import anthropic
 from pydantic import BaseModel, ValidationError
 
-from agents.models.llm import OutputInvalid
+from baton_kafka.agents.models.llm import OutputInvalid
 
 T = TypeVar("T", bound=BaseModel)
 

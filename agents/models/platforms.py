@@ -18,8 +18,8 @@ from typing import Any
 
 import anthropic
 
-from agents.models.capabilities import BEDROCK, VERTEX, Capabilities
-from agents.models.claude import AnthropicLLM
+from baton_kafka.agents.models.capabilities import BEDROCK, VERTEX, Capabilities
+from baton_kafka.agents.models.claude import AnthropicLLM
 
 
 class BedrockLLM(AnthropicLLM):

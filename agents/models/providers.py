@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.models.capabilities import (
+from baton_kafka.agents.models.capabilities import (
     CAPABILITIES,
     LIMITS,
     SLOW_SERVER,
@@ -23,8 +23,8 @@ from agents.models.capabilities import (
     host_of,
     is_anthropic_api,
 )
-from agents.models.llm import LLM
-from agents.models.prices import Price
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.models.prices import Price
 
 Factory = Callable[["ModelOptions"], LLM]
 
@@ -74,31 +74,31 @@ class ProviderError(ValueError):
 
 
 def _anthropic(options: ModelOptions) -> LLM:
-    from agents.models.claude import AnthropicLLM
+    from baton_kafka.agents.models.claude import AnthropicLLM
 
     return AnthropicLLM(**options.client_options())
 
 
 def _bedrock(options: ModelOptions) -> LLM:
-    from agents.models.platforms import BedrockLLM
+    from baton_kafka.agents.models.platforms import BedrockLLM
 
     return BedrockLLM(**options.client_options())
 
 
 def _vertex(options: ModelOptions) -> LLM:
-    from agents.models.platforms import VertexLLM
+    from baton_kafka.agents.models.platforms import VertexLLM
 
     return VertexLLM(**options.client_options())
 
 
 def _openai(options: ModelOptions) -> LLM:
-    from agents.models.openai_compat import OpenAICompatibleLLM
+    from baton_kafka.agents.models.openai_compat import OpenAICompatibleLLM
 
     return OpenAICompatibleLLM(**options.client_options())
 
 
 def _offline(options: ModelOptions) -> LLM:
-    from agents.rules.offline import OfflineLLM
+    from baton_kafka.agents.rules.offline import OfflineLLM
 
     return OfflineLLM()
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agents.models.pacing import Clock
+from baton_kafka.agents.models.pacing import Clock
 
 PREFIX = "anthropic-ratelimit-"
 KINDS = ("requests", "tokens", "input-tokens", "output-tokens")

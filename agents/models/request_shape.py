@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 from anthropic.types import JSONOutputFormatParam, TextBlockParam
 from pydantic import BaseModel
 
-from agents.models.capabilities import Capabilities
-from agents.models.llm import Prompt
-from agents.models.parsing import output_schema, schema_instruction
-from agents.prompts import split_shared
+from baton_kafka.agents.models.capabilities import Capabilities
+from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.agents.models.parsing import output_schema, schema_instruction
+from baton_kafka.agents.prompts import split_shared
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 
 import anthropic
 
-from agents.languages import HAN, KANA
+from baton_kafka.agents.languages import HAN, KANA
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@ One module per source: ``sqlite`` and ``postgres`` (baton's own table), ``postgr
 (the shop's table, view or queries, read-only), ``http`` (the shop's REST API).
 """
 
-from agents.orders.http import HttpMap, HttpOrderSource
-from agents.orders.opening import load_factory, open_source, open_store
-from agents.orders.postgres import PostgresOrderStore
-from agents.orders.postgres_mapped import PostgresOrderSource, SqlMap
-from agents.orders.source import (
+from baton_kafka.agents.orders.http import HttpMap, HttpOrderSource
+from baton_kafka.agents.orders.opening import load_factory, open_source, open_store
+from baton_kafka.agents.orders.postgres import PostgresOrderStore
+from baton_kafka.agents.orders.postgres_mapped import PostgresOrderSource, SqlMap
+from baton_kafka.agents.orders.source import (
     OrderSource,
     OrderStore,
     OrderWriter,
@@ -16,7 +16,7 @@ from agents.orders.source import (
     StoreUnavailable,
     WritableStore,
 )
-from agents.orders.sqlite import SQLiteOrderStore
+from baton_kafka.agents.orders.sqlite import SQLiteOrderStore
 
 __all__ = [
     "HttpMap",

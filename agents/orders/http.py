@@ -14,10 +14,10 @@ from urllib.parse import quote
 import orjson
 import yarl
 
-from agents.dsn import MASK, mask_dsn
-from agents.orders.mapping import FieldMap, MapError, dig, keys
-from agents.orders.source import StoreUnavailable, clamp_limit
-from schemas.records import Order
+from baton_kafka.agents.dsn import MASK, mask_dsn
+from baton_kafka.agents.orders.mapping import FieldMap, MapError, dig, keys
+from baton_kafka.agents.orders.source import StoreUnavailable, clamp_limit
+from baton_kafka.schemas.records import Order
 
 log = logging.getLogger("baton.orders")
 

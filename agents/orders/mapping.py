@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents.orders.source import utc
-from schemas.lines import OrderLine
-from schemas.records import Order
+from baton_kafka.agents.orders.source import utc
+from baton_kafka.schemas.lines import OrderLine
+from baton_kafka.schemas.records import Order
 
 log = logging.getLogger("baton.orders")
 

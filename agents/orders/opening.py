@@ -8,13 +8,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.dsn import mask_dsn
-from agents.orders.http import HttpMap, HttpOrderSource
-from agents.orders.mapping import MapError
-from agents.orders.postgres import PostgresOrderStore
-from agents.orders.postgres_mapped import PostgresOrderSource, SqlMap
-from agents.orders.source import OrderSource, StoreUnavailable, WritableStore
-from agents.orders.sqlite import SQLiteOrderStore
+from baton_kafka.agents.dsn import mask_dsn
+from baton_kafka.agents.orders.http import HttpMap, HttpOrderSource
+from baton_kafka.agents.orders.mapping import MapError
+from baton_kafka.agents.orders.postgres import PostgresOrderStore
+from baton_kafka.agents.orders.postgres_mapped import PostgresOrderSource, SqlMap
+from baton_kafka.agents.orders.source import OrderSource, StoreUnavailable, WritableStore
+from baton_kafka.agents.orders.sqlite import SQLiteOrderStore
 
 _POSTGRES = ("postgresql://", "postgres://")
 _HTTP = ("http://", "https://")

@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from agents.dsn import scrub
-from agents.orders.source import SourceMisconfigured, StoreUnavailable
+from baton_kafka.agents.dsn import scrub
+from baton_kafka.agents.orders.source import SourceMisconfigured, StoreUnavailable
 
 T = TypeVar("T")
 

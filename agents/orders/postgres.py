@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agents.orders.pg import Connection
-from agents.orders.source import clamp_limit
-from agents.orders.table import (
+from baton_kafka.agents.orders.pg import Connection
+from baton_kafka.agents.orders.source import clamp_limit
+from baton_kafka.agents.orders.table import (
     ADD_LATER,
     SELECT,
     TABLE,
@@ -16,7 +16,7 @@ from agents.orders.table import (
     to_row,
     upsert_sql,
 )
-from schemas.records import Order
+from baton_kafka.schemas.records import Order
 
 _SCHEMA = (
     f"""

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.orders.mapping import FIELDS, REQUIRED, FieldMap, MapError, keys
-from agents.orders.pg import Connection
-from agents.orders.source import SourceMisconfigured, clamp_limit
-from schemas.records import Order
+from baton_kafka.agents.orders.mapping import FIELDS, REQUIRED, FieldMap, MapError, keys
+from baton_kafka.agents.orders.pg import Connection
+from baton_kafka.agents.orders.source import SourceMisconfigured, clamp_limit
+from baton_kafka.schemas.records import Order
 
 MAP_KEYS = ("table", "for_customer", "get", "fields", "status_values")
 _PARAM = re.compile(r"%\((\w+)\)s")

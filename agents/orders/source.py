@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
-from schemas.records import Order
+from baton_kafka.schemas.records import Order
 
 
 class StoreUnavailable(Exception):

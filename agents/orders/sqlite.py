@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from agents.orders.source import StoreUnavailable, clamp_limit
-from agents.orders.table import (
+from baton_kafka.agents.orders.source import StoreUnavailable, clamp_limit
+from baton_kafka.agents.orders.table import (
     ADD_LATER,
     SELECT,
     TABLE,
@@ -19,7 +19,7 @@ from agents.orders.table import (
     to_row,
     upsert_sql,
 )
-from schemas.records import Order
+from baton_kafka.schemas.records import Order
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (

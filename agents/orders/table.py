@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from agents.orders.source import SourceMisconfigured, utc
-from schemas.records import Order
+from baton_kafka.agents.orders.source import SourceMisconfigured, utc
+from baton_kafka.schemas.records import Order
 
 TABLE = "orders"
 COLUMNS = (

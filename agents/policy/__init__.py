@@ -1,8 +1,8 @@
 """The shop's service policy: declared as data in a file, rendered for the model, enforced."""
 
-from agents.policy.load import DEFAULT_FILE, PolicyError, load, parse
-from agents.policy.load import default as default_policy
-from agents.policy.model import ORIGINAL_PAYMENT, Policy, Remedy
+from baton_kafka.agents.policy.load import DEFAULT_FILE, PolicyError, load, parse
+from baton_kafka.agents.policy.load import default as default_policy
+from baton_kafka.agents.policy.model import ORIGINAL_PAYMENT, Policy, Remedy
 
 __all__ = [
     "DEFAULT_FILE",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agents.policy.model import Policy
+from baton_kafka.agents.policy.model import Policy
 
 DEFAULT_FILE = Path(__file__).with_name("default.toml")
 # baton's shared handbook (with {{POLICY}} and {{TONE}} to fill in) and its default tone.

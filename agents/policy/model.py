@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from agents.languages import codes, primary
+from baton_kafka.agents.languages import codes, primary
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
 # Where offered money goes. Open: a shop may name its own channel ("bank_transfer").

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from agents.policy.model import Policy, Remedy
-from schemas.records import Offer, OfferLine, Order
+from baton_kafka.agents.policy.model import Policy, Remedy
+from baton_kafka.schemas.records import Offer, OfferLine, Order
 
 CENT = 0.005
 

@@ -11,7 +11,7 @@ import re
 
 import orjson
 
-from agents.policy.model import Policy
+from baton_kafka.agents.policy.model import Policy
 
 _DATA = re.compile(r"<policy_data>\n(.*?)\n</policy_data>", re.S)
 

@@ -1,5 +1,5 @@
 """The offline rule model: every stage's answer without a model, and each stage's fallback."""
 
-from agents.rules.offline import OfflineLLM
+from baton_kafka.agents.rules.offline import OfflineLLM
 
 __all__ = ["OfflineLLM"]

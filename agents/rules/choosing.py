@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from agents.prompts import Facts, OrderFact
-from agents.rules.matching import order_score
-from agents.rules.phrases import DELIVERY, problem_key
-from agents.rules.time_hints import day_of, time_score
-from agents.rules.typos import corrected
-from agents.rules.understanding import understand_rules
-from schemas.stages import OrderChoice
+from baton_kafka.agents.prompts import Facts, OrderFact
+from baton_kafka.agents.rules.matching import order_score
+from baton_kafka.agents.rules.phrases import DELIVERY, problem_key
+from baton_kafka.agents.rules.time_hints import day_of, time_score
+from baton_kafka.agents.rules.typos import corrected
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.schemas.stages import OrderChoice
 
 
 def _status_fit(key: str | None, demand: str, status: str) -> float:

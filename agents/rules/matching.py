@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agents.languages import HAN
+from baton_kafka.agents.languages import HAN
 
 FIND_THRESHOLD = 0.4
 

@@ -7,15 +7,15 @@ from typing import cast
 
 from pydantic import BaseModel
 
-from agents.models.capabilities import OFFLINE
-from agents.models.llm import Answer, OutputInvalid, Prompt, T
-from agents.policy.render import read_back
-from agents.prompts import Facts, parse_context
-from agents.rules.choosing import choose_rules
-from agents.rules.reply import strategy_rules
-from agents.rules.understanding import understand_rules
-from schemas.records import CallUsage, StageName
-from schemas.stages import OrderChoice, StrategyDraft, Understanding
+from baton_kafka.agents.models.capabilities import OFFLINE
+from baton_kafka.agents.models.llm import Answer, OutputInvalid, Prompt, T
+from baton_kafka.agents.policy.render import read_back
+from baton_kafka.agents.prompts import Facts, parse_context
+from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.reply import strategy_rules
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.schemas.records import CallUsage, StageName
+from baton_kafka.schemas.stages import OrderChoice, StrategyDraft, Understanding
 
 MODEL = "offline-rules"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from agents.languages import HAN_RE
-from agents.rules.matching import normalize
-from schemas.stages import Demand
+from baton_kafka.agents.languages import HAN_RE
+from baton_kafka.agents.rules.matching import normalize
+from baton_kafka.schemas.stages import Demand
 
 _CJK_RE = HAN_RE
 _EN = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"

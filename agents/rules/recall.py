@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Literal
 
-from agents.rules.matching import find_product, normalize, product_score
-from agents.rules.phrases import PROBLEM_RX, problem_key
-from agents.rules.time_hints import extract_time_hint, time_score
-from schemas.baton import OrderMemory
-from schemas.records import Order
-from schemas.stages import OrderCandidate, Recall, RecallMethod
+from baton_kafka.agents.rules.matching import find_product, normalize, product_score
+from baton_kafka.agents.rules.phrases import PROBLEM_RX, problem_key
+from baton_kafka.agents.rules.time_hints import extract_time_hint, time_score
+from baton_kafka.schemas.baton import OrderMemory
+from baton_kafka.schemas.records import Order
+from baton_kafka.schemas.stages import OrderCandidate, Recall, RecallMethod
 
 ASK_AMONG = 3
 # Product scores this close name the product equally well: "the shoes" fits both pairs.

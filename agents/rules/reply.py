@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 
-from agents.policy import Policy, default_policy
-from agents.policy import offer as offers
-from agents.prompts import Facts, ItemFact, OrderFact
-from agents.rules.matching import normalize, product_score
-from agents.rules.phrases import (
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.policy import offer as offers
+from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact
+from baton_kafka.agents.rules.matching import normalize, product_score
+from baton_kafka.agents.rules.phrases import (
     ACTIONS,
     CHANNELS,
     CLOSING,
@@ -24,9 +24,9 @@ from agents.rules.phrases import (
     pad,
     problem_key,
 )
-from agents.rules.understanding import understand_rules
-from schemas.records import OfferLine, Order
-from schemas.stages import StrategyDraft, Understanding
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.schemas.records import OfferLine, Order
+from baton_kafka.schemas.stages import StrategyDraft, Understanding
 
 # The remedies each case commits to; the money ones carry the amount.
 _REMEDIES: dict[str, tuple[str, ...]] = {

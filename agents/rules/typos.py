@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from agents.rules.matching import KINDS, STOPWORDS, normalize, stem
+from baton_kafka.agents.rules.matching import KINDS, STOPWORDS, normalize, stem
 
 _WORD_RE = re.compile(r"[a-z0-9\u00df-\u024f]+")
 _ASCII_LETTERS = re.compile(r"[a-z]+")

@@ -6,9 +6,9 @@ import re
 from datetime import UTC, date, datetime
 from typing import cast, get_args
 
-from agents.languages import DEFAULT_LANGUAGES, customer_language
-from agents.prompts import Facts, SessionTopic
-from agents.rules.matching import (
+from baton_kafka.agents.languages import DEFAULT_LANGUAGES, customer_language
+from baton_kafka.agents.prompts import Facts, SessionTopic
+from baton_kafka.agents.rules.matching import (
     content_words,
     distinct_name,
     find_product,
@@ -16,7 +16,7 @@ from agents.rules.matching import (
     normalize,
     product_score,
 )
-from agents.rules.phrases import (
+from baton_kafka.agents.rules.phrases import (
     CLAUSE_EN,
     CLAUSE_ZH,
     DEFAULT_DEMAND,
@@ -33,12 +33,12 @@ from agents.rules.phrases import (
     pad,
     problem_key,
 )
-from agents.rules.recall import known, resolve
-from agents.rules.time_hints import day_of, extract_time_hint
-from agents.rules.typos import corrected
-from schemas.baton import OrderMemory
-from schemas.records import utcnow
-from schemas.stages import Demand, Recall, Understanding
+from baton_kafka.agents.rules.recall import known, resolve
+from baton_kafka.agents.rules.time_hints import day_of, extract_time_hint
+from baton_kafka.agents.rules.typos import corrected
+from baton_kafka.schemas.baton import OrderMemory
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.schemas.stages import Demand, Recall, Understanding
 
 DEMAND_NAMES = frozenset(get_args(Demand))
 

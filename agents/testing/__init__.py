@@ -1,7 +1,7 @@
 """Test doubles shipped as models: the Messages API stand-in and a scripted ``LLM``."""
 
-from agents.testing.scripted import Call, ScriptedLLM
-from agents.testing.standin import (
+from baton_kafka.agents.testing.scripted import Call, ScriptedLLM
+from baton_kafka.agents.testing.standin import (
     FAULTS,
     FaultRule,
     PromptCache,

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.models.llm import Answer, ModelFailure, Prompt, T
-from schemas.records import CallUsage, StageName
+from baton_kafka.agents.models.llm import Answer, ModelFailure, Prompt, T
+from baton_kafka.schemas.records import CallUsage, StageName
 
 
 @dataclass

@@ -14,8 +14,8 @@ import sys
 from collections import Counter
 from typing import TextIO
 
-from schemas import Reply
-from streams.observe.observer import QuietObserver
+from baton_kafka.schemas import Reply
+from baton_kafka.streams.observe.observer import QuietObserver
 
 
 class Attention(QuietObserver):
@@ -46,9 +46,9 @@ class Attention(QuietObserver):
 
 def main() -> int:
     """A worker with this observer (the same as ``baton worker`` otherwise)."""
-    from streams.kafka import BrokerUnreachable
-    from streams.runtime import worker
-    from streams.settings import load
+    from baton_kafka.streams.kafka import BrokerUnreachable
+    from baton_kafka.streams.runtime import worker
+    from baton_kafka.streams.settings import load
 
     try:
         worker.run(load(), observers=[Attention()])

@@ -18,9 +18,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas import Ticket
-from schemas.stages import Understanding
-from streams.runtime import stage
+from baton_kafka.schemas import Ticket
+from baton_kafka.schemas.stages import Understanding
+from baton_kafka.streams.runtime import stage
 
 
 class Priority(BaseModel):
@@ -82,9 +82,9 @@ PRIORITY = stage(
 
 def main() -> int:
     """A worker with this stage (the same as ``baton worker`` otherwise)."""
-    from streams.kafka import BrokerUnreachable
-    from streams.runtime import worker
-    from streams.settings import load
+    from baton_kafka.streams.kafka import BrokerUnreachable
+    from baton_kafka.streams.runtime import worker
+    from baton_kafka.streams.settings import load
 
     try:
         worker.run(load(), stages=[PRIORITY])

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from baton_kafka.schemas import Order, Ticket
+from baton_kafka.streams.driver import TestPipeline
 from examples.stages.priority import PRIORITY
-from schemas import Order, Ticket
-from streams.driver import TestPipeline
 
 
 class Orders:

@@ -12,11 +12,11 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from schemas.baton import Baton, Erasure, MemoryIndex
-from schemas.codec import InvalidRecord, dumps, loads, parse
-from streams.kafka.client import Message, publish
-from streams.kafka.reader import read_topics
-from streams.kafka.topics import (
+from baton_kafka.schemas.baton import Baton, Erasure, MemoryIndex
+from baton_kafka.schemas.codec import InvalidRecord, dumps, loads, parse
+from baton_kafka.streams.kafka.client import Message, publish
+from baton_kafka.streams.kafka.reader import read_topics
+from baton_kafka.streams.kafka.topics import (
     BATON_TABLE,
     CUSTOMER_TABLE,
     TopicNames,
@@ -24,10 +24,10 @@ from streams.kafka.topics import (
     changelogs,
     topic_configs,
 )
-from streams.runtime import erasure
-from streams.runtime.own_stages import configured_chain
-from streams.runtime.signing import Signer
-from streams.settings import Settings
+from baton_kafka.streams.runtime import erasure
+from baton_kafka.streams.runtime.own_stages import configured_chain
+from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.settings import Settings
 
 POLL_S = 1.0
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.bench.stats import percentile
+from baton_kafka.streams.bench.stats import percentile
 
 # The chain's stages after intake, in order; each reads the previous one's output.
 STAGES = ("understand", "lookup", "strategy")

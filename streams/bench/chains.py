@@ -14,10 +14,10 @@ import contextlib
 import signal
 from typing import Any
 
-from schemas.codec import dumps, parse
-from schemas.records import Ticket
-from schemas.stages import StageRecord
-from streams.settings import Settings, load
+from baton_kafka.schemas.codec import dumps, parse
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.settings import Settings, load
 
 KINDS = ("faust", "aiokafka")
 
@@ -39,7 +39,7 @@ def run_faust(settings: Settings) -> None:
     """Three Faust agents in a row, configured like the pipeline's worker."""
     import faust
 
-    from streams.runtime.app import faust_settings
+    from baton_kafka.streams.runtime.app import faust_settings
 
     topics = chain_topics(settings, "faust")
     conf = faust_settings(settings)
@@ -77,7 +77,7 @@ def run_faust(settings: Settings) -> None:
 
 async def run_aiokafka(settings: Settings) -> None:
     """Three consumer-group loops sharing one producer; offsets auto-committed."""
-    from streams.kafka.connect import new_consumer, new_producer
+    from baton_kafka.streams.kafka.connect import new_consumer, new_producer
 
     topics = chain_topics(settings, "aiokafka")
     producer = new_producer(settings, acks="all", linger_ms=5)

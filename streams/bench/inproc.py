@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agents.models.llm import LLM, Answer, Prompt, T
-from agents.orders import open_store
-from agents.rules.offline import OfflineLLM
-from schemas.codec import dumps
-from schemas.records import StageName, Ticket
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.models.llm import LLM, Answer, Prompt, T
+from baton_kafka.agents.orders import open_store
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import StageName, Ticket
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 
 
 class TimedLLM:
@@ -73,7 +73,7 @@ class CheckClock:
         self._saved: dict[str, Any] = {}
 
     def __enter__(self) -> CheckClock:
-        import agents.strategy as strategy
+        import baton_kafka.agents.strategy as strategy
 
         for name in self.NAMES:
             inner = self._saved[name] = getattr(strategy, name)
@@ -81,7 +81,7 @@ class CheckClock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import agents.strategy as strategy
+        import baton_kafka.agents.strategy as strategy
 
         for name, inner in self._saved.items():
             setattr(strategy, name, inner)

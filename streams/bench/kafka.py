@@ -11,11 +11,16 @@ from dataclasses import dataclass
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from schemas.codec import dumps
-from schemas.records import Ticket
-from streams.bench.procs import BenchError, Child
-from streams.kafka.connect import new_admin, new_consumer, new_producer, topic_partitions
-from streams.settings import Settings
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.streams.bench.procs import BenchError, Child
+from baton_kafka.streams.kafka.connect import (
+    new_admin,
+    new_consumer,
+    new_producer,
+    topic_partitions,
+)
+from baton_kafka.streams.settings import Settings
 
 
 async def create_topics(

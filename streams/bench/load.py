@@ -6,9 +6,9 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.languages import DEFAULT_LANGUAGES, customer_language
-from agents.models.tokens import Counter, Estimator, TokenCount
-from agents.prompts import (
+from baton_kafka.agents.languages import DEFAULT_LANGUAGES, customer_language
+from baton_kafka.agents.models.tokens import Counter, Estimator, TokenCount
+from baton_kafka.agents.prompts import (
     PROMPT_VERSION,
     Facts,
     OrderFact,
@@ -16,10 +16,10 @@ from agents.prompts import (
     render_context,
     system_prompt,
 )
-from schemas.baton import Baton
-from schemas.records import Order, Reply, StageName, Ticket
-from streams.demo import demo_file, read_jsonl
-from streams.runtime.stages import STAGES
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Order, Reply, StageName, Ticket
+from baton_kafka.streams.demo import demo_file, read_jsonl
+from baton_kafka.streams.runtime.stages import STAGES
 
 FOLLOW_UPS = {
     "en": (

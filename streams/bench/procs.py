@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streams import processes
-from streams.bench.stats import cpu_seconds, memory_mib
+from baton_kafka.streams import processes
+from baton_kafka.streams.bench.stats import cpu_seconds, memory_mib
 
 
 class BenchError(RuntimeError):
@@ -67,7 +67,12 @@ def spawn(name: str, args: list[str], env: Mapping[str, str], log: Path) -> Chil
 
 def start_standin(latency: float, env: Mapping[str, str], log: Path) -> tuple[Child, str]:
     """The Messages-API stand-in in its own process; returns it and its base URL."""
-    child = spawn("stand-in", ["-m", "agents.testing.standin", "--latency", str(latency)], env, log)
+    child = spawn(
+        "stand-in",
+        ["-m", "baton_kafka.agents.testing.standin", "--latency", str(latency)],
+        env,
+        log,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         first = child.tail(500).splitlines()

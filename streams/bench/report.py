@@ -7,12 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.models.claude import AnthropicLLM
-from schemas.baton import Baton
-from schemas.records import DeadLetter, Order, Reply, Ticket
-from streams.bench.kafka import Output, latest_values, read_topic, read_topics, topics_named
-from streams.bench.load import prompt_sizes
-from streams.bench.stats import (
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import DeadLetter, Order, Reply, Ticket
+from baton_kafka.streams.bench.kafka import (
+    Output,
+    latest_values,
+    read_topic,
+    read_topics,
+    topics_named,
+)
+from baton_kafka.streams.bench.load import prompt_sizes
+from baton_kafka.streams.bench.stats import (
     Row,
     check_delivery,
     counts,
@@ -20,9 +26,9 @@ from streams.bench.stats import (
     split_sessions,
     steady_rate,
 )
-from streams.kafka.topics import TopicNames
-from streams.runtime.worker import build_llm
-from streams.settings import Settings
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.runtime.worker import build_llm
+from baton_kafka.streams.settings import Settings
 
 
 @dataclass
@@ -84,7 +90,7 @@ def delivery_row(
 
 async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
     """Add how much of the worker's CPU the stages' code and the model account for."""
-    from streams.bench.inproc import measure
+    from baton_kafka.streams.bench.inproc import measure
 
     cost = await measure(s, tickets)
     n = cost.replies or 1
@@ -235,9 +241,9 @@ async def breakdown(
     stage topics, the baton changelog and the replies, read back after the run."""
     import orjson
 
-    from streams.bench.breakdown import Timeline, cost_per_ticket, spread, stage_costs
-    from streams.bench.breakdown import ticket_breakdown as one
-    from streams.bench.kafka import read_records
+    from baton_kafka.streams.bench.breakdown import Timeline, cost_per_ticket, spread, stage_costs
+    from baton_kafka.streams.bench.breakdown import ticket_breakdown as one
+    from baton_kafka.streams.bench.kafka import read_records
 
     names = TopicNames.of(s)
     changelog = f"{s.app_id}-batons-changelog"

@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
-    from streams.bench.stats import Row
+    from baton_kafka.streams.bench.stats import Row
 
 WORKLOADS = ("latency", "cpu", "tokens", "soak", "overhead", "scale")
 # ``all`` runs these; ``overhead`` and ``scale`` are asked for by name.
@@ -88,7 +88,7 @@ def start_broker(kind: str, workdir: Path) -> BrokerRun:
     """Start the run's own broker: ``tansu`` (embedded) or a one-node Apache Kafka in
     ``workdir``; ``KafkaUnavailable`` without java/mvn."""
     if kind == "kafka":
-        from streams.kafka.apache import ApacheKafka
+        from baton_kafka.streams.kafka.apache import ApacheKafka
 
         # A one-node cluster with the settings `baton broker --engine kafka` uses: the worker
         # tells it from the embedded broker by its cluster id and applies no workaround.
@@ -98,7 +98,7 @@ def start_broker(kind: str, workdir: Path) -> BrokerRun:
         )
     if kind != "tansu":
         raise ValueError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}")
-    from streams.kafka.embedded import EmbeddedBroker
+    from baton_kafka.streams.kafka.embedded import EmbeddedBroker
 
     tansu = EmbeddedBroker(log=workdir / "broker.log").start()
 
@@ -111,7 +111,7 @@ def start_broker(kind: str, workdir: Path) -> BrokerRun:
 
 def given_broker(settings: Settings) -> BrokerRun:
     """The broker ``BATON_BROKER`` names, told apart by its cluster id (version unknown)."""
-    from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
+    from baton_kafka.streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
 
     cluster = asyncio.run(probe_broker(settings))
     embedded = settings.embedded_broker or cluster == TANSU_CLUSTER_ID
@@ -183,8 +183,8 @@ def _shape(options: BenchOptions, workload: str) -> tuple[int, int]:
 
 
 async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
-    from streams.bench import workloads as w
-    from streams.bench.stats import ratio
+    from baton_kafka.streams.bench import workloads as w
+    from baton_kafka.streams.bench.stats import ratio
 
     chosen = DEFAULT_WORKLOADS if options.workload == "all" else (options.workload,)
     rows = []
@@ -310,9 +310,9 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
     the run cannot finish (its logs are kept then)."""
     from aiokafka.errors import KafkaError
 
-    from streams.bench.procs import BenchError
-    from streams.bench.workloads import Context
-    from streams.kafka.jars import KafkaUnavailable
+    from baton_kafka.streams.bench.procs import BenchError
+    from baton_kafka.streams.bench.workloads import Context
+    from baton_kafka.streams.kafka.jars import KafkaUnavailable
 
     if options.partitions:
         settings = settings.with_(partitions=options.partitions)
@@ -381,7 +381,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 
 def notes(result: dict[str, Any]) -> list[str]:
     """The figures the table has no column for, one line each."""
-    from streams.bench.breakdown import describe_breakdown, describe_costs
+    from baton_kafka.streams.bench.breakdown import describe_breakdown, describe_costs
 
     lines = ["", f"broker: {broker_line(result.get('broker'))}"]
     if "cpu_ratio" in result:

@@ -13,19 +13,19 @@ from typing import Any
 
 import orjson
 
-from agents.orders import open_store
-from schemas.records import Order, Reply, Ticket
-from streams.bench.chains import chain_topics
-from streams.bench.kafka import (
+from baton_kafka.agents.orders import open_store
+from baton_kafka.schemas.records import Order, Reply, Ticket
+from baton_kafka.streams.bench.chains import chain_topics
+from baton_kafka.streams.bench.kafka import (
     Collector,
     Publisher,
     create_topics,
     reply_ids,
     stage_record_ids,
 )
-from streams.bench.load import Workload
-from streams.bench.procs import BenchError, Child, Sampler, spawn, start_standin
-from streams.bench.report import (
+from baton_kafka.streams.bench.load import Workload
+from baton_kafka.streams.bench.procs import BenchError, Child, Sampler, spawn, start_standin
+from baton_kafka.streams.bench.report import (
     Measured,
     breakdown,
     delivery_row,
@@ -33,12 +33,12 @@ from streams.bench.report import (
     phases,
     split_cpu,
 )
-from streams.bench.stats import Row, first_and_last_tenth, rss_drift
-from streams.jsonl import Progress
-from streams.kafka.embedded import free_port
-from streams.kafka.topics import TopicNames, ensure_topics
-from streams.runtime.spawn import child_env, spawn_worker
-from streams.settings import Settings
+from baton_kafka.streams.bench.stats import Row, first_and_last_tenth, rss_drift
+from baton_kafka.streams.jsonl import Progress
+from baton_kafka.streams.kafka.embedded import free_port
+from baton_kafka.streams.kafka.topics import TopicNames, ensure_topics
+from baton_kafka.streams.runtime.spawn import child_env, spawn_worker
+from baton_kafka.streams.settings import Settings
 
 WARM_SESSIONS_PER_PARTITION = 3
 STALL_S = 120.0
@@ -83,7 +83,7 @@ class Context:
 
 
 def _broker_cpu(ctx: Context) -> float | None:
-    from streams.bench.stats import processes_cpu
+    from baton_kafka.streams.bench.stats import processes_cpu
 
     return processes_cpu(ctx.broker_pids())
 
@@ -283,7 +283,7 @@ async def _in_process(
     s: Settings, row: Row, load: Workload, tickets: list[Ticket], *, offline: bool, soak: bool
 ) -> None:
     """The CPU split of an offline run; a long session's baton sizes after a soak."""
-    from streams.bench.inproc import baton_growth
+    from baton_kafka.streams.bench.inproc import baton_growth
 
     if offline and row.cpu_ms_per_ticket is not None:
         await split_cpu(s, row, tickets)
@@ -302,7 +302,7 @@ async def chain(ctx: Context, kind: str, *, sessions: int, per_session: int) -> 
     await create_topics(s, topics, s.partitions, s.replication_factor)
     child = spawn(
         f"{kind} chain",
-        ["-m", "streams.bench.chains", kind],
+        ["-m", "baton_kafka.streams.bench.chains", kind],
         child_env(ctx.child(s)),
         s.data_dir / f"{kind}.log",
     )

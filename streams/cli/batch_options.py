@@ -6,10 +6,10 @@ import argparse
 import math
 from typing import TYPE_CHECKING
 
-from streams.cli.errors import UsageError
+from baton_kafka.streams.cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from streams.batched import BatchOptions
+    from baton_kafka.streams.batched import BatchOptions
 
 
 def add_batch_options(p: argparse.ArgumentParser, default_state: str) -> None:
@@ -43,7 +43,7 @@ def check_batch_options(args: argparse.Namespace, command: str) -> BatchOptions 
         raise UsageError(f"{command}: --batch-poll must be a positive number of seconds")
     if args.batch_state is not None and not args.batch_state.strip():
         raise UsageError(f"{command}: --batch-state must name a file")
-    from streams.batched import BatchOptions
+    from baton_kafka.streams.batched import BatchOptions
 
     return BatchOptions(state=args.batch_state, poll_s=args.batch_poll)
 
@@ -51,7 +51,7 @@ def check_batch_options(args: argparse.Namespace, command: str) -> BatchOptions 
 def batches_served(llm: str) -> bool:
     """Whether provider ``llm`` declares the Message Batches API (a dotted path may: it is
     checked when built; the offline rules are refused elsewhere with their own reason)."""
-    from agents.models.capabilities import CAPABILITIES
+    from baton_kafka.agents.models.capabilities import CAPABILITIES
 
     if llm == "offline" or llm not in CAPABILITIES:
         return True

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from streams.bench.run import BROKERS, WORKLOADS
-from streams.cli.errors import Fail, UsageError
-from streams.settings import Settings
+from baton_kafka.streams.bench.run import BROKERS, WORKLOADS
+from baton_kafka.streams.cli.errors import Fail, UsageError
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -53,8 +53,8 @@ def _validate(args: argparse.Namespace, settings: Settings) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from streams.bench.run import notes
-    from streams.bench.stats import table
+    from baton_kafka.streams.bench.run import notes
+    from baton_kafka.streams.bench.stats import table
 
     _validate(args, settings)
     brokers = BROKERS if args.broker == "both" else (args.broker or "tansu",)
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _measure(args: argparse.Namespace, settings: Settings, broker: str) -> tuple[Any, Any]:
     """One run of the chosen workloads on ``broker``."""
-    from streams.bench.run import BenchFailed, BenchOptions, measure
+    from baton_kafka.streams.bench.run import BenchFailed, BenchOptions, measure
 
     options = BenchOptions(
         workload=args.workload,

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from streams.cli.errors import UsageError
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import UsageError
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _embedded(args: argparse.Namespace) -> int:
-    from streams.kafka.embedded import EmbeddedBroker
+    from baton_kafka.streams.kafka.embedded import EmbeddedBroker
 
     broker = EmbeddedBroker(args.host, args.port)
     broker.start()
@@ -61,7 +61,7 @@ def _embedded(args: argparse.Namespace) -> int:
 
 
 def _apache_kafka(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.kafka.apache import ApacheKafka
+    from baton_kafka.streams.kafka.apache import ApacheKafka
 
     data_dir = args.data_dir or settings.data_dir / "kafka"
     cluster = ApacheKafka(args.host, args.port, nodes=args.nodes, data_dir=data_dir)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streams.settings import Settings, SettingsError
+from baton_kafka.streams.settings import Settings, SettingsError
 
 OK, WARN, FAIL = "ok  ", "warn", "FAIL"
 
@@ -39,10 +39,10 @@ def _sources(config: Path | None) -> str:
 
 
 def _policy(settings: Settings) -> list[tuple[str, str, str]]:
-    from agents.cache_fit import cache_fits
-    from agents.policy import PolicyError
-    from agents.policy import load as load_policy
-    from agents.policy.load import DEFAULT_FILE
+    from baton_kafka.agents.cache_fit import cache_fits
+    from baton_kafka.agents.policy import PolicyError
+    from baton_kafka.agents.policy import load as load_policy
+    from baton_kafka.agents.policy.load import DEFAULT_FILE
 
     try:
         policy = load_policy(settings.policy_file)
@@ -62,7 +62,7 @@ def _policy(settings: Settings) -> list[tuple[str, str, str]]:
 
 
 def _stages(settings: Settings) -> tuple[str, str, str]:
-    from streams.runtime.own_stages import configured_chain
+    from baton_kafka.streams.runtime.own_stages import configured_chain
 
     try:
         chain = configured_chain(settings)
@@ -72,9 +72,9 @@ def _stages(settings: Settings) -> tuple[str, str, str]:
 
 
 def _orders(settings: Settings, timeout: float) -> tuple[str, str, str]:
-    from agents.dsn import mask_url
-    from agents.orders.source import StoreUnavailable
-    from streams.runtime.orders import build_source, check_source
+    from baton_kafka.agents.dsn import mask_url
+    from baton_kafka.agents.orders.source import StoreUnavailable
+    from baton_kafka.streams.runtime.orders import build_source, check_source
 
     where = settings.orders_source or mask_url(settings.orders_url)
     try:
@@ -103,7 +103,7 @@ def _orders(settings: Settings, timeout: float) -> tuple[str, str, str]:
 
 
 def _broker(settings: Settings, timeout: float) -> tuple[str, str, str]:
-    from streams.kafka.connect import BrokerRefused, BrokerUnreachable, probe_broker
+    from baton_kafka.streams.kafka.connect import BrokerRefused, BrokerUnreachable, probe_broker
 
     try:
         cluster = asyncio.run(probe_broker(settings, timeout))
@@ -127,7 +127,7 @@ def _model(settings: Settings) -> tuple[str, str, str]:
 
 
 def _limits(settings: Settings) -> tuple[str, str, str]:
-    from streams.runtime.llms import limits_line
+    from baton_kafka.streams.runtime.llms import limits_line
 
     return (OK, "model limits", limits_line(settings))
 
@@ -153,6 +153,6 @@ def check(config: Path | None, timeout: float, load: Callable[..., Settings]) ->
 
 
 def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
-    from streams.settings import load
+    from baton_kafka.streams.settings import load
 
     return check(args.config, args.timeout, load)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -17,6 +17,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.demo import run_demo
+    from baton_kafka.streams.demo import run_demo
 
     return run_demo(settings, timeout=args.timeout)

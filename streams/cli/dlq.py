@@ -7,11 +7,11 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from streams.cli.errors import Fail, UsageError
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import Fail, UsageError
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
-    from streams.debug.dlq import Filters
+    from baton_kafka.streams.debug.dlq import Filters
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _filters(args: argparse.Namespace) -> Filters:
-    from streams.debug.dlq import Filters, parse_time
+    from baton_kafka.streams.debug.dlq import Filters, parse_time
 
     since = None
     if args.since:
@@ -64,8 +64,8 @@ def _filters(args: argparse.Namespace) -> Filters:
 def _list(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from streams.debug.dlq import as_json, dead_letters, line
-    from streams.kafka.topics import TopicNames
+    from baton_kafka.streams.debug.dlq import as_json, dead_letters, line
+    from baton_kafka.streams.kafka.topics import TopicNames
 
     found = asyncio.run(dead_letters(settings, _filters(args)))
     found.sort(key=lambda x: x.dl.failed_at)
@@ -82,8 +82,8 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
 def _show(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from streams.debug.dlq import Filters, dead_letters, described
-    from streams.kafka.topics import TopicNames
+    from baton_kafka.streams.debug.dlq import Filters, dead_letters, described
+    from baton_kafka.streams.kafka.topics import TopicNames
 
     found = asyncio.run(dead_letters(settings, Filters(ids=frozenset([args.id]))))
     if not found:
@@ -95,9 +95,9 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _requeue(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.debug.dlq import requeue, requeue_plan
-    from streams.kafka.topics import TopicNames
-    from streams.observe.shown import shown
+    from baton_kafka.streams.debug.dlq import requeue, requeue_plan
+    from baton_kafka.streams.kafka.topics import TopicNames
+    from baton_kafka.streams.observe.shown import shown
 
     filters = _filters(args)
     if filters.empty and not args.all:

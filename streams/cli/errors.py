@@ -21,11 +21,11 @@ class Fail(Exception):
 def reported(command: Callable[[], int]) -> int:
     """Run ``command``: its errors, a bad setting and the broker's errors become one line on
     stderr and exit code 2 or 1, an interrupt exit code 130."""
-    from streams.kafka.connect import BrokerUnreachable
-    from streams.kafka.embedded import BrokerError
-    from streams.kafka.registry import RegistryError
-    from streams.kafka.topics import TopicMismatch
-    from streams.settings import SettingsError
+    from baton_kafka.streams.kafka.connect import BrokerUnreachable
+    from baton_kafka.streams.kafka.embedded import BrokerError
+    from baton_kafka.streams.kafka.registry import RegistryError
+    from baton_kafka.streams.kafka.topics import TopicMismatch
+    from baton_kafka.streams.settings import SettingsError
 
     try:
         return command()
@@ -48,7 +48,7 @@ def checked_id(value: str, where: str) -> str:
     repeats the value (it may hold control characters)."""
     from pydantic import TypeAdapter, ValidationError
 
-    from schemas.records import Identifier
+    from baton_kafka.schemas.records import Identifier
 
     try:
         return str(TypeAdapter(Identifier).validate_python(value))

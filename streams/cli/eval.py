@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from streams.cli.batch_options import add_batch_options, check_batch_options
-from streams.cli.errors import Fail, UsageError
-from streams.settings import Settings
+from baton_kafka.streams.cli.batch_options import add_batch_options, check_batch_options
+from baton_kafka.streams.cli.errors import Fail, UsageError
+from baton_kafka.streams.settings import Settings
 
 MODES = ("offline", "anthropic", "echo", "weak")
 
@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _judge_options(args: argparse.Namespace, settings: Settings, mode: str) -> Any:
-    from streams.eval.judge import DEFAULT_JUDGE_MODEL, JudgeOptions
+    from baton_kafka.streams.eval.judge import DEFAULT_JUDGE_MODEL, JudgeOptions
 
     if not args.judge:
         if args.judge_llm or args.judge_model:
@@ -78,8 +78,14 @@ def _say(message: str) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from agents.models.batch_journal import BatchFailed
-    from streams.eval.run import BadInput, RunFailed, evaluate, orders_path_for, render_text
+    from baton_kafka.agents.models.batch_journal import BatchFailed
+    from baton_kafka.streams.eval.run import (
+        BadInput,
+        RunFailed,
+        evaluate,
+        orders_path_for,
+        render_text,
+    )
 
     if args.timeout <= 0 or args.phase_gap < 0:
         raise UsageError("baton eval: --timeout must be positive and --phase-gap not negative")

@@ -7,8 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from streams.cli.errors import Fail, UsageError, checked_id
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import Fail, UsageError, checked_id
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from schemas.codec import dumps
-    from streams.admin.forget import forget, retention
+    from baton_kafka.schemas.codec import dumps
+    from baton_kafka.streams.admin.forget import forget, retention
 
     checked_id(args.customer_id, "baton forget: invalid customer id")
     if args.timeout <= 0:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _lines(done: Any, held: dict[str, float]) -> list[str]:
-    from streams.observe.shown import shown
+    from baton_kafka.streams.observe.shown import shown
 
     if not done.sessions and not done.index_sessions:
         return [f"no session or index entry held for customer {shown(done.customer_id)}"]

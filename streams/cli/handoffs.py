@@ -7,8 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from streams.cli.errors import Fail
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import Fail
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -31,9 +31,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _list(args: argparse.Namespace, settings: Settings) -> int:
-    from schemas.codec import dumps
-    from streams.debug.handoffs import line, read_packets
-    from streams.kafka.topics import TopicNames
+    from baton_kafka.schemas.codec import dumps
+    from baton_kafka.streams.debug.handoffs import line, read_packets
+    from baton_kafka.streams.kafka.topics import TopicNames
 
     found = asyncio.run(read_packets(settings))
     if args.reason:
@@ -48,8 +48,8 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
 def _show(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from streams.debug.handoffs import read_packets
-    from streams.kafka.topics import TopicNames
+    from baton_kafka.streams.debug.handoffs import read_packets
+    from baton_kafka.streams.kafka.topics import TopicNames
 
     found = [p for p in asyncio.run(read_packets(settings)) if p.session_id == args.session_id]
     if not found:

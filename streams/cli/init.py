@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from streams.cli.errors import Fail
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import Fail
+from baton_kafka.streams.settings import Settings
 
 ORDERS_MAP = """{
   "customer_orders": "/customers/{customer_id}/orders",
@@ -58,8 +58,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def files() -> dict[str, str]:
     """Each file ``baton init`` writes, by name, with its text."""
-    from agents.policy.load import DEFAULT_FILE, DEFAULT_TONE_FILE
-    from streams.config.template import render
+    from baton_kafka.agents.policy.load import DEFAULT_FILE, DEFAULT_TONE_FILE
+    from baton_kafka.streams.config.template import render
 
     policy = DEFAULT_FILE.read_text("utf-8")
     anchor = policy.index("\n", policy.index("languages = ", policy.index("[shop]"))) + 1

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from streams.cli import (
+from baton_kafka.streams.cli import (
     bench,
     broker,
     check,
@@ -27,9 +27,9 @@ from streams.cli import (
     trace,
     worker,
 )
-from streams.cli import eval as evaluate
-from streams.cli.errors import UsageError, reported
-from streams.settings import Settings, load
+from baton_kafka.streams.cli import eval as evaluate
+from baton_kafka.streams.cli.errors import UsageError, reported
+from baton_kafka.streams.settings import Settings, load
 
 
 class Command(Protocol):

@@ -6,12 +6,12 @@ import argparse
 import asyncio
 from typing import Any
 
-from agents.dsn import mask_dsn
-from schemas.records import Order
-from streams import jsonl
-from streams.cli.errors import Fail
-from streams.cli.records import load_records
-from streams.settings import Settings
+from baton_kafka.agents.dsn import mask_dsn
+from baton_kafka.schemas.records import Order
+from baton_kafka.streams import jsonl
+from baton_kafka.streams.cli.errors import Fail
+from baton_kafka.streams.cli.records import load_records
+from baton_kafka.streams.settings import Settings
 
 CHUNK = 500
 
@@ -26,8 +26,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from agents.orders import SourceMisconfigured, StoreUnavailable
-    from streams.runtime.orders import build_store
+    from baton_kafka.agents.orders import SourceMisconfigured, StoreUnavailable
+    from baton_kafka.streams.runtime.orders import build_store
 
     orders = load_records(Order, args.file, args.skip_invalid)
     progress = jsonl.Progress(len(orders), "importing")

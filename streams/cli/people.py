@@ -10,8 +10,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from streams.cli.errors import UsageError, checked_id
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import UsageError, checked_id
+from baton_kafka.streams.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,10 @@ class PersonCommand:
         return p
 
     def run(self, args: argparse.Namespace, settings: Settings) -> int:
-        from schemas.codec import dumps
-        from streams.kafka.client import publish
-        from streams.kafka.topics import TopicNames
-        from streams.runtime.signing import Signer
+        from baton_kafka.schemas.codec import dumps
+        from baton_kafka.streams.kafka.client import publish
+        from baton_kafka.streams.kafka.topics import TopicNames
+        from baton_kafka.streams.runtime.signing import Signer
 
         decision = decision_of(self.name, args)
         topic = TopicNames.of(settings).decisions
@@ -66,7 +66,7 @@ def decision_of(name: str, args: argparse.Namespace) -> Any:
     """The ``Decision`` the command's arguments make; a bad one is a one-line ``UsageError``."""
     from pydantic import ValidationError
 
-    from schemas.decision import Decision
+    from baton_kafka.schemas.decision import Decision
 
     where = f"baton {name}"
     session = checked_id(args.session_id, f"{where}: invalid session id")

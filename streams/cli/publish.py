@@ -7,12 +7,12 @@ import asyncio
 import sys
 from typing import Any
 
-from schemas.codec import dumps
-from schemas.records import Ticket
-from streams import jsonl
-from streams.cli.errors import UsageError
-from streams.cli.records import load_records
-from streams.settings import Settings
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.streams import jsonl
+from baton_kafka.streams.cli.errors import UsageError
+from baton_kafka.streams.cli.records import load_records
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -26,9 +26,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from schemas.topics import topic_problem
-    from streams.kafka.client import publish
-    from streams.kafka.topics import TICKETS
+    from baton_kafka.schemas.topics import topic_problem
+    from baton_kafka.streams.kafka.client import publish
+    from baton_kafka.streams.kafka.topics import TICKETS
 
     problem = args.topic is not None and topic_problem(args.topic)
     if problem:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from schemas.records import Order, Ticket
-from streams import jsonl
-from streams.cli.errors import Fail
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.streams import jsonl
+from baton_kafka.streams.cli.errors import Fail
 
 SHOWN_ERRORS = 20
 

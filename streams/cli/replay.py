@@ -9,12 +9,16 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from streams.cli.batch_options import add_batch_options, batches_served, check_batch_options
-from streams.cli.errors import Fail, UsageError
-from streams.settings import Settings
+from baton_kafka.streams.cli.batch_options import (
+    add_batch_options,
+    batches_served,
+    check_batch_options,
+)
+from baton_kafka.streams.cli.errors import Fail, UsageError
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
-    from schemas.records import Ticket
+    from baton_kafka.schemas.records import Ticket
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -50,7 +54,7 @@ def _say(message: str) -> None:
 
 
 def _ms(value: str | None, name: str) -> int | None:
-    from streams.debug.dlq import parse_time
+    from baton_kafka.streams.debug.dlq import parse_time
 
     if not value:
         return None
@@ -76,7 +80,7 @@ def _dry_run(
 ) -> int:
     import orjson
 
-    from streams.observe.shown import shown
+    from baton_kafka.streams.observe.shown import shown
 
     if args.json:
         doc = {
@@ -105,8 +109,8 @@ def _dry_run(
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from streams.debug.replay import replay, resolve
-    from streams.debug.replay_plan import (
+    from baton_kafka.streams.debug.replay import replay, resolve
+    from baton_kafka.streams.debug.replay_plan import (
         Selection,
         diff,
         diff_line,
@@ -115,8 +119,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         select,
         summary,
     )
-    from streams.kafka.reader import read_topics
-    from streams.kafka.topics import TopicNames
+    from baton_kafka.streams.kafka.reader import read_topics
+    from baton_kafka.streams.kafka.topics import TopicNames
 
     namespace = _namespace(args, settings)
     batch = check_batch_options(args, "baton replay")
@@ -126,7 +130,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise _usage(f"--batch: BATON_LLM={settings.llm} serves no Message Batches API")
     if batch is not None and (settings.llm != "anthropic" or not settings.anthropic_api_key):
         raise _usage("--batch needs ANTHROPIC_API_KEY and BATON_LLM=anthropic (rules call no API)")
-    from streams.settings import check_topics
+    from baton_kafka.streams.settings import check_topics
 
     source, target = TopicNames.of(settings), check_topics(settings.with_(namespace=namespace))
     into = TopicNames.of(target)
@@ -158,9 +162,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     tally = None
     if batch is not None:
-        from agents.models.batch_journal import BatchFailed
-        from streams.batched import cost_line
-        from streams.debug.replay import replay_in_batches
+        from baton_kafka.agents.models.batch_journal import BatchFailed
+        from baton_kafka.streams.batched import cost_line
+        from baton_kafka.streams.debug.replay import replay_in_batches
 
         try:
             replies, published, tally = replay_in_batches(

@@ -8,8 +8,8 @@ import contextlib
 import sys
 from typing import Any
 
-from streams.cli.errors import UsageError
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import UsageError
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -27,8 +27,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import orjson
 
-    from schemas.topics import topic_problem
-    from streams.kafka.client import read
+    from baton_kafka.schemas.topics import topic_problem
+    from baton_kafka.streams.kafka.client import read
 
     if args.limit is not None and args.limit <= 0:
         raise UsageError("baton: --limit must be positive")

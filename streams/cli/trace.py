@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -20,9 +20,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from schemas.codec import dumps
-    from streams.cli.errors import checked_id
-    from streams.debug.trace import collect, render
+    from baton_kafka.schemas.codec import dumps
+    from baton_kafka.streams.cli.errors import checked_id
+    from baton_kafka.streams.debug.trace import collect, render
 
     checked_id(args.session_id, "baton trace: invalid session id")
     doc = asyncio.run(collect(settings, args.session_id))

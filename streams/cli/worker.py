@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from streams.cli.errors import UsageError
-from streams.settings import Settings
+from baton_kafka.streams.cli.errors import UsageError
+from baton_kafka.streams.settings import Settings
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -21,8 +21,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.observe.guard import UnsafeBind, check_bind
-    from streams.runtime import worker
+    from baton_kafka.streams.observe.guard import UnsafeBind, check_bind
+    from baton_kafka.streams.runtime import worker
 
     if args.log_format:
         settings = settings.with_(log_format=args.log_format)

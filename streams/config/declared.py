@@ -10,19 +10,19 @@ from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from agents.dsn import MASK, mask_url
-from schemas.topics import ROLES
-from streams.config import values as v
-from streams.config.kafka import (
+from baton_kafka.agents.dsn import MASK, mask_url
+from baton_kafka.schemas.topics import ROLES
+from baton_kafka.streams.config import values as v
+from baton_kafka.streams.config.kafka import (
     KafkaClientOptions,
     KafkaSecurity,
     read_client_options,
     write_client_options,
 )
-from streams.config.model_settings import ModelSettings
-from streams.config.order_settings import OrderSettings
-from streams.config.rendering import render, secret_values
-from streams.config.spec import (
+from baton_kafka.streams.config.model_settings import ModelSettings
+from baton_kafka.streams.config.order_settings import OrderSettings
+from baton_kafka.streams.config.rendering import render, secret_values
+from baton_kafka.streams.config.spec import (
     choice,
     flag,
     integer,

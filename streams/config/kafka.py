@@ -8,8 +8,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from agents.dsn import MASK
-from streams.config.spec import (
+from baton_kafka.agents.dsn import MASK
+from baton_kafka.streams.config.spec import (
     SettingsError,
     choice,
     cut,

@@ -7,12 +7,12 @@ from dataclasses import MISSING, Field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from streams.config.declared import Settings
-from streams.config.kafka import KafkaSecurity, check_security
-from streams.config.sources import Sourced, gather
-from streams.config.spec import SettingsError, Spec, spec_of
-from streams.config.topics import check_topics
-from streams.config.values import NAMED_MODELS
+from baton_kafka.streams.config.declared import Settings
+from baton_kafka.streams.config.kafka import KafkaSecurity, check_security
+from baton_kafka.streams.config.sources import Sourced, gather
+from baton_kafka.streams.config.spec import SettingsError, Spec, spec_of
+from baton_kafka.streams.config.topics import check_topics
+from baton_kafka.streams.config.values import NAMED_MODELS
 
 
 def specs() -> Iterator[Spec]:

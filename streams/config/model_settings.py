@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agents.models.capabilities import StructuredOutput
-from agents.models.prices import Price
-from streams.config import values as v
-from streams.config.spec import (
+from baton_kafka.agents.models.capabilities import StructuredOutput
+from baton_kafka.agents.models.prices import Price
+from baton_kafka.streams.config import values as v
+from baton_kafka.streams.config.spec import (
     choice,
     fraction,
     integer,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from streams.config import values as v
-from streams.config.spec import (
+from baton_kafka.streams.config import values as v
+from baton_kafka.streams.config.spec import (
     integer,
     positive,
     render_number,

@@ -9,10 +9,10 @@ from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
 
-from streams.config.declared import shown_order
-from streams.config.kafka import CLIENT_OPTIONS
-from streams.config.sources import CONFIG_NAME, CONFIG_VARIABLE, FILE_SUFFIX
-from streams.config.spec import Spec, spec_of
+from baton_kafka.streams.config.declared import shown_order
+from baton_kafka.streams.config.kafka import CLIENT_OPTIONS
+from baton_kafka.streams.config.sources import CONFIG_NAME, CONFIG_VARIABLE, FILE_SUFFIX
+from baton_kafka.streams.config.spec import Spec, spec_of
 
 PATH = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

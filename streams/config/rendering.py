@@ -7,8 +7,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from streams.config.sources import CONFIG_VARIABLE, FILE_SUFFIX
-from streams.config.spec import spec_of
+from baton_kafka.streams.config.sources import CONFIG_VARIABLE, FILE_SUFFIX
+from baton_kafka.streams.config.spec import spec_of
 
 
 def _rendered(obj: Any, secret_files: Mapping[str, Path]) -> dict[str, str]:

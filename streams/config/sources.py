@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.config.spec import SettingsError, Spec, toml_key
+from baton_kafka.streams.config.spec import SettingsError, Spec, toml_key
 
 CONFIG_VARIABLE = "BATON_CONFIG"
 CONFIG_NAME = "baton.toml"

@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from streams.config.declared import shown_order
-from streams.config.spec import spec_of
+from baton_kafka.streams.config.declared import shown_order
+from baton_kafka.streams.config.spec import spec_of
 
 HEAD = """# baton's settings for this shop. Every key is optional; commented ones show the default.
 # The environment (and .env) override this file; every setting: docs/configuration.md.

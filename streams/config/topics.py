@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from schemas.topics import ROLES, topic_problem
-from streams.config.spec import SettingsError
-from streams.config.spec import cut as _cut
+from baton_kafka.schemas.topics import ROLES, topic_problem
+from baton_kafka.streams.config.spec import SettingsError
+from baton_kafka.streams.config.spec import cut as _cut
 
 if TYPE_CHECKING:
-    from streams.config.declared import Settings
+    from baton_kafka.streams.config.declared import Settings
 
 
 def check_topics(settings: Settings) -> Settings:

@@ -9,15 +9,15 @@ from typing import Any
 
 import orjson
 
-from agents.dsn import mask_url
-from agents.languages import LanguageError, codes
-from agents.models.capabilities import is_anthropic_api
-from agents.models.prices import Price, parse_cache_minimums, parse_prices
-from agents.models.providers import ProviderError, check_name, default_limits
-from agents.policy import PolicyError
-from agents.policy import load as load_policy
-from schemas.topics import ROLES
-from streams.config.spec import SettingsError, cut
+from baton_kafka.agents.dsn import mask_url
+from baton_kafka.agents.languages import LanguageError, codes
+from baton_kafka.agents.models.capabilities import is_anthropic_api
+from baton_kafka.agents.models.prices import Price, parse_cache_minimums, parse_prices
+from baton_kafka.agents.models.providers import ProviderError, check_name, default_limits
+from baton_kafka.agents.policy import PolicyError
+from baton_kafka.agents.policy import load as load_policy
+from baton_kafka.schemas.topics import ROLES
+from baton_kafka.streams.config.spec import SettingsError, cut
 
 # Providers whose model names are their own: BATON_MODEL must name one.
 NAMED_MODELS = ("bedrock", "vertex", "openai")

@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from schemas.baton import MemoryIndex
-from schemas.codec import dumps, loads
-from schemas.records import DeadLetter, Ticket
-from streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
-from streams.observe.shown import shown
-from streams.runtime.connect_letters import from_connect, is_connect
-from streams.settings import Settings
+from baton_kafka.schemas.baton import MemoryIndex
+from baton_kafka.schemas.codec import dumps, loads
+from baton_kafka.schemas.records import DeadLetter, Ticket
+from baton_kafka.streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime.connect_letters import from_connect, is_connect
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
-    from streams.kafka.client import Message
+    from baton_kafka.streams.kafka.client import Message
 
 REQUEUED_FROM = "baton.requeued_from"
 ATTEMPTS = "baton.attempts"
@@ -170,7 +170,7 @@ def as_json(letter: Letter) -> Any:
 
 
 async def _read(settings: Settings, *topics: str) -> dict[str, list[Message]]:
-    from streams.kafka.reader import read_topics
+    from baton_kafka.streams.kafka.reader import read_topics
 
     return await read_topics(settings, list(topics))
 
@@ -178,7 +178,7 @@ async def _read(settings: Settings, *topics: str) -> dict[str, list[Message]]:
 async def _send(
     settings: Settings, topic: str, records: Sequence[tuple[str | None, bytes, dict[str, str]]]
 ) -> None:
-    from streams.kafka.connect import new_producer
+    from baton_kafka.streams.kafka.connect import new_producer
 
     producer = new_producer(settings, acks="all")
     await producer.start()

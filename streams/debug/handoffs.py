@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from schemas.handoff import HandoffPacket
-from schemas.records import utcnow
-from streams.kafka.client import Message
-from streams.kafka.topics import TopicNames
-from streams.settings import Settings
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.settings import Settings
 
 CORE_PROBLEM_CHARS = 70
 
@@ -34,7 +34,7 @@ def packets(messages: Iterable[Message]) -> list[HandoffPacket]:
 
 async def read_packets(settings: Settings) -> list[HandoffPacket]:
     """Every packet of the namespace's handoffs topic, oldest first."""
-    from streams.kafka.reader import read_topics
+    from baton_kafka.streams.kafka.reader import read_topics
 
     topic = TopicNames.of(settings).handoffs
     return packets((await read_topics(settings, [topic]))[topic])

@@ -8,17 +8,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import IO, TYPE_CHECKING
 
-from schemas.codec import dumps
-from schemas.records import Reply, Ticket
-from streams.debug.replay_plan import Selection, first_replies, select
-from streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
-from streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
-from streams.settings import Settings
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.streams.debug.replay_plan import Selection, first_replies, select
+from baton_kafka.streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
+from baton_kafka.streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
-    from agents.models.batch_tally import Tally
-    from streams.batched import BatchOptions
-    from streams.kafka.client import Message
+    from baton_kafka.agents.models.batch_tally import Tally
+    from baton_kafka.streams.batched import BatchOptions
+    from baton_kafka.streams.kafka.client import Message
 
 
 class Bar:
@@ -53,8 +53,8 @@ async def resolve(
 ) -> Selection:
     """``selection`` with its time bounds as offsets of the tickets topic and, when asked,
     the tickets that have dead letters."""
-    from streams.debug.dlq import erasures, letters
-    from streams.kafka.reader import offsets_at, read_topics
+    from baton_kafka.streams.debug.dlq import erasures, letters
+    from baton_kafka.streams.kafka.reader import offsets_at, read_topics
 
     names = TopicNames.of(settings)
     since = await offsets_at(settings, names.tickets, since_ms) if since_ms is not None else None
@@ -95,8 +95,8 @@ def replay(
 ) -> tuple[dict[str, Reply], int]:
     """Publish what the target namespace lacks, run its worker (unless one runs already),
     collect its replies; returns them and how many tickets were published."""
-    from streams.kafka.client import publish
-    from streams.kafka.topics import ensure_topics
+    from baton_kafka.streams.kafka.client import publish
+    from baton_kafka.streams.kafka.topics import ensure_topics
 
     into = TopicNames.of(target)
     replies = first_replies(there[into.replies])
@@ -137,12 +137,18 @@ def replay_in_batches(
     publish the tickets, replies and dead letters the namespace lacks, so it reads as if its
     worker had answered them; returns the namespace's replies, how many tickets were published
     and what the batches sent and cost (None: every ticket had its reply already)."""
-    from agents.models.batch_journal import BatchJournal
-    from streams.batched import Answered, answer_in_batches, batch_llm, run_key, state_path
-    from streams.kafka.client import publish
-    from streams.kafka.topics import ensure_topics
-    from streams.runtime import dead_letters
-    from streams.runtime.orders import build_source
+    from baton_kafka.agents.models.batch_journal import BatchJournal
+    from baton_kafka.streams.batched import (
+        Answered,
+        answer_in_batches,
+        batch_llm,
+        run_key,
+        state_path,
+    )
+    from baton_kafka.streams.kafka.client import publish
+    from baton_kafka.streams.kafka.topics import ensure_topics
+    from baton_kafka.streams.runtime import dead_letters
+    from baton_kafka.streams.runtime.orders import build_source
 
     into = TopicNames.of(target)
     replies = first_replies(there[into.replies])

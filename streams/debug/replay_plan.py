@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from schemas.records import Reply, Ticket
-from streams.observe.shown import shown
+from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.streams.observe.shown import shown
 
 if TYPE_CHECKING:
-    from streams.kafka.client import Message
+    from baton_kafka.streams.kafka.client import Message
 
 DIFF_FIELDS = ("status", "order_id", "solution", "reply")
 Offsets = dict[int | None, int]

@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from schemas.baton import Baton
-from schemas.codec import dumps, loads
-from schemas.handoff import HandoffPacket
-from schemas.records import Reply, Ticket, UsageTotals
-from schemas.stages import StageRecord
-from streams.debug.dlq import read_letter
-from streams.kafka.topics import TopicNames, changelog_topic
-from streams.observe.shown import shown
-from streams.observe.tracing import trace_id_of
-from streams.runtime.chain import BUILTIN, Chain
-from streams.settings import Settings
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import dumps, loads
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import Reply, Ticket, UsageTotals
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.debug.dlq import read_letter
+from baton_kafka.streams.kafka.topics import TopicNames, changelog_topic
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.observe.tracing import trace_id_of
+from baton_kafka.streams.runtime.chain import BUILTIN, Chain
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
-    from streams.kafka.client import Message
+    from baton_kafka.streams.kafka.client import Message
 
 
 # Tie-break for events with the same timestamp: the order the pipeline writes them in (a
@@ -360,8 +360,8 @@ async def collect(
 ) -> dict[str, Any]:
     """Read the session's topics (``chain``'s; None: the one ``BATON_STAGES`` names) and
     build its trace."""
-    from streams.kafka.reader import read_topics
-    from streams.runtime.own_stages import configured_chain
+    from baton_kafka.streams.kafka.reader import read_topics
+    from baton_kafka.streams.runtime.own_stages import configured_chain
 
     if chain is None:
         chain = configured_chain(settings)

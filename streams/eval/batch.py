@@ -14,14 +14,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agents.models.batch_journal import BatchJournal
-from agents.models.batch_tally import Tally
-from agents.testing.standin.weak import STYLES
-from schemas.codec import dumps
-from schemas.records import Order, Reply
-from streams.batched import BatchOptions
-from streams.eval.score import Case
-from streams.settings import OWN_ORDERS, Settings
+from baton_kafka.agents.models.batch_journal import BatchJournal
+from baton_kafka.agents.models.batch_tally import Tally
+from baton_kafka.agents.testing.standin.weak import STYLES
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Order, Reply
+from baton_kafka.streams.batched import BatchOptions
+from baton_kafka.streams.eval.score import Case
+from baton_kafka.streams.settings import OWN_ORDERS, Settings
 
 
 def run_in_batches(
@@ -36,10 +36,10 @@ def run_in_batches(
 ) -> tuple[dict[str, Reply], Tally]:
     """Every case's reply, phase by phase, and what the batches sent and cost (``--llm echo``:
     on a stand-in of its own, reached with ``stand_in_key``)."""
-    from agents.testing.standin import run_in_thread
-    from streams.batched import answer_in_batches, batch_llm, run_key, state_path
-    from streams.demo import import_orders
-    from streams.runtime.orders import build_source
+    from baton_kafka.agents.testing.standin import run_in_thread
+    from baton_kafka.streams.batched import answer_in_batches, batch_llm, run_key, state_path
+    from baton_kafka.streams.demo import import_orders
+    from baton_kafka.streams.runtime.orders import build_source
 
     tickets = [c.ticket for c in cases]
     phases = sorted({c.label.phase for c in cases})

@@ -18,13 +18,13 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.models.llm import OutputInvalid
-from agents.models.parsing import output_schema, parse_output
-from agents.policy import Policy
-from agents.policy.render import render
-from agents.testing.standin.judge import CATEGORIES, JUDGE_CLOSE, JUDGE_OPEN
-from schemas.records import Order, Reply
-from streams.eval.score import Case
+from baton_kafka.agents.models.llm import OutputInvalid
+from baton_kafka.agents.models.parsing import output_schema, parse_output
+from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.policy.render import render
+from baton_kafka.agents.testing.standin.judge import CATEGORIES, JUDGE_CLOSE, JUDGE_OPEN
+from baton_kafka.schemas.records import Order, Reply
+from baton_kafka.streams.eval.score import Case
 
 DEFAULT_JUDGE_MODEL = "claude-sonnet-4-6"
 WORST = 5

@@ -21,16 +21,24 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.testing.standin.weak import STYLES
-from schemas.codec import InvalidRecord, parse
-from schemas.records import Order, Reply
-from streams.eval.score import FACTS, Case, TicketScore, World, parse_case, score, summarize
-from streams.runtime.spawn import spawn_worker, stop_worker
-from streams.settings import OWN_ORDERS, Settings
+from baton_kafka.agents.testing.standin.weak import STYLES
+from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.records import Order, Reply
+from baton_kafka.streams.eval.score import (
+    FACTS,
+    Case,
+    TicketScore,
+    World,
+    parse_case,
+    score,
+    summarize,
+)
+from baton_kafka.streams.runtime.spawn import spawn_worker, stop_worker
+from baton_kafka.streams.settings import OWN_ORDERS, Settings
 
 if TYPE_CHECKING:
-    from streams.batched import BatchOptions
-    from streams.eval.judge import JudgeOptions
+    from baton_kafka.streams.batched import BatchOptions
+    from baton_kafka.streams.eval.judge import JudgeOptions
 
 STAND_IN_KEY = "sk-eval-stand-in-not-a-key"
 
@@ -62,7 +70,7 @@ def _first(errors: list[str]) -> None:
 
 def _languages(settings: Settings) -> tuple[str, ...]:
     """The languages the evaluated shop serves: the settings', else its policy's."""
-    from agents.policy import load
+    from baton_kafka.agents.policy import load
 
     return settings.languages or load(settings.policy_file).languages
 
@@ -182,10 +190,10 @@ def run_pipeline(
     say: Callable[[str], None],
 ) -> dict[str, Reply]:
     """Publish the tickets phase by phase through a fresh pipeline; return each one's reply."""
-    from agents.testing.standin import run_in_thread
-    from streams.demo import collect_replies, import_orders
-    from streams.kafka.client import publish_tickets
-    from streams.kafka.embedded import EmbeddedBroker
+    from baton_kafka.agents.testing.standin import run_in_thread
+    from baton_kafka.streams.demo import collect_replies, import_orders
+    from baton_kafka.streams.kafka.client import publish_tickets
+    from baton_kafka.streams.kafka.embedded import EmbeddedBroker
 
     replies: dict[str, Reply] = {}
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
@@ -286,11 +294,11 @@ def render_text(report: dict[str, Any]) -> str:
         f"days; {report['elapsed_s']:.0f}s"
     )
     if "batch" in report:
-        from streams.batched import cost_line
+        from baton_kafka.streams.batched import cost_line
 
         lines.append(cost_line(report["batch"]))
     if "judge" in report:
-        from streams.eval.judge import render_judge
+        from baton_kafka.streams.eval.judge import render_judge
 
         lines += render_judge(report["judge"], pct)
     return "\n".join(lines)
@@ -319,7 +327,7 @@ def evaluate(
     started = time.monotonic()
     batches: dict[str, Any] | None = None
     if batch is not None:
-        from streams.eval.batch import run_in_batches
+        from baton_kafka.streams.eval.batch import run_in_batches
 
         replies, tally = run_in_batches(
             settings, mode, cases, orders, tickets_file, batch, say, STAND_IN_KEY
@@ -360,9 +368,9 @@ def _judged(
     """The judge's section of the report: on the Claude API, or the stand-in's judging rules."""
     from dataclasses import replace
 
-    from agents.policy import load
-    from agents.testing.standin import run_in_thread
-    from streams.eval.judge import judge_replies
+    from baton_kafka.agents.policy import load
+    from baton_kafka.agents.testing.standin import run_in_thread
+    from baton_kafka.streams.eval.judge import judge_replies
 
     policy = load(settings.policy_file).serving(settings.languages)
     with contextlib.ExitStack() as stack:

@@ -48,10 +48,10 @@ from typing import Annotated, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agents.languages import DEFAULT_LANGUAGES, HAN, customer_language
-from agents.rules.matching import mentioned_products
-from schemas.records import Order, Reply, Ticket
-from schemas.stages import Demand
+from baton_kafka.agents.languages import DEFAULT_LANGUAGES, HAN, customer_language
+from baton_kafka.agents.rules.matching import mentioned_products
+from baton_kafka.schemas.records import Order, Reply, Ticket
+from baton_kafka.schemas.stages import Demand
 
 FACTS = ("product", "problem", "demand", "order")
 

@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from streams.kafka.embedded import port_open
-from streams.kafka.jars import (
+from baton_kafka.streams.kafka.embedded import port_open
+from baton_kafka.streams.kafka.jars import (
     KAFKA_VERSION,
     ApacheKafkaError,
     KafkaUnavailable,
     pinned_version,
     resolve_jars,
 )
-from streams.kafka.jvm import ClassArchive, Java, find_java, signal_group
-from streams.kafka.kraft import (
+from baton_kafka.streams.kafka.jvm import ClassArchive, Java, find_java, signal_group
+from baton_kafka.streams.kafka.kraft import (
     CLUSTER_FILE,
     LOG4J2,
     bindable,

@@ -11,18 +11,18 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from schemas.codec import dumps
-from schemas.framing import unframe
-from schemas.records import Ticket
-from streams.kafka.connect import (
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.framing import unframe
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.streams.kafka.connect import (
     BrokerUnreachable,
     new_consumer,
     new_producer,
     probe_broker,
     topic_partitions,
 )
-from streams.kafka.topics import TICKETS, TopicNames, ensure_topics
-from streams.settings import Settings
+from baton_kafka.streams.kafka.topics import TICKETS, TopicNames, ensure_topics
+from baton_kafka.streams.settings import Settings
 
 
 @dataclass(frozen=True)

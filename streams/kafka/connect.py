@@ -12,8 +12,8 @@ import ssl
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from streams.kafka.embedded import parse_broker_url
-from streams.settings import KafkaSecurity, Settings, SettingsError
+from baton_kafka.streams.kafka.embedded import parse_broker_url
+from baton_kafka.streams.settings import KafkaSecurity, Settings, SettingsError
 
 if TYPE_CHECKING:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -74,7 +74,7 @@ def security_options(security: KafkaSecurity) -> dict[str, Any]:
     if security.tls:
         options["ssl_context"] = ssl_context(security)
     if security.oauth:
-        from streams.kafka.oauth import token_provider
+        from baton_kafka.streams.kafka.oauth import token_provider
 
         options |= {
             "sasl_mechanism": security.mechanism,
@@ -171,7 +171,7 @@ async def _login(settings: Settings, timeout: float) -> None:
     from aiokafka.conn import create_conn
     from aiokafka.errors import KafkaError
 
-    from streams.kafka.oauth import TokenUnavailable
+    from baton_kafka.streams.kafka.oauth import TokenUnavailable
 
     options = security_options(settings.kafka)
     reasons: list[BrokerRefused] = []
@@ -241,7 +241,7 @@ def refusal(settings: Settings, exc: BaseException) -> BrokerRefused | None:
         UnsupportedSaslMechanismError,
     )
 
-    from streams.kafka.oauth import TokenUnavailable
+    from baton_kafka.streams.kafka.oauth import TokenUnavailable
 
     sec = settings.kafka
     where = f"the Kafka broker at {settings.broker_shown}"

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from agents.dsn import mask_url
-from streams import processes
+from baton_kafka.agents.dsn import mask_url
+from baton_kafka.streams import processes
 
 
 class BrokerError(RuntimeError):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from faust.auth import OAuthCredentials, SASLCredentials, SSLCredentials
 from faust.types.auth import CredentialsT
 
-from streams.kafka.connect import ssl_context
-from streams.settings import Settings
+from baton_kafka.streams.kafka.connect import ssl_context
+from baton_kafka.streams.settings import Settings
 
 
 def broker_credentials(settings: Settings) -> CredentialsT | None:
@@ -18,7 +18,7 @@ def broker_credentials(settings: Settings) -> CredentialsT | None:
     sec = settings.kafka
     context = ssl_context(sec)
     if sec.oauth:
-        from streams.kafka.oauth import token_provider
+        from baton_kafka.streams.kafka.oauth import token_provider
 
         return OAuthCredentials(oauth_cb=token_provider(sec), ssl_context=context)
     if sec.sasl:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from streams.kafka.embedded import BrokerError
+from baton_kafka.streams.kafka.embedded import BrokerError
 
 POM = Path(__file__).with_name("pom.xml")
 

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from streams.kafka.jars import KafkaUnavailable, cache_root
+from baton_kafka.streams.kafka.jars import KafkaUnavailable, cache_root
 
 MIN_JAVA = 17
 INSTALL_JAVA = "apt-get install openjdk-17-jre-headless"

@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from streams.kafka.embedded import free_port
-from streams.kafka.jars import ApacheKafkaError
+from baton_kafka.streams.kafka.embedded import free_port
+from baton_kafka.streams.kafka.jars import ApacheKafkaError
 
 MAX_PORT = 65535
 CLUSTER_FILE = "cluster.json"

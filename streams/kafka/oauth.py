@@ -23,8 +23,8 @@ from typing import Any
 import orjson
 from aiokafka.abc import AbstractTokenProvider
 
-from agents.dsn import mask_dsn
-from streams.settings import KafkaSecurity, SettingsError
+from baton_kafka.agents.dsn import mask_dsn
+from baton_kafka.streams.settings import KafkaSecurity, SettingsError
 
 # A token is fetched again this long before the expiry its endpoint gave.
 REFRESH_EARLY_S = 60.0

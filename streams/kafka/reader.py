@@ -9,9 +9,9 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams.kafka.client import Message
-from streams.kafka.connect import new_consumer, probe_broker, topic_partitions
-from streams.settings import Settings
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.kafka.connect import new_consumer, probe_broker, topic_partitions
+from baton_kafka.streams.settings import Settings
 
 IDLE_TIMEOUT_S = 5.0
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
-from agents.dsn import mask_dsn
-from schemas.contracts import FRAMED, TOPICS, json_schema
-from schemas.topics import DEAD_LETTERS
-from streams.settings import Settings
+from baton_kafka.agents.dsn import mask_dsn
+from baton_kafka.schemas.contracts import FRAMED, TOPICS, json_schema
+from baton_kafka.schemas.topics import DEAD_LETTERS
+from baton_kafka.streams.settings import Settings
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 COMPATIBILITY = "BACKWARD"

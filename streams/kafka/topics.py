@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.topics import (
+from baton_kafka.schemas.topics import (
     DEAD_LETTERS,
     DECISIONS,
     HANDOFFS,
@@ -18,7 +18,7 @@ from schemas.topics import (
     TICKETS,
     UNDERSTOOD,
 )
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 
 # The worker's changelog-backed tables: batons by session, the customer index.
 BATON_TABLE = "batons"
@@ -142,7 +142,7 @@ async def ensure_topics(settings: Settings, chain: Any = None) -> dict[str, int]
     """
     from aiokafka.admin import NewTopic
 
-    from streams.kafka.connect import new_admin
+    from baton_kafka.streams.kafka.connect import new_admin
 
     wanted = wanted_partitions(settings, chain)
     admin = new_admin(settings)

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.records import CallUsage, Reply
-from streams.observe.metrics import TIMED_OUTCOMES
+from baton_kafka.schemas.records import CallUsage, Reply
+from baton_kafka.streams.observe.metrics import TIMED_OUTCOMES
 
 STAGES = ("intake", "understand", "lookup", "strategy")
 """The built-in chain's stages as shown when the worker names none (``Recent(stages=...)``)."""

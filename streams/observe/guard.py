@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web as aioweb
 
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 
 Handler = Callable[[Any], Awaitable[Any]]
 

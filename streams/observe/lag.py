@@ -16,8 +16,8 @@ from aiokafka import TopicPartition
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from streams.kafka.connect import new_admin, new_consumer
-from streams.settings import Settings
+from baton_kafka.streams.kafka.connect import new_admin, new_consumer
+from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
     from aiokafka import AIOKafkaConsumer

@@ -11,11 +11,11 @@ from typing import Any
 
 import orjson
 
-from agents.dsn import mask_dsn, passwords
-from schemas.records import CallUsage, Reply
-from streams.observe.shown import kept, shown
-from streams.observe.tracing import current_span_ids
-from streams.settings import Settings
+from baton_kafka.agents.dsn import mask_dsn, passwords
+from baton_kafka.schemas.records import CallUsage, Reply
+from baton_kafka.streams.observe.shown import kept, shown
+from baton_kafka.streams.observe.tracing import current_span_ids
+from baton_kafka.streams.settings import Settings
 
 FIELDS = (
     "ticket_id",

@@ -20,9 +20,9 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agents.models.ratelimits import Budget
-from schemas.records import CallUsage, Reply
-from streams.observe.tracing import current_span_ids
+from baton_kafka.agents.models.ratelimits import Budget
+from baton_kafka.schemas.records import CallUsage, Reply
+from baton_kafka.streams.observe.tracing import current_span_ids
 
 log = logging.getLogger("baton.metrics")
 

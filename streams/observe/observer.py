@@ -6,7 +6,7 @@ import logging
 from collections import Counter
 from typing import Protocol
 
-from schemas.records import CallUsage, Reply
+from baton_kafka.schemas.records import CallUsage, Reply
 
 log = logging.getLogger("baton.observe")
 

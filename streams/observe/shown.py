@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from schemas.records import MAX_ID_CHARS
+from baton_kafka.schemas.records import MAX_ID_CHARS
 
 # Bare in text: no whitespace, quote or backslash, so a reader sees where the id ends.
 _PLAIN = re.compile(r"[^\s\"'\\]+")

@@ -20,9 +20,9 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from agents.models import genai
-from schemas.records import CallUsage, Reply
-from streams.kafka.carrier import GETTER, SETTER, Headers
+from baton_kafka.agents.models import genai
+from baton_kafka.schemas.records import CallUsage, Reply
+from baton_kafka.streams.kafka.carrier import GETTER, SETTER, Headers
 
 TRACEPARENT = "traceparent"
 # Stage outcomes that mean the record was not processed as it should have been.

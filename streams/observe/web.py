@@ -14,10 +14,10 @@ import orjson
 from aiohttp import web as aioweb
 from prometheus_client.exposition import choose_encoder
 
-from streams.observe.dashboard import Recent, summary
-from streams.observe.guard import AUTHORIZED, guard
-from streams.observe.metrics import PrometheusObserver
-from streams.settings import Settings
+from baton_kafka.streams.observe.dashboard import Recent, summary
+from baton_kafka.streams.observe.guard import AUTHORIZED, guard
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.settings import Settings
 
 ASSETS = Path(__file__).with_name("static")
 PATHS = ("/metrics", "/health", "/dashboard", "/dashboard/data.json")

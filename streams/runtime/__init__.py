@@ -7,18 +7,18 @@ from typing import Any
 
 # Resolved on first use: importing a runtime module must not pull in Faust and the app.
 _HOMES = {
-    "BatonStore": "streams.runtime.batons",
-    "Chain": "streams.runtime.chain",
-    "Pipeline": "streams.runtime.pipeline",
-    "Runtime": "streams.runtime.app",
-    "STAGES": "streams.runtime.stages",
-    "SessionGate": "streams.runtime.scheduler",
-    "SessionScheduler": "streams.runtime.scheduler",
-    "Sink": "streams.runtime.sink",
-    "Stage": "streams.runtime.stages",
-    "State": "streams.runtime.batons",
-    "create_app": "streams.runtime.app",
-    "stage": "streams.runtime.custom",
+    "BatonStore": "baton_kafka.streams.runtime.batons",
+    "Chain": "baton_kafka.streams.runtime.chain",
+    "Pipeline": "baton_kafka.streams.runtime.pipeline",
+    "Runtime": "baton_kafka.streams.runtime.app",
+    "STAGES": "baton_kafka.streams.runtime.stages",
+    "SessionGate": "baton_kafka.streams.runtime.scheduler",
+    "SessionScheduler": "baton_kafka.streams.runtime.scheduler",
+    "Sink": "baton_kafka.streams.runtime.sink",
+    "Stage": "baton_kafka.streams.runtime.stages",
+    "State": "baton_kafka.streams.runtime.batons",
+    "create_app": "baton_kafka.streams.runtime.app",
+    "stage": "baton_kafka.streams.runtime.custom",
 }
 
 __all__ = sorted(_HOMES)

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from schemas.records import Ticket, utcnow
-from streams.runtime import erasure, ownership, placement
-from streams.runtime.batons import BatonStore
-from streams.runtime.dead_letters import Source
-from streams.runtime.delivery import Delivery
-from streams.runtime.signing import Signer
-from streams.settings import Settings
+from baton_kafka.schemas.records import Ticket, utcnow
+from baton_kafka.streams.runtime import erasure, ownership, placement
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.delivery import Delivery
+from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.settings import Settings
 
 
 @dataclass(frozen=True)

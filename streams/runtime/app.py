@@ -10,32 +10,32 @@ from typing import Any
 
 import faust
 
-from agents.models.llm import LLM
-from agents.orders import OrderSource
-from streams.kafka.faust_auth import broker_credentials
-from streams.kafka.faust_consumer import seeking_consumer
-from streams.kafka.faust_producer import IdempotentProducer, configured_producer
-from streams.kafka.registry import register_contract
-from streams.kafka.topics import TopicNames
-from streams.observe import web
-from streams.observe.dashboard import Recent
-from streams.observe.lag import LagSampler
-from streams.observe.logs import LoggingObserver
-from streams.observe.metrics import PrometheusObserver
-from streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
-from streams.observe.tracing import TracingObserver
-from streams.runtime.chain import BUILTIN, Chain
-from streams.runtime.clocks import ClockGauges
-from streams.runtime.dead_letters import Source
-from streams.runtime.delivery import Delivery
-from streams.runtime.faust_io import FaustSink, FaustState
-from streams.runtime.own_stages import chain_for
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.placement import session_partition
-from streams.runtime.scheduler import SessionGate, SessionScheduler
-from streams.runtime.stages import Stage
-from streams.runtime.table_store import store_settings
-from streams.settings import Settings
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import OrderSource
+from baton_kafka.streams.kafka.faust_auth import broker_credentials
+from baton_kafka.streams.kafka.faust_consumer import seeking_consumer
+from baton_kafka.streams.kafka.faust_producer import IdempotentProducer, configured_producer
+from baton_kafka.streams.kafka.registry import register_contract
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.observe import web
+from baton_kafka.streams.observe.dashboard import Recent
+from baton_kafka.streams.observe.lag import LagSampler
+from baton_kafka.streams.observe.logs import LoggingObserver
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
+from baton_kafka.streams.observe.tracing import TracingObserver
+from baton_kafka.streams.runtime.chain import BUILTIN, Chain
+from baton_kafka.streams.runtime.clocks import ClockGauges
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.delivery import Delivery
+from baton_kafka.streams.runtime.faust_io import FaustSink, FaustState
+from baton_kafka.streams.runtime.own_stages import chain_for
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
+from baton_kafka.streams.runtime.stages import Stage
+from baton_kafka.streams.runtime.table_store import store_settings
+from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.app")
 
@@ -165,8 +165,8 @@ def create_app(
     ``BATON_STAGES`` names); ``observers`` hear every event besides baton's own (metrics,
     logs, traces, the dashboard).
     """
-    from streams.runtime.llms import build_llm
-    from streams.runtime.orders import build_source
+    from baton_kafka.streams.runtime.llms import build_llm
+    from baton_kafka.streams.runtime.orders import build_source
 
     chain = chain_for(settings, stages)
     if llm is None:

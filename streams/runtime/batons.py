@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Protocol
 
-from agents import memory
-from schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary
-from schemas.codec import dumps
-from streams.runtime import holding
+from baton_kafka.agents import memory
+from baton_kafka.schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.streams.runtime import holding
 
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
 # much): a stage reads its session's baton several times in a row.

@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agents.asking import budget_tokens
-from agents.outcome import Outcome
-from schemas.records import CallUsage
-from streams.observe.shown import shown
+from baton_kafka.agents.asking import budget_tokens
+from baton_kafka.agents.outcome import Outcome
+from baton_kafka.schemas.records import CallUsage
+from baton_kafka.streams.observe.shown import shown
 
 # Spending is kept in this many slices of the window per customer, so a customer's ledger has
 # a bounded size however many calls it makes.

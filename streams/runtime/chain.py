@@ -6,10 +6,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import topics
-from schemas.stages import StageRecord
-from schemas.topics import topic_problem
-from streams.runtime.stages import FIRST_SOURCE, STAGES, Stage
+from baton_kafka.schemas import topics
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.schemas.topics import topic_problem
+from baton_kafka.streams.runtime.stages import FIRST_SOURCE, STAGES, Stage
 
 # Names baton's records already use for steps outside the chain: reading a ticket in and
 # applying a person's decision.

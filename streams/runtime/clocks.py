@@ -12,17 +12,17 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agents import memory
-from agents.fixed_texts import fixed
-from schemas.baton import Baton
-from schemas.codec import dumps
-from schemas.records import Reply, utcnow
-from schemas.stages import StageRecord
-from streams.observe.logs import describe
-from streams.observe.shown import shown
-from streams.runtime import holding, replies
-from streams.runtime.batons import BatonStore
-from streams.runtime.sink import Sink
+from baton_kafka.agents import memory
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply, utcnow
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.observe.logs import describe
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime import holding, replies
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.sink import Sink
 
 log = logging.getLogger("baton.clocks")
 

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from schemas.codec import InvalidRecord, parse
-from schemas.records import DeadLetter, Ticket
-from schemas.stages import StageRecord
-from streams.kafka.carrier import Headers
-from streams.runtime.dead_letters import HEADER_PREFIX, Source
+from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.records import DeadLetter, Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.kafka.carrier import Headers
+from baton_kafka.streams.runtime.dead_letters import HEADER_PREFIX, Source
 
 # Connect's stage of a record that could not be decoded, and of one its task failed on.
 DECODING_REASONS = frozenset({"invalid_input", "untrusted_record"})
@@ -62,7 +62,7 @@ def error_headers(dl: DeadLetter, source: Source, connector: str) -> Headers:
         # A worker owns partitions the way a Connect task does: the partition is the task.
         "task.id": str(source.partition or 0),
         "stage": "VALUE_CONVERTER" if decoding else "TASK_PUT",
-        "class.name": f"streams.runtime.pipeline.Pipeline.{method}",
+        "class.name": f"baton_kafka.streams.runtime.pipeline.Pipeline.{method}",
         "exception.class.name": cls,
         "exception.message": message,
         "exception.stacktrace": f"{cls}: {message}\n\tat baton {dl.stage} ({dl.reason})",

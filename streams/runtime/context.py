@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from agents import memory
-from schemas.baton import Baton
-from schemas.records import StageName
-from schemas.stages import StageRecord
+from baton_kafka.agents import memory
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import StageName
+from baton_kafka.schemas.stages import StageRecord
 
 Level = Literal["full", "partial", "minimal"]
 

@@ -9,13 +9,13 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
-from agents import memory
-from agents.asking import ask
-from agents.models.llm import Prompt
-from agents.outcome import Outcome
-from schemas.baton import Baton
-from schemas.records import Ticket
-from streams.runtime.stages import Inputs, Stage
+from baton_kafka.agents import memory
+from baton_kafka.agents.asking import ask
+from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.agents.outcome import Outcome
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.streams.runtime.stages import Inputs, Stage
 
 T = TypeVar("T", bound=BaseModel)
 

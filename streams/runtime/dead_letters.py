@@ -8,12 +8,12 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from agents.outcome import Failure
-from schemas.codec import InvalidRecord, dumps, parse
-from schemas.records import DeadLetter, StageName, Ticket
-from schemas.stages import StageRecord
-from streams.kafka.carrier import Headers
-from streams.observe.shown import shown
+from baton_kafka.agents.outcome import Failure
+from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
+from baton_kafka.schemas.records import DeadLetter, StageName, Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.kafka.carrier import Headers
+from baton_kafka.streams.observe.shown import shown
 
 HEADER_PREFIX = "__connect.errors."
 

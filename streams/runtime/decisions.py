@@ -7,25 +7,25 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agents import people
-from agents.history import recallable
-from agents.orders import OrderSource, StoreUnavailable
-from agents.policy import Policy
-from schemas.baton import Baton
-from schemas.codec import InvalidRecord, dumps, parse
-from schemas.decision import ON_OFFER, Decision
-from schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
-from streams.observe.observer import Observer
-from streams.observe.shown import shown
-from streams.runtime import dead_letters
-from streams.runtime.admission import Admission
-from streams.runtime.batons import BatonStore
-from streams.runtime.dead_letters import Source
-from streams.runtime.index import CustomerIndex
-from streams.runtime.redelivery import REPLY_SCAN_MARGIN
-from streams.runtime.scheduler import SessionGate
-from streams.runtime.signing import Headers, Signer
-from streams.runtime.sink import Sink
+from baton_kafka.agents import people
+from baton_kafka.agents.history import recallable
+from baton_kafka.agents.orders import OrderSource, StoreUnavailable
+from baton_kafka.agents.policy import Policy
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
+from baton_kafka.schemas.decision import ON_OFFER, Decision
+from baton_kafka.schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
+from baton_kafka.streams.observe.observer import Observer
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime import dead_letters
+from baton_kafka.streams.runtime.admission import Admission
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.index import CustomerIndex
+from baton_kafka.streams.runtime.redelivery import REPLY_SCAN_MARGIN
+from baton_kafka.streams.runtime.scheduler import SessionGate
+from baton_kafka.streams.runtime.signing import Headers, Signer
+from baton_kafka.streams.runtime.sink import Sink
 
 log = logging.getLogger("baton.decisions")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.codec import InvalidRecord, parse
-from schemas.records import Ticket
-from schemas.stages import StageRecord
-from streams.runtime.dead_letters import Source
-from streams.runtime.signing import Headers
+from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.signing import Headers
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from schemas.baton import Erasure
-from schemas.codec import InvalidRecord, parse
-from streams.runtime.batons import BatonStore
-from streams.runtime.scheduler import SessionGate
+from baton_kafka.schemas.baton import Erasure
+from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.scheduler import SessionGate
 
 log = logging.getLogger("baton.erasure")
 

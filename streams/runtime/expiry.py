@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from schemas.baton import Baton
-from schemas.records import utcnow
-from streams.runtime.batons import BatonStore
-from streams.settings import Settings
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.settings import Settings
 
 # A sweep yields to the event loop after this many batons or index entries: parsing thousands
 # at once would hold every stage's records back for as long.

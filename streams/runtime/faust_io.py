@@ -9,9 +9,9 @@ from typing import Any
 
 import faust
 
-from streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE, TopicNames
-from streams.runtime.placement import session_partition
-from streams.settings import Settings
+from baton_kafka.streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE, TopicNames
+from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.settings import Settings
 
 # How long a pending reply's check may read the replies partition before it is retried.
 SCAN_PATIENCE_S = 30.0
@@ -56,7 +56,7 @@ class FaustSink:
         """Scan ``key``'s partition of ``topic`` from ``since`` to its end for a match."""
         from aiokafka import TopicPartition
 
-        from streams.kafka.connect import new_consumer
+        from baton_kafka.streams.kafka.connect import new_consumer
 
         assert self.settings is not None, "FaustSink.contains needs the settings"
         tp = TopicPartition(topic, session_partition(key, self.partitions))

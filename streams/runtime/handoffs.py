@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, get_args
 
-from agents.history import recallable
-from agents.outcome import Outcome
-from agents.policy import Policy
-from agents.strategy import already_offered
-from schemas.baton import Baton, OrderMemory
-from schemas.handoff import (
+from baton_kafka.agents.history import recallable
+from baton_kafka.agents.outcome import Outcome
+from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.strategy import already_offered
+from baton_kafka.schemas.baton import Baton, OrderMemory
+from baton_kafka.schemas.handoff import (
     PACKET_TEXT_CHARS,
     PACKET_TURNS_KEEP,
     HandoffPacket,
@@ -21,9 +21,9 @@ from schemas.handoff import (
     Promised,
     Turn,
 )
-from schemas.records import DeadLetter, Order, Reply
-from schemas.stages import StageRecord
-from streams.runtime.batons import BatonStore
+from baton_kafka.schemas.records import DeadLetter, Order, Reply
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.runtime.batons import BatonStore
 
 KNOWN: frozenset[str] = frozenset(get_args(HandoffReason))
 # The strategy stage's names for the policy's triggers, and the approval it waits for.

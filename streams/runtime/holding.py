@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.baton import Baton
+from baton_kafka.schemas.baton import Baton
 
 # Tickets of one session waiting at once are few; the bound keeps a stuck session's baton small.
 HOLDING_KEEP = 20

@@ -6,16 +6,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from agents import history, memory
-from agents.guards import UNTRUSTED
-from schemas.baton import Baton, IndexUpdate
-from schemas.codec import InvalidRecord, dumps, parse
-from streams.runtime import erasure, expiry, placement
-from streams.runtime.batons import BatonStore
-from streams.runtime.dead_letters import Source
-from streams.runtime.signing import Headers, Signer
-from streams.runtime.sink import Sink
-from streams.settings import Settings
+from baton_kafka.agents import history, memory
+from baton_kafka.agents.guards import UNTRUSTED
+from baton_kafka.schemas.baton import Baton, IndexUpdate
+from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
+from baton_kafka.streams.runtime import erasure, expiry, placement
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.signing import Headers, Signer
+from baton_kafka.streams.runtime.sink import Sink
+from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.index")
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from schemas.codec import InvalidRecord, dumps, parse
-from schemas.framing import unframe
-from schemas.records import Ticket
-from schemas.stages import StageRecord
-from streams.observe import tracing
-from streams.runtime.admission import Admission
-from streams.runtime.dead_letters import Source, read_as
-from streams.runtime.letters import Letters
-from streams.runtime.signing import Headers
+from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
+from baton_kafka.schemas.framing import unframe
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.observe import tracing
+from baton_kafka.streams.runtime.admission import Admission
+from baton_kafka.streams.runtime.dead_letters import Source, read_as
+from baton_kafka.streams.runtime.letters import Letters
+from baton_kafka.streams.runtime.signing import Headers
 
 
 class Intake(Letters):

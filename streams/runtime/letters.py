@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import logging
 
-from agents import memory
-from agents.models.llm import LLM
-from agents.policy import Policy
-from schemas.baton import Baton
-from schemas.codec import InvalidRecord, dumps
-from schemas.records import DeadLetter, Reply, StageName, Ticket
-from schemas.stages import StageRecord
-from streams.kafka.topics import TopicNames
-from streams.observe.observer import Observer
-from streams.observe.shown import shown
-from streams.runtime import dead_letters, handoffs, ownership, replies
-from streams.runtime.batons import BatonStore
-from streams.runtime.connect_letters import connect_record
-from streams.runtime.dead_letters import Source
-from streams.runtime.index import CustomerIndex
-from streams.runtime.redelivery import Redelivery
-from streams.runtime.refusals import Refusals
-from streams.runtime.scheduler import SessionGate
-from streams.runtime.sink import Sink
-from streams.settings import Settings
+from baton_kafka.agents import memory
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.policy import Policy
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import InvalidRecord, dumps
+from baton_kafka.schemas.records import DeadLetter, Reply, StageName, Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.observe.observer import Observer
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime import dead_letters, handoffs, ownership, replies
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.connect_letters import connect_record
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.index import CustomerIndex
+from baton_kafka.streams.runtime.redelivery import Redelivery
+from baton_kafka.streams.runtime.refusals import Refusals
+from baton_kafka.streams.runtime.scheduler import SessionGate
+from baton_kafka.streams.runtime.sink import Sink
+from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
 

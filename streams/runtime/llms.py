@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.models.llm import LLM
-from agents.models.providers import ModelOptions, ProviderError, default_limits, open_llm
-from streams.settings import Settings, SettingsError
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.models.providers import (
+    ModelOptions,
+    ProviderError,
+    default_limits,
+    open_llm,
+)
+from baton_kafka.streams.settings import Settings, SettingsError
 
 
 def model_options(settings: Settings) -> ModelOptions:

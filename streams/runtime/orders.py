@@ -6,7 +6,7 @@ import asyncio
 import inspect
 from typing import Any
 
-from agents.orders import (
+from baton_kafka.agents.orders import (
     OrderSource,
     SourceMisconfigured,
     StoreUnavailable,
@@ -15,7 +15,7 @@ from agents.orders import (
     open_source,
     open_store,
 )
-from streams.settings import Settings, SettingsError
+from baton_kafka.streams.settings import Settings, SettingsError
 
 
 def build_store(settings: Settings) -> WritableStore:

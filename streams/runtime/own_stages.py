@@ -7,9 +7,9 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
-from streams.runtime.chain import BUILTIN, Chain
-from streams.runtime.stages import Stage
-from streams.settings import Settings, SettingsError
+from baton_kafka.streams.runtime.chain import BUILTIN, Chain
+from baton_kafka.streams.runtime.stages import Stage
+from baton_kafka.streams.settings import Settings, SettingsError
 
 SETTING = "BATON_STAGES"
 

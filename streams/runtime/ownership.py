@@ -7,8 +7,8 @@ principal beyond its session id: whoever knows the id can use it.
 
 from __future__ import annotations
 
-from schemas.baton import Baton
-from schemas.records import Ticket
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Ticket
 
 # What a refused sender is told: nothing about whose the session is or what it holds.
 REFUSAL = (

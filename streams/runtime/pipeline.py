@@ -10,23 +10,23 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents import languages, memory, people
-from agents.asking import budget_tokens
-from agents.guards import UNTRUSTED
-from agents.models.llm import LLM
-from agents.orders import OrderSource
-from agents.outcome import Outcome
-from agents.policy import load as load_policy
-from schemas.baton import Baton
-from schemas.codec import InvalidRecord
-from schemas.records import StageName, utcnow
-from schemas.stages import StageRecord
-from streams.kafka.topics import TopicNames
-from streams.observe import tracing
-from streams.observe.logs import describe
-from streams.observe.observer import CountingObserver, Observer
-from streams.observe.shown import shown
-from streams.runtime import (
+from baton_kafka.agents import languages, memory, people
+from baton_kafka.agents.asking import budget_tokens
+from baton_kafka.agents.guards import UNTRUSTED
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import OrderSource
+from baton_kafka.agents.outcome import Outcome
+from baton_kafka.agents.policy import load as load_policy
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import InvalidRecord
+from baton_kafka.schemas.records import StageName, utcnow
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.observe import tracing
+from baton_kafka.streams.observe.logs import describe
+from baton_kafka.streams.observe.observer import CountingObserver, Observer
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime import (
     context,
     dead_letters,
     decisions,
@@ -36,22 +36,22 @@ from streams.runtime import (
     ownership,
     replies,
 )
-from streams.runtime.admission import Admission
-from streams.runtime.batons import BatonStore, State
-from streams.runtime.budgets import CustomerBudgets
-from streams.runtime.chain import BUILTIN, Chain
-from streams.runtime.clocks import Clocks
-from streams.runtime.dead_letters import Source, read_as
-from streams.runtime.delivery import Delivery
-from streams.runtime.index import CustomerIndex
-from streams.runtime.intake import Intake
-from streams.runtime.redelivery import Redelivery, own_entry
-from streams.runtime.refusals import Refusals
-from streams.runtime.scheduler import SessionGate
-from streams.runtime.signing import Headers, SignedSink, Signer
-from streams.runtime.sink import FramingSink, Sink, TracedSink
-from streams.runtime.stages import Inputs, Stage
-from streams.settings import Settings
+from baton_kafka.streams.runtime.admission import Admission
+from baton_kafka.streams.runtime.batons import BatonStore, State
+from baton_kafka.streams.runtime.budgets import CustomerBudgets
+from baton_kafka.streams.runtime.chain import BUILTIN, Chain
+from baton_kafka.streams.runtime.clocks import Clocks
+from baton_kafka.streams.runtime.dead_letters import Source, read_as
+from baton_kafka.streams.runtime.delivery import Delivery
+from baton_kafka.streams.runtime.index import CustomerIndex
+from baton_kafka.streams.runtime.intake import Intake
+from baton_kafka.streams.runtime.redelivery import Redelivery, own_entry
+from baton_kafka.streams.runtime.refusals import Refusals
+from baton_kafka.streams.runtime.scheduler import SessionGate
+from baton_kafka.streams.runtime.signing import Headers, SignedSink, Signer
+from baton_kafka.streams.runtime.sink import FramingSink, Sink, TracedSink
+from baton_kafka.streams.runtime.stages import Inputs, Stage
+from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
 

@@ -7,7 +7,7 @@ would be written to a changelog partition that expiry and erasure never visit.
 
 from __future__ import annotations
 
-from streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.dead_letters import Source
 
 
 def session_partition(session_id: str, partitions: int) -> int:

@@ -6,17 +6,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agents import memory, people
-from schemas.baton import Baton, InFlight
-from schemas.codec import dumps
-from schemas.handoff import HandoffPacket
-from schemas.records import Reply, StageName, Ticket
-from schemas.stages import StageRecord
-from streams.observe.observer import Observer
-from streams.runtime.batons import BatonStore
-from streams.runtime.chain import BUILTIN, Chain
-from streams.runtime.scheduler import SessionGate
-from streams.runtime.sink import Sink
+from baton_kafka.agents import memory, people
+from baton_kafka.schemas.baton import Baton, InFlight
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import Reply, StageName, Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.observe.observer import Observer
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.chain import BUILTIN, Chain
+from baton_kafka.streams.runtime.scheduler import SessionGate
+from baton_kafka.streams.runtime.sink import Sink
 
 # How far before its pending entry a reply is looked for on the topic: the entry's time is
 # taken before the send, the record's timestamp by the broker.

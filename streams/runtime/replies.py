@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from agents.fixed_texts import fixed
-from agents.guards.language import language_of as guessed_language
-from agents.languages import DEFAULT_LANGUAGES
-from agents.policy import Policy, default_policy
-from agents.policy.offer import settle
-from agents.strategy import awaiting_approval
-from schemas.baton import Baton
-from schemas.records import Reply, StageName, UsageTotals, utcnow
-from schemas.stages import StageRecord, StrategyDraft
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.agents.guards.language import language_of as guessed_language
+from baton_kafka.agents.languages import DEFAULT_LANGUAGES
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.policy.offer import settle
+from baton_kafka.agents.strategy import awaiting_approval
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Reply, StageName, UsageTotals, utcnow
+from baton_kafka.schemas.stages import StageRecord, StrategyDraft
 
 
 def could_not_process(language: str, default: str = "en") -> str:

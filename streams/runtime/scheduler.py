@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streams.observe.shown import shown
+from baton_kafka.streams.observe.shown import shown
 
 log = logging.getLogger("baton.scheduler")
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from streams.runtime.sink import Sink
+from baton_kafka.streams.runtime.sink import Sink
 
 HEADER = "baton-signature"
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
-from schemas.framing import frame, unframe
-from streams.observe import tracing
+from baton_kafka.schemas.framing import frame, unframe
+from baton_kafka.streams.observe import tracing
 
 
 class Sink(Protocol):

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from schemas.records import Reply
-from streams import processes
-from streams.kafka.embedded import free_port
-from streams.runtime.own_stages import configured_chain
-from streams.settings import Settings
+from baton_kafka.schemas.records import Reply
+from baton_kafka.streams import processes
+from baton_kafka.streams.kafka.embedded import free_port
+from baton_kafka.streams.runtime.own_stages import configured_chain
+from baton_kafka.streams.settings import Settings
 
 WorkerProcess = subprocess.Popen[bytes]
 
@@ -47,7 +47,7 @@ def spawn_worker(settings: Settings, log_path: Path) -> WorkerProcess:
     own = settings.with_(web_port=free_port(), allow_unsigned=True)
     with log_path.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "streams", "worker"],
+            [sys.executable, "-m", "baton_kafka.streams", "worker"],
             env=child_env(own),
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -71,7 +71,7 @@ async def read_replies(
     """Read ``topic`` from the beginning until every wanted ticket has a reply, ``timeout``
     seconds pass or the worker exits; returns the first reply of every ticket read (holding
     replies left out)."""
-    from streams.kafka.connect import new_consumer
+    from baton_kafka.streams.kafka.connect import new_consumer
 
     replies: dict[str, Reply] = {}
     consumer = new_consumer(

@@ -9,25 +9,25 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agents import memory
-from agents.history import recallable
-from agents.instructions import STAGE_TEXTS
-from agents.lookup import look_up
-from agents.models.llm import LLM
-from agents.orders import OrderSource, StoreUnavailable
-from agents.outcome import Outcome
-from agents.policy import Policy, default_policy
-from agents.prompts import EarlierSession
-from agents.rules.choosing import choose_rules
-from agents.rules.reply import strategy_rules
-from agents.rules.understanding import understand_rules
-from agents.strategy import decide
-from agents.understand import understand
-from schemas import topics
-from schemas.baton import Baton, OrderMemory
-from schemas.records import Order, Ticket
-from schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
-from streams.runtime.batons import BatonStore
+from baton_kafka.agents import memory
+from baton_kafka.agents.history import recallable
+from baton_kafka.agents.instructions import STAGE_TEXTS
+from baton_kafka.agents.lookup import look_up
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import OrderSource, StoreUnavailable
+from baton_kafka.agents.outcome import Outcome
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.prompts import EarlierSession
+from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.reply import strategy_rules
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.understand import understand
+from baton_kafka.schemas import topics
+from baton_kafka.schemas.baton import Baton, OrderMemory
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
+from baton_kafka.streams.runtime.batons import BatonStore
 
 T = TypeVar("T", bound=BaseModel)
 # The ``TopicNames`` roles the built-in stages read from or write to (a stage of the shop's own
@@ -127,7 +127,7 @@ class Stage(Generic[T]):
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` cannot name a stage (it must fit ``schemas.StageName``), or None."""
+    """Why ``name`` cannot name a stage (it must fit ``baton_kafka.schemas.StageName``), or None."""
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", name):
         return "must be 1-40 lowercase letters, digits or '_', starting with a letter"
     if name in ("intake", "end_to_end") or name in topics.ROLES:

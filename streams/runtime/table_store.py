@@ -7,7 +7,7 @@ import importlib.util
 import os
 from typing import IO
 
-from streams.settings import Settings, SettingsError
+from baton_kafka.streams.settings import Settings, SettingsError
 
 # Faust 0.15.3's RocksDB store: with the rocksdict package installed it uses it (rocksdict
 # has wheels; python-rocksdb needs a compiler and the RocksDB headers).

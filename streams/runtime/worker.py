@@ -8,13 +8,13 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from agents.models.capabilities import capabilities_of, describe
-from agents.models.llm import LLM
-from agents.orders import OrderSource
-from streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
-from streams.runtime.llms import build_llm, client_options, limits_line, model_options
-from streams.runtime.orders import build_source, check_source
-from streams.settings import Settings, SettingsError
+from baton_kafka.agents.models.capabilities import capabilities_of, describe
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import OrderSource
+from baton_kafka.streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
+from baton_kafka.streams.runtime.llms import build_llm, client_options, limits_line, model_options
+from baton_kafka.streams.runtime.orders import build_source, check_source
+from baton_kafka.streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.worker")
 
@@ -61,8 +61,8 @@ def check_signing(settings: Settings) -> None:
 
 def uncached(settings: Settings) -> list[str]:
     """A line with the numbers for each stage whose static prompt its model will not cache."""
-    from agents.cache_fit import STAGES, cache_fits
-    from agents.policy import load as load_policy
+    from baton_kafka.agents.cache_fit import STAGES, cache_fits
+    from baton_kafka.agents.policy import load as load_policy
 
     if settings.llm == "offline":
         return []
@@ -85,11 +85,11 @@ def run(
     event)."""
     import faust
 
-    from streams.kafka.topics import ensure_topics
-    from streams.observe.logs import faust_loglevel, logging_config
-    from streams.runtime.app import close_on_shutdown, create_app
-    from streams.runtime.own_stages import chain_for
-    from streams.runtime.table_store import check_store, lock_table_dir
+    from baton_kafka.streams.kafka.topics import ensure_topics
+    from baton_kafka.streams.observe.logs import faust_loglevel, logging_config
+    from baton_kafka.streams.runtime.app import close_on_shutdown, create_app
+    from baton_kafka.streams.runtime.own_stages import chain_for
+    from baton_kafka.streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
     # The stages of the shop's own are imported first: one that cannot be is one line.

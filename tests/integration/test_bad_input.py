@@ -15,10 +15,10 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from agents.orders import SQLiteOrderStore
-from agents.prompts import system_prompt
-from agents.testing.standin import StandIn
-from schemas.records import MAX_TEXT_CHARS, DeadLetter, Order, Reply
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.prompts import system_prompt
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.records import MAX_TEXT_CHARS, DeadLetter, Order, Reply
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import HEADPHONES_ORDER, KETTLE_ORDER

@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.testing.standin import StandIn
-from schemas.records import Reply
-from streams.kafka.reader import read_topics
-from streams.kafka.topics import TopicNames
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.records import Reply
+from baton_kafka.streams.kafka.reader import read_topics
+from baton_kafka.streams.kafka.topics import TopicNames
 from tests.fixtures.brokers import Broker
 from tests.fixtures.deployments import Deployment, recorded_deployment, settings_of
 from tests.fixtures.evals import eval_report

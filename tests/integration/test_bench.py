@@ -21,7 +21,7 @@ def bench(broker: Broker, tmp_path: Path, *args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env.update(BATON_BROKER=broker.url, BATON_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
     done = subprocess.run(
-        [sys.executable, "-m", "streams", "bench", *args, "--json"],
+        [sys.executable, "-m", "baton_kafka.streams", "bench", *args, "--json"],
         env=env,
         cwd=ROOT,
         capture_output=True,

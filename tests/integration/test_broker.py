@@ -9,14 +9,14 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from streams.kafka.topics import (
+from baton_kafka.streams.kafka.topics import (
     TopicMismatch,
     TopicNames,
     TopicRefused,
     changelog_topic,
     ensure_topics,
 )
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.deployments import Deployment
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from agents.fixed_texts import fixed
-from agents.testing.standin import StandIn
-from schemas.records import Reply, utcnow
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.records import Reply, utcnow
 from tests.fixtures import delivery
 from tests.fixtures.data import KETTLE, OPENING, orders_of, ticket_record
 from tests.fixtures.delivery import Tally, figures

@@ -10,9 +10,9 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from agents.testing.standin import StandIn
-from streams.kafka.client import Message
-from streams.kafka.reader import read_topics
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.kafka.reader import read_topics
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, open_deployment, settings_of

@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from agents.testing.standin import StandIn
+from baton_kafka.agents.testing.standin import StandIn
 from tests.fixtures.data import ORDERS_HEADPHONES_SHIPPED, ticket_record
 from tests.fixtures.deployments import Deployment, WorkerProcess
 from tests.fixtures.observability import (

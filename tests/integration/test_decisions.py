@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from schemas import Reply
+from baton_kafka.schemas import Reply
 from tests.fixtures import delivery
 from tests.fixtures.data import jacket, ticket_record
 from tests.fixtures.deployments import Deployment

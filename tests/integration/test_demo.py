@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from schemas import Reply, Ticket
-from streams.demo import demo_file, read_jsonl
+from baton_kafka.schemas import Reply, Ticket
+from baton_kafka.streams.demo import demo_file, read_jsonl
 from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ def _alive(pid: int) -> bool:
 def test_sigterm_stops_the_demo_and_everything_it_started(tmp_path: Path) -> None:
     env = _clean_env()
     demo = subprocess.Popen(
-        [sys.executable, "-m", "streams", "demo"],
+        [sys.executable, "-m", "baton_kafka.streams", "demo"],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

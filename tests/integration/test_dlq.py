@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from agents.testing.standin import StandIn
-from schemas.handoff import HandoffPacket
-from schemas.records import DeadLetter, Ticket
-from streams.debug.dlq import ATTEMPTS, REQUEUED_FROM
-from streams.kafka.reader import read_topics
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import DeadLetter, Ticket
+from baton_kafka.streams.debug.dlq import ATTEMPTS, REQUEUED_FROM
+from baton_kafka.streams.kafka.reader import read_topics
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, open_deployment, settings_of

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from schemas import DeadLetter, Ticket, dumps
-from streams.kafka.connect import topic_partitions
+from baton_kafka.schemas import DeadLetter, Ticket, dumps
+from baton_kafka.streams.kafka.connect import topic_partitions
 from tests.fixtures.data import ORDERS, handoff_packet, reply, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 from tests.fixtures.paths import ROOT
@@ -24,10 +24,11 @@ FORWARDER = ROOT / "examples" / "handoff_forwarder.py"
 
 def test_schemas_imports_without_faust_or_anthropic() -> None:
     probe = (
-        "import sys, schemas\n"
-        "from schemas import Reply, DeadLetter, Ticket\n"
+        "import sys, baton_kafka.schemas\n"
+        "from baton_kafka.schemas import Reply, DeadLetter, Ticket\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('faust', 'anthropic', 'aiokafka', 'mode', 'streams', 'agents'))\n"
+        "('faust', 'anthropic', 'aiokafka', 'mode') or m.split('.')[:2] in "
+        "(['baton_kafka', 'streams'], ['baton_kafka', 'agents']))\n"
         "print(','.join(heavy))\n"
     )
     done = subprocess.run(

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from aiokafka.partitioner import murmur2
 
-from agents.testing.standin import StandIn, run_in_thread
-from schemas.codec import dumps
-from schemas.records import Reply, Ticket
-from schemas.stages import StageRecord, Understanding
-from streams.kafka.embedded import EmbeddedBroker, free_port
+from baton_kafka.agents.testing.standin import StandIn, run_in_thread
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.schemas.stages import StageRecord, Understanding
+from baton_kafka.streams.kafka.embedded import EmbeddedBroker, free_port
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import KETTLE, OPENING, conversations, orders_of, ticket_record

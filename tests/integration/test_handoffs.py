@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.structs import OffsetAndMetadata
 
-from schemas import HandoffPacket
+from baton_kafka.schemas import HandoffPacket
 from tests.fixtures import delivery
 from tests.fixtures.brokers import legs
 from tests.fixtures.data import ORDERS, ticket_record

@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from streams.kafka.embedded import free_port, port_open
+from baton_kafka.streams.kafka.embedded import free_port, port_open
 from tests.fixtures import delivery
 from tests.fixtures.data import ticket_record
 from tests.fixtures.deployments import Deployment

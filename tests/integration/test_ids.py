@@ -16,13 +16,13 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.testing.standin import StandIn
-from schemas.records import MAX_ID_CHARS, DeadLetter, Reply
-from schemas.topics import ALL, ROLES
-from streams.kafka.connect import topic_partitions
-from streams.kafka.topics import changelogs
-from streams.observe.dashboard import trace_command
-from streams.settings import Settings
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.records import MAX_ID_CHARS, DeadLetter, Reply
+from baton_kafka.schemas.topics import ALL, ROLES
+from baton_kafka.streams.kafka.connect import topic_partitions
+from baton_kafka.streams.kafka.topics import changelogs
+from baton_kafka.streams.observe.dashboard import trace_command
+from baton_kafka.streams.settings import Settings
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import KETTLE

@@ -17,7 +17,7 @@ from tests.fixtures.paths import ROOT
 def test_init_then_check_passes_on_a_running_broker(tmp_path: Path, broker: Broker) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env |= {"BATON_BROKER": broker.url, "PYTHONPATH": str(ROOT), **broker.env}
-    baton = [sys.executable, "-m", "streams"]
+    baton = [sys.executable, "-m", "baton_kafka.streams"]
     subprocess.run([*baton, "init", "shop"], cwd=tmp_path, env=env, check=True)
     done = subprocess.run(
         [*baton, "check"], cwd=tmp_path / "shop", env=env, capture_output=True, text=True

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from agents.testing.standin import StandIn
-from schemas.codec import dumps
-from schemas.records import DeadLetter, Reply, Ticket
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import DeadLetter, Reply, Ticket
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS
 from tests.fixtures.deployments import Deployment, open_deployment

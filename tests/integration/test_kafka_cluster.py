@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from agents.testing.standin import run_in_thread
-from schemas.records import Reply
-from streams.kafka.topics import SESSIONS
+from baton_kafka.agents.testing.standin import run_in_thread
+from baton_kafka.schemas.records import Reply
+from baton_kafka.streams.kafka.topics import SESSIONS
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Cluster
 from tests.fixtures.data import FOLLOW_UPS, HEADPHONES, KETTLE, OPENING, orders_of, ticket_record

@@ -11,10 +11,10 @@ from aiokafka.admin import NewTopic
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streams.kafka.connect import new_admin, new_consumer, new_producer
-from streams.observe.lag import LagSampler
-from streams.observe.metrics import PrometheusObserver
-from streams.settings import Settings
+from baton_kafka.streams.kafka.connect import new_admin, new_consumer, new_producer
+from baton_kafka.streams.observe.lag import LagSampler
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.settings import Settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ticket_record
 from tests.fixtures.deployments import Deployment

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from agents.models.prices import PRICES, cost, price_for
-from agents.prompts import PROMPT_VERSION
-from schemas import Baton, CallUsage, DeadLetter, Reply
-from schemas.records import UsageTotals
+from baton_kafka.agents.models.prices import PRICES, cost, price_for
+from baton_kafka.agents.prompts import PROMPT_VERSION
+from baton_kafka.schemas import Baton, CallUsage, DeadLetter, Reply
+from baton_kafka.schemas.records import UsageTotals
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS_TWO_KETTLES, ticket_record

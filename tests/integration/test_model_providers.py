@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.testing.standin import WEAK, StandIn, run_in_thread
+from baton_kafka.agents.testing.standin import WEAK, StandIn, run_in_thread
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment

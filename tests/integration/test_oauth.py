@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from schemas.records import Reply
+from baton_kafka.schemas.records import Reply
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from baton_kafka.schemas import StageRecord
+from baton_kafka.streams.cli.main import dispatch
+from baton_kafka.streams.debug.trace import collect, render
+from baton_kafka.streams.runtime import Chain
 from examples.stages.priority import PRIORITY
-from schemas import StageRecord
-from streams.cli.main import dispatch
-from streams.debug.trace import collect, render
-from streams.runtime import Chain
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 from tests.fixtures.paths import ROOT

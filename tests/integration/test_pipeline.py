@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from schemas.records import Reply
+from baton_kafka.schemas.records import Reply
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment
 

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.testing.standin import StandIn
-from schemas.contracts import json_schema
-from schemas.records import DeadLetter, Reply
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.contracts import json_schema
+from baton_kafka.schemas.records import DeadLetter, Reply
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS
 from tests.fixtures.deployments import Deployment, open_deployment
@@ -172,6 +172,6 @@ def test_a_worker_whose_output_subject_is_incompatible_stops_with_one_line(
 
 
 async def _register(server: RegistryServer, subject: str, schema: dict[str, Any]) -> None:
-    from streams.kafka.registry import Registry
+    from baton_kafka.streams.kafka.registry import Registry
 
     await asyncio.to_thread(Registry(server.url).register, subject, orjson.dumps(schema).decode())

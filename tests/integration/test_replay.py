@@ -9,11 +9,11 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
-from agents.testing.standin import StandIn
-from schemas.codec import dumps
-from schemas.records import Reply
-from streams.kafka.reader import read_topics
-from streams.kafka.topics import TopicNames, changelog_topic
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply
+from baton_kafka.streams.kafka.reader import read_topics
+from baton_kafka.streams.kafka.topics import TopicNames, changelog_topic
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ticket_record
 from tests.fixtures.deployments import Deployment, counts, recorded_deployment, settings_of

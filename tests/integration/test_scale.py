@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from agents.testing.standin import StandIn, run_in_thread
+from baton_kafka.agents.testing.standin import StandIn, run_in_thread
 from tests.fixtures import delivery
 from tests.fixtures.data import conversations, orders_of
 from tests.fixtures.delivery import Tally, figures, settled, synced_generation

@@ -13,10 +13,10 @@ import orjson
 import pytest
 from aiokafka.errors import KafkaError, TopicAuthorizationFailedError
 
-from schemas import dumps
-from schemas.records import Reply
-from streams.kafka.connect import new_producer
-from streams.kafka.topics import TopicNames, changelog_topic, ensure_topics
+from baton_kafka.schemas import dumps
+from baton_kafka.schemas.records import Reply
+from baton_kafka.streams.kafka.connect import new_producer
+from baton_kafka.streams.kafka.topics import TopicNames, changelog_topic, ensure_topics
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, counts, settings_of
 from tests.fixtures.secure_kafka import (

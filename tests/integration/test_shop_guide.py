@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.policy import load
-from schemas import Reply, Ticket
-from streams.kafka.embedded import free_port
+from baton_kafka.agents.policy import load
+from baton_kafka.schemas import Reply, Ticket
+from baton_kafka.streams.kafka.embedded import free_port
 from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.testing.standin import StandIn, run_in_thread
-from schemas import DeadLetter, Reply
+from baton_kafka.agents.testing.standin import StandIn, run_in_thread
+from baton_kafka.schemas import DeadLetter, Reply
 from tests.fixtures import delivery
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ticket_record

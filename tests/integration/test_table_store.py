@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from agents.testing.standin import run_in_thread
-from streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE
+from baton_kafka.agents.testing.standin import run_in_thread
+from baton_kafka.streams.kafka.topics import BATON_TABLE, CUSTOMER_TABLE
 from tests.fixtures import delivery
 from tests.fixtures.data import conversations, orders_of
 from tests.fixtures.deployments import Deployment, WorkerProcess

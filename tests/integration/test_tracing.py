@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from agents.testing.standin import StandIn
-from schemas.codec import dumps
-from schemas.records import Ticket
-from schemas.stages import StageRecord
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.schemas.stages import StageRecord
 from tests.fixtures.data import ORDERS
 from tests.fixtures.deployments import Deployment
 

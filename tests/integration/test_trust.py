@@ -8,10 +8,10 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from schemas import StageRecord, Ticket, dumps
-from schemas.stages import OrderMatch
-from streams.kafka.topics import changelog_topic
-from streams.runtime.placement import session_partition
+from baton_kafka.schemas import StageRecord, Ticket, dumps
+from baton_kafka.schemas.stages import OrderMatch
+from baton_kafka.streams.kafka.topics import changelog_topic
+from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.guards.language import language_of
-from agents.guards.order_facts import CORRECTED
-from agents.testing.standin import WEAK, run_in_thread
+from baton_kafka.agents.guards.language import language_of
+from baton_kafka.agents.guards.order_facts import CORRECTED
+from baton_kafka.agents.testing.standin import WEAK, run_in_thread
 from tests.fixtures.brokers import Broker
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment

@@ -9,7 +9,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from agents.testing.standin import StandIn
+from baton_kafka.agents.testing.standin import StandIn
 from tests.fixtures.data import ORDERS_HEADPHONES_SHIPPED
 from tests.fixtures.deployments import Deployment
 from tests.fixtures.observability import (
@@ -148,7 +148,7 @@ async def test_an_openmetrics_scrape_links_a_latency_to_the_tickets_trace(
 
 def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "streams", "worker"],
+        [sys.executable, "-m", "baton_kafka.streams", "worker"],
         env=deployment.env(BATON_WEB_BIND="0.0.0.0"),
         capture_output=True,
         timeout=60,

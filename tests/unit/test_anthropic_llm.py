@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import BaseModel
 
-from agents.models.claude import AnthropicLLM, sdk_spans
-from agents.models.llm import (
+from baton_kafka.agents.models.claude import AnthropicLLM, sdk_spans
+from baton_kafka.agents.models.llm import (
     OutputInvalid,
     Refused,
     SpendLimit,
@@ -19,11 +19,11 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
-from agents.models.prices import PRICES, Price, cost, price_for
-from agents.testing import Request, Responder, StandIn
-from schemas import CallUsage, OrderChoice, Understanding
-from schemas.records import StageName
-from schemas.stages import OrderMatch
+from baton_kafka.agents.models.prices import PRICES, Price, cost, price_for
+from baton_kafka.agents.testing import Request, Responder, StandIn
+from baton_kafka.schemas import CallUsage, OrderChoice, Understanding
+from baton_kafka.schemas.records import StageName
+from baton_kafka.schemas.stages import OrderMatch
 from tests.fixtures.agents import MODEL, ORDERS, OUTPUTS, client, prompt, respond
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from streams.kafka.apache import ApacheKafka
-from streams.kafka.embedded import BrokerError
-from streams.kafka.jars import ApacheKafkaError, KafkaUnavailable, resolve_jars
-from streams.kafka.jvm import find_java, java_major
-from streams.kafka.kraft import consecutive_free_ports, random_id
+from baton_kafka.streams.kafka.apache import ApacheKafka
+from baton_kafka.streams.kafka.embedded import BrokerError
+from baton_kafka.streams.kafka.jars import ApacheKafkaError, KafkaUnavailable, resolve_jars
+from baton_kafka.streams.kafka.jvm import find_java, java_major
+from baton_kafka.streams.kafka.kraft import consecutive_free_ports, random_id
 
 
 def test_java_versions_old_and_new_are_read() -> None:

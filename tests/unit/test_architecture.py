@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 from tests.fixtures.paths import ROOT
 
 PACKAGES = ("schemas", "agents", "streams")
+# The one top-level import name: the folders above are its subpackages.
+TOP = "baton_kafka"
 
 
 def _modules() -> dict[str, Path]:
@@ -15,7 +18,7 @@ def _modules() -> dict[str, Path]:
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            name = ".".join((TOP, *(parts[:-1] if parts[-1] == "__init__" else parts)))
             found[name] = path
     return found
 
@@ -101,7 +104,7 @@ def test_the_cycle_finder_sees_a_cycle() -> None:
 def test_the_graph_sees_lazy_imports() -> None:
     graph = import_graph()
     # streams.runtime.worker imports the app inside ``run`` only.
-    assert "streams.runtime.app" in graph["streams.runtime.worker"]
+    assert "baton_kafka.streams.runtime.app" in graph["baton_kafka.streams.runtime.worker"]
 
 
 def test_no_module_imports_itself_back() -> None:
@@ -114,9 +117,9 @@ def _reaches_outside(
     return {
         dep
         for name, deps in graph.items()
-        if name.split(".")[0] == package
+        if name.split(".")[1] == package
         for dep in deps
-        if dep.split(".")[0] not in (package, *allowed)
+        if dep.split(".")[1] not in (package, *allowed)
     }
 
 
@@ -128,5 +131,48 @@ def test_layers_point_one_way() -> None:
 
 
 def test_the_layer_check_sees_a_step_back() -> None:
-    graph = {"agents.stage": {"schemas.records", "streams.app"}, "schemas.records": set()}
-    assert _reaches_outside(graph, "agents", ("schemas",)) == {"streams.app"}
+    graph = {
+        "baton_kafka.agents.stage": {"baton_kafka.schemas.records", "baton_kafka.streams.app"},
+        "baton_kafka.schemas.records": set(),
+    }
+    assert _reaches_outside(graph, "agents", ("schemas",)) == {"baton_kafka.streams.app"}
+
+
+def _bare_imports(source: str) -> list[str]:
+    """The imports in ``source`` that name a package folder without the one import name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        found += [n for n in names if n.split(".")[0] in PACKAGES]
+    return found
+
+
+def test_the_bare_import_check_sees_one() -> None:
+    assert _bare_imports("import streams.runtime\nfrom agents import x\n") == [
+        "streams.runtime",
+        "agents",
+    ]
+    assert _bare_imports(f"from {TOP}.agents import x\nimport {TOP}.schemas\n") == []
+
+
+def test_everything_imports_the_packages_by_the_one_import_name() -> None:
+    """`agents` and `schemas` are other distributions' import names: baton never uses them bare."""
+    tops = (*PACKAGES, "tests", "examples")
+    bare = {
+        str(path.relative_to(ROOT)): hits
+        for top in tops
+        for path in (ROOT / top).rglob("*.py")
+        if (hits := _bare_imports(path.read_text("utf-8")))
+    }
+    assert bare == {}
+
+
+def test_loading_the_packages_leaves_no_bare_module_behind() -> None:
+    import sys
+
+    for name in _modules():
+        if not name.endswith("__main__"):
+            importlib.import_module(name)
+    assert sorted(m for m in sys.modules if m.split(".")[0] in PACKAGES) == []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents import prompts
-from agents.asking import ask, budget_tokens, classify
-from agents.models.llm import (
+from baton_kafka.agents import prompts
+from baton_kafka.agents.asking import ask, budget_tokens, classify
+from baton_kafka.agents.models.llm import (
     BudgetExceeded,
     ModelFailure,
     OutputInvalid,
@@ -16,11 +16,11 @@ from agents.models.llm import (
     Truncated,
     Unavailable,
 )
-from agents.orders import SQLiteOrderStore
-from agents.strategy import decide
-from agents.testing import ScriptedLLM
-from agents.understand import understand
-from schemas import CallUsage, StrategyDraft, UsageTotals
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.testing import ScriptedLLM
+from baton_kafka.agents.understand import understand
+from baton_kafka.schemas import CallUsage, StrategyDraft, UsageTotals
 from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, ticket
 from tests.fixtures.data import understanding
 

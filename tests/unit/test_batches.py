@@ -13,23 +13,23 @@ from typing import Any
 import anthropic
 import pytest
 
-from agents.asking import ask
-from agents.models.batch_journal import BatchJournal, JournalMismatch, digest
-from agents.models.batches import BatchLLM, BatchSender, run_batched
-from agents.models.llm import Prompt
-from agents.models.prices import PRICES, batch_price, cost
-from agents.orders import open_store
-from agents.testing import StandIn, run_in_thread
-from schemas.codec import dumps
-from schemas.records import Reply, Ticket
-from streams.batched import answer_in_batches, cost_line, waves
-from streams.cli.main import main
-from streams.eval.run import load_cases, load_orders
-from streams.kafka.topics import TopicNames
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.asking import ask
+from baton_kafka.agents.models.batch_journal import BatchJournal, JournalMismatch, digest
+from baton_kafka.agents.models.batches import BatchLLM, BatchSender, run_batched
+from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.agents.models.prices import PRICES, batch_price, cost
+from baton_kafka.agents.orders import open_store
+from baton_kafka.agents.testing import StandIn, run_in_thread
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.streams.batched import answer_in_batches, cost_line, waves
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.eval.run import load_cases, load_orders
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import MODEL, client, prompt
 from tests.fixtures.paths import ROOT, TEST_DATA
 
@@ -307,7 +307,7 @@ async def test_the_batched_pipeline_replies_as_the_live_one_on_the_eval_set(
 
 def _baton(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "streams", *args],
+        [sys.executable, "-m", "baton_kafka.streams", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

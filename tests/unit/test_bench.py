@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.orders import open_store
-from agents.testing.standin import estimate_tokens
-from schemas.baton import Baton, TicketMemory
-from schemas.records import Order, UsageTotals
-from streams.bench.inproc import baton_growth, measure
-from streams.bench.load import Workload, minimal_context, prompt_sizes
-from streams.bench.report import records_per_ticket
-from streams.bench.run import BenchOptions, BrokerRun, broker_line, notes
-from streams.bench.stats import (
+from baton_kafka.agents.orders import open_store
+from baton_kafka.agents.testing.standin import estimate_tokens
+from baton_kafka.schemas.baton import Baton, TicketMemory
+from baton_kafka.schemas.records import Order, UsageTotals
+from baton_kafka.streams.bench.inproc import baton_growth, measure
+from baton_kafka.streams.bench.load import Workload, minimal_context, prompt_sizes
+from baton_kafka.streams.bench.report import records_per_ticket
+from baton_kafka.streams.bench.run import BenchOptions, BrokerRun, broker_line, notes
+from baton_kafka.streams.bench.stats import (
     Row,
     check_delivery,
     cpu_seconds,
@@ -30,11 +30,11 @@ from streams.bench.stats import (
     steady_rate,
     table,
 )
-from streams.bench.workloads import soak_expiry
-from streams.cli.main import main, parser
-from streams.kafka.apache import KafkaUnavailable
-from streams.kafka.topics import TopicNames
-from streams.settings import Settings, load
+from baton_kafka.streams.bench.workloads import soak_expiry
+from baton_kafka.streams.cli.main import main, parser
+from baton_kafka.streams.kafka.apache import KafkaUnavailable
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.settings import Settings, load
 from tests.fixtures.data import KETTLE, order
 from tests.fixtures.data import reply as make_reply
 
@@ -280,7 +280,7 @@ def test_the_broker_defaults_to_tansu() -> None:
 def test_kafka_without_java_is_the_one_line_kafka_unavailable_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import streams.kafka.apache as apache
+    import baton_kafka.streams.kafka.apache as apache
 
     def no_java(_: str | None = None) -> None:
         raise KafkaUnavailable("java not found; install a JRE 17+ (apt-get install default-jre)")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.bench.breakdown import (
+from baton_kafka.streams.bench.breakdown import (
     Timeline,
     cost_per_ticket,
     describe_breakdown,
@@ -15,9 +15,9 @@ from streams.bench.breakdown import (
     stage_costs,
     ticket_breakdown,
 )
-from streams.bench.inproc import measure
-from streams.bench.load import Workload
-from streams.bench.run import notes
+from baton_kafka.streams.bench.inproc import measure
+from baton_kafka.streams.bench.load import Workload
+from baton_kafka.streams.bench.run import notes
 from tests.unit.test_bench import _store_with
 
 
@@ -179,7 +179,7 @@ def test_the_notes_print_the_breakdown_in_chain_order_and_the_costs() -> None:
 async def test_the_in_process_run_times_the_audit_and_policy_check_of_each_draft(
     tmp_path: Path,
 ) -> None:
-    import agents.strategy as strategy
+    import baton_kafka.agents.strategy as strategy
 
     audit, settle = strategy.audit, strategy.settle
     workload = Workload("c", sessions=2, per_session=2)

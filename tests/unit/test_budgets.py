@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.models.llm import Answer, Prompt, T
-from agents.orders import SQLiteOrderStore
-from agents.outcome import Failure, Outcome
-from agents.rules.offline import OfflineLLM
-from schemas import DeadLetter, Reply, Ticket, dumps
-from schemas.records import CallUsage
-from streams.runtime.budgets import SLICES, Allowance, CustomerBudgets
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.models.llm import Answer, Prompt, T
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.outcome import Failure, Outcome
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas import DeadLetter, Reply, Ticket, dumps
+from baton_kafka.schemas.records import CallUsage
+from baton_kafka.streams.runtime.budgets import SLICES, Allowance, CustomerBudgets
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.models.claude import AnthropicLLM
-from agents.models.llm import SpendLimit, TimedOut, Unavailable
-from agents.testing import Request, StandIn
-from schemas import Understanding
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.models.llm import SpendLimit, TimedOut, Unavailable
+from baton_kafka.agents.testing import Request, StandIn
+from baton_kafka.schemas import Understanding
 from tests.fixtures.agents import client, prompt, respond
 
 
@@ -107,7 +107,7 @@ async def test_spend_limit_is_never_retried_and_alarms_once_a_minute(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = FakeClock()
-    caplog.set_level(logging.ERROR, logger="agents.models.claude")
+    caplog.set_level(logging.ERROR, logger="baton_kafka.agents.models.claude")
     async with StandIn(responder=respond) as server:
         llm = client(server, clock=clock, max_retries=4)
         try:
@@ -151,7 +151,7 @@ async def test_stages_on_one_model_share_the_cached_handbook() -> None:
 async def test_an_uncached_prefix_is_warned_about_once_per_stage_and_model(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="agents.models.claude")
+    caplog.set_level(logging.WARNING, logger="baton_kafka.agents.models.claude")
     async with StandIn(responder=respond, min_cache_tokens=100_000) as server:
         llm = client(server)
         try:
@@ -166,7 +166,7 @@ async def test_an_uncached_prefix_is_warned_about_once_per_stage_and_model(
 
 @pytest.mark.parametrize("stage", ["understand", "lookup", "strategy"])
 async def test_default_models_cache_each_stage_at_their_real_minimums(stage: Any) -> None:
-    from streams.settings import load
+    from baton_kafka.streams.settings import load
 
     model = load({}).model_for(stage)
     async with StandIn(responder=respond, min_cache_tokens=None) as server:
@@ -182,9 +182,9 @@ async def test_default_models_cache_each_stage_at_their_real_minimums(stage: Any
 
 
 async def test_the_worker_builds_the_model_from_the_settings() -> None:
-    from agents.models.prices import Price
-    from streams.runtime.worker import build_llm
-    from streams.settings import load
+    from baton_kafka.agents.models.prices import Price
+    from baton_kafka.streams.runtime.worker import build_llm
+    from baton_kafka.streams.settings import load
 
     settings = load(
         {

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from streams.cli.main import COMMANDS, main, parser
-from streams.jsonl import Progress
-from streams.kafka.embedded import free_port
-from streams.settings import Settings
+from baton_kafka.streams.cli.main import COMMANDS, main, parser
+from baton_kafka.streams.jsonl import Progress
+from baton_kafka.streams.kafka.embedded import free_port
+from baton_kafka.streams.settings import Settings
 from tests.fixtures.paths import ROOT
 
 
@@ -21,7 +21,7 @@ def run_cli(
     *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
+        [sys.executable, "-m", "baton_kafka.streams", *args],
         capture_output=True,
         text=True,
         input=stdin.decode() if stdin else None,
@@ -189,7 +189,7 @@ def test_orders_import_validates_then_upserts_by_id(tmp_path: Path) -> None:
 
     import asyncio
 
-    from agents.orders import SQLiteOrderStore
+    from baton_kafka.agents.orders import SQLiteOrderStore
 
     async def read() -> list[str]:
         store = SQLiteOrderStore(tmp_path / "orders.sqlite3")
@@ -214,7 +214,7 @@ def test_progress_bar_only_for_long_runs() -> None:
 def test_the_worker_runs_on_uvloop_unless_told_otherwise() -> None:
     import uvloop
 
-    from streams.runtime.worker import use_event_loop
+    from baton_kafka.streams.runtime.worker import use_event_loop
 
     policy = asyncio.get_event_loop_policy()
     try:

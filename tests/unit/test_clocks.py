@@ -9,18 +9,18 @@ from datetime import timedelta
 
 import pytest
 
-from agents.fixed_texts import fixed
-from agents.models.claude import AnthropicLLM
-from agents.orders import SQLiteOrderStore
-from agents.testing.standin import StandIn
-from schemas import Reply, dumps
-from schemas.records import utcnow
-from streams.observe.observer import CountingObserver
-from streams.runtime.clocks import ClockGauges, age_bucket
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings, SettingsError, load
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas import Reply, dumps
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.streams.observe.observer import CountingObserver
+from baton_kafka.streams.runtime.clocks import ClockGauges, age_bucket
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings, SettingsError, load
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import client
 from tests.fixtures.data import ticket
 from tests.fixtures.delivery import Tally

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from streams.kafka.apache import pinned_version
-from streams.observe.guard import OPEN_PATHS
+from baton_kafka.streams.kafka.apache import pinned_version
+from baton_kafka.streams.observe.guard import OPEN_PATHS
 from tests.fixtures.paths import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -97,7 +97,7 @@ def settings_load() -> Any:
     (the generated key stands in), importable whether or not baton is installed."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    load = importlib.import_module("streams.settings").load
+    load = importlib.import_module("baton_kafka.streams.settings").load
 
     def with_key(env: Mapping[str, str] | None = None, **overrides: Any) -> Any:
         env = dict(env or {})

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from streams.config import reference
-from streams.config.kafka import CLIENT_OPTIONS
-from streams.config.loading import specs
-from streams.runtime.spawn import child_env
-from streams.settings import Settings, SettingsError, load
+from baton_kafka.streams.config import reference
+from baton_kafka.streams.config.kafka import CLIENT_OPTIONS
+from baton_kafka.streams.config.loading import specs
+from baton_kafka.streams.runtime.spawn import child_env
+from baton_kafka.streams.settings import Settings, SettingsError, load
 
 
 def _write(path: Path, text: str) -> Path:
@@ -153,8 +153,8 @@ def test_every_setting_is_declared_and_documented() -> None:
 def test_the_kafka_client_options_are_aiokafka_s_and_applied() -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-    from streams.kafka.connect import new_consumer, new_producer
-    from streams.kafka.faust_producer import configured_producer
+    from baton_kafka.streams.kafka.connect import new_consumer, new_producer
+    from baton_kafka.streams.kafka.faust_producer import configured_producer
 
     taken = {
         "producer": set(inspect.signature(AIOKafkaProducer.__init__).parameters),
@@ -186,7 +186,7 @@ def test_the_kafka_client_options_are_aiokafka_s_and_applied() -> None:
     # Faust's own consumers: the options set on the consumer it built, before it starts.
     from aiokafka import AIOKafkaConsumer
 
-    from streams.kafka.faust_consumer import apply_options
+    from baton_kafka.streams.kafka.faust_consumer import apply_options
 
     async def faust_built() -> tuple[int, int, int]:
         consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", max_poll_records=500)

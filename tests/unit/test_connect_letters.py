@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from agents.orders import SQLiteOrderStore
-from schemas import StageRecord, dumps
-from streams.debug.dlq import as_json, described, letters, redrive
-from streams.kafka.client import Message
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.placement import session_partition
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.schemas import StageRecord, dumps
+from baton_kafka.streams.debug.dlq import as_json, described, letters, redrive
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory, names, sink
 
@@ -74,9 +74,11 @@ async def test_an_invalid_record_is_kept_as_read_with_every_connect_header(
     assert (h["__connect.errors.partition"], h["__connect.errors.offset"]) == (b"3", b"41")
     assert h["__connect.errors.connector.name"] == b"baton-u"
     assert h["__connect.errors.stage"] == b"VALUE_CONVERTER"
-    assert h["__connect.errors.exception.class.name"] == b"schemas.codec.InvalidRecord"
+    assert h["__connect.errors.exception.class.name"] == b"baton_kafka.schemas.codec.InvalidRecord"
     assert h["__connect.errors.exception.message"].startswith(b"value is not valid JSON")
-    assert h["__connect.errors.exception.stacktrace"].startswith(b"schemas.codec.InvalidRecord: ")
+    assert h["__connect.errors.exception.stacktrace"].startswith(
+        b"baton_kafka.schemas.codec.InvalidRecord: "
+    )
     assert (h["baton.reason"], h["baton.stage"]) == (b"invalid_input", b"intake")
 
     (letter,) = letters([m])

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
-from schemas.contracts import FOLDER, RECORDS, TOPICS, main, rendered, stale
-from schemas.topics import ALL
+from baton_kafka.schemas.contracts import FOLDER, RECORDS, TOPICS, main, rendered, stale
+from baton_kafka.schemas.topics import ALL
 
 
 def test_the_committed_files_match_the_models() -> None:

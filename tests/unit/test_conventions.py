@@ -17,18 +17,18 @@ from opentelemetry.trace import SpanKind
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from agents.models.claude import AnthropicLLM
-from agents.models.llm import ModelFailure
-from agents.orders import SQLiteOrderStore
-from agents.testing import StandIn
-from schemas import dumps
-from streams.observe import tracing
-from streams.observe.logs import JsonFormatter
-from streams.observe.metrics import PrometheusObserver
-from streams.observe.observer import CountingObserver, Fanout
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.placement import session_partition
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.models.llm import ModelFailure
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.testing import StandIn
+from baton_kafka.schemas import dumps
+from baton_kafka.streams.observe import tracing
+from baton_kafka.streams.observe.logs import JsonFormatter
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.observe.observer import CountingObserver, Fanout
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.agents import MODEL, client, prompt, respond
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory, names, sink

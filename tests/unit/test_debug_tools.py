@@ -8,12 +8,18 @@ import orjson
 import pytest
 from aiokafka.structs import OffsetAndTimestamp
 
-from schemas.baton import Baton, ChainEntry, MemoryIndex
-from schemas.codec import dumps
-from schemas.records import DeadLetter, Reply, Ticket, UsageTotals
-from schemas.stages import OrderCandidate, OrderMatch, Recall, StageRecord, Understanding
-from streams.debug import dlq, trace
-from streams.debug.replay_plan import (
+from baton_kafka.schemas.baton import Baton, ChainEntry, MemoryIndex
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import DeadLetter, Reply, Ticket, UsageTotals
+from baton_kafka.schemas.stages import (
+    OrderCandidate,
+    OrderMatch,
+    Recall,
+    StageRecord,
+    Understanding,
+)
+from baton_kafka.streams.debug import dlq, trace
+from baton_kafka.streams.debug.replay_plan import (
     Selection,
     diff,
     diff_line,
@@ -22,10 +28,10 @@ from streams.debug.replay_plan import (
     select,
     summary,
 )
-from streams.kafka.client import Message
-from streams.kafka.reader import offset_or_none
-from streams.kafka.topics import TopicNames, changelog_topic
-from streams.settings import Settings
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.kafka.reader import offset_or_none
+from baton_kafka.streams.kafka.topics import TopicNames, changelog_topic
+from baton_kafka.streams.settings import Settings
 from tests.fixtures import data
 
 T0 = 1_800_000_000_000

@@ -11,24 +11,24 @@ from typing import Any
 
 import pytest
 
-from agents import people
-from agents.memory import new_baton
-from agents.orders import OrderSource, SQLiteOrderStore
-from agents.policy import load as load_policy
-from agents.prompts import build, parse_context
-from schemas import Baton, InFlight, Reply, dumps
-from schemas.decision import Decision, PendingOffer, PersonNote
-from schemas.records import Offer, OfferLine
-from schemas.stages import StrategyDraft
-from streams.observe.observer import CountingObserver
-from streams.runtime.batons import BatonStore
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.placement import session_partition
-from streams.runtime.redelivery import Redelivery
-from streams.runtime.scheduler import SessionGate
-from streams.runtime.signing import Signer
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents import people
+from baton_kafka.agents.memory import new_baton
+from baton_kafka.agents.orders import OrderSource, SQLiteOrderStore
+from baton_kafka.agents.policy import load as load_policy
+from baton_kafka.agents.prompts import build, parse_context
+from baton_kafka.schemas import Baton, InFlight, Reply, dumps
+from baton_kafka.schemas.decision import Decision, PendingOffer, PersonNote
+from baton_kafka.schemas.records import Offer, OfferLine
+from baton_kafka.schemas.stages import StrategyDraft
+from baton_kafka.streams.observe.observer import CountingObserver
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.redelivery import Redelivery
+from baton_kafka.streams.runtime.scheduler import SessionGate
+from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import C1_ORDERS, days_ago, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT

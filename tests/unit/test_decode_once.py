@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from agents.orders import SQLiteOrderStore
-from schemas import Baton, MemoryIndex, StageRecord, dumps
-from schemas.codec import InvalidRecord, parse
-from streams.runtime.dead_letters import Source
-from streams.runtime.delivery import Delivery
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.placement import session_partition
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.schemas import Baton, MemoryIndex, StageRecord, dumps
+from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.delivery import Delivery
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import baton_of, counts, dead_letters, in_memory, names, run, sink
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from agents.orders import SQLiteOrderStore
-from agents.testing.standin import StandIn
-from streams.observe.observer import CountingObserver
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.streams.observe.observer import CountingObserver
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import client
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import baton_of, dead_letters, run

@@ -15,11 +15,11 @@ import pytest
 from aiokafka import TopicPartition
 from faust.types import TP
 
-from schemas.records import CallUsage, DeadLetterReason, ReplyStatus
-from streams.observe.lag import LagSampler
-from streams.observe.metrics import PrometheusObserver
-from streams.runtime.chain import BUILTIN
-from streams.settings import load
+from baton_kafka.schemas.records import CallUsage, DeadLetterReason, ReplyStatus
+from baton_kafka.streams.observe.lag import LagSampler
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.runtime.chain import BUILTIN
+from baton_kafka.streams.settings import load
 from tests.fixtures.data import reply
 from tests.fixtures.faust_app import (
     FakeApp,

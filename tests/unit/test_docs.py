@@ -19,6 +19,7 @@ from tests.fixtures.paths import ROOT
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [ROOT / "README.md", *DOCS]
 PACKAGES = ("schemas", "agents", "streams")
+TOP = "baton_kafka"
 # Names docs/design.md cites that are not baton's: an HTTP header, Kafka's protocol words.
 EXTERNAL = {"Host", "InitProducerId", "UnknownError"}
 
@@ -77,9 +78,9 @@ def test_the_readme_is_a_front_door() -> None:
 def _modules() -> dict[str, ModuleType]:
     found: dict[str, ModuleType] = {}
     for name in PACKAGES:
-        package = importlib.import_module(name)
-        found[name] = package
-        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
+        package = importlib.import_module(f"{TOP}.{name}")
+        found[package.__name__] = package
+        for info in pkgutil.walk_packages(package.__path__, f"{TOP}.{name}."):
             if ".testing.standin.__main__" in info.name or info.name.endswith("__main__"):
                 continue
             found[info.name] = importlib.import_module(info.name)
@@ -145,8 +146,10 @@ def _problems_with(name: str) -> str | None:
     bare = re.sub(r"\(.*\)$", "", name)
     if re.fullmatch(r"_\w+", bare.split(".")[-1]) and not bare.startswith("__"):
         return "a private name (docs name public things only)"
-    if re.fullmatch(r"(schemas|agents|streams)(\.\w+)+", bare):
+    if re.fullmatch(rf"{TOP}\.(schemas|agents|streams)(\.\w+)+", bare):
         return None if _resolves(bare) else "not importable"
+    if re.fullmatch(r"(schemas|agents|streams)(\.\w+)+", bare):
+        return f"not an import name (it is {TOP}.{bare})"
     head, _, attr = bare.partition(".")
     if re.fullmatch(r"[A-Z][a-z]\w*", head) and (not attr or re.fullmatch(r"\w+", attr)):
         classes = _classes().get(head)
@@ -164,9 +167,9 @@ def test_design_names_only_things_that_exist_and_are_public() -> None:
 
 
 def test_the_prompt_versions_cited_in_the_docs_are_current() -> None:
-    from agents.policy import default_policy
-    from agents.prompts import PROMPT_VERSION
-    from streams.eval.judge import judge_prompt_version
+    from baton_kafka.agents.policy import default_policy
+    from baton_kafka.agents.prompts import PROMPT_VERSION
+    from baton_kafka.streams.eval.judge import judge_prompt_version
 
     current = {"p": PROMPT_VERSION, "j": judge_prompt_version(default_policy())}
     stale = []
@@ -184,8 +187,8 @@ def _section(page: str, heading: str) -> str:
 
 
 def test_production_counts_and_lists_the_topics_baton_creates() -> None:
-    from streams.kafka.topics import changelogs, required_partitions, wanted_partitions
-    from streams.settings import Settings
+    from baton_kafka.streams.kafka.topics import changelogs, required_partitions, wanted_partitions
+    from baton_kafka.streams.settings import Settings
 
     managed = _section("production.md", "Topics on a managed cluster")
     said = re.search(
@@ -216,8 +219,8 @@ def test_production_counts_and_lists_the_topics_baton_creates() -> None:
 
 
 def test_production_names_the_registry_and_dead_letter_settings() -> None:
-    from streams.config.declared import shown_order
-    from streams.config.spec import spec_of
+    from baton_kafka.streams.config.declared import shown_order
+    from baton_kafka.streams.config.spec import spec_of
 
     names = {spec.env for f in shown_order() if (spec := spec_of(f))}
     wanted = {n for n in names if n.startswith("BATON_SCHEMA_REGISTRY_")}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from baton_kafka.streams.driver import TestPipeline
 from examples.stages import priority_check
-from streams.driver import TestPipeline
 from tests.fixtures.data import C1_ORDERS, ticket
 from tests.fixtures.pipelines import in_memory, run
 from tests.fixtures.stores import sqlite_store

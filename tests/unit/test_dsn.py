@@ -9,11 +9,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agents.dsn import mask_dsn, passwords, scrub
-from agents.orders import PostgresOrderStore, SQLiteOrderStore, StoreUnavailable, open_store
-from streams.cli.main import main
-from streams.observe.logs import JsonFormatter, RedactFilter, logging_config
-from streams.settings import Settings, SettingsError
+from baton_kafka.agents.dsn import mask_dsn, passwords, scrub
+from baton_kafka.agents.orders import (
+    PostgresOrderStore,
+    SQLiteOrderStore,
+    StoreUnavailable,
+    open_store,
+)
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.observe.logs import JsonFormatter, RedactFilter, logging_config
+from baton_kafka.streams.settings import Settings, SettingsError
 
 PASSWORD = "pg-Secret-0123456789"
 DSN = f"postgresql://baton:{PASSWORD}@db:5432/orders"
@@ -51,7 +56,7 @@ def test_the_passwords_of_a_dsn_as_written_and_decoded() -> None:
 def test_orders_import_prints_the_dsn_without_its_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import streams.runtime.orders
+    import baton_kafka.streams.runtime.orders as runtime_orders
 
     lines = tmp_path / "orders.jsonl"
     lines.write_text(
@@ -60,7 +65,7 @@ def test_orders_import_prints_the_dsn_without_its_password(
     )
     # A SQLite store behind a PostgreSQL DSN: what is printed is the DSN.
     monkeypatch.setattr(
-        streams.runtime.orders, "build_store", lambda s: SQLiteOrderStore(tmp_path / "o.db")
+        runtime_orders, "build_store", lambda s: SQLiteOrderStore(tmp_path / "o.db")
     )
     monkeypatch.setenv("BATON_ORDERS_DSN", DSN)
     assert main(["orders", "import", str(lines)]) == 0
@@ -85,7 +90,7 @@ def test_an_unsupported_dsn_is_one_line_without_its_password(
         open_store(f"mysql://u:{PASSWORD}@h/db")
     assert PASSWORD not in str(raised.value)
 
-    from streams.runtime.orders import build_store
+    from baton_kafka.streams.runtime.orders import build_store
 
     with pytest.raises(SettingsError, match="BATON_ORDERS_DSN"):
         build_store(Settings(data_dir=tmp_path, orders_dsn=f"redis://u:{PASSWORD}@h"))

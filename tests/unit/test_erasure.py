@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from agents import history, memory
-from schemas import Erasure, IndexUpdate, StageRecord, dumps
-from schemas.records import utcnow
-from streams.runtime import erasure
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
+from baton_kafka.agents import history, memory
+from baton_kafka.schemas import Erasure, IndexUpdate, StageRecord, dumps
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.streams.runtime import erasure
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import baton_of, names, run, sink, state
 

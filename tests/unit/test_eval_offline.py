@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from schemas import Reply
-from streams.eval.run import check, load_cases, load_orders, shifted, week_shift
-from streams.eval.score import World, score, summarize
+from baton_kafka.schemas import Reply
+from baton_kafka.streams.eval.run import check, load_cases, load_orders, shifted, week_shift
+from baton_kafka.streams.eval.score import World, score, summarize
 from tests.fixtures.paths import TEST_DATA
 from tests.fixtures.pipelines import in_memory, run
 from tests.fixtures.stores import sqlite_store

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 import pytest
 
-from schemas.codec import dumps
-from schemas.records import Reply, Ticket
-from streams.cli.main import main
-from streams.eval.run import (
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.eval.run import (
     BadInput,
     check,
     load_cases,
@@ -21,7 +21,7 @@ from streams.eval.run import (
     shifted,
     week_shift,
 )
-from streams.eval.score import (
+from baton_kafka.streams.eval.score import (
     Case,
     World,
     found,

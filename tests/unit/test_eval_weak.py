@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agents.guards.order_facts import CORRECTED
-from agents.models.claude import AnthropicLLM
-from agents.testing.standin import WEAK, StandIn, WeakStyle
-from schemas import Reply
-from streams.eval.run import load_cases, load_orders, shifted, week_shift
-from streams.eval.score import World, score, summarize
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.guards.order_facts import CORRECTED
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.testing.standin import WEAK, StandIn, WeakStyle
+from baton_kafka.schemas import Reply
+from baton_kafka.streams.eval.run import load_cases, load_orders, shifted, week_shift
+from baton_kafka.streams.eval.score import World, score, summarize
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.paths import TEST_DATA
 from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store

@@ -9,14 +9,14 @@ from datetime import timedelta
 
 import pytest
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from schemas import Baton, IndexUpdate, MemoryIndex, SessionSummary, dumps
-from schemas.records import utcnow
-from streams.runtime.expiry import YIELD_EVERY, IndexSweep
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas import Baton, IndexUpdate, MemoryIndex, SessionSummary, dumps
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.streams.runtime.expiry import YIELD_EVERY, IndexSweep
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 
 NOW = utcnow()
 DAY = timedelta(days=1)

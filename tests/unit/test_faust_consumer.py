@@ -9,7 +9,7 @@ import pytest
 from faust.transport.drivers.aiokafka import Consumer
 from faust.types import TP
 
-from streams.kafka.faust_consumer import seeking_consumer
+from baton_kafka.streams.kafka.faust_consumer import seeking_consumer
 
 SOURCE, OTHER = TP("shop.support.tickets", 0), TP("shop.support.other", 0)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition
 
-from streams.runtime.faust_io import ScanIncomplete, scan
+from baton_kafka.streams.runtime.faust_io import ScanIncomplete, scan
 
 TP = TopicPartition("support.replies", 3)
 
@@ -61,7 +61,7 @@ async def test_a_partition_that_cannot_be_read_in_time_is_unknown_not_absent() -
 def test_the_index_table_lists_its_keys_and_tombstones_a_key_outside_any_stream() -> None:
     import faust
 
-    from streams.runtime.faust_io import FaustIndexTable
+    from baton_kafka.streams.runtime.faust_io import FaustIndexTable
 
     app = faust.App("t-index", broker="kafka://127.0.0.1:1", store="memory://", autodiscover=False)
     table = FaustIndexTable(app, "customers")

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.fixed_texts import fixed, keys, languages
-from agents.guards.language import language_of, language_problem
-from agents.guards.order_facts import facts_line
-from agents.people_texts import alternative, confirmation
-from schemas import Order
-from schemas.records import Offer, OfferLine
+from baton_kafka.agents.fixed_texts import fixed, keys, languages
+from baton_kafka.agents.guards.language import language_of, language_problem
+from baton_kafka.agents.guards.order_facts import facts_line
+from baton_kafka.agents.people_texts import alternative, confirmation
+from baton_kafka.schemas import Order
+from baton_kafka.schemas.records import Offer, OfferLine
 
 ORDER_ID, PRODUCT = "G-1001", "Midea Electric Kettle 1.7L"
 # A core problem as the customer wrote it, quoted by a hand-off text.

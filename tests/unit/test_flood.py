@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from schemas import DeadLetter, Reply, Ticket, dumps
-from schemas.records import StageName
-from streams.debug.dlq import redrive
-from streams.kafka.topics import TopicNames
-from streams.runtime.app import stage_schedulers
-from streams.runtime.dead_letters import Source
-from streams.runtime.faust_io import session_partition
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas import DeadLetter, Reply, Ticket, dumps
+from baton_kafka.schemas.records import StageName
+from baton_kafka.streams.debug.dlq import redrive
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.runtime.app import stage_schedulers
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.faust_io import session_partition
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
 from tests.fixtures.delivery import figures
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agents import prompts
-from agents.guards import (
+from baton_kafka.agents import prompts
+from baton_kafka.agents.guards import (
     CustomerOrders,
     audit,
     drift_problems,
@@ -16,9 +16,9 @@ from agents.guards import (
     money,
     product_names,
 )
-from agents.policy import Policy, default_policy, load
-from agents.rules.reply import strategy_rules
-from schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
+from baton_kafka.agents.policy import Policy, default_policy, load
+from baton_kafka.agents.rules.reply import strategy_rules
+from baton_kafka.schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
 from tests.fixtures.data import corpus_draft
 from tests.fixtures.paths import ROOT, TEST_DATA, data_rows
 

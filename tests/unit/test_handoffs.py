@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from agents.memory import TICKETS_KEEP
-from agents.models.llm import LLM, Answer, Prompt, T
-from agents.orders import OrderSource, SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from agents.testing import StandIn
-from schemas import (
+from baton_kafka.agents.memory import TICKETS_KEEP
+from baton_kafka.agents.models.llm import LLM, Answer, Prompt, T
+from baton_kafka.agents.orders import OrderSource, SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.testing import StandIn
+from baton_kafka.schemas import (
     MAX_TEXT_CHARS,
     Baton,
     HandoffPacket,
@@ -28,14 +28,14 @@ from schemas import (
     TicketMemory,
     dumps,
 )
-from schemas.handoff import PACKET_TURNS_KEEP
-from schemas.records import StageName
-from streams.debug import handoffs as handoffs_view
-from streams.kafka.client import Message
-from streams.runtime import handoffs
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.testing import MemorySink
+from baton_kafka.schemas.handoff import PACKET_TURNS_KEEP
+from baton_kafka.schemas.records import StageName
+from baton_kafka.streams.debug import handoffs as handoffs_view
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.runtime import handoffs
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.testing import MemorySink
 from tests.fixtures.agents import client
 from tests.fixtures.data import C1_ORDERS, handoff_packet, jacket, ticket
 from tests.fixtures.data import reply as data_reply

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from streams.runtime.signing import HEADER, Signer
+from baton_kafka.streams.runtime.signing import HEADER, Signer
 from tests.fixtures.paths import ROOT
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agents import history
-from schemas import MemoryIndex, dumps
-from schemas.baton import IndexUpdate, OrderMemory
-from schemas.records import Order, Reply, utcnow
-from streams.runtime.pipeline import Pipeline
+from baton_kafka.agents import history
+from baton_kafka.schemas import MemoryIndex, dumps
+from baton_kafka.schemas.baton import IndexUpdate, OrderMemory
+from baton_kafka.schemas.records import Order, Reply, utcnow
+from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import days_ago, order, ticket
 from tests.fixtures.pipelines import baton_of, in_memory, run, state
 from tests.fixtures.stores import sqlite_store

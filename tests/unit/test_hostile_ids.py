@@ -12,23 +12,23 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from schemas.codec import dumps
-from schemas.records import MAX_ID_CHARS, DeadLetter
-from streams.admin.forget import Forgotten
-from streams.cli.forget import _lines
-from streams.cli.main import parser
-from streams.debug import dlq, trace
-from streams.debug.replay_plan import diff_line
-from streams.kafka.client import Message
-from streams.kafka.topics import TopicNames, changelog_topic
-from streams.observe.dashboard import Recent, trace_command
-from streams.observe.metrics import PrometheusObserver
-from streams.observe.shown import shown
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import MAX_ID_CHARS, DeadLetter
+from baton_kafka.streams.admin.forget import Forgotten
+from baton_kafka.streams.cli.forget import _lines
+from baton_kafka.streams.cli.main import parser
+from baton_kafka.streams.debug import dlq, trace
+from baton_kafka.streams.debug.replay_plan import diff_line
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.kafka.topics import TopicNames, changelog_topic
+from baton_kafka.streams.observe.dashboard import Recent, trace_command
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import reply, ticket
 from tests.fixtures.pipelines import run
 

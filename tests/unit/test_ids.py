@@ -8,9 +8,9 @@ import unicodedata
 import pytest
 from pydantic import ValidationError
 
-from schemas.codec import InvalidRecord, parse
-from schemas.contracts import json_schema
-from schemas.records import ID_PATTERN, MAX_ID_CHARS, Order, Ticket
+from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.contracts import json_schema
+from baton_kafka.schemas.records import ID_PATTERN, MAX_ID_CHARS, Order, Ticket
 
 # Shapes real shops send, each kept exactly as sent.
 REAL_IDS = {

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.cache_fit import cache_fits
-from agents.policy import default_policy
-from agents.policy import load as load_policy
-from agents.prompts import prompt_version, system_prompt
-from streams.cli.init import files
-from streams.cli.main import main
-from streams.config.template import render
-from streams.settings import Settings, load
+from baton_kafka.agents.cache_fit import cache_fits
+from baton_kafka.agents.policy import default_policy
+from baton_kafka.agents.policy import load as load_policy
+from baton_kafka.agents.prompts import prompt_version, system_prompt
+from baton_kafka.streams.cli.init import files
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.config.template import render
+from baton_kafka.streams.settings import Settings, load
 
 
 def _closed_port() -> int:
@@ -96,7 +96,7 @@ def test_a_short_prompt_is_reported_with_the_numbers(tmp_path: Path) -> None:
     )
     assert all(f.cached for f in cache_fits(policy, models, {"my-model": 1024}))
     # A worker says so at start, with the same numbers; offline, no model caches anything.
-    from streams.runtime.worker import uncached
+    from baton_kafka.streams.runtime.worker import uncached
 
     slow = load({"BATON_LLM": "anthropic", "ANTHROPIC_API_KEY": "k", "BATON_MODEL": "my-model"})
     assert uncached(slow.with_(cache_min_tokens={"my-model": 20_000}))[0].startswith(

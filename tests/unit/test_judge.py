@@ -9,22 +9,22 @@ from typing import Any
 
 import pytest
 
-from agents.models.claude import AnthropicLLM
-from agents.policy import default_policy
-from agents.testing.standin import StandIn
-from agents.testing.standin.judge import judge_block, judge_responder
-from schemas import Offer, OfferLine, Order, Reply, Ticket
-from streams.eval.judge import (
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.policy import default_policy
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
+from baton_kafka.schemas import Offer, OfferLine, Order, Reply, Ticket
+from baton_kafka.streams.eval.judge import (
     JudgeOptions,
     judge_context,
     judge_prompt_version,
     judge_replies,
 )
-from streams.eval.run import load_cases, load_orders, shifted, week_shift
-from streams.eval.score import Case, Label
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.eval.run import load_cases, load_orders, shifted, week_shift
+from baton_kafka.streams.eval.score import Case, Label
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.paths import TEST_DATA, data_rows
 from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store

@@ -12,7 +12,7 @@ from aiokafka.errors import KafkaConnectionError, SaslAuthenticationFailed
 from faust.auth import SASLCredentials, SSLCredentials
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
-from streams.kafka.connect import (
+from baton_kafka.streams.kafka.connect import (
     BrokerUnreachable,
     client_options,
     new_admin,
@@ -22,10 +22,10 @@ from streams.kafka.connect import (
     refusal,
     ssl_context,
 )
-from streams.kafka.faust_auth import broker_credentials
-from streams.observe.logs import logging_config
-from streams.runtime.app import faust_settings
-from streams.settings import Settings, SettingsError, load
+from baton_kafka.streams.kafka.faust_auth import broker_credentials
+from baton_kafka.streams.observe.logs import logging_config
+from baton_kafka.streams.runtime.app import faust_settings
+from baton_kafka.streams.settings import Settings, SettingsError, load
 from tests.fixtures.secure_kafka import make_ca, make_server_cert
 
 BROKER = "kafka://k1:9093;k2:9093"

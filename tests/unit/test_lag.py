@@ -13,9 +13,9 @@ from faust.types import TP
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streams.observe.lag import LagSampler, partition_lag
-from streams.observe.metrics import PrometheusObserver
-from streams.settings import load
+from baton_kafka.streams.observe.lag import LagSampler, partition_lag
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.settings import load
 
 T0, T1, T2 = (TopicPartition("ns.support.understood", p) for p in range(3))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.guards.language import feedback_note, language_of, language_problem
+from baton_kafka.agents.guards.language import feedback_note, language_of, language_problem
 from tests.fixtures.paths import data_rows
 
 ORDERS = data_rows("guard_orders.jsonl")

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from agents.guards import CustomerOrders, audit, money
-from agents.guards.language import language_problem
-from agents.languages import LanguageError, code, customer_language, detect
-from agents.policy import Policy, load
-from schemas import Order
+from baton_kafka.agents.guards import CustomerOrders, audit, money
+from baton_kafka.agents.guards.language import language_problem
+from baton_kafka.agents.languages import LanguageError, code, customer_language, detect
+from baton_kafka.agents.policy import Policy, load
+from baton_kafka.schemas import Order
 from tests.fixtures.data import corpus_draft
 from tests.fixtures.paths import ROOT, data_rows
 
@@ -130,8 +130,8 @@ def test_durations_and_dates_are_not_money_in_any_language(text: str) -> None:
 
 
 def test_the_shop_languages_are_a_setting_validated_in_one_line() -> None:
-    from streams.settings import SettingsError
-    from streams.settings import load as load_settings
+    from baton_kafka.streams.settings import SettingsError
+    from baton_kafka.streams.settings import load as load_settings
 
     s = load_settings({"BATON_LANGUAGES": "de, en,zh"})
     assert s.languages == ("de", "en", "zh") and load_settings(s.to_env()) == s
@@ -145,8 +145,8 @@ def test_the_shop_languages_are_a_setting_validated_in_one_line() -> None:
 
 
 def test_what_baton_writes_itself_is_in_the_customer_language() -> None:
-    from agents.fixed_texts import fixed
-    from streams.runtime.replies import could_not_process
+    from baton_kafka.agents.fixed_texts import fixed
+    from baton_kafka.streams.runtime.replies import could_not_process
 
     five = ("zh", "ja", "en", "de", "es")
     for lang in five:
@@ -167,7 +167,7 @@ def test_a_german_customer_answered_in_english_gets_the_reason_in_german() -> No
 
 
 def test_the_eval_reads_each_ticket_language_among_the_shop_languages() -> None:
-    from streams.eval.score import language
+    from baton_kafka.streams.eval.score import language
 
     assert language("Wo bleiben meine Wanderschuhe?", ("en", "de", "zh")) == "de"
     assert language("Wo bleiben meine Wanderschuhe?") == "en"  # the demo shop serves en, zh

@@ -6,10 +6,10 @@ import logging
 
 import pytest
 
-from agents.models.latency import LatencyWatch
-from agents.models.llm import TimedOut
-from agents.testing import Responder, StandIn
-from agents.testing.standin import WeakStyle
+from baton_kafka.agents.models.latency import LatencyWatch
+from baton_kafka.agents.models.llm import TimedOut
+from baton_kafka.agents.testing import Responder, StandIn
+from baton_kafka.agents.testing.standin import WeakStyle
 from tests.fixtures.agents import client, prompt, respond
 
 
@@ -22,7 +22,7 @@ def _said(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "agents.models.latency" and r.levelno == level
+        if r.name == "baton_kafka.agents.models.latency" and r.levelno == level
     ]
 
 
@@ -31,7 +31,7 @@ async def test_a_call_near_the_timeout_names_the_timeout(
 ) -> None:
     own_standin.style = WeakStyle(first_call_s=0.35, near_miss=0.0)
     llm = client(own_standin, timeout_s=0.6, ticket_budget_s=60.0)
-    caplog.set_level(logging.INFO, "agents.models.latency")
+    caplog.set_level(logging.INFO, "baton_kafka.agents.models.latency")
     try:
         for i in range(4):
             await llm.ask(prompt("lookup", ticket_id=f"t-{i}"))
@@ -48,7 +48,7 @@ async def test_a_timed_out_first_call_is_said_once(
 ) -> None:
     own_standin.style = WeakStyle(call_s=1.0, near_miss=0.0)
     llm = client(own_standin, timeout_s=0.2, max_retries=0, ticket_budget_s=60.0)
-    caplog.set_level(logging.INFO, "agents.models.latency")
+    caplog.set_level(logging.INFO, "baton_kafka.agents.models.latency")
     try:
         for i in range(3):
             with pytest.raises(TimedOut):
@@ -64,7 +64,7 @@ async def test_calls_that_would_spend_the_ticket_budget_name_the_budget(
 ) -> None:
     own_standin.latency = 0.15
     llm = client(own_standin, timeout_s=5.0, ticket_budget_s=0.8, concurrency=1)
-    caplog.set_level(logging.INFO, "agents.models.latency")
+    caplog.set_level(logging.INFO, "baton_kafka.agents.models.latency")
     try:
         await llm.ask(prompt("lookup"))
     finally:
@@ -78,7 +78,7 @@ async def test_fast_calls_are_summed_up_once(
     own_standin: StandIn, caplog: pytest.LogCaptureFixture
 ) -> None:
     llm = client(own_standin)
-    caplog.set_level(logging.INFO, "agents.models.latency")
+    caplog.set_level(logging.INFO, "baton_kafka.agents.models.latency")
     try:
         for i in range(8):
             await llm.ask(prompt("lookup", ticket_id=f"t-{i}"))

@@ -15,11 +15,11 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from agents.models.llm import Prompt
-from schemas.codec import dumps
-from schemas.records import Reply, Ticket
-from schemas.stages import StageRecord
-from streams.observe.logs import (
+from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.observe.logs import (
     JsonFormatter,
     LoggingObserver,
     RedactFilter,
@@ -29,7 +29,7 @@ from streams.observe.logs import (
     faust_loglevel,
     logging_config,
 )
-from streams.settings import Settings
+from baton_kafka.streams.settings import Settings
 
 API_KEY = "sk-ant-api03-Zx9_secretSECRETsecret-0123456789abcdef"
 ENV_KEY = "sk-test-a-key-of-another-shape-42"
@@ -286,11 +286,11 @@ def test_a_text_log_line_keeps_every_id_one_field(
 
 
 def test_worker_log_format_option_reaches_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    import streams.runtime.worker
-    from streams.cli.main import main
+    import baton_kafka.streams.runtime.worker as worker
+    from baton_kafka.streams.cli.main import main
 
     started: list[Settings] = []
-    monkeypatch.setattr(streams.runtime.worker, "run", started.append)
+    monkeypatch.setattr(worker, "run", started.append)
     monkeypatch.setenv("BATON_LOG_FORMAT", "json")
     assert main(["worker", "--log-format", "text"]) == 0
     assert main(["worker"]) == 0

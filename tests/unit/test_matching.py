@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.rules.matching import (
+from baton_kafka.agents.rules.matching import (
     content_words,
     find_product,
     mentioned_products,
@@ -130,7 +130,7 @@ def test_content_words_skip_stopwords() -> None:
 
 
 def test_only_short_texts_are_remembered() -> None:
-    from agents.rules import matching
+    from baton_kafka.agents.rules import matching
 
     before = matching._units.cache_info().currsize  # type: ignore[attr-defined]
     reply = "We are sorry your Quokka Travel Kettle QK-7 leaks. " * 10

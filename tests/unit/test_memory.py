@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agents.memory import (
+from baton_kafka.agents.memory import (
     ANSWERED_KEEP,
     CHAIN_KEEP,
     INDEX_KEEP,
@@ -22,9 +22,16 @@ from agents.memory import (
     snapshot,
     summarize,
 )
-from schemas.baton import Baton, ChainEntry, InFlight, MemoryIndex, SessionSummary, TicketMemory
-from schemas.records import UsageTotals
-from schemas.stages import OrderMatch, Snapshot
+from baton_kafka.schemas.baton import (
+    Baton,
+    ChainEntry,
+    InFlight,
+    MemoryIndex,
+    SessionSummary,
+    TicketMemory,
+)
+from baton_kafka.schemas.records import UsageTotals
+from baton_kafka.schemas.stages import OrderMatch, Snapshot
 from tests.fixtures.data import KETTLE, reply, ticket, understanding
 
 HEADPHONES = "Sony WH-1000XM5 Headphones"

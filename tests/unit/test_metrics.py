@@ -14,10 +14,10 @@ from faust.types import TP
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from schemas.records import CallUsage
-from streams.cli.main import parser
-from streams.observe.dashboard import Recent, percentile, summary
-from streams.observe.metrics import PrometheusObserver, add_process_metrics
+from baton_kafka.schemas.records import CallUsage
+from baton_kafka.streams.cli.main import parser
+from baton_kafka.streams.observe.dashboard import Recent, percentile, summary
+from baton_kafka.streams.observe.metrics import PrometheusObserver, add_process_metrics
 from tests.fixtures.data import reply
 from tests.fixtures.faust_app import (
     FakeApp,
@@ -111,7 +111,7 @@ def test_model_calls_count_tokens_cost_and_reasks() -> None:
 
 
 def test_retries_arrive_through_the_llm_hook() -> None:
-    from agents.models.claude import AnthropicLLM
+    from baton_kafka.agents.models.claude import AnthropicLLM
 
     m = PrometheusObserver()
     llm = AnthropicLLM(api_key="sk-test-unused", base_url="http://127.0.0.1:9")

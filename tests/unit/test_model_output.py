@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from agents.asking import ask
-from agents.instructions import EXAMPLE_ORDER_IDS
-from agents.models.llm import OutputInvalid
-from agents.models.parsing import ONLY_JSON, parse_output, recover_json, schema_instruction
-from agents.testing import Request, Responder, StandIn
-from agents.testing.standin import WeakStyle, echo_responder, near_miss
-from schemas import Order, OrderChoice, OrderMatch
+from baton_kafka.agents.asking import ask
+from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
+from baton_kafka.agents.models.llm import OutputInvalid
+from baton_kafka.agents.models.parsing import (
+    ONLY_JSON,
+    parse_output,
+    recover_json,
+    schema_instruction,
+)
+from baton_kafka.agents.testing import Request, Responder, StandIn
+from baton_kafka.agents.testing.standin import WeakStyle, echo_responder, near_miss
+from baton_kafka.schemas import Order, OrderChoice, OrderMatch
 from tests.fixtures.agents import ORDERS, client, prompt, respond
 
 CHOICE = '{"order_id": "ORD-1001", "reason": "the kettle {and} more"}'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from agents.guards import number_words, numbers
+from baton_kafka.agents.guards import number_words, numbers
 from tests.fixtures.paths import TEST_DATA
 
 FIELDS = ("reply", "solution", "internal_note", "message")

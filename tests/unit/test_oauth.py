@@ -7,16 +7,16 @@ import pytest
 from aiokafka.abc import AbstractTokenProvider
 from faust.auth import OAuthCredentials
 
-from streams.kafka.connect import security_options
-from streams.kafka.faust_auth import broker_credentials
-from streams.kafka.oauth import (
+from baton_kafka.streams.kafka.connect import security_options
+from baton_kafka.streams.kafka.faust_auth import broker_credentials
+from baton_kafka.streams.kafka.oauth import (
     ClientCredentials,
     Dotted,
     StaticToken,
     TokenUnavailable,
     token_provider,
 )
-from streams.settings import SettingsError, load
+from baton_kafka.streams.settings import SettingsError, load
 from tests.fixtures.oauth_kafka import CLIENT_ID, CLIENT_SECRET, token_endpoint
 
 OAUTH = {"BATON_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "BATON_KAFKA_SASL_MECHANISM": "OAUTHBEARER"}

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas import Reply
+from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guarded, QuietObserver
+from baton_kafka.streams.runtime import create_app
+from baton_kafka.streams.settings import Settings
 from examples.observers.attention import Attention
-from schemas import Reply
-from streams.observe.observer import CountingObserver, Fanout, Guarded, QuietObserver
-from streams.runtime import create_app
-from streams.settings import Settings
 from tests.fixtures.data import reply, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import in_memory, run

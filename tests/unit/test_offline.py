@@ -12,19 +12,19 @@ from typing import Any
 import orjson
 import pytest
 
-from agents import prompts
-from agents.languages import ready
-from agents.models.llm import LLM, OutputInvalid, Prompt
-from agents.prompts import EarlierSession, Facts, parse_context
-from agents.rules.choosing import choose_rules
-from agents.rules.matching import normalize
-from agents.rules.offline import OfflineLLM
-from agents.rules.phrases import DEMANDS, NEGATED, PROBLEM_RX, hits
-from agents.rules.reply import strategy_rules
-from agents.rules.understanding import understand_rules
-from schemas.baton import Baton, TicketMemory
-from schemas.records import MAX_TEXT_CHARS, Order, Ticket
-from schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
+from baton_kafka.agents import prompts
+from baton_kafka.agents.languages import ready
+from baton_kafka.agents.models.llm import LLM, OutputInvalid, Prompt
+from baton_kafka.agents.prompts import EarlierSession, Facts, parse_context
+from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.matching import normalize
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.rules.phrases import DEMANDS, NEGATED, PROBLEM_RX, hits
+from baton_kafka.agents.rules.reply import strategy_rules
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.schemas.baton import Baton, TicketMemory
+from baton_kafka.schemas.records import MAX_TEXT_CHARS, Order, Ticket
+from baton_kafka.schemas.stages import OrderChoice, OrderMatch, StrategyDraft, Understanding
 from tests.fixtures import data
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -554,7 +554,7 @@ async def test_offline_llm_reads_the_context_when_facts_are_missing() -> None:
 
 
 def _demo(name: str, model: type[Any]) -> list[Any]:
-    text = resources.files("streams").joinpath("demo_data", name).read_text("utf-8")
+    text = resources.files("baton_kafka.streams").joinpath("demo_data", name).read_text("utf-8")
     return [model.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from agents.guards import CustomerOrders, audit, drift_problems
-from agents.guards.order_facts import CORRECTED, corrected, fact_problems, facts_line
-from agents.instructions import EXAMPLE_ORDER_IDS
-from schemas import Order, StrategyDraft
+from baton_kafka.agents.guards import CustomerOrders, audit, drift_problems
+from baton_kafka.agents.guards.order_facts import CORRECTED, corrected, fact_problems, facts_line
+from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
+from baton_kafka.schemas import Order, StrategyDraft
 from tests.fixtures.paths import data_rows
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}

@@ -13,22 +13,22 @@ from typing import Any
 
 import pytest
 
-from agents.guards import CustomerOrders, audit
-from agents.lookup import look_up, rank
-from agents.orders import HttpMap, SQLiteOrderStore
-from agents.orders.mapping import MapError
-from agents.orders.opening import open_source
-from agents.orders.postgres_mapped import SqlMap
-from agents.policy import default_policy
-from agents.policy import offer as offers
-from agents.policy.offer import OfferContext
-from agents.prompts import OrderFact
-from agents.rules.matching import order_score, product_score
-from agents.rules.offline import OfflineLLM
-from agents.strategy import decide
-from agents.testing import ScriptedLLM
-from agents.understand import understand
-from schemas import Baton, OfferLine, Order, OrderMatch
+from baton_kafka.agents.guards import CustomerOrders, audit
+from baton_kafka.agents.lookup import look_up, rank
+from baton_kafka.agents.orders import HttpMap, SQLiteOrderStore
+from baton_kafka.agents.orders.mapping import MapError
+from baton_kafka.agents.orders.opening import open_source
+from baton_kafka.agents.orders.postgres_mapped import SqlMap
+from baton_kafka.agents.policy import default_policy
+from baton_kafka.agents.policy import offer as offers
+from baton_kafka.agents.policy.offer import OfferContext
+from baton_kafka.agents.prompts import OrderFact
+from baton_kafka.agents.rules.matching import order_score, product_score
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.testing import ScriptedLLM
+from baton_kafka.agents.understand import understand
+from baton_kafka.schemas import Baton, OfferLine, Order, OrderMatch
 from tests.fixtures.data import corpus_draft, ticket, understanding
 from tests.fixtures.paths import ROOT, data_rows
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
@@ -311,7 +311,7 @@ def test_orders_import_accepts_lines(tmp_path: Path) -> None:
     )
     bad = MULTI.model_dump(mode="json") | {"items": [{"product_name": "X", "amount": 999}]}
     done = subprocess.run(
-        [sys.executable, "-m", "streams", "orders", "import", "-"],
+        [sys.executable, "-m", "baton_kafka.streams", "orders", "import", "-"],
         input=rows + json.dumps(bad) + "\n",
         capture_output=True,
         text=True,
@@ -326,7 +326,7 @@ def test_orders_import_accepts_lines(tmp_path: Path) -> None:
     )
     assert "Traceback" not in done.stderr
     done = subprocess.run(
-        [sys.executable, "-m", "streams", "orders", "import", "-"],
+        [sys.executable, "-m", "baton_kafka.streams", "orders", "import", "-"],
         input=rows,
         capture_output=True,
         text=True,

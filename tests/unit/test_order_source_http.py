@@ -10,10 +10,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.orders import HttpMap, HttpOrderSource, OrderSource, OrderWriter, StoreUnavailable
-from agents.orders.opening import open_source
-from schemas.records import Order
-from streams.kafka.embedded import free_port
+from baton_kafka.agents.orders import (
+    HttpMap,
+    HttpOrderSource,
+    OrderSource,
+    OrderWriter,
+    StoreUnavailable,
+)
+from baton_kafka.agents.orders.opening import open_source
+from baton_kafka.schemas.records import Order
+from baton_kafka.streams.kafka.embedded import free_port
 from tests.fixtures.data import C1_ORDERS, ORDERS, order, ticket
 from tests.fixtures.pipelines import dead_letters, in_memory, run
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, Fault, ShopApi, shop_json

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.orders import SQLiteOrderStore, StoreUnavailable
-from agents.rules.offline import OfflineLLM
+from baton_kafka.agents.orders import SQLiteOrderStore, StoreUnavailable
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.orders import build_source, build_store
+from baton_kafka.streams.settings import Settings, SettingsError
 from examples.csv_orders import CsvOrderSource
-from streams.cli.main import main
-from streams.runtime.app import create_app
-from streams.runtime.orders import build_source, build_store
-from streams.settings import Settings, SettingsError
 from tests.fixtures.data import days_ago, ticket
 from tests.fixtures.pipelines import dead_letters, in_memory, run
 

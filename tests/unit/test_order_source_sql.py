@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from agents.orders import (
+from baton_kafka.agents.orders import (
     PostgresOrderSource,
     PostgresOrderStore,
     SourceMisconfigured,
@@ -22,10 +22,10 @@ from agents.orders import (
     StoreUnavailable,
     open_source,
 )
-from streams.cli.main import main
-from streams.kafka.embedded import free_port
-from streams.runtime.orders import build_source, check_source
-from streams.settings import Settings, SettingsError
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.kafka.embedded import free_port
+from baton_kafka.streams.runtime.orders import build_source, check_source
+from baton_kafka.streams.settings import Settings, SettingsError
 from tests.fixtures.data import order
 
 DATABASE = "baton_shop"
@@ -262,7 +262,7 @@ def test_the_map_may_be_a_file_and_bad_json_is_one_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(VIEW_MAP))
     built = build_source(Settings(orders_dsn="postgresql://h/db", orders_map=str(path)))
     assert isinstance(built, PostgresOrderSource) and built.mapping.table == "shop.v_orders"
-    from streams.settings import load
+    from baton_kafka.streams.settings import load
 
     with pytest.raises(SettingsError, match="BATON_ORDERS_MAP is not valid JSON"):
         load({"BATON_ORDERS_MAP": "{nope"})

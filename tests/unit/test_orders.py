@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.orders import (
+from baton_kafka.agents.orders import (
     OrderStore,
     PostgresOrderStore,
     SQLiteOrderStore,

@@ -9,20 +9,20 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from agents.testing import Request, Responder, StandIn
-from agents.testing.standin import echo_responder
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.testing import Request, Responder, StandIn
+from baton_kafka.agents.testing.standin import echo_responder
+from baton_kafka.schemas import Reply, Ticket
+from baton_kafka.schemas.stages import Understanding
+from baton_kafka.streams.kafka.topics import TopicNames, wanted_partitions
+from baton_kafka.streams.observe.dashboard import Recent, summary
+from baton_kafka.streams.observe.observer import CountingObserver
+from baton_kafka.streams.runtime import Chain, Pipeline, stage
+from baton_kafka.streams.runtime.worker import build_llm
+from baton_kafka.streams.settings import Settings, load
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from examples.stages.priority import PRIORITY, Priority
-from schemas import Reply, Ticket
-from schemas.stages import Understanding
-from streams.kafka.topics import TopicNames, wanted_partitions
-from streams.observe.dashboard import Recent, summary
-from streams.observe.observer import CountingObserver
-from streams.runtime import Chain, Pipeline, stage
-from streams.runtime.worker import build_llm
-from streams.settings import Settings, load
-from streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
 from tests.fixtures.models import standin_env
 from tests.fixtures.pipelines import counts, dead_letters, in_memory, run

@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from agents.models.pacing import AdaptiveLimit, Throttle, TicketClock, backoff_s, retry_delay_s
+from baton_kafka.agents.models.pacing import (
+    AdaptiveLimit,
+    Throttle,
+    TicketClock,
+    backoff_s,
+    retry_delay_s,
+)
 
 
 class FakeClock:

@@ -7,8 +7,8 @@ from datetime import timedelta
 import orjson
 import pytest
 
-from agents.orders import SQLiteOrderStore
-from schemas import (
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.schemas import (
     InFlight,
     MemoryIndex,
     Reply,
@@ -16,11 +16,11 @@ from schemas import (
     StageRecord,
     dumps,
 )
-from schemas.records import utcnow
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import baton_of, counts, dead_letters, hop, names, run, sink, state
 
@@ -201,8 +201,8 @@ async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pip
 
 
 async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) -> None:
-    from agents.models.llm import Refused
-    from agents.testing.scripted import ScriptedLLM
+    from baton_kafka.agents.models.llm import Refused
+    from baton_kafka.agents.testing.scripted import ScriptedLLM
 
     draft = {
         "solution": "Repair",
@@ -269,7 +269,7 @@ async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
 
 
 async def test_parsed_batons_are_bounded_by_their_size(pipeline: Pipeline) -> None:
-    from streams.runtime import batons as module
+    from baton_kafka.streams.runtime import batons as module
 
     for i in range(3):
         await run(pipeline, ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))

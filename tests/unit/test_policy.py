@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from agents import memory
-from agents.guards.reading import normalise
-from agents.policy import DEFAULT_FILE, PolicyError, default_policy, load, parse
-from agents.policy.offer import OfferContext, problems, settle
-from agents.policy.render import read_back, render
-from agents.prompts import prompt_version, system_prompt
-from schemas import Baton, OfferLine, Order
-from streams.settings import SettingsError
-from streams.settings import load as load_settings
+from baton_kafka.agents import memory
+from baton_kafka.agents.guards.reading import normalise
+from baton_kafka.agents.policy import DEFAULT_FILE, PolicyError, default_policy, load, parse
+from baton_kafka.agents.policy.offer import OfferContext, problems, settle
+from baton_kafka.agents.policy.render import read_back, render
+from baton_kafka.agents.prompts import prompt_version, system_prompt
+from baton_kafka.schemas import Baton, OfferLine, Order
+from baton_kafka.streams.settings import SettingsError
+from baton_kafka.streams.settings import load as load_settings
 from tests.fixtures.data import reply
 from tests.fixtures.paths import ROOT
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from agents.rules.matching import normalize
-from agents.rules.phrases import (
+from baton_kafka.agents.rules.matching import normalize
+from baton_kafka.agents.rules.phrases import (
     DEFAULT_DEMAND,
     PROBLEM_BY_LABEL,
     PROBLEM_RX,
@@ -16,7 +16,7 @@ from agents.rules.phrases import (
     hits,
     problem_key,
 )
-from schemas.records import MAX_TEXT_CHARS
+from baton_kafka.schemas.records import MAX_TEXT_CHARS
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.models.prices import CACHE_MIN_TOKENS, CACHE_MIN_UNKNOWN, min_cacheable_tokens
-from agents.models.request_shape import cache_blocks
-from agents.prompts import PROMPT_VERSION, SHARED_PREFIX, build, system_prompt
-from agents.testing import estimate_tokens
-from schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
-from schemas.records import StageName
-from streams.settings import DEFAULT_STAGE_MODELS, load
+from baton_kafka.agents.models.prices import (
+    CACHE_MIN_TOKENS,
+    CACHE_MIN_UNKNOWN,
+    min_cacheable_tokens,
+)
+from baton_kafka.agents.models.request_shape import cache_blocks
+from baton_kafka.agents.prompts import PROMPT_VERSION, SHARED_PREFIX, build, system_prompt
+from baton_kafka.agents.testing import estimate_tokens
+from baton_kafka.schemas import Baton, Order, OrderChoice, StrategyDraft, Ticket, Understanding
+from baton_kafka.schemas.records import StageName
+from baton_kafka.streams.settings import DEFAULT_STAGE_MODELS, load
 
 STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")
 # The estimator is rough (four characters a token); demand a margin above each minimum.

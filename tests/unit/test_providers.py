@@ -9,25 +9,25 @@ from typing import Any
 
 import pytest
 
-from agents.models import Capabilities, ModelOptions, ProviderError, open_llm
-from agents.models.capabilities import (
+from baton_kafka.agents.models import Capabilities, ModelOptions, ProviderError, open_llm
+from baton_kafka.agents.models.capabilities import (
     BEDROCK,
     OPENAI_COMPATIBLE,
     VERTEX,
     capabilities_of,
     describe,
 )
-from agents.models.claude import AnthropicLLM
-from agents.models.llm import SpendLimit, TimedOut
-from agents.models.openai_compat import message_of
-from agents.models.parsing import schema_instruction
-from agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
-from agents.models.tokens import ApiCounter, Estimator
-from agents.testing import Request, Responder, StandIn
-from schemas import OrderChoice, UsageTotals
-from streams.runtime.llms import limits_line
-from streams.runtime.worker import build_llm, model_options
-from streams.settings import Settings, SettingsError, load
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.models.llm import SpendLimit, TimedOut
+from baton_kafka.agents.models.openai_compat import message_of
+from baton_kafka.agents.models.parsing import schema_instruction
+from baton_kafka.agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
+from baton_kafka.agents.models.tokens import ApiCounter, Estimator
+from baton_kafka.agents.testing import Request, Responder, StandIn
+from baton_kafka.schemas import OrderChoice, UsageTotals
+from baton_kafka.streams.runtime.llms import limits_line
+from baton_kafka.streams.runtime.worker import build_llm, model_options
+from baton_kafka.streams.settings import Settings, SettingsError, load
 from tests.fixtures.agents import MODEL, ORDERS, prompt, respond
 from tests.fixtures.paths import ROOT
 
@@ -433,7 +433,7 @@ def test_a_factory_declares_its_limits_or_gets_a_slow_servers() -> None:
 
 
 def test_baton_check_says_which_limits_apply_and_why() -> None:
-    from streams.cli.check import _limits as check_line
+    from baton_kafka.streams.cli.check import _limits as check_line
 
     env = {"BATON_LLM": "anthropic", "ANTHROPIC_API_KEY": "k"}
     slow = load({**env, "ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"})

@@ -7,12 +7,10 @@ import pkgutil
 
 import pytest
 
-import agents
-import schemas
-import streams
+from baton_kafka import agents, schemas, streams
 
 PINNED: dict[str, list[str]] = {
-    "schemas": [
+    "baton_kafka.schemas": [
         "MAX_TEXT_CHARS",
         "SCHEMA_VERSION",
         "Baton",
@@ -47,7 +45,7 @@ PINNED: dict[str, list[str]] = {
         "dumps",
         "loads",
     ],
-    "agents": [
+    "baton_kafka.agents": [
         "LLM",
         "Failure",
         "OrderSource",
@@ -60,7 +58,7 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
-    "agents.policy": [
+    "baton_kafka.agents.policy": [
         "DEFAULT_FILE",
         "ORIGINAL_PAYMENT",
         "Policy",
@@ -70,7 +68,7 @@ PINNED: dict[str, list[str]] = {
         "load",
         "parse",
     ],
-    "agents.guards": [
+    "baton_kafka.agents.guards": [
         "DRIFT",
         "UNTRUSTED",
         "Checked",
@@ -84,7 +82,7 @@ PINNED: dict[str, list[str]] = {
         "money",
         "product_names",
     ],
-    "agents.models": [
+    "baton_kafka.agents.models": [
         "LLM",
         "Answer",
         "BudgetExceeded",
@@ -102,7 +100,7 @@ PINNED: dict[str, list[str]] = {
         "Unavailable",
         "open_llm",
     ],
-    "agents.orders": [
+    "baton_kafka.agents.orders": [
         "HttpMap",
         "HttpOrderSource",
         "OrderSource",
@@ -119,8 +117,8 @@ PINNED: dict[str, list[str]] = {
         "open_source",
         "open_store",
     ],
-    "agents.rules": ["OfflineLLM"],
-    "agents.testing": [
+    "baton_kafka.agents.rules": ["OfflineLLM"],
+    "baton_kafka.agents.testing": [
         "Call",
         "FAULTS",
         "FaultRule",
@@ -135,7 +133,7 @@ PINNED: dict[str, list[str]] = {
         "read_request",
         "run_in_thread",
     ],
-    "agents.testing.standin": [
+    "baton_kafka.agents.testing.standin": [
         "FAULTS",
         "RULE_BREAKS",
         "FaultRule",
@@ -153,8 +151,8 @@ PINNED: dict[str, list[str]] = {
         "read_request",
         "run_in_thread",
     ],
-    "streams": ["Settings", "SettingsError", "load"],
-    "streams.kafka": [
+    "baton_kafka.streams": ["Settings", "SettingsError", "load"],
+    "baton_kafka.streams.kafka": [
         "BrokerError",
         "BrokerUnreachable",
         "EmbeddedBroker",
@@ -167,7 +165,7 @@ PINNED: dict[str, list[str]] = {
         "publish",
         "read",
     ],
-    "streams.runtime": [
+    "baton_kafka.streams.runtime": [
         "BatonStore",
         "Chain",
         "Pipeline",
@@ -181,14 +179,14 @@ PINNED: dict[str, list[str]] = {
         "create_app",
         "stage",
     ],
-    "streams.testing": ["MemorySink", "MemoryState", "MemoryTable"],
-    "streams.observe": [],
-    "streams.cli": [],
-    "streams.config": [],
-    "streams.admin": [],
-    "streams.debug": [],
-    "streams.eval": [],
-    "streams.bench": [],
+    "baton_kafka.streams.testing": ["MemorySink", "MemoryState", "MemoryTable"],
+    "baton_kafka.streams.observe": [],
+    "baton_kafka.streams.cli": [],
+    "baton_kafka.streams.config": [],
+    "baton_kafka.streams.admin": [],
+    "baton_kafka.streams.debug": [],
+    "baton_kafka.streams.eval": [],
+    "baton_kafka.streams.bench": [],
 }
 
 
@@ -217,9 +215,9 @@ def test_every_package_declares_its_api() -> None:
 
 
 def test_a_lazy_export_is_the_module_attribute_itself() -> None:
-    from streams.runtime import Pipeline
-    from streams.runtime.pipeline import Pipeline as defined
+    from baton_kafka.streams.runtime import Pipeline
+    from baton_kafka.streams.runtime.pipeline import Pipeline as defined
 
     assert Pipeline is defined
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        importlib.import_module("streams.runtime").Nope  # noqa: B018
+        importlib.import_module("baton_kafka.streams.runtime").Nope  # noqa: B018

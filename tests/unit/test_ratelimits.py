@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.models.claude import AnthropicLLM
-from agents.models.llm import Unavailable
-from agents.models.ratelimits import RateLimitPacer, read_rate_limits
-from agents.testing.standin import RateBudget, StandIn
-from agents.testing.standin.__main__ import rate_budget
-from agents.testing.standin.ratelimits import RateWindow
-from streams.observe.metrics import PrometheusObserver
-from streams.runtime.worker import build_llm
-from streams.settings import SettingsError, load
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.models.llm import Unavailable
+from baton_kafka.agents.models.ratelimits import RateLimitPacer, read_rate_limits
+from baton_kafka.agents.testing.standin import RateBudget, StandIn
+from baton_kafka.agents.testing.standin.__main__ import rate_budget
+from baton_kafka.agents.testing.standin.ratelimits import RateWindow
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.runtime.worker import build_llm
+from baton_kafka.streams.settings import SettingsError, load
 from tests.fixtures.agents import client, prompt, respond
 
 H = "anthropic-ratelimit-"

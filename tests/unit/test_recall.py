@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from agents.rules.matching import distinct_name, product_score
-from agents.rules.recall import ALIKE, Known, applies, clues, resolve
-from schemas.baton import OrderMemory
+from baton_kafka.agents.rules.matching import distinct_name, product_score
+from baton_kafka.agents.rules.recall import ALIKE, Known, applies, clues, resolve
+from baton_kafka.schemas.baton import OrderMemory
 from tests.fixtures.paths import TEST_DATA
 
 NOW = datetime(2026, 11, 26, 12, tzinfo=UTC)  # a Thursday

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from faust.types import TP
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from schemas import Baton, Reply, Ticket, dumps
-from streams.observe.observer import CountingObserver
-from streams.runtime.app import create_app
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.scheduler import SessionGate, SessionScheduler
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState, MemoryTable
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas import Baton, Reply, Ticket, dumps
+from baton_kafka.streams.observe.observer import CountingObserver
+from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState, MemoryTable
 from tests.fixtures import data
 
 

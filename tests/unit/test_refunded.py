@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from agents.lookup import look_up
-from agents.orders import SQLiteOrderStore
-from agents.orders.opening import open_source
-from agents.prompts import OrderFact
-from agents.rules.offline import OfflineLLM
-from agents.strategy import decide
-from agents.testing import ScriptedLLM
-from agents.understand import understand
+from baton_kafka.agents.lookup import look_up
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.orders.opening import open_source
+from baton_kafka.agents.prompts import OrderFact
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.testing import ScriptedLLM
+from baton_kafka.agents.understand import understand
+from baton_kafka.schemas import Baton, Order
 from examples.csv_orders import CsvOrderSource
-from schemas import Baton, Order
 from tests.fixtures.data import days_ago, ticket, understanding
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, ShopApi
 from tests.fixtures.stores import BEFORE_REFUNDED, older_table, sqlite_store

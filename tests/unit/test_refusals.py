@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from streams.runtime import refusals
-from streams.runtime.refusals import Refusals
+from baton_kafka.streams.runtime import refusals
+from baton_kafka.streams.runtime.refusals import Refusals
 
 
 class Clock:

@@ -18,13 +18,13 @@ from confluent_kafka.schema_registry._sync.mock_schema_registry_client import (
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 
-from agents.orders import SQLiteOrderStore
-from schemas import Reply, dumps
-from schemas.contracts import FRAMED, TOPICS, asyncapi, json_schema
-from schemas.framing import VALUE_SCHEMA_ID_HEADER, frame, header_ref, unframe
-from schemas.topics import DEAD_LETTERS, HANDOFFS, MEMORY_INDEX, REPLIES, ROLES
-from streams.kafka.client import Message
-from streams.kafka.registry import (
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.schemas import Reply, dumps
+from baton_kafka.schemas.contracts import FRAMED, TOPICS, asyncapi, json_schema
+from baton_kafka.schemas.framing import VALUE_SCHEMA_ID_HEADER, frame, header_ref, unframe
+from baton_kafka.schemas.topics import DEAD_LETTERS, HANDOFFS, MEMORY_INDEX, REPLIES, ROLES
+from baton_kafka.streams.kafka.client import Message
+from baton_kafka.streams.kafka.registry import (
     OUTPUTS,
     Registry,
     RegistryError,
@@ -33,10 +33,10 @@ from streams.kafka.registry import (
     register_contract,
     schema_text,
 )
-from streams.runtime.chain import BUILTIN
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
+from baton_kafka.streams.runtime.chain import BUILTIN
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
 from tests.fixtures.data import handoff_packet, ticket
 from tests.fixtures.paths import TEST_DATA
 from tests.fixtures.pipelines import hop, in_memory, names, sink

@@ -8,16 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agents.guards.language import language_of
-from agents.models.claude import AnthropicLLM
-from agents.strategy import holding_reply
-from agents.testing.standin import WEAK, StandIn
-from agents.testing.standin.messages import Request, echo_responder
-from schemas import DeadLetter, Order, OrderMatch, Reply, Ticket, Understanding
-from streams.kafka.topics import TopicNames
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.guards.language import language_of
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.strategy import holding_reply
+from baton_kafka.agents.testing.standin import WEAK, StandIn
+from baton_kafka.agents.testing.standin.messages import Request, echo_responder
+from baton_kafka.schemas import DeadLetter, Order, OrderMatch, Reply, Ticket, Understanding
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.paths import TEST_DATA
 from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store
@@ -124,8 +124,8 @@ def test_a_hand_off_never_quotes_an_english_core_problem_to_a_chinese_customer()
 
 
 def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -> None:
-    from schemas import Baton, StageRecord
-    from streams.runtime.replies import could_not_process, fallback
+    from baton_kafka.schemas import Baton, StageRecord
+    from baton_kafka.streams.runtime.replies import could_not_process, fallback
 
     ticket = Ticket(
         ticket_id="f1", session_id="s-f1", customer_id="G-CHEN",

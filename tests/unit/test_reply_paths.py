@@ -6,13 +6,21 @@ from __future__ import annotations
 import ast
 from datetime import UTC, datetime
 
-from agents import people
-from agents.fixed_texts import fixed
-from agents.policy import load
-from schemas import Baton, OfferLine, OrderMatch, Reply, StageRecord, Ticket, Understanding
-from schemas.records import UsageTotals
-from schemas.stages import StrategyDraft
-from streams.runtime import clocks, replies
+from baton_kafka.agents import people
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.agents.policy import load
+from baton_kafka.schemas import (
+    Baton,
+    OfferLine,
+    OrderMatch,
+    Reply,
+    StageRecord,
+    Ticket,
+    Understanding,
+)
+from baton_kafka.schemas.records import UsageTotals
+from baton_kafka.schemas.stages import StrategyDraft
+from baton_kafka.streams.runtime import clocks, replies
 from tests.fixtures.data import jacket
 from tests.fixtures.paths import ROOT
 

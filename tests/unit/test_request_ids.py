@@ -7,14 +7,14 @@ import logging
 import orjson
 import pytest
 
-from agents.orders import SQLiteOrderStore
-from agents.testing.standin import StandIn
-from schemas.records import DeadLetter
-from streams.observe.logs import JsonFormatter, LoggingObserver
-from streams.observe.observer import Fanout
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.records import DeadLetter
+from baton_kafka.streams.observe.logs import JsonFormatter, LoggingObserver
+from baton_kafka.streams.observe.observer import Fanout
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import client
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import dead_letters, run

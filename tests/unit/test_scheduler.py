@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streams.runtime.scheduler import SessionGate, SessionScheduler
+from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
 
 
 @dataclass

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from schemas import MemoryIndex, StageRecord, Ticket, dumps
-from streams.runtime import erasure
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
+from baton_kafka.schemas import MemoryIndex, StageRecord, Ticket, dumps
+from baton_kafka.streams.runtime import erasure
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import C1_ORDERS, order, ticket
 from tests.fixtures.pipelines import (
     baton_of,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.models.prices import Price
-from streams.runtime.spawn import child_env
-from streams.settings import Settings, SettingsError, load
+from baton_kafka.agents.models.prices import Price
+from baton_kafka.streams.runtime.spawn import child_env
+from baton_kafka.streams.settings import Settings, SettingsError, load
 
 
 def test_settings_defaults_and_overrides() -> None:
@@ -232,8 +232,8 @@ def test_the_processing_guarantee_is_a_closed_choice() -> None:
 
 
 def test_exactly_once_is_refused_on_the_embedded_broker_in_one_line() -> None:
-    from streams.runtime.app import faust_settings
-    from streams.runtime.worker import check_guarantee
+    from baton_kafka.streams.runtime.app import faust_settings
+    from baton_kafka.streams.runtime.worker import check_guarantee
 
     on_kafka = Settings(processing_guarantee="exactly_once")
     check_guarantee(on_kafka)
@@ -294,7 +294,7 @@ def test_the_order_source_settings_and_their_defaults() -> None:
     assert Settings().orders_mapping is None and Settings().orders_auth_header is None
     with pytest.raises(SettingsError, match="BATON_ORDERS_CACHE_TTL must be a number"):
         load({"BATON_ORDERS_CACHE_TTL": "soon"})
-    from streams.observe.logs import logging_config
+    from baton_kafka.streams.observe.logs import logging_config
 
     secrets = logging_config(s)["filters"]["redact"]["secrets"]
     assert "k-123" in secrets

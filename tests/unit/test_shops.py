@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agents.fixed_texts import fixed
-from agents.models.llm import LLM, Answer, Prompt, T, Unavailable
-from agents.rules.offline import OfflineLLM
-from agents.testing import Request, StandIn, echo_responder
-from schemas import Order, Reply, Ticket
-from streams.observe.observer import CountingObserver
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.agents.models.llm import LLM, Answer, Prompt, T, Unavailable
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.testing import Request, StandIn, echo_responder
+from baton_kafka.schemas import Order, Reply, Ticket
+from baton_kafka.streams.observe.observer import CountingObserver
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import client
 from tests.fixtures.data import days_ago
 from tests.fixtures.paths import ROOT
@@ -258,7 +258,7 @@ async def test_the_second_shop_answers_a_german_customer_in_german(tmp_path: Pat
             observer=CountingObserver(),
         )
         replies = {r.ticket_id: r for r in await run(pipeline, german, french)}
-    from agents.languages import customer_language
+    from baton_kafka.agents.languages import customer_language
 
     served = pipeline.policy.languages
     assert served == ("en", "de", "zh")

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agents.orders import SQLiteOrderStore
-from schemas import DeadLetter, MemoryIndex, Reply, StageRecord, dumps
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.runtime.placement import session_partition
-from streams.runtime.signing import HEADER, Signer
-from streams.runtime.worker import check_signing
-from streams.settings import SettingsError, load
-from streams.testing import MemorySink
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.schemas import DeadLetter, MemoryIndex, Reply, StageRecord, dumps
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.signing import HEADER, Signer
+from baton_kafka.streams.runtime.worker import check_signing
+from baton_kafka.streams.settings import SettingsError, load
+from baton_kafka.streams.testing import MemorySink
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.rules.offline import OfflineLLM
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.streams.admin.forget import retention
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.runtime import Chain
+from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.own_stages import chain_for, configured_chain
+from baton_kafka.streams.runtime.spawn import child_env, spawn_worker
+from baton_kafka.streams.settings import Settings, SettingsError, load
 from examples.stages.priority import PRIORITY
-from streams.admin.forget import retention
-from streams.cli.main import main
-from streams.runtime import Chain
-from streams.runtime.app import create_app
-from streams.runtime.own_stages import chain_for, configured_chain
-from streams.runtime.spawn import child_env, spawn_worker
-from streams.settings import Settings, SettingsError, load
 
 EXAMPLE = "examples.stages.priority:PRIORITY"
 
@@ -27,8 +27,8 @@ SHOP = """
 from pydantic import BaseModel
 
 from examples.stages.priority import Priority
-from schemas import Ticket
-from streams.runtime import stage
+from baton_kafka.schemas import Ticket
+from baton_kafka.streams.runtime import stage
 
 
 class Length(BaseModel):

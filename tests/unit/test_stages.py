@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.guards import CustomerOrders, audit
-from agents.lookup import look_up
-from agents.models.llm import OutputInvalid, Refused, Truncated
-from agents.orders import SQLiteOrderStore
-from agents.strategy import decide
-from agents.testing import ScriptedLLM
-from agents.understand import understand
-from schemas import StrategyDraft
-from schemas.records import OfferLine
+from baton_kafka.agents.guards import CustomerOrders, audit
+from baton_kafka.agents.lookup import look_up
+from baton_kafka.agents.models.llm import OutputInvalid, Refused, Truncated
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.testing import ScriptedLLM
+from baton_kafka.agents.understand import understand
+from baton_kafka.schemas import StrategyDraft
+from baton_kafka.schemas.records import OfferLine
 from tests.fixtures.agents import (
     BATON,
     CONTROLLER,

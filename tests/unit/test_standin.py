@@ -16,8 +16,8 @@ import anthropic
 import pytest
 from pydantic import BaseModel
 
-from agents.prompts import build
-from agents.testing import (
+from baton_kafka.agents.prompts import build
+from baton_kafka.agents.testing import (
     Request,
     Responder,
     StandIn,
@@ -25,8 +25,8 @@ from agents.testing import (
     estimate_tokens,
     run_in_thread,
 )
-from schemas import Baton, OrderChoice, StrategyDraft, Ticket
-from schemas.records import StageName
+from baton_kafka.schemas import Baton, OrderChoice, StrategyDraft, Ticket
+from baton_kafka.schemas.records import StageName
 from tests.fixtures.agents import ORDERS, OUTPUTS
 from tests.fixtures.paths import ROOT
 
@@ -283,7 +283,15 @@ def test_run_in_thread_serves_sync_code() -> None:
 
 def test_module_runs_standalone_and_prints_its_url() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "agents.testing.standin", "--port", "0", "--latency", "0.01"]
+    command = [
+        sys.executable,
+        "-m",
+        "baton_kafka.agents.testing.standin",
+        "--port",
+        "0",
+        "--latency",
+        "0.01",
+    ]
     with subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:

@@ -7,7 +7,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from agents.testing import Responder, StandIn
+from baton_kafka.agents.testing import Responder, StandIn
 from tests.fixtures.agents import respond
 
 

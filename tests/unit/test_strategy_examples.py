@@ -8,18 +8,18 @@ import tomllib
 import orjson
 import pytest
 
-from agents.guards.identifiers import identifiers
-from agents.guards.language import language_of
-from agents.instructions import (
+from baton_kafka.agents.guards.identifiers import identifiers
+from baton_kafka.agents.guards.language import language_of
+from baton_kafka.agents.instructions import (
     EXAMPLE_ORDER_IDS,
     EXAMPLE_TRACKING_NUMBERS,
     STAGE_TEXTS,
     strategy_examples,
 )
-from agents.policy import default_policy, load
-from agents.policy.load import EXAMPLES_FILE
-from agents.prompts import PROMPT_VERSION, prompt_version, system_prompt
-from schemas import StrategyDraft
+from baton_kafka.agents.policy import default_policy, load
+from baton_kafka.agents.policy.load import EXAMPLES_FILE
+from baton_kafka.agents.prompts import PROMPT_VERSION, prompt_version, system_prompt
+from baton_kafka.schemas import StrategyDraft
 from tests.fixtures.paths import ROOT
 
 EXAMPLES = tomllib.loads(EXAMPLES_FILE.read_text("utf-8"))

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import faust
 import pytest
 
-from streams.cli.main import main
-from streams.observe.metrics import PrometheusObserver
-from streams.runtime.app import faust_settings
-from streams.runtime.faust_io import FaustState
-from streams.runtime.table_store import check_store, lock_table_dir
-from streams.settings import Settings, SettingsError, load
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.observe.metrics import PrometheusObserver
+from baton_kafka.streams.runtime.app import faust_settings
+from baton_kafka.streams.runtime.faust_io import FaustState
+from baton_kafka.streams.runtime.table_store import check_store, lock_table_dir
+from baton_kafka.streams.settings import Settings, SettingsError, load
 
 
 def test_the_store_is_memory_unless_rocksdb_is_chosen_and_anything_else_is_one_line() -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agents.rules.time_hints import extract_time_hint, time_score
+from baton_kafka.agents.rules.time_hints import extract_time_hint, time_score
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday
 

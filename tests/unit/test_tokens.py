@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from agents.models.tokens import ApiCounter, Estimator, estimate_tokens
-from agents.prompts import system_prompt
-from agents.rules.offline import OfflineLLM
-from agents.testing.standin import StandIn
-from schemas.baton import Baton, TicketMemory
-from schemas.records import Order, UsageTotals
-from streams.bench.load import Workload, minimal_context, prompt_sizes
+from baton_kafka.agents.models.tokens import ApiCounter, Estimator, estimate_tokens
+from baton_kafka.agents.prompts import system_prompt
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.testing.standin import StandIn
+from baton_kafka.schemas.baton import Baton, TicketMemory
+from baton_kafka.schemas.records import Order, UsageTotals
+from baton_kafka.streams.bench.load import Workload, minimal_context, prompt_sizes
 from tests.fixtures.agents import client, respond
 from tests.fixtures.data import order
 from tests.fixtures.data import reply as make_reply

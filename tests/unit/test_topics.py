@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from schemas.topics import ALL, ROLES, topic_problem
-from streams.kafka.topics import (
+from baton_kafka.schemas.topics import ALL, ROLES, topic_problem
+from baton_kafka.streams.kafka.topics import (
     TopicMismatch,
     TopicNames,
     TopicRefused,
@@ -18,7 +18,7 @@ from streams.kafka.topics import (
     topic_configs,
     wanted_partitions,
 )
-from streams.settings import Settings, SettingsError, load
+from baton_kafka.streams.settings import Settings, SettingsError, load
 
 CHOSEN = {f"BATON_TOPIC_{role.upper()}": f"prod.cs.{role}.v1" for role in ROLES}
 

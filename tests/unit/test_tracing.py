@@ -14,16 +14,16 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from agents.models.claude import AnthropicLLM
-from agents.orders import SQLiteOrderStore
-from agents.testing import StandIn
-from schemas import StageRecord, Ticket, dumps
-from streams.kafka.carrier import GETTER, SETTER
-from streams.observe import tracing
-from streams.observe.logs import JsonFormatter, LoggingObserver
-from streams.observe.observer import CountingObserver, Fanout, Observer
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
+from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.testing import StandIn
+from baton_kafka.schemas import StageRecord, Ticket, dumps
+from baton_kafka.streams.kafka.carrier import GETTER, SETTER
+from baton_kafka.streams.observe import tracing
+from baton_kafka.streams.observe.logs import JsonFormatter, LoggingObserver
+from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Observer
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.agents import MODEL, client, prompt, respond
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory, names, sink

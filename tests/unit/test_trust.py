@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from agents.guards import check
-from agents.models.llm import Refused
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from agents.strategy import decide
-from agents.testing import ScriptedLLM
-from schemas import DeadLetter, OrderMatch, Reply, StageRecord, dumps
-from streams.kafka.topics import TopicNames
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import Settings
-from streams.testing import MemorySink, MemoryState
+from baton_kafka.agents.guards import check
+from baton_kafka.agents.models.llm import Refused
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.testing import ScriptedLLM
+from baton_kafka.schemas import DeadLetter, OrderMatch, Reply, StageRecord, dumps
+from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, order, ticket
 from tests.fixtures.data import understanding
 from tests.fixtures.stores import sqlite_store

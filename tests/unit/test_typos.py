@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from agents import prompts
-from agents.guards.drift import addresses
-from agents.lookup import PRODUCT_MIN, rank
-from agents.prompts import Facts
-from agents.rules.choosing import choose_rules
-from agents.rules.matching import product_score
-from agents.rules.typos import allowed_edits, corrected
-from agents.rules.understanding import understand_rules
-from agents.understand import grounded_in
-from schemas.baton import Baton
-from schemas.records import Order, Ticket
-from schemas.stages import OrderChoice, Understanding
+from baton_kafka.agents import prompts
+from baton_kafka.agents.guards.drift import addresses
+from baton_kafka.agents.lookup import PRODUCT_MIN, rank
+from baton_kafka.agents.prompts import Facts
+from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.matching import product_score
+from baton_kafka.agents.rules.typos import allowed_edits, corrected
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.understand import grounded_in
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.stages import OrderChoice, Understanding
 from tests.fixtures import data
 
 CORPUS = Path(__file__).parents[1] / "data" / "typo_corpus.jsonl"

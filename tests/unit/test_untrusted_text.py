@@ -11,16 +11,16 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from agents import memory
-from agents.models.llm import Prompt
-from agents.prompts import FROM_CUSTOMER, FROM_SHOP, Facts, build, parse_context
-from agents.rules.offline import OfflineLLM
-from schemas import StageRecord, dumps
-from schemas.records import utcnow
-from schemas.stages import OrderMatch, Recall, StrategyDraft
-from streams.runtime.dead_letters import Source
-from streams.runtime.pipeline import Pipeline
-from streams.settings import SettingsError, load
+from baton_kafka.agents import memory
+from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.agents.prompts import FROM_CUSTOMER, FROM_SHOP, Facts, build, parse_context
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas import StageRecord, dumps
+from baton_kafka.schemas.records import utcnow
+from baton_kafka.schemas.stages import OrderMatch, Recall, StrategyDraft
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.settings import SettingsError, load
 from tests.fixtures.data import C1_ORDERS, ticket, understanding
 from tests.fixtures.pipelines import in_memory, run, sink
 

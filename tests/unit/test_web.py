@@ -19,12 +19,18 @@ from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
 from faust.types import TP
 
-from agents.orders import SQLiteOrderStore
-from agents.rules.offline import OfflineLLM
-from streams.observe.guard import UnsafeBind, bearer_auth, check_bind, host_name, is_loopback
-from streams.observe.web import dashboard_page, readiness
-from streams.runtime.app import create_app
-from streams.settings import Settings
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.streams.observe.guard import (
+    UnsafeBind,
+    bearer_auth,
+    check_bind,
+    host_name,
+    is_loopback,
+)
+from baton_kafka.streams.observe.web import dashboard_page, readiness
+from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.settings import Settings
 from tests.fixtures.faust_app import FakeApp, FakeEvent, FakeRecovery, FakeTables
 
 TOKEN = "a-long-enough-token-0123"

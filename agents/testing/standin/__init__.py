@@ -30,12 +30,17 @@ JSON-schema ``response_format``); each request's summary in ``stats()`` says whi
 on and how it authenticated. With a ``style`` (``WeakStyle``) it answers as a weak model does.
 """
 
-from agents.testing.standin.caching import PromptCache, estimate_tokens
-from agents.testing.standin.faults import FAULTS, RULE_BREAKS, FaultRule, directives
-from agents.testing.standin.messages import Request, Responder, echo_responder, read_request
-from agents.testing.standin.ratelimits import RateBudget
-from agents.testing.standin.server import StandIn, run_in_thread
-from agents.testing.standin.weak import WEAK, WeakStyle, near_miss
+from baton_kafka.agents.testing.standin.caching import PromptCache, estimate_tokens
+from baton_kafka.agents.testing.standin.faults import FAULTS, RULE_BREAKS, FaultRule, directives
+from baton_kafka.agents.testing.standin.messages import (
+    Request,
+    Responder,
+    echo_responder,
+    read_request,
+)
+from baton_kafka.agents.testing.standin.ratelimits import RateBudget
+from baton_kafka.agents.testing.standin.server import StandIn, run_in_thread
+from baton_kafka.agents.testing.standin.weak import WEAK, WeakStyle, near_miss
 
 __all__ = [
     "FAULTS",

@@ -7,10 +7,10 @@ import asyncio
 import signal
 from dataclasses import replace
 
-from agents.testing import standin
-from agents.testing.standin.ratelimits import RateBudget
-from agents.testing.standin.server import StandIn
-from agents.testing.standin.weak import STYLES
+from baton_kafka.agents.testing import standin
+from baton_kafka.agents.testing.standin.ratelimits import RateBudget
+from baton_kafka.agents.testing.standin.server import StandIn
+from baton_kafka.agents.testing.standin.weak import STYLES
 
 
 def rate_budget(text: str) -> RateBudget:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from agents.models.prices import min_cacheable_tokens
-from agents.models.tokens import estimate_tokens
-from agents.testing.standin.messages import Request
+from baton_kafka.agents.models.prices import min_cacheable_tokens
+from baton_kafka.agents.models.tokens import estimate_tokens
+from baton_kafka.agents.testing.standin.messages import Request
 
 
 class PromptCache:

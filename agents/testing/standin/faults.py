@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from agents.testing.standin.messages import Request
+from baton_kafka.agents.testing.standin.messages import Request
 
 # Schema-valid on the wire (bounds only travel as descriptions) but against the business rules.
 RULE_BREAKS: dict[str, dict[str, Any]] = {

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from agents.policy import Policy
+from baton_kafka.agents.policy import Policy
 
 JUDGE_OPEN, JUDGE_CLOSE = "<judge>", "</judge>"
 CATEGORIES = ("remedy", "understood", "grounded", "tone")

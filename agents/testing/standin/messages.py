@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.policy.render import read_back
-from agents.prompts import Facts, parse_context
-from agents.rules.choosing import choose_rules
-from agents.rules.reply import strategy_rules
-from agents.rules.understanding import understand_rules
-from agents.testing.standin.judge import judge_block, judge_responder
+from baton_kafka.agents.policy.render import read_back
+from baton_kafka.agents.prompts import Facts, parse_context
+from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.reply import strategy_rules
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
 
 STAGE_OF_TITLE = {
     "Understanding": "understand",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from agents.models.ratelimits import PREFIX
+from baton_kafka.agents.models.ratelimits import PREFIX
 
 
 @dataclass(frozen=True)

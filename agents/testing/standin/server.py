@@ -17,10 +17,10 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel
 
-from agents.testing.standin.batches import BatchDesk, Posted
-from agents.testing.standin.caching import PromptCache, estimate_tokens
-from agents.testing.standin.errors import error_response, request_id
-from agents.testing.standin.faults import (
+from baton_kafka.agents.testing.standin.batches import BatchDesk, Posted
+from baton_kafka.agents.testing.standin.caching import PromptCache, estimate_tokens
+from baton_kafka.agents.testing.standin.errors import error_response, request_id
+from baton_kafka.agents.testing.standin.faults import (
     API_ERRORS,
     NOT_JSON,
     SPEND_LIMIT_CODE,
@@ -28,16 +28,16 @@ from agents.testing.standin.faults import (
     FaultRule,
     spoil,
 )
-from agents.testing.standin.messages import (
+from baton_kafka.agents.testing.standin.messages import (
     Request,
     Responder,
     echo_responder,
     read_count_request,
     read_request,
 )
-from agents.testing.standin.ratelimits import RateBudget, RateWindow
-from agents.testing.standin.weak import WeakStyle
-from agents.testing.standin.wires import Wires
+from baton_kafka.agents.testing.standin.ratelimits import RateBudget, RateWindow
+from baton_kafka.agents.testing.standin.weak import WeakStyle
+from baton_kafka.agents.testing.standin.wires import Wires
 
 
 class StandIn:

@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.instructions import EXAMPLE_ORDER_IDS
-from agents.models.request_shape import FEEDBACK
-from agents.rules.reply import strategy_rules
-from agents.rules.understanding import understand_rules
-from agents.testing.standin.messages import Request
+from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
+from baton_kafka.agents.models.request_shape import FEEDBACK
+from baton_kafka.agents.rules.reply import strategy_rules
+from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.testing.standin.messages import Request
 
 REASK_MARK = FEEDBACK.split("{}")[0].strip()
 _PREFIXES = (

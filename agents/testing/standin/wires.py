@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from agents.testing.standin.batches import Posted
-from agents.testing.standin.errors import error_response, request_id
-from agents.testing.standin.messages import chat_of_message, messages_of_chat
+from baton_kafka.agents.testing.standin.batches import Posted
+from baton_kafka.agents.testing.standin.errors import error_response, request_id
+from baton_kafka.agents.testing.standin.messages import chat_of_message, messages_of_chat
 
 Answer = Callable[[web.Request, Mapping[str, Any] | None], Awaitable[web.Response]]
 Count = Callable[[web.Request], Awaitable[web.Response]]

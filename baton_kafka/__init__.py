@@ -1,0 +1,1 @@
+"""baton's one import name; its subpackages are ``schemas``, ``agents`` and ``streams``."""
