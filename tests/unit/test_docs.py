@@ -139,7 +139,9 @@ def _problems_with(name: str) -> str | None:
         path = name.rstrip("/")
         return None if (ROOT / path).exists() else "no such file or folder"
     if re.fullmatch(r"[\w]+\.py|[\w]+/", name):
-        hits = [p for top in (*PACKAGES, "tests") for p in (ROOT / top).rglob(name.rstrip("/"))]
+        tops = (*PACKAGES, "tests")
+        hits = [p for top in tops for p in (ROOT / top).rglob(name.rstrip("/"))]
+        hits += [ROOT / name] if (ROOT / name).is_dir() else []
         return None if hits else "no such file or folder in the packages or tests"
     if name in EXTERNAL:
         return None
