@@ -1,6 +1,6 @@
 """The contract in language-neutral files: a JSON Schema per record and an AsyncAPI document.
 
-``python -m schemas.contracts`` writes them under ``schemas/json/``; ``--check`` fails when the
+``python -m baton_kafka.schemas.contracts`` writes them under ``schemas/json/``; ``--check`` fails when the
 committed files differ from the models (a test runs it).
 """
 
@@ -202,7 +202,7 @@ def main(argv: list[str]) -> int:
     if argv[1:] == ["--check"]:
         names = stale()
         for name in names:
-            print(f"schemas/json/{name} is stale: run python -m schemas.contracts", file=sys.stderr)
+            print(f"schemas/json/{name} is stale: run python -m baton_kafka.schemas.contracts", file=sys.stderr)
         return 1 if names else 0
     FOLDER.mkdir(exist_ok=True)
     for name, data in rendered().items():

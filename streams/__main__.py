@@ -1,4 +1,4 @@
-"""``python -m streams``: the ``baton`` command."""
+"""``python -m baton_kafka.streams``: the ``baton`` command."""
 
 import sys
 

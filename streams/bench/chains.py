@@ -2,7 +2,7 @@
 
 Each hop decodes and validates its record and encodes the next one (the first hop turns a
 ``Ticket`` into a ``StageRecord``): the JSON work every pipeline stage does too, without baton,
-tables, model or dead letters. Run as ``python -m streams.bench.chains faust|aiokafka`` with the
+tables, model or dead letters. Run as ``python -m baton_kafka.streams.bench.chains faust|aiokafka`` with the
 ``BATON_*`` variables of the run (broker, namespace, partitions, data dir, web port).
 """
 
@@ -122,7 +122,7 @@ async def run_aiokafka(settings: Settings) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run one reference chain until terminated."""
-    parser = argparse.ArgumentParser(prog="python -m streams.bench.chains")
+    parser = argparse.ArgumentParser(prog="python -m baton_kafka.streams.bench.chains")
     parser.add_argument("kind", choices=KINDS)
     args = parser.parse_args(argv)
     settings = load()

@@ -143,7 +143,7 @@ def test_every_setting_is_declared_and_documented() -> None:
     for spec in specs():
         assert f"`{spec.env}`" in text and spec.help in text
     assert reference.PATH.read_text("utf-8") == text, (
-        "docs/configuration.md is stale: run python -m streams.config.reference"
+        "docs/configuration.md is stale: run python -m baton_kafka.streams.config.reference"
     )
     # The README sends its readers to the reference instead of keeping a table of its own.
     readme = (reference.PATH.parents[1] / "README.md").read_text("utf-8")

@@ -11,7 +11,7 @@ from baton_kafka.schemas.topics import ALL
 
 
 def test_the_committed_files_match_the_models() -> None:
-    assert stale() == [], "run: python -m schemas.contracts"
+    assert stale() == [], "run: python -m baton_kafka.schemas.contracts"
 
 
 def test_a_drifted_file_is_reported(tmp_path: Path) -> None:

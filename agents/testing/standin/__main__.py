@@ -1,4 +1,4 @@
-"""``python -m agents.testing.standin``: serve the stand-in until interrupted, printing its URL."""
+"""``python -m baton_kafka.agents.testing.standin``: serve the stand-in until interrupted, printing its URL."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ async def _serve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the stand-in until interrupted, printing its base URL first."""
     parser = argparse.ArgumentParser(
-        prog="python -m agents.testing.standin", description=standin.__doc__
+        prog="python -m baton_kafka.agents.testing.standin", description=standin.__doc__
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
