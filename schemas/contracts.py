@@ -1,7 +1,7 @@
 """The contract in language-neutral files: a JSON Schema per record and an AsyncAPI document.
 
-``python -m baton_kafka.schemas.contracts`` writes them under ``schemas/json/``; ``--check`` fails when the
-committed files differ from the models (a test runs it).
+``python -m baton_kafka.schemas.contracts`` writes them under ``schemas/json/``; ``--check``
+fails when the committed files differ from the models (a test runs it).
 """
 
 from __future__ import annotations
@@ -202,7 +202,10 @@ def main(argv: list[str]) -> int:
     if argv[1:] == ["--check"]:
         names = stale()
         for name in names:
-            print(f"schemas/json/{name} is stale: run python -m baton_kafka.schemas.contracts", file=sys.stderr)
+            print(
+                f"schemas/json/{name} is stale: run python -m baton_kafka.schemas.contracts",
+                file=sys.stderr,
+            )
         return 1 if names else 0
     FOLDER.mkdir(exist_ok=True)
     for name, data in rendered().items():

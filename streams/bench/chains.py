@@ -2,8 +2,9 @@
 
 Each hop decodes and validates its record and encodes the next one (the first hop turns a
 ``Ticket`` into a ``StageRecord``): the JSON work every pipeline stage does too, without baton,
-tables, model or dead letters. Run as ``python -m baton_kafka.streams.bench.chains faust|aiokafka`` with the
-``BATON_*`` variables of the run (broker, namespace, partitions, data dir, web port).
+tables, model or dead letters. Run as
+``python -m baton_kafka.streams.bench.chains faust|aiokafka`` with the ``BATON_*`` variables of
+the run (broker, namespace, partitions, data dir, web port).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The configuration reference (``docs/configuration.md``), rendered from the declarations.
 
-Regenerate with ``python -m baton_kafka.streams.config.reference``; a test fails when the file drifts.
+Regenerate with ``python -m baton_kafka.streams.config.reference``; a test fails when the file
+drifts.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ PATH = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 INTRO = f"""# Configuration
 
-<!-- Generated from streams/config/declared.py by `python -m baton_kafka.streams.config.reference`. -->
+<!-- Generated from streams/config/declared.py
+     by `python -m baton_kafka.streams.config.reference`. -->
 
 baton reads its settings once, when a command starts, from three places; a later one wins:
 

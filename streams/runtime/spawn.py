@@ -33,8 +33,8 @@ def child_env(settings: Settings) -> dict[str, str]:
 
 
 def spawn_worker(settings: Settings, log_path: Path) -> WorkerProcess:
-    """Start ``python -m baton_kafka.streams worker`` with ``settings`` on a free web port of its own,
-    appending its output to ``log_path``.
+    """Start ``python -m baton_kafka.streams worker`` with ``settings`` on a free web port of its
+    own, appending its output to ``log_path``.
 
     A command's own worker (demo, eval, replay, bench) runs in a namespace of its own: without
     signing keys it runs unsigned rather than refusing to start. It runs the chain the

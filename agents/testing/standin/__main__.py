@@ -1,4 +1,4 @@
-"""``python -m baton_kafka.agents.testing.standin``: serve the stand-in until interrupted, printing its URL."""
+"""``python -m baton_kafka.agents.testing.standin``: serve the stand-in until interrupted."""
 
 from __future__ import annotations
 
