@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from baton_kafka.agents import escalation
 from baton_kafka.agents.people_texts import alternative, confirmation
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy.offer import CENT, OfferContext, cents, problems, total
@@ -89,6 +90,9 @@ def check(decision: Decision, baton: Baton | None) -> None:
         raise Refused("decision_not_pending", "the session has no baton (unknown or expired)")
     if decision.action in ON_OFFER:
         pending = baton.pending
+        if pending is None and (late := escalation.of(baton, decision.item)) is not None:
+            error = f"ticket {late.item}'s offer waited too long and was escalated at {late.at}"
+            raise Refused("decision_not_pending", error)
         if pending is None:
             raise Refused("decision_not_pending", "the session has no offer waiting for approval")
         if decision.item != pending.item and decision.item not in pending.also:

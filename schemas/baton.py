@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from baton_kafka.schemas.decision import PendingOffer, PersonNote
+from baton_kafka.schemas.decision import Escalation, PendingOffer, PersonNote
 from baton_kafka.schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
 from baton_kafka.schemas.stages import Demand
 
@@ -133,6 +133,11 @@ class Baton(BaseModel):
     pending: PendingOffer | None = Field(
         default=None,
         description="The offer waiting for a person's approval (the session is parked).",
+    )
+    escalated: list[Escalation] = Field(
+        default_factory=list,
+        description="Offers that waited for approval past the approval timeout, each escalated "
+        "once (recorded before its reply and packet are sent), oldest first.",
     )
     taken_over: bool = Field(
         default=False, description="A person has taken the session over: the agents stay silent."

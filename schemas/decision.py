@@ -73,6 +73,23 @@ class PendingOffer(BaseModel):
     at: datetime = Field(default_factory=utcnow, description="When the session was parked.")
 
 
+class Escalation(BaseModel):
+    """A pending offer no person decided within ``BATON_APPROVAL_TIMEOUT``: escalated once,
+    withdrawn from the baton's pending offer."""
+
+    item: str = Field(description="The ticket id whose reply proposed the offer.")
+    offer: Offer = Field(description="The offer that waited (state needs_approval).")
+    parked_at: datetime = Field(description="When the session was parked on it.")
+    reply: str = Field(
+        default="", description="The reply record (JSON) it sends; empty once it is on the topic."
+    )
+    packet: str = Field(
+        default="",
+        description="The hand-off packet (JSON) it sends; empty once it is on the topic.",
+    )
+    at: datetime = Field(default_factory=utcnow, description="When it was escalated.")
+
+
 class PersonNote(BaseModel):
     """One decision the session's baton applied: what the person did and said."""
 

@@ -24,6 +24,8 @@ HandoffReason = Literal[
     "repeated_contact",
     # an offer above the policy's approval threshold
     "needs_approval",
+    # that offer waited past the approval timeout with no person's decision
+    "approval_timeout",
     # the strategy agent asked for a person itself
     "agent_decision",
     # no valid answer: the model's output, the model or the budget failed
@@ -97,8 +99,8 @@ class HandoffPacket(BaseModel):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="Record layout version.")
     packet_id: str = Field(
-        description="Unique per ticket (``handoff:<ticket_id>``): a consumer that sees one "
-        "twice keeps the first."
+        description="Unique per ticket (``handoff:<ticket_id>``; ``escalation:<ticket_id>`` for "
+        "the escalation of its offer's approval): a consumer that sees one twice keeps the first."
     )
     ticket_id: str = Field(description="The ticket handed off.")
     session_id: str
@@ -108,17 +110,22 @@ class HandoffPacket(BaseModel):
     reasons: list[HandoffReason] = Field(
         description="Every reason that applies, most important first."
     )
-    urgency: Urgency = Field(description="high for safety, legal and repeated contact.")
+    urgency: Urgency = Field(
+        description="high for safety, legal, repeated contact and an approval's timeout."
+    )
     handed_off_at: datetime = Field(default_factory=utcnow)
     opened_at: datetime = Field(
         description="When the customer wrote the ticket (never later than its intake)."
     )
     deadline: datetime = Field(
         description="When the desk should have answered: ``opened_at`` plus the desk's SLA "
-        "(BATON_HANDOFF_DEADLINE)."
+        "(BATON_HANDOFF_DEADLINE); for an approval's timeout, ``handed_off_at`` plus the SLA."
     )
     language: LanguageCode = Field(description="The customer's language, a BCP 47 code.")
-    text: str = Field(description="The ticket's text (at most 2,000 characters).")
+    text: str = Field(
+        description="The ticket's text (at most 2,000 characters); empty for an approval's "
+        "timeout (the ticket's first packet has it)."
+    )
     core_problem: str | None = Field(
         description="The ticket's core problem; null when no stage understood it."
     )
@@ -133,8 +140,8 @@ class HandoffPacket(BaseModel):
     promised: Promised = Field(default_factory=Promised)
     proposed_offer: Offer | None = Field(
         default=None,
-        description="The offer waiting for a person's approval (state needs_approval); null "
-        "when none does.",
+        description="The offer waiting for a person's approval (state needs_approval); for an "
+        "approval's timeout, the offer that waited, now withdrawn; null otherwise.",
     )
     reply: str = Field(description="What the customer was told (the holding reply).")
     internal_note: str = Field(description="The reply's note for the support team.")

@@ -192,6 +192,16 @@ class Settings(OrderSettings, ModelSettings):
         parse=positive,
         render=NUMBER,
     )
+    # A parked offer nobody decides is escalated once: the customer is told it takes longer.
+    approval_timeout_s: float = setting(
+        "BATON_APPROVAL_TIMEOUT",
+        "seconds an offer waits for a person's approval before it is escalated once (a reply "
+        "that promises nothing, a hand-off packet `approval_timeout`); 0 turns it off",
+        4 * 3600.0,
+        parse=seconds_or_off,
+        render=NUMBER,
+        shown="`14400` (4 hours)",
+    )
     session_ttl_s: float = setting(
         "BATON_SESSION_TTL",
         "idle seconds before a session's baton expires",

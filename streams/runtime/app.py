@@ -28,6 +28,7 @@ from baton_kafka.streams.runtime.chain import BUILTIN, Chain
 from baton_kafka.streams.runtime.clocks import ClockGauges
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
+from baton_kafka.streams.runtime.escalations import EscalationGauges
 from baton_kafka.streams.runtime.faust_io import FaustSink, FaustState
 from baton_kafka.streams.runtime.own_stages import chain_for
 from baton_kafka.streams.runtime.pipeline import Pipeline
@@ -220,6 +221,7 @@ def create_app(
         chain=chain,
     )
     metrics.registry.register(ClockGauges(pipeline.clocks))  # open tickets by age, past due
+    metrics.registry.register(EscalationGauges(pipeline.escalations))
 
     async def stop_clocks(sender: Any, /, *_: Any, signal: Any, **__: Any) -> None:
         pipeline.clocks.close()
@@ -232,13 +234,25 @@ def create_app(
         async for event in stream.events():
             await pipeline.apply_index(event.value, _headers(event), _source(event))
 
+    def owns(session_id: str) -> bool:
+        """This worker reads the session's partition now (not a standby's copy)."""
+        actives = app.assignor.assigned_actives()
+        partition = session_partition(session_id, settings.partitions)
+        return any(tp.topic == names.sessions and tp.partition == partition for tp in actives)
+
+    pipeline.escalations.owned = owns
+
     @app.timer(interval=settings.expiry_interval_s)
     async def expire() -> None:
         actives = app.assignor.assigned_actives()
         owned = {tp.partition for tp in actives if tp.topic == names.sessions}
-        expired = await pipeline.expire_sessions(
-            lambda sid: session_partition(sid, settings.partitions) in owned
-        )
+
+        def mine(sid: str) -> bool:
+            return session_partition(sid, settings.partitions) in owned
+
+        expired = await pipeline.expire_sessions(mine)
+        # A start or a rebalance gave this worker parked sessions: their approval deadlines.
+        await pipeline.escalations.sweep(mine)
         if expired:
             log.info("expired %d idle sessions", expired)
         # The worker reading the index topic is the index table's one writer: it sweeps it.

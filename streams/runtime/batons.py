@@ -136,6 +136,13 @@ class BatonStore:
             if owned(session_id):
                 yield Baton.model_validate_json(raw)
 
+    def parked(self, owned: Callable[[str], bool]) -> Iterator[Baton]:
+        """The owned batons with an offer pending or an escalation recorded, parsed afresh
+        (the others are passed over unparsed)."""
+        for session_id, raw in self.state.batons.items():
+            if owned(session_id) and (b'"pending":null' not in raw or b'"escalated":[]' not in raw):
+                yield Baton.model_validate_json(raw)
+
     def index(self, customer_id: str) -> MemoryIndex | None:
         """The customer's memory index: a summary of each of their sessions."""
         raw = self.state.customers.get(customer_id)

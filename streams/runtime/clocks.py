@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -93,6 +94,8 @@ class Clocks:
     policy_version: str
     open: dict[str, _Open] = field(default_factory=dict)
     sent: int = 0
+    # Other deadlines of the worker's sessions (an approval's), by key: one task each.
+    alarms: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     def start(self, record: StageRecord) -> None:
         """Start ``record``'s ticket's clock at its writing time, unless it is off or answered."""
@@ -126,6 +129,34 @@ class Clocks:
             if clock.timer is not None:
                 clock.timer.cancel()
         self.open.clear()
+        for alarm in self.alarms.values():
+            alarm.cancel()
+        self.alarms.clear()
+
+    def alarm(self, key: str, at: datetime, ring: Callable[[], Awaitable[None]]) -> bool:
+        """Await ``ring`` once at ``at`` (at once if it passed), unless alarm ``key`` is set.
+
+        Like a first-reply clock, it is a task of its own; what it does is recorded in the
+        baton by ``ring``, so a worker that sets it again after a restart does nothing twice.
+        """
+        if key in self.alarms:
+            return False
+        delay = max((at - utcnow()).total_seconds(), 0.0)
+        # A context of its own: not the trace or the stream event of the record that set it.
+        self.alarms[key] = asyncio.get_running_loop().create_task(
+            self._ring(key, delay, ring), context=contextvars.Context()
+        )
+        return True
+
+    async def _ring(self, key: str, delay: float, ring: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await asyncio.sleep(delay)
+            await ring()
+        except Exception as exc:  # the next sweep of the batons sets it again
+            log.warning("the deadline %s failed: %s", shown(key), describe(exc))
+        finally:
+            if self.alarms.get(key) is asyncio.current_task():
+                del self.alarms[key]
 
     async def _fire(self, record: StageRecord, delay: float) -> None:
         await asyncio.sleep(delay)

@@ -151,7 +151,9 @@ class FaustSessionTable:
         self.table[key] = value
 
     async def put_durably(self, key: str, value: bytes) -> None:
-        fut = self.table.send_changelog(self.table.partition_for_key(key), key, value)
+        # The session's partition, as a stage's record of it is read from: a deadline's task
+        # (an approval's) writes outside any stream's event.
+        fut = self.table.send_changelog(session_partition(key, self.partitions), key, value)
         self.table.data[key] = value
         await fut
 

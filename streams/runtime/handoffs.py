@@ -21,7 +21,7 @@ from baton_kafka.schemas.handoff import (
     Promised,
     Turn,
 )
-from baton_kafka.schemas.records import DeadLetter, Order, Reply
+from baton_kafka.schemas.records import DeadLetter, Order, Reply, utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.runtime.batons import BatonStore
 
@@ -48,6 +48,11 @@ ERROR_CHARS = 300
 def packet_id(ticket_id: str) -> str:
     """The packet's id: one per ticket, so a consumer can drop a copy."""
     return f"handoff:{ticket_id}"
+
+
+def escalation_id(ticket_id: str) -> str:
+    """The id of the packet escalating ``ticket_id``'s offer (one per ticket, like its own)."""
+    return f"escalation:{ticket_id}"
 
 
 def _code(reason: str) -> HandoffReason:
@@ -225,4 +230,47 @@ class Desk:
             deadline_s=self.deadline_s,
             dead_letters=[*record.degraded, dl.id],
             policy=self.policy,
+        )
+
+    def for_escalation(self, baton: Baton, reply: Reply, timeout_s: float) -> HandoffPacket:
+        """The packet of the offer ``baton`` has pending, which no person decided within
+        ``timeout_s``: urgent, the offer withdrawn, ``reply`` what the customer was told."""
+        pending = baton.pending
+        assert pending is not None
+        memory = next((t for t in baton.tickets if t.ticket_id == pending.item), None)
+        customer = baton.customer_id
+        history = recallable(baton, self.batons.index(customer) if customer else None)
+        turns, omitted = _conversation(baton, pending.item)
+        now = utcnow()
+        offer = _offer_text(reply.model_copy(update={"offer": pending.offer}))
+        return HandoffPacket(
+            packet_id=escalation_id(pending.item),
+            ticket_id=pending.item,
+            session_id=baton.session_id,
+            customer_id=customer,
+            reason="approval_timeout",
+            reason_text=f"The offer{offer} waited for approval since {pending.at:%Y-%m-%d %H:%M} "
+            f"UTC, longer than {timeout_s:g} s, and nobody decided: it is withdrawn and the "
+            "customer was told a colleague will contact them. Answer or take the session over.",
+            reasons=["approval_timeout", "needs_approval"],
+            urgency="high",
+            handed_off_at=now,
+            opened_at=min(memory.at, pending.at) if memory is not None else pending.at,
+            deadline=now + timedelta(seconds=self.deadline_s),
+            language=pending.language,
+            text="",
+            core_problem=memory.core_problem if memory is not None else None,
+            earlier_core_problems=[
+                t.core_problem for t in baton.tickets if t.ticket_id != pending.item
+            ],
+            order_id=reply.order_id,
+            order=None,
+            promised=_promised(baton, None, history),
+            proposed_offer=pending.offer,
+            reply=reply.reply,
+            internal_note=reply.internal_note,
+            conversation=turns,
+            conversation_omitted=omitted,
+            baton_version=baton.version,
+            policy_version=reply.policy_version,
         )

@@ -43,6 +43,7 @@ from baton_kafka.streams.runtime.chain import BUILTIN, Chain
 from baton_kafka.streams.runtime.clocks import Clocks
 from baton_kafka.streams.runtime.dead_letters import Source, read_as
 from baton_kafka.streams.runtime.delivery import Delivery
+from baton_kafka.streams.runtime.escalations import Escalations
 from baton_kafka.streams.runtime.index import CustomerIndex
 from baton_kafka.streams.runtime.intake import Intake
 from baton_kafka.streams.runtime.redelivery import Redelivery, own_entry
@@ -115,6 +116,22 @@ class Pipeline(Intake):
         self.index = CustomerIndex(
             self.settings, self.batons, self.signer, self.out, self.topics.memory_index
         )
+        # Offers waiting for approval: escalated once past BATON_APPROVAL_TIMEOUT.
+        self.escalations = Escalations(
+            self.settings.approval_timeout_s,
+            self.batons,
+            self.clocks,
+            self.gate,
+            self.out,
+            self.topics.replies,
+            self.topics.handoffs,
+            self.desk,
+            self.index,
+            self.policy.version,
+            self.policy.languages[0],
+            self.redelivery.unfinished,
+        )
+        self.redelivery.parked = self.escalations.arm
         self.refusals = Refusals(self.settings.refusals_per_minute)
         # People's decisions (support.decisions): applied between the session's tickets.
         self.people = decisions.Decisions(

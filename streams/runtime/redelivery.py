@@ -42,6 +42,8 @@ class Redelivery:
     chain: Chain = BUILTIN
     # Awaited with the ticket id before its reply is sent (the first-reply clock stops).
     answering: Callable[[str], Awaitable[None]] | None = None
+    # Called with the baton a reply parked on an offer waiting for approval (its deadline).
+    parked: Callable[[Baton], None] | None = None
 
     def entry(self, ticket: Ticket) -> InFlight | None:
         """The ticket's entry in flight, if its session's baton holds one."""
@@ -176,4 +178,6 @@ class Redelivery:
         # Durable before the session moves on: from then on only the baton's answered list
         # keeps a redelivered copy from a second reply.
         await self.batons.save_durably(baton)
+        if baton.pending is not None and self.parked is not None:
+            self.parked(baton)
         return baton

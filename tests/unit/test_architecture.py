@@ -151,7 +151,7 @@ def _bare_imports(source: str) -> list[str]:
 
 def test_the_bare_import_check_sees_one() -> None:
     assert _bare_imports("import streams.runtime\nfrom agents import x\n") == [
-        "baton_kafka.streams.runtime",
+        "streams.runtime",
         "agents",
     ]
     assert _bare_imports(f"from {TOP}.agents import x\nimport {TOP}.schemas\n") == []

@@ -52,7 +52,13 @@ def _offer(*kinds: str) -> Offer:
 def _texts(lang: str) -> Iterator[tuple[set[str], str]]:
     """Every sentence of the file in ``lang`` as a customer reads it (a fragment inside the
     sentence that uses it), with the keys it is made of."""
-    for key in ("could_not_process", "still_working", "awaiting_approval", "denied_follow_up"):
+    for key in (
+        "could_not_process",
+        "still_working",
+        "awaiting_approval",
+        "denied_follow_up",
+        "approval_overdue",
+    ):
         yield {key}, fixed(key, lang)
     order = f" ({ORDER_ID})"
     about = fixed("holding_about_problem", lang, problem=PROBLEM[lang], order=order)
