@@ -169,7 +169,8 @@ def apply_reply(baton: Baton, reply: Reply) -> Baton:
         }
         tickets = _with_memory(baton, memory.model_copy(update=told))
     usage = baton.usage.merge(reply.usage)
-    answered = [*baton.answered, reply.ticket_id][-ANSWERED_KEEP:]
+    # Every ticket of a burst answered as one turn: a copy of any of them is settled from it.
+    answered = [*baton.answered, *reply.ticket_ids][-ANSWERED_KEEP:]
     offered = {order: dict(kinds) for order, kinds in baton.offered.items()}
     if reply.offer is not None and reply.offer.state == "approved" and reply.status != "handoff":
         for line in reply.offer.lines:

@@ -22,10 +22,10 @@ from pydantic import (
 
 from baton_kafka.schemas.lines import MAX_LINES, OrderLine, lines_problem
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_TEXT_CHARS = 20_000
 
-ReplyStatus = Literal["answered", "degraded", "handoff", "taken_over", "holding"]
+ReplyStatus = Literal["answered", "degraded", "handoff", "taken_over", "holding", "coalesced"]
 OrderStatus = Literal[
     "pending", "paid", "shipped", "delivered", "cancelled", "refunded", "returned", "lost"
 ]
@@ -393,7 +393,9 @@ class Reply(BaseModel):
         description="answered, degraded (fallback path), handoff, taken_over (a person has "
         "the session: no agent answered, the reply text is empty), or holding (the ticket's "
         "first-reply deadline passed: a fixed text that promises nothing, sent at most once; "
-        "the ticket's own reply follows and is the one that counts)."
+        "the ticket's own reply follows and is the one that counts), or coalesced (the ticket "
+        "was answered together with the earlier tickets of its burst by the reply to "
+        "answered_by: the reply text is empty)."
     )
     reply: str = Field(description="Customer-facing text.")
     solution: str = Field(description="What will be done.")
@@ -419,6 +421,18 @@ class Reply(BaseModel):
         description="The person's decision this reply carries out (approve, deny, answer); "
         "null for an agent's reply.",
     )
+    ticket_ids: list[str] = Field(
+        default_factory=list,
+        description="Every ticket this reply answers, oldest first: [ticket_id] for a reply to "
+        "one ticket; for a burst of the session's tickets answered together as one turn, all of "
+        "them (ticket_id, the first, included). Each other ticket of the burst gets a record of "
+        "its own, status coalesced.",
+    )
+    answered_by: str | None = Field(
+        default=None,
+        description="For a coalesced record: the ticket_id of the reply that answered this "
+        "ticket together with the others of its burst; null otherwise.",
+    )
     usage: UsageTotals = Field(default_factory=UsageTotals)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     stages: dict[str, dict[str, Any]] = Field(
@@ -427,6 +441,13 @@ class Reply(BaseModel):
         "stage name (each as its stage declares it).",
     )
     replied_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _answers_its_ticket(self) -> Reply:
+        # A reply written before the field (or by a path that answers one ticket) answers its own.
+        if not self.ticket_ids:
+            self.ticket_ids = [self.ticket_id]
+        return self
 
 
 class DeadLetter(BaseModel):

@@ -150,6 +150,11 @@ class StageRecord(BaseModel):
         description="The results of the stages beyond the built-in ones so far, keyed by stage "
         "name (understanding and match have fields of their own).",
     )
+    burst: list[str] = Field(
+        default_factory=list,
+        description="The session's later tickets answered together with this one as one turn, "
+        "oldest first; their texts follow this ticket's in ticket.text, one per line.",
+    )
     baton_version: int = 0
     snapshot: Snapshot = Field(default_factory=Snapshot)
     usage: UsageTotals = Field(default_factory=UsageTotals)

@@ -64,9 +64,14 @@ def run_demo(settings: Settings, timeout: float = 180.0) -> int:
 
     say = lambda msg: print(f"baton demo: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="baton-demo-") as tmp:
-        # The sample orders, never a shop's own source.
+        # The sample orders, never a shop's own source. The sample conversations stand for
+        # turns written minutes apart, though published at once: no coalescing window.
         settings = settings.with_(
-            data_dir=Path(tmp), embedded_broker=True, orders_source="", orders_map=""
+            data_dir=Path(tmp),
+            embedded_broker=True,
+            orders_source="",
+            orders_map="",
+            coalesce_window_s=0.0,
         )
         orders = read_jsonl(demo_file("orders.jsonl"), Order)
         tickets = read_jsonl(demo_file("tickets.jsonl"), Ticket)

@@ -68,8 +68,10 @@ class Context:
 
     def child(self, s: Settings) -> Settings:
         """Settings of a child process in namespace ``s``: its own web port, the offline
-        model and no credentials."""
+        model and no credentials; no coalescing window (a workload sends a session's tickets
+        at once and times each one's own reply)."""
         return s.with_(
+            coalesce_window_s=0.0,
             orders_dsn=s.orders_url,
             orders_source="",
             orders_map="",

@@ -156,6 +156,17 @@ class Settings(OrderSettings, ModelSettings):
         100,
         parse=integer(1),
     )
+    # Customers write in bursts ("hi" / "my kettle leaks" / "order K-1002"): 3 s covers the gap
+    # between a burst's messages without a customer noticing the wait.
+    coalesce_window_s: float = setting(
+        "BATON_COALESCE_WINDOW",
+        "seconds a session's ticket waits for the session's next ones: tickets that reach "
+        "baton no further apart are understood and answered together as one turn (one reply, "
+        "a `coalesced` record for each other ticket); 0 turns it off",
+        3.0,
+        parse=seconds_or_off,
+        render=NUMBER,
+    )
     # A sender's refused tickets (another customer's session) kept as dead letters per minute.
     refusals_per_minute: int = setting(
         "BATON_REFUSALS_PER_MINUTE",

@@ -113,7 +113,8 @@ def replay(
     asyncio.run(ensure_topics(target))
     asyncio.run(publish(target, into.tickets, ((t.session_id, dumps(t)) for t in todo)))
     log = target.data_dir / "replay" / f"{target.namespace}-worker.log"
-    proc = spawn_worker(target, log) if worker else None
+    # Tickets published at once would be one burst: each is compared with its own reply.
+    proc = spawn_worker(target.with_(coalesce_window_s=0.0), log) if worker else None
     try:
         bar = Bar(len(wanted), "replaying")
         replies = asyncio.run(wait_for_replies(target, wanted, timeout, proc, bar))

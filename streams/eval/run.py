@@ -199,7 +199,10 @@ def run_pipeline(
     with tempfile.TemporaryDirectory(prefix="baton-eval-") as tmp, contextlib.ExitStack() as stack:
         # The stand-in speaks the first-party API; any other provider is the run's own.
         llm = "anthropic" if mode in ("anthropic", *STYLES) else mode
-        settings = settings.with_(data_dir=Path(tmp), embedded_broker=True, llm=llm, **OWN_ORDERS)
+        # Each case is scored on its own reply: a phase's tickets are never answered as one turn.
+        settings = settings.with_(
+            data_dir=Path(tmp), embedded_broker=True, llm=llm, coalesce_window_s=0.0, **OWN_ORDERS
+        )
         if mode in STYLES:
             standin = stack.enter_context(run_in_thread(style=STYLES[mode]))
             settings = settings.with_(

@@ -123,7 +123,8 @@ class Registry:
             message = str(orjson.loads(exc.read()).get("message", ""))
         except (orjson.JSONDecodeError, AttributeError):
             message = ""
-        said = " ".join((message or exc.reason or "").split())[:300]
+        # Long enough for a refusal's details to reach past the fields a newer schema added.
+        said = " ".join((message or exc.reason or "").split())[:600]
         return f"the schema registry at {self.shown} answered {exc.code} to {path}: {said}"
 
     def set_compatibility(self, subject_name: str, level: str = COMPATIBILITY) -> None:

@@ -24,6 +24,7 @@ from baton_kafka.streams.observe.logs import LoggingObserver
 from baton_kafka.streams.observe.metrics import PrometheusObserver
 from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from baton_kafka.streams.observe.tracing import TracingObserver
+from baton_kafka.streams.runtime.bursts import Bursts
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
 from baton_kafka.streams.runtime.clocks import ClockGauges
 from baton_kafka.streams.runtime.dead_letters import Source
@@ -219,6 +220,7 @@ def create_app(
         observer=Fanout(*baton_observers(metrics, recent), *(Guarded(o) for o in observers)),
         schema_ids=schema_ids,
         chain=chain,
+        bursts=Bursts(settings.coalesce_window_s) if settings.coalesce_window_s > 0 else None,
     )
     metrics.registry.register(ClockGauges(pipeline.clocks))  # open tickets by age, past due
     metrics.registry.register(EscalationGauges(pipeline.escalations))
@@ -303,8 +305,13 @@ def create_app(
         def refused(delivery: Delivery) -> bool:
             return pipeline.refuses_delivery(stage.name, delivery)
 
+        # The first stage's queue of each session is where a burst's tickets wait for its turn.
+        bursts = pipeline.bursts if stage.opens_session else None
+        arrived = bursts.arrived if bursts is not None else None
+        ready = pipeline.quiet if bursts is not None else None
+
         async def agent(stream: Any) -> None:
-            await scheduler.run(stream.noack(), handle, shed, refused, delivered)
+            await scheduler.run(stream.noack(), handle, shed, refused, delivered, arrived, ready)
 
         app.agent(sink.topics[names.role(chain.source_role(stage))], name=stage.name)(agent)
 

@@ -39,6 +39,7 @@ from baton_kafka.streams.runtime import (
 from baton_kafka.streams.runtime.admission import Admission
 from baton_kafka.streams.runtime.batons import BatonStore, State
 from baton_kafka.streams.runtime.budgets import CustomerBudgets
+from baton_kafka.streams.runtime.bursts import Bursts, joined, turn_ids
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
 from baton_kafka.streams.runtime.clocks import Clocks
 from baton_kafka.streams.runtime.dead_letters import Source, read_as
@@ -76,6 +77,9 @@ class Pipeline(Intake):
     # Topic -> Schema Registry id of the topics written framed (empty: plain JSON).
     schema_ids: dict[str, int] = field(default_factory=dict)
     chain: Chain = BUILTIN
+    # The sessions' queues at the first stage, when bursts are answered once (a scheduler tells
+    # it of each record queued; none in-process, where nothing is queued).
+    bursts: Bursts | None = None
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
@@ -170,9 +174,43 @@ class Pipeline(Intake):
 
     async def deliver(self, stage: StageName, delivery: Delivery) -> None:
         """``run_stage`` on a record as read, decoded once for every check that reads it."""
+        if self.bursts is not None and self.chain[stage].opens_session:
+            self.bursts.started(delivery)
         source = read_as(delivery.source, delivery.value, delivery.headers)
         with tracing.stage_span(stage, delivery.headers, source, self.consumer):
             await self._run_stage(stage, delivery, source)
+
+    async def quiet(self, delivery: Delivery) -> None:
+        """Wait out the coalescing window of the record's session before its turn takes a
+        running place: the session's tickets that follow within it join the turn."""
+        if self.bursts is None or (ticket := delivery.ticket()) is None:
+            return
+        if not self.redelivery.known(ticket):
+            arrived = self.bursts.arrival(delivery)
+            await self.bursts.gather(delivery.record(), delivery.source, lambda _: True, arrived)
+
+    async def _gathered(self, record: StageRecord, source: Source) -> StageRecord:
+        """``record``'s turn with the session's tickets that follow it within the coalescing
+        window (their clocks started: the customer is waiting on each)."""
+        ticket = record.ticket
+        held = self.batons.get(ticket.session_id)
+        if self.bursts is None or self.redelivery.known(ticket):
+            return record
+        if held is not None and (held.taken_over or held.pending is not None):
+            return record  # a person has the session: each ticket is theirs to read
+        topic = self.source_topic(self.chain.first)
+        later = await self.bursts.gather(record, source, lambda d: self._joins(topic, d))
+        for each in later:
+            self.clocks.start(each)
+        return joined(record, later)
+
+    def _joins(self, topic: str, delivery: Delivery) -> bool:
+        """A queued record may be answered in an earlier ticket's turn: a valid ticket the
+        session takes, not a copy of one the baton knows, not an erasure request."""
+        ticket = delivery.ticket()
+        if ticket is None or erasure.requested(delivery.headers) or self.redelivery.known(ticket):
+            return False
+        return not self.admission.refuses(topic, delivery)
 
     async def _run_stage(self, stage: StageName, delivery: Delivery, source: Source) -> None:
         self.observer.record_in(stage)
@@ -211,6 +249,7 @@ class Pipeline(Intake):
             await self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
             )
+            record = await self._gathered(record, source)
         for attempt in range(1, STAGE_ATTEMPTS + 1):
             try:
                 with tracing.agent_span(stage, ticket.session_id, self.llm.name):
@@ -306,6 +345,7 @@ class Pipeline(Intake):
         if taken_over and held is not None:
             # A person has the session: no agent answers until it is handed back.
             reply, held = people.silent(ticket, held, llm=self.llm.name, policy=self.policy)
+            reply = reply.model_copy(update={"ticket_ids": turn_ids(record)})
             await self._answered(reply, await self.redelivery.reply(reply, held))
             self.observer.stage_done(stage.name, "taken_over", 0.0)
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -14,6 +15,7 @@ from baton_kafka.schemas.records import Reply, StageName, Ticket
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.observe.observer import Observer
 from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.bursts import coalesced, is_coalesced
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
 from baton_kafka.streams.runtime.scheduler import SessionGate
 from baton_kafka.streams.runtime.sink import Sink
@@ -123,9 +125,10 @@ class Redelivery:
             handoff=handoff,
         )
         await self.batons.save_durably(baton.model_copy(update={"in_flight": pending}))
-        if self.answering is not None:
-            await self.answering(reply.ticket_id)
+        await self._answering(reply)
         await self.sink.send(self.replies_topic, reply.session_id, data)
+        for other in coalesced(reply):
+            await self.sink.send(self.replies_topic, reply.session_id, dumps(other))
         if handoff is not None:
             await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
         return await self._answered(reply, baton)
@@ -148,15 +151,24 @@ class Redelivery:
             )
 
         since = entry.at - REPLY_SCAN_MARGIN
-        if self.answering is not None:
-            await self.answering(reply.ticket_id)
+        await self._answering(reply)
         if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):
             self.observer.stage_done(entry.stage, "reused", 0.0)
         else:
             await self.sink.send(self.replies_topic, reply.session_id, entry.output.encode())
+        for other in coalesced(reply):
+            found = functools.partial(is_coalesced, ticket_id=other.ticket_id, by=reply.ticket_id)
+            if not await self.sink.contains(self.replies_topic, reply.session_id, since, found):
+                await self.sink.send(self.replies_topic, reply.session_id, dumps(other))
         if entry.handoff is not None:
             await self._resume_packet(entry.handoff, reply, since)
         return reply, await self._answered(reply, baton)
+
+    async def _answering(self, reply: Reply) -> None:
+        """Stop the first-reply clock of every ticket the reply answers."""
+        if self.answering is not None:
+            for ticket_id in reply.ticket_ids:
+                await self.answering(ticket_id)
 
     async def _resume_packet(self, handoff: str, reply: Reply, since: datetime) -> None:
         """Send the pending hand-off packet unless the handoffs topic has it already."""

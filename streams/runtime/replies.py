@@ -97,6 +97,7 @@ def answer(
         usage=usage,
         timings_ms=timings,
         stages=record.results,
+        ticket_ids=[ticket.ticket_id, *record.burst],
     )
 
 
@@ -131,4 +132,5 @@ def fallback(
         usage=record.usage,
         timings_ms=reply_timings(record, stage, time.monotonic()),
         stages=record.results,
+        ticket_ids=[ticket.ticket_id, *record.burst],
     )

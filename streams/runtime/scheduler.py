@@ -67,6 +67,8 @@ class SessionScheduler:
         overflow: Handler | None = None,
         bypass: Callable[[Any], bool] | None = None,
         prepare: Callable[[Any], Any] | None = None,
+        arrived: Callable[[Any], None] | None = None,
+        ready: Handler | None = None,
     ) -> None:
         """Consume ``stream`` (a Faust stream with acks disabled) until it ends.
 
@@ -77,7 +79,10 @@ class SessionScheduler:
         beside the key's queued records, and its record is acked like any other once it returns.
         A record ``bypass`` holds true of (one its key's session will refuse: it touches no
         state of the key) goes to ``handle`` at once, beside the key's queue, and takes no
-        place in it: another sender cannot fill or hold up a session's queue.
+        place in it: another sender cannot fill or hold up a session's queue. ``arrived`` is
+        told of each record as it takes its place in its key's queue; ``ready``, awaited once
+        the key's earlier records finished and before the record takes one of the running
+        places, holds it back without holding up the other keys.
         """
         if self.max_queued_per_key is not None and overflow is None:
             raise ValueError("a scheduler with max_queued_per_key needs an overflow handler")
@@ -99,9 +104,12 @@ class SessionScheduler:
                 task.add_done_callback(self._overflowing.discard)
                 continue
             self._queued[key] = queued + 1
+            if arrived is not None:
+                arrived(item)
             # The task copies this context, so Faust's current event stays this record's:
             # table writes go to the record's changelog partition.
-            task = asyncio.create_task(self._one(self._tails.get(key), held, item, handle, stream))
+            previous = self._tails.get(key)
+            task = asyncio.create_task(self._one(previous, held, item, handle, stream, ready))
             self._tails[key] = task
             task.add_done_callback(functools.partial(self._forget, key))
 
@@ -143,12 +151,15 @@ class SessionScheduler:
         item: Any,
         handle: Handler,
         stream: Any,
+        ready: Handler | None = None,
     ) -> None:
         event = held.event
         acked = False
         try:
             if previous is not None:
                 await asyncio.wait([previous])
+            if ready is not None:
+                await ready(item)
             async with self._running:
                 self.in_flight += 1
                 try:
