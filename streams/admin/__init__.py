@@ -1,3 +1,3 @@
-"""Operations an operator runs against a live deployment (``baton forget``)."""
+"""Operations run against a live deployment (``baton forget``, a person's decisions)."""
 
 __all__: list[str] = []

@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from baton_kafka.streams.cli.errors import UsageError, checked_id
+from baton_kafka.streams.cli.errors import UsageError
 from baton_kafka.streams.settings import Settings
 
 
@@ -37,22 +36,10 @@ class PersonCommand:
         return p
 
     def run(self, args: argparse.Namespace, settings: Settings) -> int:
-        from baton_kafka.schemas.codec import dumps
-        from baton_kafka.streams.kafka.client import publish
-        from baton_kafka.streams.kafka.topics import TopicNames
-        from baton_kafka.streams.runtime.signing import Signer
+        from baton_kafka.streams.admin.decisions import send
 
         decision = decision_of(self.name, args)
-        topic = TopicNames.of(settings).decisions
-        signer = Signer(settings.signing_keys)
-        asyncio.run(
-            publish(
-                settings,
-                topic,
-                [(decision.session_id, dumps(decision))],
-                headers_of=lambda key, value: signer.headers(topic, key, value),
-            )
-        )
+        topic = asyncio.run(send(settings, decision))
         what = decision.action + (f" of ticket {decision.item}" if decision.item else "")
         print(
             f"baton: decision {decision.decision_id} ({what}) sent to {topic} for session "
@@ -64,34 +51,20 @@ class PersonCommand:
 
 def decision_of(name: str, args: argparse.Namespace) -> Any:
     """The ``Decision`` the command's arguments make; a bad one is a one-line ``UsageError``."""
-    from pydantic import ValidationError
+    from baton_kafka.streams.admin.decisions import BadDecision, build
 
-    from baton_kafka.schemas.decision import Decision
-
-    where = f"baton {name}"
-    session = checked_id(args.session_id, f"{where}: invalid session id")
-    action = args.verdict if name == "decide" else name
-    item = checked_id(args.item, f"{where}: invalid item") if name == "decide" else None
-    amount = getattr(args, "amount", None)
-    if amount is not None and (action != "approve" or amount < 0):
-        raise UsageError(f"{where}: --amount goes with approve, and is not negative")
-    text = args.text if name == "answer" else args.note
-    if name == "answer" and not text.strip():
-        raise UsageError(f"{where}: the answer's text is empty")
     try:
-        return Decision(
-            decision_id=args.decision_id or uuid.uuid4().hex,
-            session_id=session,
-            item=item,
-            action=action,
-            amount=amount,
-            text=text,
+        return build(
+            args.verdict if name == "decide" else name,
+            args.session_id,
+            item=args.item if name == "decide" else None,
+            amount=getattr(args, "amount", None),
+            text=args.text if name == "answer" else args.note,
             by=args.by,
+            decision_id=args.decision_id,
         )
-    except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        field = ".".join(str(p) for p in error["loc"])
-        raise UsageError(f"{where}: {field}: {error['msg']}") from None
+    except BadDecision as exc:
+        raise UsageError(f"baton {name}: {exc}") from None
 
 
 COMMANDS = (

@@ -1,4 +1,4 @@
-"""The worker's HTTP views: /metrics, /health, /dashboard; nothing else on the port."""
+"""The worker's HTTP views: /metrics, /health, /dashboard and its desk; nothing else on the port."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ import orjson
 from aiohttp import web as aioweb
 from prometheus_client.exposition import choose_encoder
 
+from baton_kafka.streams.observe import desk
 from baton_kafka.streams.observe.dashboard import Recent, summary
 from baton_kafka.streams.observe.guard import AUTHORIZED, guard
+from baton_kafka.streams.observe.handoff_queue import HandoffQueue
 from baton_kafka.streams.observe.metrics import PrometheusObserver
 from baton_kafka.streams.settings import Settings
 
 ASSETS = Path(__file__).with_name("static")
-PATHS = ("/metrics", "/health", "/dashboard", "/dashboard/data.json")
+PATHS = ("/metrics", "/health", "/dashboard", "/dashboard/data.json", *desk.PATHS)
 # Faust's built-in views: tables read key by key (a whole baton, ticket text included), the
 # cluster's routing, sensor statistics, the service graph. baton serves none of them.
 FAUST_VIEWS_OFF = {
@@ -50,7 +52,10 @@ def dashboard_page() -> str:
     """The dashboard as one HTML document, its CSS and script inlined (one request, no CDN)."""
     html = (ASSETS / "dashboard.html").read_text(encoding="utf-8")
     css = (ASSETS / "dashboard.css").read_text(encoding="utf-8")
-    js = (ASSETS / "dashboard.js").read_text(encoding="utf-8")
+    # The desk's script after the figures' (it uses their helpers): one script, one hash.
+    js = "".join(
+        (ASSETS / name).read_text(encoding="utf-8") for name in ("dashboard.js", "desk.js")
+    )
     return html.replace("/*{{css}}*/", css).replace("/*{{js}}*/", js)
 
 
@@ -125,3 +130,16 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
     app.page("/health")(health_view)
     app.page("/dashboard")(dashboard_view)
     app.page("/dashboard/data.json")(dashboard_data_view)
+    from faust.web import View
+
+    the_desk = desk.Desk(settings, HandoffQueue(settings))
+    for method, path, handler in desk.routes(the_desk):
+        # A view answers its one method; any other gets Faust's 405.
+        app.page(path)(type(path, (View,), {method.lower(): _bound(handler)}))
+
+
+def _bound(handler: Any) -> Any:
+    async def view(view: Any, request: Any) -> Any:
+        return await handler(request)
+
+    return view

@@ -58,7 +58,7 @@ def one_line(text: str) -> str:
         (["handoffs"], "the following arguments are required: handoffs_command"),
         (["handoffs", "show"], "the following arguments are required: session_id"),
         (["decide", "S1", "t1", "maybe"], "invalid choice: 'maybe'"),
-        (["decide", "S1", "t1", "deny", "--amount", "5"], "--amount goes with approve"),
+        (["decide", "S1", "t1", "deny", "--amount", "5"], "the amount goes with approve"),
         (["decide", "S1", "t1", "approve", "--amount", "-1"], "and is not negative"),
         (["answer", "S1", "  "], "the answer's text is empty"),
         (["takeover", "s1\x1b[2J"], "invalid session id: Value error, holds a control"),

@@ -1,0 +1,119 @@
+"""The dashboard's hand-off queue in headless Chromium on a real worker: the packet of an offer
+that needs approval is listed; a person approves too much (the worker refuses it, the page
+says why), then a lower amount; the customer's confirmation reaches the replies topic, and
+the hand-off leaves the queue."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from baton_kafka.streams.observe.handoff_queue import open_handoffs, read_desk
+from tests.fixtures import delivery
+from tests.fixtures.browser import CHROMIUM, Tab, chromium_tab
+from tests.fixtures.data import jacket, ticket_record
+from tests.fixtures.deployments import Deployment, settings_of
+from tests.fixtures.observability import health_until_ready
+from tests.fixtures.paths import ROOT
+
+# What the page does does not depend on the broker: the embedded leg is enough.
+pytestmark = [pytest.mark.integration, pytest.mark.one_broker, pytest.mark.timeout(240)]
+
+ALPINE = ROOT / "examples/shops/alpine/policy.toml"
+KEYS = "k1:a-signing-secret-of-32-characters"
+TOKEN = "desk-token-for-tests-0123456789"
+
+
+async def approve(tab: Tab, row: str, amount: str) -> None:
+    """Type ``amount`` into the row's amount field and press its Approve button."""
+    await tab.until(f"!{row}.querySelector('button[data-action=approve]').disabled", "Approve")
+    await tab.evaluate(
+        f"(() => {{ const tr = {row}; tr.querySelector('input.amount').value = '{amount}';"
+        "tr.querySelector('button[data-action=approve]').click(); })()"
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package")
+async def test_a_person_approves_an_offer_in_the_dashboard(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    d = deployment
+    # Signing on: the worker takes only decisions signed with its keys, as the page's are.
+    d.env_extra.update(BATON_POLICY=str(ALPINE), BATON_SIGNING_KEYS=KEYS, BATON_WEB_TOKEN=TOKEN)
+    d.import_orders([jacket("c-ana")])
+    worker = d.start_worker()
+    await health_until_ready(worker, TOKEN)
+    ticket = f"t1-{d.namespace}"
+    await d.publish_tickets(
+        [ticket_record(ticket, "s-desk", "c-ana", "Please cancel my jacket order.")],
+    )
+    [held] = await delivery.replies(d, 1)
+    assert held.status == "handoff" and held.offer is not None
+    assert held.offer.state == "needs_approval" and held.offer.total == 150
+
+    row = f"document.querySelector('#queue tr[data-handoff=\"{ticket}\"]')"
+    url = f"http://127.0.0.1:{worker.web_port}/dashboard?token={TOKEN}"
+    async with chromium_tab(url, tmp_path / "profile") as tab:
+        started = time.monotonic()
+        await tab.until(f"!!{row}", "the hand-off in the page's queue")
+        listed = await tab.evaluate(
+            f"(() => {{ const tr = {row}; return {{"
+            "cells: [...tr.children].slice(0, 6).map((td) => td.textContent),"
+            "amount: tr.querySelector('input.amount').value,"
+            "editable: !tr.querySelector('input.amount').disabled,"
+            "open: document.getElementById('queue_open').textContent}; })()"
+        )
+        assert listed["open"] == "1"
+        _, due, reason, ids, _, offer = listed["cells"]
+        assert "needs approval" in reason and "s-desk" in ids and ticket in ids
+        assert due.endswith(" UTC") and "total 150.00 EUR" in offer
+        assert listed["amount"] == "150" and listed["editable"] is True
+        status = f"{row}.querySelector('.desk-status').textContent"
+        # More than the order's price: the page sends it, the worker's policy refuses it, and
+        # the page says why and lets the person decide again.
+        await approve(tab, row, "400")
+        refusal = await tab.until(
+            f"{status}.includes('refused by the worker') && {status}", "the worker's refusal"
+        )
+        assert refusal.startswith("approve refused by the worker (decision_invalid): "), refusal
+        assert "breaks the policy" in refusal
+        # A lower amount than proposed, then the button, as a person does.
+        await approve(tab, row, "120")
+        sent = await tab.until(f"{status}.startsWith('approve sent') && {status}", "the send")
+        assert sent.startswith("approve sent (decision "), sent
+        after = await delivery.replies(d, 2)
+        # Once the worker confirmed it, the next refresh of the queue drops it.
+        await tab.until(f"!{row}", "the hand-off to leave the queue")
+        assert await tab.evaluate("document.getElementById('queue_open').textContent") == "0"
+        in_page = time.monotonic() - started
+
+    confirmed = [r for r in after if r.decision_id is not None]
+    assert len(confirmed) == 1, after
+    [reply] = confirmed
+    assert reply.ticket_id == ticket and reply.session_id == "s-desk"
+    assert reply.status == "answered" and reply.llm == "person"
+    assert reply.offer is not None and reply.offer.state == "approved"
+    assert reply.offer.total == 120
+    # What the page sent is the commands' record: signed, by the dashboard.
+    [_, (value, headers)] = await d.read("support.decisions", lambda vs: len(vs) >= 2)
+    sent = orjson.loads(value)
+    assert (sent["action"], sent["item"], sent["amount"], sent["by"]) == (
+        "approve",
+        ticket,
+        120.0,
+        "dashboard",
+    )
+    assert sent["decision_id"] == reply.decision_id
+    assert any(k == "baton-signature" and v.startswith(b"k1:") for k, v in headers)
+    # What one refresh of the queue costs here: the topics read once, the replies since.
+    settings = settings_of(d)
+    began = time.monotonic()
+    read = await read_desk(settings)
+    refresh_ms = round((time.monotonic() - began) * 1000)
+    assert open_handoffs(read) == [] and len(read.packets) == 1
+    delivery.figures(
+        "dashboard desk approval", seconds_in_page=round(in_page, 1), refresh_ms=refresh_ms
+    )
