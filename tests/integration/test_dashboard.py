@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import struct
 import subprocess
 from collections import defaultdict
@@ -14,6 +13,7 @@ import aiohttp
 import pytest
 
 from baton_kafka.agents.testing.standin import StandIn
+from tests.fixtures.browser import CHROMIUM, needs_chromium
 from tests.fixtures.data import ORDERS_HEADPHONES_SHIPPED, ticket_record
 from tests.fixtures.deployments import Deployment, WorkerProcess
 from tests.fixtures.observability import (
@@ -30,7 +30,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.one_broker]
 
 # The committed docs/dashboard.png is refreshed by hand from this file (see docs/observability.md).
 SCREENSHOT = ARTIFACTS / "dashboard.png"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 MORE = [
     ("s5", "c-ana", "The kettle lid does not close properly, can you send a replacement?"),
     ("s6", "c-li", "耳机什么时候到？"),
@@ -108,7 +107,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package")
+@needs_chromium
 @pytest.mark.timeout(300)
 async def test_dashboard_shows_what_metrics_report(
     deployment: Deployment, standin: StandIn, namespace: str, tmp_path: Path

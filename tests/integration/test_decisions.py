@@ -14,7 +14,7 @@ from tests.fixtures.data import jacket, ticket_record
 from tests.fixtures.deployments import Deployment
 from tests.fixtures.paths import ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300), pytest.mark.kafka_only]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 KEYS = "k1:a-signing-secret-of-32-characters"

@@ -13,7 +13,7 @@ import pytest
 
 from baton_kafka.streams.observe.handoff_queue import open_handoffs, read_desk
 from tests.fixtures import delivery
-from tests.fixtures.browser import CHROMIUM, Tab, chromium_tab
+from tests.fixtures.browser import Tab, chromium_tab, needs_chromium
 from tests.fixtures.data import jacket, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 from tests.fixtures.observability import health_until_ready
@@ -36,7 +36,7 @@ async def approve(tab: Tab, row: str, amount: str) -> None:
     )
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package")
+@needs_chromium
 async def test_a_person_approves_an_offer_in_the_dashboard(
     deployment: Deployment, tmp_path: Path
 ) -> None:

@@ -44,7 +44,6 @@ async def decide(d: Deployment, *decisions: Decision) -> None:
         await d.publish([(decision.session_id, value)], "support.decisions", headers)
 
 
-@pytest.mark.one_broker
 @pytest.mark.timeout(240)
 async def test_an_approval_nobody_decides_is_escalated_once_by_the_restarted_worker(
     deployment: Deployment,
