@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from baton_kafka.agents.testing.standin import StandIn
-from tests.fixtures.browser import CHROMIUM, needs_chromium
+from tests.fixtures.browser import CHROMIUM, HEADLESS, needs_chromium
 from tests.fixtures.data import ORDERS_HEADPHONES_SHIPPED, ticket_record
 from tests.fixtures.deployments import Deployment, WorkerProcess
 from tests.fixtures.observability import (
@@ -82,13 +82,7 @@ def chromium(url: str, out: Path, *args: str) -> subprocess.CompletedProcess[byt
     return subprocess.run(
         [
             CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
+            *HEADLESS,
             f"--user-data-dir={profile}",
             "--virtual-time-budget=5000",
             *args,
