@@ -12,6 +12,7 @@ from baton_kafka.agents.guards import offered, reading
 from baton_kafka.agents.guards.identifiers import Identifier, identifiers, shape
 from baton_kafka.agents.guards.money import marked, money
 from baton_kafka.agents.guards.numbers import RUN, all_numbers
+from baton_kafka.agents.guards.skipping import skipping
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
 from baton_kafka.agents.rules.matching import distinct_name
@@ -24,7 +25,7 @@ CUSTOMER_FACING = ("reply", "solution")
 _CENT = 0.005
 _DIGIT_RUN = re.compile(r"\d+(?:[.,]\d+)*")
 # Right after a promise, a model number alone is an amount: "we will refund 42171 for it".
-_PROMISED_BEFORE = re.compile(
+_PROMISED_BEFORE = skipping(
     r"(?:refund|reimburs|compensat|pay|credit|give|send|transfer|return|退|赔|补|返|付|给)\w*"
     r"\s*(?:(?:you|u|us|me|them|back|of|a|an|total|the\s+sum\s+of|您|你)\s*)*$",
     re.I,
@@ -118,8 +119,9 @@ class CustomerOrders:
         return frozenset(tokens)
 
     @functools.cached_property
-    def name_phrases(self) -> list[re.Pattern[str]]:
-        """The talked-about products' names, and their parts with digits, as text names them.
+    def name_phrases(self) -> dict[str, re.Pattern[str]]:
+        """The talked-about products' names, and their parts with digits, as text names them
+        (each with the pattern of it written alone).
 
         The whole name, each word with digits with its neighbour ("forerunner 265"), and a
         model number of 4+ digits alone ("the LEGO set 42171").
@@ -133,7 +135,7 @@ class CustomerOrders:
                     phrases.update(" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0)
             phrases.update(w for w in words if w.isdigit() and len(w) >= 4)
         wanted = (p for p in phrases if len(p) > 2 and any(c.isdigit() for c in p))
-        return [re.compile(rf"(?<![\w.,]){re.escape(p)}(?![\w]|[.,]\d)") for p in wanted]
+        return {p: _phrase(p) for p in wanted}
 
     @functools.cached_property
     def name_numbers(self) -> frozenset[float]:
@@ -155,6 +157,12 @@ class CustomerOrders:
     def asked(self) -> list[float]:
         """The numbers the customer wrote."""
         return [n.value for n in all_numbers(self.message, [])]
+
+
+@functools.lru_cache(maxsize=4096)
+def _phrase(phrase: str) -> re.Pattern[str]:
+    """``phrase`` written alone, not inside a longer word or number."""
+    return re.compile(rf"(?<![\w.,]){re.escape(phrase)}(?![\w]|[.,]\d)")
 
 
 def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
@@ -181,7 +189,7 @@ def _inside(i: Identifier, spans: Sequence[tuple[int, int]]) -> bool:
     return any(a <= i.start and i.end <= b for a, b in spans)
 
 
-def _name_spans(text: str, names: Sequence[re.Pattern[str]]) -> list[tuple[int, int]]:
+def _name_spans(text: str, names: Mapping[str, re.Pattern[str]]) -> list[tuple[int, int]]:
     """Where ``text`` names a product of the customer's ("Kettle 1500", "Forerunner 265").
 
     A number of the name with a currency next to it ("Forerunner 265 USD", "$265 Watch"), or
@@ -189,7 +197,9 @@ def _name_spans(text: str, names: Sequence[re.Pattern[str]]) -> list[tuple[int, 
     """
     folded = text.casefold()
     spans = []
-    for m in (m for pattern in names for m in pattern.finditer(folded)):
+    # Most texts name few of the phrases: a phrase not in the text is not searched for.
+    named = (pattern for phrase, pattern in names.items() if phrase in folded)
+    for m in (m for pattern in named for m in pattern.finditer(folded)):
         start, end = m.span()
         edges = [d.span() for d in _DIGIT_RUN.finditer(text, start, end)]
         priced = any(

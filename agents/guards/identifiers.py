@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from baton_kafka.agents.guards.numbers import RUN
+from baton_kafka.agents.guards.numbers import digit_runs
+from baton_kafka.agents.guards.skipping import skipping
 
 IdKind = Literal["order id", "tracking number"]
 
 # O-1001, EV-101, ORD-88231: upper-case letters, a hyphen, digits, nothing after.
 _ORDER_SHAPE = re.compile(r"[A-Z]{1,5}-\d{3,}")
-_ORDER_WORDS = re.compile(
+_ORDER_WORDS = skipping(
     r"(?:\border(?:\s+(?:number|no\.?|id|#))?|订单(?:号|编号)?|单号)\s*[:：#]?\s*$", re.I
 )
-_TRACKING_WORDS = re.compile(
+_TRACKING_WORDS = skipping(
     r"(?:\btracking(?:\s+(?:number|no\.?|code|id|#))?|\bwaybill|运单号?|快递单号|物流单号|单号)"
     r"\s*[:：#]?\s*$",
     re.I,
@@ -38,6 +40,7 @@ class Identifier:
     end: int
 
 
+@functools.lru_cache(maxsize=4096)
 def shape(order_id: str) -> re.Pattern[str] | None:
     """The pattern of ids written like ``order_id`` ("O-1001" -> ``O-\\d{2,6}``), if any.
 
@@ -75,12 +78,9 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
     """
     patterns = [_ORDER_SHAPE, *shapes]
     found: list[Identifier] = []
-    for m in RUN.finditer(text):
-        token = m.group()
+    for token, start, end in digit_runs(text):
         digits = _digit_count(token)
-        if digits == 0:
-            continue
-        before = text[max(0, m.start() - 30) : m.start()]
+        before = text[max(0, start - 30) : start]
         kind: IdKind | None = None
         if any(p.fullmatch(token) for p in patterns):
             kind = "order id"
@@ -95,8 +95,8 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
             kind = "order id"
         elif digits >= 8 and _LONG.fullmatch(token):
             kind = "tracking number"
-        if kind == "order id" and _MONEY_NEXT.match(text, m.end()) and "-" not in token:
+        if kind == "order id" and _MONEY_NEXT.match(text, end) and "-" not in token:
             kind = None  # "订单1299元": an amount after the word order, not an id
         if kind is not None:
-            found.append(Identifier(kind, token, m.start(), m.end()))
+            found.append(Identifier(kind, token, start, end))
     return found

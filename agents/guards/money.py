@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
 from baton_kafka.agents.guards.numbers import Number, all_numbers
+from baton_kafka.agents.guards.skipping import Sieved, skipping
 from baton_kafka.agents.languages import HAN_RE
 
 _DOLLARS = frozenset({"USD", "HKD", "CAD", "AUD", "SGD", "TWD", "NZD"})
@@ -62,11 +64,11 @@ _WORDS = {
     "块钱": _ANY,
 }
 _CODES = r"USD|CNY|RMB|EUR|GBP|HKD|JPY|AUD|CAD|CHF|usd|cny|rmb|eur|gbp|hkd|jpy|chf"
-_BEFORE = re.compile(
+_BEFORE = skipping(
     rf"(?:(?P<sym>US\$|HK\$|NT\$|C\$|A\$|S\$|\$|¥|￥|€|£|₩|₹)|(?<![A-Za-z])(?P<code>{_CODES})"
     r"|(?P<zh>人民币|美元))\s*[:：]?\s*$"
 )
-_AFTER = re.compile(
+_AFTER = skipping(
     rf"\s*(?:(?P<code>{_CODES})(?![A-Za-z])"
     r"|(?P<word>dollars?|bucks?|cents?|yuan|euros?|pounds?|quid|franken)(?![A-Za-z])"
     r"|(?P<zh>块钱|人民币|美元|美金|欧元|英镑|港元|港币|日元|元|圆|块|刀|円|ユーロ|ドル)"
@@ -75,14 +77,14 @@ _AFTER = re.compile(
 )
 # 块 also counts things ("一块手表"): money only before 钱, punctuation or a money word.
 _KUAI_MONEY_NEXT = "钱的给作补红代优礼积购现左吧呢哦啊"
-_PERCENT_AFTER = re.compile(
+_PERCENT_AFTER = skipping(
     r"\s*(?:%|％|percent\b|per\s?cent\b|prozent\b|por\s?ciento\b|パーセント)", re.I
 )
 _DISCOUNT_AFTER = re.compile(r"\s*折")
 _RANGE_TAIL = re.compile(
     r"\s*(?:-|–|—|~|～|to|至|到|or|或)\s*(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千]+)", re.I
 )
-_UNIT_AFTER = re.compile(
+_UNIT_AFTER = skipping(
     r"\s*(?:(?:business|working|calendar|more|extra|additional|full|whole)\s+)?"
     r"(?:days?|hours?|hrs?|h|minutes?|mins?|seconds?|secs?|weeks?|wks?|months?|years?|yrs?"
     r"|am|pm|a\.m\.|p\.m\.|o'clock|pairs?|pcs|pieces?|items?|units?|boxes|box|packs?"
@@ -102,7 +104,7 @@ _UNIT_AFTER = re.compile(
     r"|営業日|週間|か月|ヶ月|カ月|時間|分|足|点|回)",
     re.I,
 )
-_NOT_MONEY_BEFORE = re.compile(
+_NOT_MONEY_BEFORE = skipping(
     r"(?:(?<![A-Za-z])(?:size|model|version|v|step|option|no\.?|number|item|page|line|room|gate"
     r"|level|chapter|section|part|generation|gen|series|ending(?:\s+in)?|pin|code|floor"
     r"|apt|suite|unit|batch|lot|serial|phase|round|day|week|ref|reference|ext|extension"
@@ -121,23 +123,21 @@ _MONTHS = (
     r"|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre"
     r"|diciembre)"
 )
-_MONTH_BEFORE = re.compile(
-    rf"(?<![A-Za-z]){_MONTHS}\.?\s*(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s*)?$", re.I
-)
-_YEAR_BEFORE = re.compile(
+_MONTH_BEFORE = skipping(rf"(?<![A-Za-z]){_MONTHS}\.?\s*(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s*)?$", re.I)
+_YEAR_BEFORE = skipping(
     r"(?<![A-Za-z])(?:in|by|since|until|till|before|after|from|of|during|through|early|late"
     r"|mid|end|start|spring|summer|autumn|fall|winter|fy)\s*$",
     re.I,
 )
 _DATE_AFTER = re.compile(rf"\s*(?:st|nd|rd|th|\.)?\s*(?:of\s+|de\s+)?{_MONTHS}(?![A-Za-z])", re.I)
 _LIST_MARK = re.compile(r"\s*[.)、]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
-_CLAUSE_END = re.compile(
+_SENTENCE_END = skipping(r"(?<=[.!?])\s+|[。！？；;\n]+")
+_CLAUSE_END = skipping(
     r"(?<=[.!?])\s+|[。！？；;\n、]+|(?<!\d)[,，:：]|[,，:：](?!\d)"
     r"|\s+(?:but|however|although|though|whereas)\s+|但是?|不过|然而",
     re.I,
 )
-PROMISE = re.compile(
+PROMISE = Sieved(
     r"refund|reimburs|compensat|credit(?!\s*card)|voucher|coupon|gift\s?card|gift\s+certificate"
     r"|cash\s?back|money\s+back|discount|goodwill|rebate|pay\s+(?:you|back)|payout"
     r"|price\s+adjustment|退款|退还|退回|退钱|退费|返还|返现|赔偿|补偿|赔付|补贴|代金券|优惠券"
@@ -148,7 +148,7 @@ PROMISE = re.compile(
     r"|返金|返品|補償|払い戻|クーポン|割引|ポイント",
     re.I,
 )
-_CREDIT = re.compile(
+_CREDIT = Sieved(
     r"store\s+credit|credit(?!\s*card)|voucher|coupon|gift\s?card|gift\s+certificate|e-?gift"
     r"|discount"
     r"|points|cash\s?back|代金券|优惠券|礼品卡|积分|红包|购物金|购物卡|现金券|抵用券|礼金|返现|余额"
@@ -166,14 +166,14 @@ _COUNTED = re.compile(
 )
 _GRAND_AFTER = re.compile(r"\s*grand(?![A-Za-z])", re.I)  # "2 grand", "two grand": thousands
 _OFF_AFTER = re.compile(r"\s*off(?![A-Za-z])", re.I)  # "60 off your next order"
-_REPORTED = re.compile(
+_REPORTED = Sieved(
     r"(?<![A-Za-z])(?:asked|ask(?:ing|s)?\s+for|requested|request(?:ing|s)?|wants?|wanted"
     r"|demand(?:ed|s|ing)?|claim(?:ed|s|ing)?|mention(?:ed|s)?|said|says|wrote|would\s+like"
     r"|expect(?:ed|s|ing)?|hop(?:ed|ing)|were\s+charged|was\s+charged|you\s+paid|reported)"
     r"(?![A-Za-z])|要求|希望|想要|提到|表示|称|说|申请|反映|反馈|索赔|索要",
     re.I,
 )
-COMMITS = re.compile(
+COMMITS = Sieved(
     r"(?<![A-Za-z])(?:we|i)\s*(?:will|'ll|’ll|can|shall|are\s+going\s+to)(?![A-Za-z])"
     r"|(?<![A-Za-z])(?:approv|grant|authori[sz]|issu)\w*|我们(?:会|将|可以|已)|为您|给您|批准"
     r"|同意|已退|发放",
@@ -197,16 +197,26 @@ class Money:
     at: int = 0  # where it starts in the text
 
 
-def _spans(text: str, ends: re.Pattern[str]) -> list[tuple[int, int]]:
+Spans = tuple[tuple[int, int], ...]
+
+
+def _spans(text: str, ends: re.Pattern[str]) -> Spans:
     spans, start = [], 0
     for m in ends.finditer(text):
         spans.append((start, m.start()))
         start = m.end()
     spans.append((start, len(text)))
-    return spans
+    return tuple(spans)
 
 
-def _around(spans: list[tuple[int, int]], at: int) -> tuple[int, int]:
+# The offer check reads the sentences of the text the money reading just split.
+@functools.lru_cache(maxsize=256)
+def sentences(text: str) -> Spans:
+    """Where each sentence of ``text`` starts and ends."""
+    return _spans(text, _SENTENCE_END)
+
+
+def _around(spans: Spans, at: int) -> tuple[int, int]:
     return next((s for s in spans if s[0] <= at <= s[1]), (0, 0))
 
 
@@ -282,11 +292,11 @@ def money(
     numbers = all_numbers(text, skip)
     if not numbers:
         return []
-    sentences, clauses = _spans(text, _SENTENCE_END), _spans(text, _CLAUSE_END)
-    reach = sentences
+    spans, clauses = sentences(text), _spans(text, _CLAUSE_END)
+    reach = spans
     if carry:  # a promise reaches a bare number in the next sentence
-        reach = [(sentences[i - 1][0] if i else a, b) for i, (a, b) in enumerate(sentences)]
-    read = _Reading(text, sentences, clauses, reach)
+        reach = tuple((spans[i - 1][0] if i else a, b) for i, (a, b) in enumerate(spans))
+    read = _Reading(text, spans, clauses, reach)
     found = (_read(read, n, names) for n in numbers)
     return [m for m in found if m is not None]
 
@@ -297,9 +307,9 @@ class _Reading:
     many numbers stand in it."""
 
     text: str
-    sentences: list[tuple[int, int]]
-    clauses: list[tuple[int, int]]
-    reach: list[tuple[int, int]]
+    sentences: Spans
+    clauses: Spans
+    reach: Spans
     _promise: dict[tuple[int, int], bool] = field(default_factory=dict)
     _reported: dict[tuple[int, int], bool] = field(default_factory=dict)
 

@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _FILE = Path(__file__).with_name("number_words.toml")
 _GAP = re.compile(r"[\s\u00a0-]+")
@@ -41,6 +42,10 @@ class Words:
     def tokens(self) -> re.Pattern[str]:
         """A whole word made of this language's number words (one, or several if compound)."""
         alternatives = self._compound.pattern
+        if all(w.isalpha() for w in self._known):
+            # A match is then a whole word, whichever parts it is read as: the words as a
+            # tree of their letters find the same words, trying each letter once.
+            alternatives = f"(?:{_tree(self._known)})"
         many = "+" if self.compound else ""
         # The lookahead only skips, at once, the words no number word can start.
         first = re.escape("".join(sorted({w[0] for w in self._known})))
@@ -72,6 +77,27 @@ class Words:
                 total += (current or 1) * self.scales[part]
                 current = 0
         return float(total + current)
+
+
+def _tree(words: frozenset[str]) -> str:
+    """An alternation of ``words`` that shares their common beginnings ("vier(?:zehn|zig)?")."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        nexts = [re.escape(c) + branch(sub) for c, sub in sorted(node.items()) if c]
+        if not nexts:
+            return ""
+        body = nexts[0] if len(nexts) == 1 else f"(?:{'|'.join(nexts)})"
+        if "" not in node:
+            return body
+        return f"(?:{body})?" if len(nexts) == 1 else f"{body}?"
+
+    return branch(root)
 
 
 @functools.cache

@@ -86,9 +86,20 @@ def digit_numbers(text: str, skip: list[tuple[int, int]]) -> Iterator[Number]:
             if value is not None:
                 taken.append(m.span())
                 yield _with_scale(text, Number(value, m.start(), m.end()))
-    for m in RUN.finditer(text):
-        if _DIGIT.search(m.group()) and free(m.start(), m.end()):
-            yield from _read_run(text, m.group(), m.start())
+    for token, start, end in digit_runs(text):
+        if free(start, end):
+            yield from _read_run(text, token, start)
+
+
+# The id finder and the number reader go through the same text's runs, one after the other.
+@functools.lru_cache(maxsize=256)
+def digit_runs(text: str) -> tuple[tuple[str, int, int], ...]:
+    """Every run of ``text`` (``RUN``) with a digit in it, and where it starts and ends."""
+    return tuple(
+        (m.group(), m.start(), m.end())
+        for m in RUN.finditer(text)
+        if not m.group().isalpha() and _DIGIT.search(m.group())
+    )
 
 
 def _read_run(text: str, token: str, at: int) -> Iterator[Number]:

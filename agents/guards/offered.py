@@ -6,12 +6,12 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from baton_kafka.agents.guards.money import PROMISE, Money, money
+from baton_kafka.agents.guards.money import PROMISE, Money, money, sentences
+from baton_kafka.agents.guards.skipping import Sieved, skipping
 from baton_kafka.agents.policy.offer import CENT, cents
 from baton_kafka.schemas.records import OfferLine, Order
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
-_MULTIPLIER = re.compile(
+_MULTIPLIER = Sieved(
     r"(?<![A-Za-z])(?:double|triple|quadruple|twice\s+(?:the|what|your|that|as)|thrice"
     r"|(?:\d+|two|three|four|five|ten|hundred)\s*(?:x|×|times)\s+(?:the|what|your|that|as|its"
     r"|over|more)|\d+\s*[x×](?![A-Za-z0-9])|[x×]\s*\d+)"
@@ -21,7 +21,7 @@ _MULTIPLIER = re.compile(
     r"|同等金额|等额|相同金额|一样多|等值|等价",
     re.I,
 )
-_RECURRING = re.compile(
+_RECURRING = Sieved(
     r"(?<![A-Za-z])(?:every|each|per)\s+(?:month|week|year|day)"
     r"|(?<![A-Za-z])a\s+(?:month|week|year)\s+(?:for|until|over)|monthly|weekly|yearly|annually"
     r"|daily|for\s+(?:a|one|the\s+next|\d+|twelve|six)\s+(?:years?|months?|weeks?)"
@@ -30,70 +30,61 @@ _RECURRING = re.compile(
     r"|分期|每次",
     re.I,
 )
-_ADDITIVE = re.compile(
+_ADDITIVE = skipping(
     r"(?<![A-Za-z])(?:plus|another|additional(?:ly)?|extra|on\s+top|in\s+addition|as\s+well"
     r"|also|add(?:ed|ing|s)?|top\s+up|together\s+with)(?![A-Za-z])|再|另外|另|额外|加上|外加|还",
     re.I,
 )
-_FUTURE = re.compile(
+_FUTURE = skipping(
     r"(?<![A-Za-z])(?:next|future|upcoming|following)\s+(?:purchase|order|buy|visit|item)s?"
     r"|下次|下一[单次笔]|今后|以后的订单|再次购买|下单时",
     re.I,
 )
-_DONE = re.compile(
+_DONE = skipping(
     r"(?<![A-Za-z])(?:has|have|had)\s+been|(?<![A-Za-z])(?:was|were|already)(?![A-Za-z])"
     r"|已经?|过了",
     re.I,
 )
-_WILL = re.compile(
+_WILL = skipping(
     r"(?<![A-Za-z])(?:will|shall|can|going\s+to)(?![A-Za-z])|'ll|’ll|[会将]|可以|为您|给您", re.I
 )
-_PAID_BEFORE = re.compile(
+_PAID_BEFORE = skipping(
     r"(?:实付|支付了?|付款|总价|paid|total\s+of|priced\s+at"
     r"|\d+(?:\.\d+)?\s*%\s*of\s+(?:its|the|their|your))\s*$",
     re.I,
 )
 _ORDER_NEXT = re.compile(r"\s*(?:\w+\s+)?(?:order|purchase|total|订单|货款)", re.I)
-_A_GRAND = re.compile(
+_A_GRAND = skipping(
     r"(?<![A-Za-z])(?:a|one|half\s+a|a\s+couple(?:\s+of)?|a\s+few)\s+grand(?![A-Za-z])", re.I
 )
 _ADDITIVE_REACH = 24
 # Where money goes, as text names it: a channel other than the offer's is promised money too.
 _CHANNELS = {
-    "store_credit": re.compile(
+    "store_credit": Sieved(
         r"(?:store|shop|account)\s+credit|credit\s+(?:on|to|in)\s+your\s+(?:account|balance)"
         r"|购物金|账户余额|余额|guthaben",
         re.I,
     ),
-    "voucher": re.compile(
+    "voucher": Sieved(
         r"vouchers?|coupons?|gift\s?cards?|gift\s+certificates?|e-?gift|promo(?:tional)?\s+code"
         r"|discount\s+code|优惠券|代金券|礼品卡|现金券|抵用券|红包|购物卡|gutschein|cup[oó]n|クーポン",
         re.I,
     ),
-    "points": re.compile(r"(?:loyalty|bonus|reward)\s+points|积分|ポイント", re.I),
+    "points": Sieved(r"(?:loyalty|bonus|reward)\s+points|积分|ポイント", re.I),
 }
-_DENIED_BEFORE = re.compile(
+_DENIED_BEFORE = skipping(
     r"(?<![A-Za-z])(?:not|no|never|nor|instead\s+of|rather\s+than|without|isn't|aren't|can't"
     r"|cannot|can\s+not|unable\s+to|don't|do\s+not|doesn't"
     r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|不以|不用|无需|不需要|没有|不会|不发|不能|无法|不提供)"
     r"[^，。,；;]{0,6}$",
     re.I,
 )
-_FREE_ORDER = re.compile(
+_FREE_ORDER = Sieved(
     r"(?<![A-Za-z])(?:next|future|following)\s+(?:order|purchase|one|item)s?\s+(?:is|are|will\s+be)"
     r"\s+(?:on\s+us|free|on\s+the\s+house)|free\s+(?:next|future)\s+(?:order|purchase)"
     r"|免单|下[次单一](?:次|单)?(?:购物|购买)?免费",
     re.I,
 )
-
-
-def _sentences(text: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for m in _SENTENCE.finditer(text):
-        spans.append((start, m.start()))
-        start = m.end()
-    spans.append((start, len(text)))
-    return spans
 
 
 def problems(
@@ -116,7 +107,7 @@ def problems(
     # A share is of the order's amount or, for one item of a multi-item order, of its line.
     paid = [matched.amount, *(i.total for i in matched.items)] if matched else None
     found = money(text, skip, (), carry=True)
-    spans = _sentences(text)
+    spans = sentences(text)
     for m in found:
         around = next((text[a:b] for a, b in spans if a <= m.at <= b), text)
         yield from _one(m, around, amounts, paid, prices, matched)

@@ -7,6 +7,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
+from baton_kafka.agents.guards.skipping import Sieved, skipping
+
 _URL = re.compile(
     r"(?<![@\w.])(?:(?:https?|ftp)://(?P<host>[^\s/:?#\"'<>()\]]+)"
     r"|(?P<www>www\.[^\s/:?#\"'<>()\]]+)"
@@ -14,7 +16,7 @@ _URL = re.compile(
     r"|link|click|site|online|store|eu|uk|us|ly|gl|to|cc|tk)(?![\w-])))",
     re.I,
 )
-_SENSITIVE = re.compile(
+_SENSITIVE = Sieved(
     r"card\s*(?:number|no\.?|details)|credit\s*card|debit\s*card|cvv|cvc|cv2|security\s+code"
     r"|expiry\s+date|expiration\s+date|passwords?|passcode|\bpin\b|one-time\s+code|otp"
     r"|verification\s+code|login\s+details|security\s+number|card\s+verification"
@@ -28,14 +30,14 @@ _SENSITIVE = re.compile(
     r"|(?<![修员品贺])卡面(?:上的?)?(?:数字|号码)|(?<![修员品贺])卡(?:片)?上的?(?:数字|号码|有效日期|日期)|(?:十六|16)位(?:卡号|数字|号码)?|(?:三|3)位(?:安全)?(?:码|数字|数)",
     re.I,
 )
-_ASKS = re.compile(
+_ASKS = Sieved(
     r"send|provide|share|give|enter|type|tell|reply\s+with|confirm|let\s+us\s+know|submit"
     r"|need|require|verify|update|what(?:'s|’s|\s+is|\s+are)|read\s+(?:out|us|me)|write|note"
     r"|photo|picture|ready|\?|提供|发送|发给|发我|告诉|输入|填写|回复|确认|核实|需要|报一下|念|拍|照片"
     r"|麻烦|请(?!勿)|？",
     re.I,
 )
-_NEVER = re.compile(
+_NEVER = skipping(
     r"never|not|don't|do\s+not|won't|no\s+need|without|不会|切勿|不要|请勿|无需|不需要|绝不|从不",
     re.I,
 )
@@ -46,17 +48,17 @@ FORMAT_CHARACTERS = re.compile(
     "\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
-_TRACKING_WORDS = re.compile(
+_TRACKING_WORDS = skipping(
     r"(?:tracking(?:\s+(?:number|no\.?|code|id))?|waybill|运单号?|快递单号|物流单号)\s*[:：#]?\s*",
     re.I,
 )
 _GROUPS = re.compile(r"[A-Za-z0-9]{1,6}(?:[ \u00a0-][A-Za-z0-9]{1,6}){2,}")
 # "+49 30 1234 5678", "+49 301234567", "0800 123 4567", "030 12345678": a country code or a
 # leading zero, then digits in groups. Amounts never start with either.
-_PHONE = re.compile(
+_PHONE = skipping(
     r"(?<![\w.,+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)(?:[ \u00a0./-]?\(?\d{1,12}\)?){1,5}(?![\w]|[.,]\d)"
 )
-_PHONE_WORDS = re.compile(
+_PHONE_WORDS = skipping(
     r"(?:\bcall(?:\s+us)?|\bphone|\btel\.?|telephone|hotline|helpline|\bfax|\bmobile|whatsapp"
     r"|电话|致电|拨打|热线|手机|联系电话|客服电话)\s*(?:(?:us\s+)?(?:at|on)\s+|号码)?[:：]?\s*$",
     re.I,

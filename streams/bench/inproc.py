@@ -59,6 +59,8 @@ class InProcessCost:
     model_s: float
     checks_s: float = 0.0
     drafts: int = 0
+    # Each draft's audit CPU seconds, with the policy checks after it until the next draft.
+    per_draft_s: tuple[float, ...] = ()
 
 
 class CheckClock:
@@ -70,6 +72,7 @@ class CheckClock:
     def __init__(self) -> None:
         self.cpu_s = 0.0
         self.drafts = 0
+        self.per_draft_s: list[float] = []
         self._saved: dict[str, Any] = {}
 
     def __enter__(self) -> CheckClock:
@@ -92,8 +95,13 @@ class CheckClock:
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.cpu_s += time.process_time() - started
+                spent = time.process_time() - started
+                self.cpu_s += spent
                 self.drafts += counts
+                if counts:
+                    self.per_draft_s.append(spent)
+                elif self.per_draft_s:
+                    self.per_draft_s[-1] += spent
 
         return timed
 
@@ -131,7 +139,15 @@ async def measure(
         total = time.process_time() - started
         clock.__exit__()
         await store.close()
-    return InProcessCost(len(tickets), replies, total, llm.cpu_s, clock.cpu_s, clock.drafts)
+    return InProcessCost(
+        len(tickets),
+        replies,
+        total,
+        llm.cpu_s,
+        clock.cpu_s,
+        clock.drafts,
+        tuple(clock.per_draft_s),
+    )
 
 
 async def baton_growth(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton_kafka.agents.models.claude import AnthropicLLM
 from baton_kafka.schemas.baton import Baton
@@ -29,6 +29,9 @@ from baton_kafka.streams.bench.stats import (
 from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings
+
+if TYPE_CHECKING:
+    from baton_kafka.streams.bench.inproc import InProcessCost
 
 
 @dataclass
@@ -103,8 +106,22 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
         "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
         "in_process_replies": cost.replies,
     }
+    row.extra.update(check_figures(cost))
+
+
+def check_figures(cost: InProcessCost) -> dict[str, Any]:
+    """The reply audit and policy check's CPU per draft: mean in ms, p50 and mean in µs."""
+    figures: dict[str, Any] = {}
     if cost.drafts:
-        row.extra["audit_and_policy_ms_per_draft"] = round(1000 * cost.checks_s / cost.drafts, 3)
+        figures["audit_and_policy_ms_per_draft"] = round(1000 * cost.checks_s / cost.drafts, 3)
+    if cost.per_draft_s:
+        micros = [1e6 * s for s in cost.per_draft_s]
+        figures["audit_and_policy_us_per_draft"] = {
+            "p50": round(percentile(micros, 50) or 0.0, 1),
+            "mean": round(sum(micros) / len(micros), 1),
+            "drafts": len(micros),
+        }
+    return figures
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:

@@ -396,7 +396,10 @@ def notes(result: dict[str, Any]) -> list[str]:
     for row in result["rows"]:
         name = row["workload"]
         if (checks := row.get("audit_and_policy_ms_per_draft")) is not None:
-            lines.append(f"{name}: reply audit + policy check {checks} ms CPU per draft")
+            line = f"{name}: reply audit + policy check {checks} ms CPU per draft"
+            if spread := row.get("audit_and_policy_us_per_draft"):
+                line += f" (p50 {spread['p50']} us, mean {spread['mean']} us)"
+            lines.append(line)
         if cost := row.get("cost_per_ticket"):
             lines.append(f"{name}: {describe_costs(cost)}")
         if parts := row.get("overhead_ms"):

@@ -17,6 +17,7 @@ from baton_kafka.streams.bench.breakdown import (
 )
 from baton_kafka.streams.bench.inproc import measure
 from baton_kafka.streams.bench.load import Workload
+from baton_kafka.streams.bench.report import check_figures
 from baton_kafka.streams.bench.run import notes
 from tests.unit.test_bench import _store_with
 
@@ -166,12 +167,13 @@ def test_the_notes_print_the_breakdown_in_chain_order_and_the_costs() -> None:
         "overhead_ms": parts,
         "cost_per_ticket": cost_per_ticket([{"strategy": {"calls": 1.0, "cost_usd": 0.01}}]),
         "audit_and_policy_ms_per_draft": 0.42,
+        "audit_and_policy_us_per_draft": {"p50": 390.5, "mean": 420.0, "drafts": 30},
     }
     scale = {"partitions": 12, "tickets_per_s": {"1": 40.0, "2": 70.0}}
     scale["vs_one_worker"] = {"1": 1.0, "2": 1.75}
     text = "\n".join(notes({"broker": None, "rows": [row], "scale_out": scale}))
     assert "overhead: one at a time: cost per ticket: $0.01000" in text
-    assert "reply audit + policy check 0.42 ms CPU per draft" in text
+    assert "reply audit + policy check 0.42 ms CPU per draft (p50 390.5 us, mean 420.0 us)" in text
     assert "  publish_to_reply" in text
     assert "2 worker(s) 70.0/s (1.75x)" in text
 
@@ -186,5 +188,13 @@ async def test_the_in_process_run_times_the_audit_and_policy_check_of_each_draft
     cost = await measure(await _store_with(tmp_path, workload), workload.tickets())
     assert cost.drafts >= cost.replies == 4
     assert 0 < cost.checks_s < cost.total_s
+    # Each draft's audit, with the policy checks after it, adds up to the whole.
+    assert len(cost.per_draft_s) == cost.drafts
+    assert sum(cost.per_draft_s) == pytest.approx(cost.checks_s)
+    figures = check_figures(cost)
+    spread = figures["audit_and_policy_us_per_draft"]
+    assert spread["drafts"] == cost.drafts
+    assert spread["mean"] == pytest.approx(1e6 * cost.checks_s / cost.drafts, abs=0.1)
+    assert figures["audit_and_policy_ms_per_draft"] == round(1000 * cost.checks_s / cost.drafts, 3)
     # The stage's own functions are back in place after the run.
     assert (strategy.audit, strategy.settle) == (audit, settle)

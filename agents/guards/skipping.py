@@ -1,0 +1,184 @@
+"""Patterns that skip at once the positions no match can start at: same matches, fewer tries."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as parser  # type: ignore[attr-defined]
+from typing import Any
+
+_CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_SPACE: r"\s", sre.CATEGORY_WORD: r"\w"}
+
+
+class _Unknown(Exception):
+    """The pattern starts in a way whose first characters are not worked out here."""
+
+
+def _char(code: int) -> str:
+    return f"\\U{code:08x}"
+
+
+def _first_of(items: Any) -> tuple[set[str], bool]:
+    """The class items a match of ``items`` (a parsed sequence) can start with, and whether
+    it can match the empty string."""
+    found: set[str] = set()
+    for op, av in items:
+        first, empty = _first_of_one(op, av)
+        found |= first
+        if not empty:
+            return found, False
+    return found, True
+
+
+def _first_of_one(op: Any, av: Any) -> tuple[set[str], bool]:
+    if op is sre.LITERAL:
+        return {_char(av)}, False
+    if op is sre.IN:
+        return {_item(iop, iav) for iop, iav in av}, False
+    if op is sre.BRANCH:
+        found: set[str] = set()
+        empty = False
+        for alternative in av[1]:
+            first, may_be_empty = _first_of(alternative)
+            found |= first
+            empty = empty or may_be_empty
+        return found, empty
+    if op is sre.SUBPATTERN:
+        _, add_flags, del_flags, sub = av
+        if add_flags or del_flags:
+            raise _Unknown  # the lookahead would be read with the outer flags
+        return _first_of(sub)
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        low, _, sub = av
+        first, empty = _first_of(sub)
+        return first, empty or low == 0
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return set(), True  # zero-width: the first character comes after
+    raise _Unknown
+
+
+def _item(op: Any, av: Any) -> str:
+    if op is sre.LITERAL:
+        return _char(av)
+    if op is sre.RANGE:
+        return f"{_char(av[0])}-{_char(av[1])}"
+    if op is sre.CATEGORY and av in _CATEGORIES:
+        return _CATEGORIES[av]
+    raise _Unknown  # a negated class or category: its complement is no class item
+
+
+def skipping(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``pattern`` compiled, led by a lookahead of the characters its matches can start with.
+
+    The lookahead is read with the pattern's own flags, so a case-insensitive literal and its
+    class item take the same characters; a pattern whose start is not worked out here (a
+    negated class, any character, inner flags, an empty match) is compiled as it is.
+    """
+    compiled = re.compile(pattern, flags)
+    if pattern.startswith("(?") and pattern[2:3].isalpha():
+        return compiled  # global inline flags must stay first
+    try:
+        first, empty = _first_of(parser.parse(pattern, compiled.flags))
+    except _Unknown:
+        return compiled
+    if empty or not first:
+        return compiled
+    return re.compile(f"(?=[{''.join(sorted(first))}])(?:{pattern})", flags)
+
+
+def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """The pattern ``skipping`` led with a lookahead, without it (to check both agree)."""
+    text = pattern.pattern
+    if text.startswith("(?=[") and (end := text.find("])(?:")) > 0:
+        return re.compile(text[end + len("])(?:") : -1], pattern.flags)
+    return pattern
+
+
+def _reaches_ascii(char: str, flags: int) -> bool:
+    """Whether ``char`` as a literal of a pattern with ``flags`` matches an ASCII character."""
+    literal = re.compile(re.escape(char), flags)
+    return any(literal.fullmatch(chr(code)) for code in range(128))
+
+
+def _needed(items: Any, flags: int) -> frozenset[str] | None:
+    """Words one of which every match of ``items`` (a parsed sequence) holds, as an ASCII text
+    would write them; empty when no match fits an ASCII text; None when not worked out."""
+    candidates: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            word = "".join(run)
+            if word.isascii():
+                candidates.append(frozenset({word.lower() if flags & re.I else word}))
+            elif any(not c.isascii() and not _reaches_ascii(c, flags) for c in word):
+                candidates.append(frozenset())  # a character no ASCII text holds
+            run.clear()
+
+    for op, av in items:
+        if op is sre.LITERAL:
+            run.append(chr(av))
+            continue
+        close()
+        sub: frozenset[str] | None = None
+        if op is sre.BRANCH:
+            alternatives = [_needed(a, flags) for a in av[1]]
+            if all(a is not None for a in alternatives):
+                sub = frozenset().union(*(a for a in alternatives if a is not None))
+        elif op is sre.IN and all(iop is sre.LITERAL for iop, _ in av):
+            chars = [chr(c) for _, c in av]
+            if not any(not c.isascii() and _reaches_ascii(c, flags) for c in chars):
+                sub = frozenset(c.lower() if flags & re.I else c for c in chars if c.isascii())
+        elif op is sre.SUBPATTERN and not av[1] and not av[2]:
+            sub = _needed(av[3], flags)
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            sub = _needed(av[2], flags)
+        if sub is not None:
+            candidates.append(sub)
+    close()
+    if not candidates:
+        return None
+    if frozenset() in candidates:
+        return frozenset()
+    return min(candidates, key=lambda words: (min(map(len, words)) < 3, len(words)))
+
+
+class Sieved:
+    """A compiled pattern that first looks, in an ASCII text, for a word every match holds:
+    a text without any is no match, without a try at each of its positions."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.compiled = skipping(pattern, flags)
+        self.pattern = self.compiled.pattern
+        self._fold = bool(flags & re.I)
+        try:
+            self._words = _needed(parser.parse(pattern, self.compiled.flags), flags)
+        except (_Unknown, re.error):
+            self._words = None
+        # Case-sensitive literals: the engine scans for their first characters at once.
+        longest = sorted(self._words or (), key=len, reverse=True)
+        self._any_word = re.compile("|".join(map(re.escape, longest))) if longest else None
+
+    def _may_match(self, text: str) -> bool:
+        words = self._words
+        if words is None or not text.isascii():
+            return True
+        return self._any_word is not None and bool(
+            self._any_word.search(text.lower() if self._fold else text)
+        )
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """As ``re.Pattern.search``."""
+        if not self._may_match(text[pos:endpos] if pos or endpos < len(text) else text):
+            return None
+        return self.compiled.search(text, pos, endpos)
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        """As ``re.Pattern.finditer``."""
+        if not self._may_match(text[pos:endpos] if pos or endpos < len(text) else text):
+            return iter(())
+        return self.compiled.finditer(text, pos, endpos)
