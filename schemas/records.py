@@ -94,11 +94,20 @@ def _describe(char: str) -> str:
     return f"an invisible character ({code}, {unicodedata.category(char)})"
 
 
+# The integers both of baton's JSON readers take exactly (64 bits): orjson reads a larger one as
+# a float, so it is refused whichever reader read it.
+_JSON_INT_MIN, _JSON_INT_MAX = -(1 << 63), (1 << 64) - 1
+
+
 def _id_number(value: object) -> object:
     """A JSON integer sent as an id becomes its digits; a fraction is refused, never rounded."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and _JSON_INT_MIN <= value <= _JSON_INT_MAX
+    ):
         return str(value)
-    if isinstance(value, float):
+    if isinstance(value, float | int) and not isinstance(value, bool):
         # A fraction, or an integer too large for the JSON reader (read as a float).
         raise ValueError(f"is the number {value!r}: send an id as a string or a whole number")
     return value

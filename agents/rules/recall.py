@@ -8,6 +8,7 @@ the order referred to, several left mean the customer is asked, never answered w
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -190,6 +191,8 @@ def _read(
     return common or frozenset.union(*sets), tuple(words)
 
 
+# A ticket's text is read for clues by several stages in a row; what it gives never changes.
+@functools.lru_cache(maxsize=256)
 def clues(message: str) -> Clues:
     """The clues a message gives about an order it refers back to."""
     norm = normalize(message)

@@ -87,7 +87,7 @@ class Redactor:
 
     def value(self, value: Any, depth: int = 0) -> Any:
         """``value`` with prompt payloads removed from mappings, lists and prompt objects."""
-        if depth > 6:
+        if depth > 6 or type(value) in _PLAIN:
             return value
         if isinstance(value, Mapping):
             return {
@@ -99,6 +99,10 @@ class Redactor:
         if hasattr(value, "system") and (hasattr(value, "context") or hasattr(value, "prompt")):
             return _Hidden(f"<{type(value).__name__} {REDACTED}>")
         return value
+
+
+# Log arguments that hold no payload: most of them, passed through without the checks below.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 class _Hidden(str):
@@ -268,8 +272,13 @@ def logging_config(settings: Settings) -> dict[str, Any]:
     }
 
 
+# The record whose ids were read last, and its ids: a stage logs several events per record.
+_last_read: tuple[bytes, dict[str, str]] | None = None
+
+
 def current_ids() -> dict[str, str]:
     """ticket_id and session_id of the record this task is processing, when there is one."""
+    global _last_read
     try:
         from faust import current_event
 
@@ -277,9 +286,22 @@ def current_ids() -> dict[str, str]:
         value = event.message.value if event is not None else None
     except Exception:
         return {}
-    if not isinstance(value, bytes | bytearray):
+    if isinstance(value, bytes):
+        last = _last_read
+        if last is not None and last[0] is value:
+            return dict(last[1])
+        ids = _ids_in(value)
+        # Bytes cannot change, so the same object always holds the same ids.
+        _last_read = (value, ids)
+        return dict(ids)
+    if not isinstance(value, bytearray):
         return {}
-    head = bytes(value[:_SCAN_BYTES])
+    return _ids_in(bytes(value))
+
+
+def _ids_in(value: bytes) -> dict[str, str]:
+    """ticket_id and session_id as a record's bytes hold them, read before validation."""
+    head = value[:_SCAN_BYTES]
     ids: dict[str, str] = {}
     for name, pattern in (("ticket_id", _TICKET_ID), ("session_id", _SESSION_ID)):
         found = pattern.search(head)

@@ -68,6 +68,8 @@ class PrometheusObserver:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        # Labelled children by (metric, label values): see ``_child``.
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         add_process_metrics(self.registry)
         r = self.registry
         self.records_in = Counter(
@@ -145,13 +147,21 @@ class PrometheusObserver:
             registry=r,
         )
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, looked up once: the pipeline's label values are few."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def record_in(self, stage: str) -> None:
-        self.records_in.labels(stage).inc()
+        self._child(self.records_in, stage).inc()
 
     def stage_done(self, stage: str, outcome: str, seconds: float) -> None:
-        self.outputs.labels(stage, outcome).inc()
+        self._child(self.outputs, stage, outcome).inc()
         if outcome in TIMED_OUTCOMES and seconds > 0:
-            self.latency.labels(stage).observe(seconds, exemplar())
+            self._child(self.latency, stage).observe(seconds, exemplar())
 
     def changelog_read(self, table: str) -> None:
         """One changelog record applied to ``table`` (its ``on_changelog_event`` hook)."""
@@ -162,7 +172,7 @@ class PrometheusObserver:
 
     def model_calls(self, calls: list[CallUsage]) -> None:
         for call in calls:
-            self.model_calls_total.labels(call.stage, call.model).inc()
+            self._child(self.model_calls_total, call.stage, call.model).inc()
             counts = (
                 call.input_tokens,
                 call.output_tokens,
@@ -171,9 +181,9 @@ class PrometheusObserver:
             )
             for kind, n in zip(TOKEN_KINDS, counts, strict=True):
                 if n:
-                    self.tokens.labels(call.stage, call.model, kind).inc(n)
+                    self._child(self.tokens, call.stage, call.model, kind).inc(n)
             if call.cost_usd:
-                self.cost.labels(call.stage, call.model).inc(call.cost_usd)
+                self._child(self.cost, call.stage, call.model).inc(call.cost_usd)
         if len(calls) > 1:
             self.reasks.labels(calls[0].stage).inc(len(calls) - 1)
 
@@ -187,10 +197,10 @@ class PrometheusObserver:
             self.ratelimit_remaining.labels(model, kind).set(budget.remaining)
 
     def context(self, stage: str, level: str) -> None:
-        self.contexts.labels(stage, level).inc()
+        self._child(self.contexts, stage, level).inc()
 
     def reply(self, reply: Reply, end_to_end_s: float | None) -> None:
-        self.replies.labels(reply.status).inc()
+        self._child(self.replies, reply.status).inc()
         if end_to_end_s is not None:
             self.end_to_end.observe(end_to_end_s, exemplar())
 

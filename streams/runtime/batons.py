@@ -15,9 +15,9 @@ from baton_kafka.streams.runtime import holding
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
 # much): a stage reads its session's baton several times in a row.
 PARSED_BATON_BYTES = 1 << 20
-# Erasure marks kept read, by the size of the index JSON they were read from: every record a
-# stage takes in asks for its customer's.
-READ_MARK_BYTES = 1 << 20
+# Memory indexes kept parsed, by the size of their JSON: every record a stage takes in asks
+# for its customer's erasure mark, and the stages read the index for the customer's history.
+PARSED_INDEX_BYTES = 1 << 20
 
 
 class SessionTable(Protocol):
@@ -74,11 +74,11 @@ class BatonStore:
         self.index_keep = index_keep
         self._parsed: OrderedDict[str, tuple[bytes, Baton]] = OrderedDict()
         self._parsed_bytes = 0
-        # Per customer: the index bytes last read and the erasure mark they hold. An entry is
-        # used only while the table holds the same bytes, so a write by anyone (this store, a
+        # Per customer: the index bytes last read and the index they hold. An entry is used
+        # only while the table holds the same bytes, so a write by anyone (this store, a
         # changelog recovery, a rebalance) is never answered from it.
-        self._marks: OrderedDict[str, tuple[bytes, datetime | None]] = OrderedDict()
-        self._marks_bytes = 0
+        self._indexes: OrderedDict[str, tuple[bytes, MemoryIndex]] = OrderedDict()
+        self._indexes_bytes = 0
 
     def get(self, session_id: str) -> Baton | None:
         """The session's baton (never mutate it: the same object is handed out again)."""
@@ -144,9 +144,24 @@ class BatonStore:
                 yield Baton.model_validate_json(raw)
 
     def index(self, customer_id: str) -> MemoryIndex | None:
-        """The customer's memory index: a summary of each of their sessions."""
+        """The customer's memory index: a summary of each of their sessions (never mutate it:
+        the same object is handed out again while the table holds the same bytes)."""
         raw = self.state.customers.get(customer_id)
-        return MemoryIndex.model_validate_json(raw) if raw else None
+        if not raw:
+            self._forget_index(customer_id)
+            return None
+        cached = self._indexes.get(customer_id)
+        if cached is not None and cached[0] == raw:
+            self._indexes.move_to_end(customer_id)
+            return cached[1]
+        self._forget_index(customer_id)
+        index = MemoryIndex.model_validate_json(raw)
+        self._indexes[customer_id] = (raw, index)
+        self._indexes_bytes += len(raw)
+        while self._indexes_bytes > PARSED_INDEX_BYTES and len(self._indexes) > 1:
+            _, (old, _) = self._indexes.popitem(last=False)
+            self._indexes_bytes -= len(old)
+        return index
 
     def merge_index(
         self,
@@ -164,10 +179,10 @@ class BatonStore:
             self.index(customer_id), customer_id, summary, self.index_keep, since, orders
         )
         if merged.sessions or merged.erased_at is not None:
-            self._forget_mark(customer_id)
+            self._forget_index(customer_id)
             self.state.customers.put(customer_id, dumps(merged))
         elif self.state.customers.get(customer_id) is not None:
-            self._forget_mark(customer_id)
+            self._forget_index(customer_id)
             self.state.customers.delete(customer_id)
 
     def customers(self) -> list[str]:
@@ -188,49 +203,35 @@ class BatonStore:
         # (dead letters, a topic read again) may still arrive until then.
         marked = index.erased_at is not None and index.erased_at >= since
         if not pruned.sessions and not marked:
-            self._forget_mark(customer_id)
+            self._forget_index(customer_id)
             self.state.customers.delete(customer_id)
             return dropped, True
         if dropped:
-            self._forget_mark(customer_id)
+            self._forget_index(customer_id)
             self.state.customers.put(customer_id, dumps(pruned))
         return dropped, False
 
     def delete_index(self, customer_id: str) -> None:
         """Tombstone the customer's memory index."""
-        self._forget_mark(customer_id)
+        self._forget_index(customer_id)
         self.state.customers.delete(customer_id)
 
     def erase_index(self, customer_id: str, at: datetime) -> None:
         """Replace the customer's memory index by the mark of their erasure at ``at``."""
-        self._forget_mark(customer_id)
+        self._forget_index(customer_id)
         self.state.customers.put(customer_id, dumps(MemoryIndex(key=customer_id, erased_at=at)))
 
     def erased_at(self, customer_id: str | None) -> datetime | None:
         """When the customer's data was last erased, if it was (and the mark is still kept)."""
         if not customer_id:
             return None
-        raw = self.state.customers.get(customer_id)
-        if not raw:
-            self._forget_mark(customer_id)
-            return None
-        cached = self._marks.get(customer_id)
-        if cached is not None and cached[0] == raw:
-            self._marks.move_to_end(customer_id)
-            return cached[1]
-        self._forget_mark(customer_id)
-        mark = MemoryIndex.model_validate_json(raw).erased_at
-        self._marks[customer_id] = (raw, mark)
-        self._marks_bytes += len(raw)
-        while self._marks_bytes > READ_MARK_BYTES and len(self._marks) > 1:
-            _, (old, _) = self._marks.popitem(last=False)
-            self._marks_bytes -= len(old)
-        return mark
+        index = self.index(customer_id)
+        return index.erased_at if index is not None else None
 
-    def _forget_mark(self, customer_id: str) -> None:
-        cached = self._marks.pop(customer_id, None)
+    def _forget_index(self, customer_id: str) -> None:
+        cached = self._indexes.pop(customer_id, None)
         if cached is not None:
-            self._marks_bytes -= len(cached[0])
+            self._indexes_bytes -= len(cached[0])
 
     def earlier(self, customer_id: str | None, session_id: str) -> list[SessionSummary]:
         """The customer's other sessions (warm memory), most recent first."""
