@@ -34,6 +34,19 @@ class Admission:
         written = source.timestamp or (ticket.written_at() if ticket.created_at else None)
         return erased is not None and written is not None and written <= erased
 
+    def dated(self, ticket: Ticket, source: Source) -> Ticket:
+        """``ticket`` with a ``created_at``: its record's broker timestamp when it has none.
+
+        The customer's wait then counts from the ticket's publication, not from when intake
+        got to it: one that waited in the topic (a backlog, a burst) gets its holding reply
+        and its hand-off deadline on time, and its time words count from when it was written.
+        """
+        at = source.timestamp
+        # Some brokers and clients write -1 or 0 for "no timestamp".
+        if ticket.created_at is not None or at is None or at.timestamp() <= 0:
+            return ticket
+        return ticket.model_copy(update={"created_at": min(at, utcnow())})
+
     def bounded(self, ticket: Ticket) -> Ticket:
         """``ticket`` with its ``created_at`` no further back than ``BATON_TICKET_MAX_AGE_DAYS``.
 

@@ -1,4 +1,4 @@
-"""The intake: a raw ticket validated, bounded and forwarded keyed by its session."""
+"""The intake: a raw ticket validated, dated, bounded and forwarded keyed by its session."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Intake(Letters):
             self._drop_erased("intake", ticket)
             return
         self.observer.stage_done("intake", "ok", 0.0)
-        ticket = self.admission.bounded(ticket)
+        ticket = self.admission.bounded(self.admission.dated(ticket, source))
         record = StageRecord(
             ticket=ticket,
             source_topic=source.topic,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,6 +15,7 @@ from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.testing.standin import StandIn
 from baton_kafka.schemas import Reply, dumps
 from baton_kafka.schemas.records import utcnow
+from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.clocks import ClockGauges, age_bucket
 from baton_kafka.streams.runtime.dead_letters import Source
@@ -166,6 +167,69 @@ async def test_a_redelivered_copy_after_a_restart_gets_no_second_holding_reply(
     sink(restarted).sent[n.sessions].append(copy)
     await hop(restarted, "understand", n.sessions)
     assert restarted.clocks.open == {} and len(replies(restarted)) == 1
+
+
+async def test_a_ticket_that_waited_in_the_topic_is_timed_from_its_publication(
+    store: SQLiteOrderStore, standin: StandIn, llm: AnthropicLLM
+) -> None:
+    # A backlog: the ticket was published a minute before intake read it, and its producer
+    # gave no created_at. The clock counts the customer's wait from the broker's timestamp.
+    p = pipeline(store, llm, deadline=30.0)
+    n = names(p)
+    published = utcnow() - timedelta(seconds=60)
+    text = "My kettle is leaking, I want a refund."
+    await p.intake(dumps(ticket("t1", text)), Source(n.tickets, 0, 0, timestamp=published))
+    ((_, raw),) = sink(p).sent[n.sessions]
+    assert StageRecord.model_validate_json(raw).ticket.created_at == published
+    hang_understanding(standin)
+    understanding = asyncio.create_task(hop(p, "understand", n.sessions))
+    await until_holding(p)  # at once, not 30 s after intake
+    await understanding
+    assert baton_of(p, "S1").holding == ["t1"]
+
+
+@pytest.mark.parametrize(
+    ("written_ago_s", "timestamp", "kept"),
+    [
+        (None, datetime.fromtimestamp(-0.001, UTC), False),  # "no timestamp" from a client
+        (None, datetime.fromtimestamp(0, UTC), False),
+        (None, None, False),
+        (120.0, "a minute ago", True),  # the producer's own created_at wins
+    ],
+)
+async def test_intake_dates_a_ticket_only_from_a_real_timestamp_and_keeps_the_producers_own(
+    store: SQLiteOrderStore,
+    llm: AnthropicLLM,
+    written_ago_s: float | None,
+    timestamp: datetime | str | None,
+    kept: bool,
+) -> None:
+    p = pipeline(store, llm)
+    n = names(p)
+    now = utcnow()
+    written = None if written_ago_s is None else now - timedelta(seconds=written_ago_s)
+    at = now - timedelta(seconds=60) if timestamp == "a minute ago" else timestamp
+    assert not isinstance(at, str)
+    sent = ticket("t1", "Where is my order?").model_copy(update={"created_at": written})
+    await p.intake(dumps(sent), Source(n.tickets, 0, 0, timestamp=at))
+    ((_, raw),) = sink(p).sent[n.sessions]
+    got = StageRecord.model_validate_json(raw).ticket.created_at
+    assert got == written if kept else got is None
+
+
+async def test_a_timestamp_ahead_of_the_workers_clock_dates_a_ticket_no_later_than_now(
+    store: SQLiteOrderStore, llm: AnthropicLLM
+) -> None:
+    p = pipeline(store, llm)
+    n = names(p)
+    ahead = utcnow() + timedelta(hours=1)
+    before = utcnow()
+    await p.intake(
+        dumps(ticket("t1", "Where is my order?")), Source(n.tickets, 0, 0, timestamp=ahead)
+    )
+    ((_, raw),) = sink(p).sent[n.sessions]
+    got = StageRecord.model_validate_json(raw).ticket.created_at
+    assert got is not None and before <= got <= utcnow()
 
 
 def test_the_deadline_setting_takes_seconds_or_0_and_rejects_the_rest() -> None:
