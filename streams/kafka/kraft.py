@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
 import socket
 import threading
 import uuid
@@ -47,10 +48,32 @@ def random_id() -> str:
             return text
 
 
+# Where Linux picks its ephemeral ports when the file is missing or unreadable.
+EPHEMERAL_PORTS = (32768, 60999)
+# Listening ports are drawn below the ephemeral range, from here up.
+LOWEST_PORT = 10000
+
+
+def ephemeral_ports(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The range the system takes outgoing connections' local ports from."""
+    try:
+        low, high = (int(x) for x in path.read_text().split())
+    except (OSError, ValueError):
+        return EPHEMERAL_PORTS
+    return low, high
+
+
 def consecutive_free_ports(host: str, count: int, attempts: int = 50) -> int:
-    """First of ``count`` consecutive ports on ``host`` that were all free a moment ago."""
+    """First of ``count`` consecutive ports on ``host`` that were all free a moment ago.
+
+    They lie below the ephemeral range when there is room: a port taken from it can be given
+    to another process's outgoing connection (a cluster's own nodes connect to each other)
+    between this check and the broker's bind.
+    """
+    low, _ = ephemeral_ports()
+    below = low - count - LOWEST_PORT
     for _ in range(attempts):
-        base = free_port(host)
+        base = LOWEST_PORT + random.randrange(below) if below > 0 else free_port(host)
         if base + count - 1 <= MAX_PORT and all(
             bindable(host, p) for p in range(base, base + count)
         ):

@@ -13,7 +13,13 @@ from baton_kafka.streams.kafka.apache import ApacheKafka
 from baton_kafka.streams.kafka.embedded import BrokerError
 from baton_kafka.streams.kafka.jars import ApacheKafkaError, KafkaUnavailable, resolve_jars
 from baton_kafka.streams.kafka.jvm import find_java, java_major
-from baton_kafka.streams.kafka.kraft import consecutive_free_ports, random_id
+from baton_kafka.streams.kafka.kraft import (
+    EPHEMERAL_PORTS,
+    LOWEST_PORT,
+    consecutive_free_ports,
+    ephemeral_ports,
+    random_id,
+)
 
 
 def test_java_versions_old_and_new_are_read() -> None:
@@ -197,3 +203,19 @@ def test_an_unknown_node_is_named(tmp_path: Path) -> None:
         ApacheKafkaError, match=r"no node 4 in this cluster \(its nodes: \[1, 2, 3\]\)"
     ):
         kafka.kill(4)
+
+
+def test_free_port_runs_lie_below_the_ephemeral_range() -> None:
+    low, _ = ephemeral_ports()
+    for _ in range(20):
+        base = consecutive_free_ports("127.0.0.1", 6)
+        assert base >= LOWEST_PORT and base + 6 <= low
+
+
+def test_the_ephemeral_range_is_read_from_the_system_or_defaults(tmp_path: Path) -> None:
+    given = tmp_path / "range"
+    given.write_text("40000\t50000\n")
+    assert ephemeral_ports(given) == (40000, 50000)
+    given.write_text("garbled")
+    assert ephemeral_ports(given) == EPHEMERAL_PORTS
+    assert ephemeral_ports(tmp_path / "missing") == EPHEMERAL_PORTS
