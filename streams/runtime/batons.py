@@ -13,8 +13,11 @@ from baton_kafka.schemas.codec import dumps
 from baton_kafka.streams.runtime import holding
 
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
-# much): a stage reads its session's baton several times in a row.
-PARSED_BATON_BYTES = 1 << 20
+# much): a stage reads its session's baton several times in a row, and under a backlog the
+# stages of hundreds of sessions interleave between a session's reads. 4 MiB holds about 700
+# sessions of five turns (about 20 MiB parsed); at 1 MiB a backlog of 600 sessions re-parsed
+# its batons at nearly every read.
+PARSED_BATON_BYTES = 4 << 20
 # Memory indexes kept parsed, by the size of their JSON: every record a stage takes in asks
 # for its customer's erasure mark, and the stages read the index for the customer's history.
 PARSED_INDEX_BYTES = 1 << 20
