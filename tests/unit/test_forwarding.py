@@ -92,7 +92,7 @@ async def test_a_failed_forward_holds_back_its_partitions_acks_only() -> None:
     broker = Broker()
     await Forwarder("intake", window=10).run(stream, broker.forward)
     broker.pending[("a", 1)].set_exception(ConnectionError("broker gone"))
-    for place, ack in broker.pending.items():
+    for ack in broker.pending.values():
         if not ack.done():
             ack.set_result(None)
     await settle()
