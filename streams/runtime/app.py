@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +31,6 @@ from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.escalations import EscalationGauges
 from baton_kafka.streams.runtime.faust_io import FaustSink, FaustState
-from baton_kafka.streams.runtime.forwarding import Forwarder
 from baton_kafka.streams.runtime.own_stages import chain_for
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
@@ -284,16 +283,10 @@ def create_app(
     async def decide(stream: Any) -> None:
         await deciding.run(stream.noack(), decided)
 
-    # Tickets are forwarded back to back, each acked once its forward is acknowledged: a
-    # burst reaches the stages without waiting a round trip per ticket.
-    forwarding = Forwarder("intake", window=settings.max_buffered)
-
-    async def take_in(event: Any) -> Awaitable[None]:
-        return await pipeline.take_in(event.value, _source(event), _headers(event))
-
     @app.agent(sink.topics[names.tickets], name="intake")
     async def intake(stream: Any) -> None:
-        await forwarding.run(stream.noack(), take_in)
+        async for event in stream.events():
+            await pipeline.intake(event.value, _source(event), _headers(event))
 
     def stage_agent(stage: Stage[Any]) -> None:
         scheduler = schedulers[stage.name]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -47,28 +47,21 @@ class FaustSink:
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        await (await self.enqueue(topic, key, value, headers))
-
-    async def enqueue(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> Awaitable[Any]:
-        """Put the record in the producer's queue behind the ones before it; the awaitable
-        returned completes at the broker's acknowledgement."""
         # surrogateescape: a key read as bytes that are not UTF-8 goes out as it came in.
         raw_key = key.encode("utf-8", "surrogateescape") if key is not None else None
+        channel = self.topics[topic]
         if self.app.in_transaction or not self._started:
             # A transaction's records go through its own producer, which the topic picks; the
             # first record starts the app's producer if it is not yet.
-            sent = await self.topics[topic].send(key=raw_key, value=value, headers=headers)
+            fut = await channel.send(key=raw_key, value=value, headers=headers)
             self._started = True
-            return sent
-        # The app's producer directly: the bytes are final, so the topic's per-record
-        # machinery (its producer look-up and its callbacks) would only cost time.
-        return await self.app.producer.send(topic, raw_key, value, None, None, headers or [])
+            await fut
+            return
+        # The app's producer directly: the bytes are final and the broker's acknowledgement is
+        # awaited right here, so the topic's per-record machinery (its producer look-up and
+        # its callbacks) would only cost time.
+        sent = await self.app.producer.send(topic, raw_key, value, None, None, headers or [])
+        await sent
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-
 from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
 from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import Ticket
@@ -13,7 +11,6 @@ from baton_kafka.streams.runtime.admission import Admission
 from baton_kafka.streams.runtime.dead_letters import Source, read_as
 from baton_kafka.streams.runtime.letters import Letters
 from baton_kafka.streams.runtime.signing import Headers
-from baton_kafka.streams.runtime.sink import enqueue, settled
 
 
 class Intake(Letters):
@@ -27,30 +24,22 @@ class Intake(Letters):
         self, value: bytes | None, source: Source, headers: Headers | None = None
     ) -> None:
         """Validate a raw ticket and forward it keyed by session, or dead-letter it."""
-        await (await self.take_in(value, source, headers))
-
-    async def take_in(
-        self, value: bytes | None, source: Source, headers: Headers | None = None
-    ) -> Awaitable[None]:
-        """``intake`` up to its forward being queued behind the tickets taken in before it;
-        the awaitable completes at the broker's acknowledgement (a dead letter is written in
-        full first, so its awaitable is complete)."""
         source = read_as(source, value, headers)
         with tracing.stage_span("intake", headers, source, self.consumer):
-            return await self._intake(value, source)
+            await self._intake(value, source)
 
-    async def _intake(self, value: bytes | None, source: Source) -> Awaitable[None]:
+    async def _intake(self, value: bytes | None, source: Source) -> None:
         self.observer.record_in("intake")
         try:
             ticket = parse(Ticket, self._unframed(value))
         except InvalidRecord as exc:
             self.observer.stage_done("intake", "invalid", 0.0)
             await self._reject("intake", value, exc, source)
-            return settled()
+            return
         tracing.annotate(ticket.ticket_id, ticket.session_id)
         if self.admission.erased(ticket, source):
             self._drop_erased("intake", ticket)
-            return settled()
+            return
         self.observer.stage_done("intake", "ok", 0.0)
         ticket = self.admission.bounded(self.admission.dated(ticket, source))
         record = StageRecord(
@@ -59,7 +48,7 @@ class Intake(Letters):
             source_partition=source.partition,
             source_offset=source.offset,
         )
-        return await enqueue(self.out, self.topics.sessions, ticket.session_id, dumps(record))
+        await self.out.send(self.topics.sessions, ticket.session_id, dumps(record))
 
     def _unframed(self, value: bytes | None) -> bytes | None:
         """A ticket's JSON: a Schema Registry serializer's frame is taken off when the

@@ -5,15 +5,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from baton_kafka.streams.observe.shown import shown
-from baton_kafka.streams.runtime.acks import Held, InOrderAcks
 
 log = logging.getLogger("baton.scheduler")
 
 Handler = Callable[[Any], Awaitable[None]]
+
+
+@dataclass
+class _Held:
+    """A record not acked yet; ``done`` once its handler finished."""
+
+    event: Any
+    done: bool = False
 
 
 class SessionScheduler:
@@ -44,7 +53,11 @@ class SessionScheduler:
         self._queued: dict[bytes, int] = {}
         # Overflow tasks, referenced until done (the loop keeps only weak references).
         self._overflowing: set[asyncio.Task[None]] = set()
-        self._acks = InOrderAcks()
+        # Per partition, its records in offset order with a "handler finished" mark. Acks go
+        # out strictly in this order: Faust (0.15) commits past a single unacked record at the
+        # head of a partition when the offsets acked after it are consecutive.
+        self._unacked: dict[Any, deque[_Held]] = {}
+        self._ack_lock = asyncio.Lock()
         self.in_flight = 0
 
     async def run(
@@ -76,7 +89,7 @@ class SessionScheduler:
         async for event in stream.events():
             await self._buffered.acquire()
             key = bytes(event.key or b"")
-            held = self._acks.hold(event)
+            held = self._hold(event)
             queued = self._queued.get(key, 0)
             cap = self.max_queued_per_key
             item = event if prepare is None else prepare(event)
@@ -113,10 +126,28 @@ class SessionScheduler:
         """Records of ``key`` held and not finished."""
         return self._queued.get(key, 0)
 
+    def _hold(self, event: Any) -> _Held:
+        queue = self._unacked.setdefault(event.message.tp, deque())
+        if queue and event.message.offset <= queue[-1].event.message.offset:
+            # The partition is read again from its committed offset (rebalance): what was
+            # held before is being redelivered and needs no ack from here.
+            queue.clear()
+        held = _Held(event)
+        queue.append(held)
+        return held
+
+    async def _acknowledge(self, held: _Held, stream: Any) -> None:
+        """Mark ``held`` finished and ack every finished record at its partition's head."""
+        held.done = True
+        async with self._ack_lock:
+            queue = self._unacked.get(held.event.message.tp)
+            while queue and queue[0].done:
+                await stream.ack(queue.popleft().event)
+
     async def _one(
         self,
         previous: asyncio.Task[None] | None,
-        held: Held,
+        held: _Held,
         item: Any,
         handle: Handler,
         stream: Any,
@@ -151,7 +182,7 @@ class SessionScheduler:
             log.debug("%s: the handler failed", self.name, exc_info=True)
         finally:
             if acked:
-                await self._acks.finish(held, stream)
+                await self._acknowledge(held, stream)
             self._buffered.release()
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from baton_kafka.streams.runtime.sink import Sink, enqueue
+from baton_kafka.streams.runtime.sink import Sink
 
 HEADER = "baton-signature"
 
@@ -95,20 +95,9 @@ class SignedSink:
     async def send(
         self, topic: str, key: str | None, value: bytes, headers: Headers | None = None
     ) -> None:
-        await self.inner.send(topic, key, value, self._signed(topic, key, value, headers))
-
-    async def enqueue(
-        self, topic: str, key: str | None, value: bytes, headers: Headers | None = None
-    ) -> Awaitable[None]:
-        signed = self._signed(topic, key, value, headers)
-        return await enqueue(self.inner, topic, key, value, signed)
-
-    def _signed(
-        self, topic: str, key: str | None, value: bytes, headers: Headers | None
-    ) -> Headers | None:
         if topic in self.signed and self.signer.enabled:
-            return [*(headers or []), *self.signer.headers(topic, key, value)]
-        return headers
+            headers = [*(headers or []), *self.signer.headers(topic, key, value)]
+        await self.inner.send(topic, key, value, headers)
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
@@ -12,12 +11,7 @@ from baton_kafka.streams.observe import tracing
 
 
 class Sink(Protocol):
-    """Where records go: ``send`` returns once the broker acknowledged the record.
-
-    A sink may also offer ``enqueue(topic, key, value, headers)``: it returns once the record
-    is queued behind the ones sent before it, with an awaitable that completes at the
-    broker's acknowledgement (see :func:`enqueue`).
-    """
+    """Where records go: ``send`` returns once the broker acknowledged the record."""
 
     async def send(
         self,
@@ -34,33 +28,6 @@ class Sink(Protocol):
         ...
 
 
-async def enqueue(
-    sink: Sink,
-    topic: str,
-    key: str | None,
-    value: bytes,
-    headers: list[tuple[str, bytes]] | None = None,
-) -> Awaitable[None]:
-    """Queue a record on ``sink`` in send order; await the result for the acknowledgement.
-
-    A sink without ``enqueue`` sends the record in full first: its records are acknowledged
-    one at a time, in order, as with ``send``.
-    """
-    queue = getattr(sink, "enqueue", None)
-    if queue is not None:
-        acked: Awaitable[None] = await queue(topic, key, value, headers)
-        return acked
-    await sink.send(topic, key, value, headers)
-    return settled()
-
-
-def settled() -> asyncio.Future[None]:
-    """An acknowledgement already in: nothing is left to wait for."""
-    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    done.set_result(None)
-    return done
-
-
 class TracedSink:
     """A sink that adds the current trace context (``traceparent``) to every record's headers."""
 
@@ -75,15 +42,6 @@ class TracedSink:
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         await self.inner.send(topic, key, value, tracing.inject(headers))
-
-    async def enqueue(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> Awaitable[None]:
-        return await enqueue(self.inner, topic, key, value, tracing.inject(headers))
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
@@ -106,20 +64,9 @@ class FramingSink:
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        await self.inner.send(topic, key, self._framed(topic, value), headers)
-
-    async def enqueue(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> Awaitable[None]:
-        return await enqueue(self.inner, topic, key, self._framed(topic, value), headers)
-
-    def _framed(self, topic: str, value: bytes) -> bytes:
         schema_id = self.schema_ids.get(topic)
-        return value if schema_id is None else frame(schema_id, value)
+        framed = value if schema_id is None else frame(schema_id, value)
+        await self.inner.send(topic, key, framed, headers)
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
