@@ -220,14 +220,15 @@ async def read_records(
         tps = [TopicPartition(topic, p) for topic in wanted for p in found.get(topic, [])]
         if not tps:
             return records
-        consumer.assign(tps)
         # An empty topic (a run without dead letters) is known empty at once: waiting out
         # ``first_s`` for its first record cost every workload half a minute. A partition's end
         # offset can be too low on the embedded broker but is never 0 once it holds a record.
+        # Asked before the partitions are assigned, so no fetch starts from their end.
         ends = await consumer.end_offsets(tps)
         starts = await consumer.beginning_offsets(tps)
         if all(ends[tp] <= starts[tp] for tp in tps):
             return records
+        consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         wait_s = max(idle_s, first_s)
         while True:
