@@ -14,6 +14,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "LANGUAGES",
+    "SHIPPED",
+    "PackError",
+    "all_packs",
+    "extend",
+    "languages",
+    "pack",
+    "reset",
+    "version",
+]
+
 SHIPPED = Path(__file__).parent
 LANGUAGES: tuple[str, ...] = ("en", "zh", "de", "ja", "es", "fr")
 

@@ -58,6 +58,17 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
+    "baton_kafka.agents.packs": [
+        "LANGUAGES",
+        "SHIPPED",
+        "PackError",
+        "all_packs",
+        "extend",
+        "languages",
+        "pack",
+        "reset",
+        "version",
+    ],
     "baton_kafka.agents.policy": [
         "DEFAULT_FILE",
         "ORIGINAL_PAYMENT",
