@@ -119,7 +119,7 @@ def requests() -> list[Request]:
 @pytest.fixture
 def responder(requests: list[Request], request: pytest.FixtureRequest) -> Responder:
     needs_human, strategy = request.param
-    answer = {"level": "high", "sentiment": "calm", "reason": HOSTILE}
+    answer: dict[str, Any] = {"level": "high", "sentiment": "calm", "reason": HOSTILE}
     if needs_human:
         answer["needs_human"] = True
     return _capturing(requests, answer, strategy)
