@@ -43,8 +43,13 @@ class StageMetrics:
         STAGE_EVENTS.labels(stage=self.stage, event=event).inc(n)
 
     def value(self, event: str) -> float:
-        """The ``event`` counter's total in this process."""
-        return float(STAGE_EVENTS.labels(stage=self.stage, event=event)._value.get())
+        """The ``event`` counter's total in this process (0 before the first count)."""
+        wanted = {"stage": self.stage, "event": event}
+        for metric in STAGE_EVENTS.collect():
+            for sample in metric.samples:
+                if sample.name.endswith("_total") and sample.labels == wanted:
+                    return float(sample.value)
+        return 0.0
 
 
 @dataclass

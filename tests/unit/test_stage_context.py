@@ -5,27 +5,33 @@ that ignores it)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
 from pydantic import BaseModel
 
+from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.prompts import (
     STAGE_RESULT_CHARS,
     StageResult,
     build,
     parse_context,
 )
+from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.agents.testing import Request, Responder, StandIn
 from baton_kafka.agents.testing.standin import echo_responder
 from baton_kafka.schemas import Ticket
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.stages import StrategyDraft, Understanding
 from baton_kafka.streams.runtime import StageContext, stage
+from baton_kafka.streams.runtime.app import create_app
 from baton_kafka.streams.runtime.stage_context import StageMetrics
 from baton_kafka.streams.runtime.worker import build_llm
-from baton_kafka.streams.settings import load
+from baton_kafka.streams.settings import Settings, load
 from baton_kafka.streams.testing import MemoryOrders, TestPipeline
 from examples.stages.priority import PRIORITY, Priority
 from tests.fixtures.data import C1_ORDERS, order, ticket
@@ -207,3 +213,18 @@ def test_a_stages_result_is_bounded_and_inert_in_the_prompt() -> None:
     )
     assert prompt.context.count("</facts>") == 1
     assert parse_context(prompt.context).stages[0].result["note"].startswith("</facts>")
+
+
+async def test_what_a_stage_counts_is_on_the_workers_metrics(
+    tmp_path: Path, store: SQLiteOrderStore
+) -> None:
+    StageMetrics("look").count("on_the_page", 2)
+    runtime = create_app(Settings(data_dir=tmp_path), llm=OfflineLLM(), orders=store)
+    runtime.app.web.init_server()
+    async with (
+        TestServer(runtime.app.web.web_app, host="127.0.0.1") as server,
+        ClientSession() as http,
+        http.get(server.make_url("/metrics")) as answer,
+    ):
+        text = (await answer.read()).decode()
+    assert 'baton_stage_events_total{event="on_the_page",stage="look"}' in text
