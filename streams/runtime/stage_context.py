@@ -171,8 +171,10 @@ class StageContext:
             tokens_left=left,
         )
         self.calls.extend(asked.calls)
-        if asked.value is None and asked.failure is not None and self.failure is None:
-            self.failure = asked.failure
+        failure = asked.failure
+        # A spent budget is reported once, by the strategy, as for the built-in stages.
+        if asked.value is None and failure is not None and failure.reason != "budget_exceeded":
+            self.failure = self.failure or failure
         return asked.value
 
 
@@ -189,7 +191,7 @@ def wants_context(fn: Callable[..., Any]) -> tuple[bool, bool]:
     def is_context(p: inspect.Parameter) -> bool:
         hint = hints.get(p.name, p.annotation)
         if isinstance(hint, str):
-            return hint.rpartition(".")[2] == "StageContext"
+            return hint.strip("'\"").rpartition(".")[2] == "StageContext"
         return hint is StageContext
 
     kinds = [is_context(p) for p in params]

@@ -29,7 +29,7 @@ from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.stages import StrategyDraft, Understanding
 from baton_kafka.streams.runtime import StageContext, stage
 from baton_kafka.streams.runtime.app import create_app
-from baton_kafka.streams.runtime.stage_context import StageMetrics
+from baton_kafka.streams.runtime.stage_context import StageMetrics, wants_context
 from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings, load
 from baton_kafka.streams.testing import MemoryOrders, TestPipeline
@@ -228,3 +228,27 @@ async def test_what_a_stage_counts_is_on_the_workers_metrics(
     ):
         text = (await answer.read()).decode()
     assert 'baton_stage_events_total{event="on_the_page",stage="look"}' in text
+
+
+async def _plain(ticket: Ticket, given: Understanding) -> Label:
+    return Label(label="plain")
+
+
+async def _untyped(ticket, ctx):  # type: ignore[no-untyped-def]
+    return Label(label="untyped")
+
+
+async def _written(ticket: Ticket, ctx: "StageContext") -> Label:  # noqa: UP037
+    return Label(label="written")
+
+
+async def _unresolvable(ticket: Ticket, ctx: "nowhere.StageContext") -> Label:  # type: ignore[name-defined]  # noqa: F821, UP037
+    return Label(label="unresolvable")
+
+
+def test_the_context_is_found_by_annotation_only() -> None:
+    assert wants_context(_plain) == (True, False)
+    assert wants_context(_untyped) == (True, False)  # unannotated: the input, as before
+    assert wants_context(_written) == (False, True)
+    assert wants_context(_unresolvable) == (False, True)
+    assert wants_context(lambda ticket, given: given) == (True, False)
