@@ -8,9 +8,9 @@ person.
     BATON_STAGES=examples.stages.priority:PRIORITY baton worker    # registered in the settings
     python examples/stages/priority.py        # a worker with this stage (else as `baton worker`)
 
-With a model, the stage asks it with ``PROMPT``; with the offline model (or when the model
-fails) ``tag`` decides, from the customer's words, what the understand stage read and the
-customer's orders (through the stage's context).
+``prioritise`` is the stage: through its context it asks the model with ``PROMPT`` (with the
+offline model, or when the model fails, ``tag`` decides from the customer's words and what the
+understand stage read), then reads the customer's orders to find a VIP.
 """
 
 from __future__ import annotations
@@ -64,10 +64,11 @@ _UNHAPPY = re.compile(r"disappointed|annoyed|again|still|not happy|失望|又|�
 _SAFETY = re.compile(r"fire|smoke|shock|burn|spark|着火|冒烟|漏电|烫伤", re.IGNORECASE)
 
 
-async def tag(ticket: Ticket, understanding: Understanding, ctx: StageContext) -> Priority:
-    """The offline rule: the priority from the demand, the tone from the customer's words; a
-    VIP's money-back request (their orders, read through ``ctx``) goes to a person."""
-    tagged = _tag(ticket, understanding)
+async def prioritise(ticket: Ticket, understanding: Understanding, ctx: StageContext) -> Priority:
+    """The stage: the model's tag (the rule's with the offline model or when the model fails),
+    then a VIP's money-back request goes to a person."""
+    asked = await ctx.ask(Priority, prompt=PROMPT, data=understanding)
+    tagged = asked or tag(ticket, understanding)
     if tagged.level not in ("high", "urgent") or tagged.reason == "a safety risk":
         return tagged
     try:
@@ -82,8 +83,8 @@ async def tag(ticket: Ticket, understanding: Understanding, ctx: StageContext) -
     return tagged.model_copy(update={"needs_human": True, "reason": reason})
 
 
-def _tag(ticket: Ticket, understanding: Understanding) -> Priority:
-    """The priority from the demand, the tone from the customer's words."""
+def tag(ticket: Ticket, understanding: Understanding) -> Priority:
+    """The offline rule: the priority from the demand, the tone from the customer's words."""
     text = ticket.text
     sentiment: Literal["calm", "unhappy", "angry"] = (
         "angry" if _ANGRY.search(text) else "unhappy" if _UNHAPPY.search(text) else "calm"
@@ -104,8 +105,7 @@ PRIORITY = stage(
     after="understand",
     input=Understanding,
     output=Priority,
-    prompt=PROMPT,
-    offline=tag,
+    agent=prioritise,
 )
 """The registration: ``BATON_STAGES=examples.stages.priority:PRIORITY``, or in code
 ``worker.run(settings, stages=[PRIORITY])`` (``create_app`` takes the same)."""
