@@ -252,3 +252,22 @@ def test_the_context_is_found_by_annotation_only() -> None:
     assert wants_context(_written) == (False, True)
     assert wants_context(_unresolvable) == (False, True)
     assert wants_context(lambda ticket, given: given) == (True, False)
+
+
+async def test_an_offline_rule_may_take_the_context_too() -> None:
+    def rule(ticket: Ticket, ctx: StageContext) -> Label:
+        understood = ctx.result("understand", Understanding)
+        return Label(label=understood.demand if understood else "none")
+
+    labelling = stage(
+        "label",
+        after="understand",
+        input=Understanding,
+        output=Label,
+        prompt="Label.",
+        offline=rule,
+    )
+    pipeline = TestPipeline(orders=MemoryOrders(*C1_ORDERS), stages=[labelling])
+    [reply] = await pipeline.send(ticket("t1", REFUND))
+    assert reply.stages["label"] == {"label": "refund"}
+    await pipeline.aclose()
