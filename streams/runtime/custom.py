@@ -13,6 +13,7 @@ from baton_kafka.agents import memory
 from baton_kafka.agents.asking import ask
 from baton_kafka.agents.models.llm import Prompt
 from baton_kafka.agents.outcome import Outcome
+from baton_kafka.agents.prompts import stage_results
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Ticket
 from baton_kafka.streams.runtime.stage_context import StageContext, wants_context
@@ -76,6 +77,9 @@ def stage(
             return Outcome(value=await rule())
         given = i.given if i.given is not None else i.ticket
         facts = {"message": i.ticket.text, "input": given.model_dump(mode="json")}
+        if i.record.results:
+            # The shop's earlier stages' results, as the strategy's prompt shows them: data.
+            facts["stages"] = [r.model_dump(mode="json") for r in stage_results(i.record.results)]
         asked = await ask(
             i.llm,
             Prompt(

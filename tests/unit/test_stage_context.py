@@ -221,8 +221,9 @@ async def test_what_a_stage_counts_is_on_the_workers_metrics(
     StageMetrics("look").count("on_the_page", 2)
     runtime = create_app(Settings(data_dir=tmp_path), llm=OfflineLLM(), orders=store)
     runtime.app.web.init_server()
+    served = runtime.app.web.web_app  # type: ignore[attr-defined]
     async with (
-        TestServer(runtime.app.web.web_app, host="127.0.0.1") as server,
+        TestServer(served, host="127.0.0.1") as server,
         ClientSession() as http,
         http.get(server.make_url("/metrics")) as answer,
     ):
@@ -234,7 +235,7 @@ async def _plain(ticket: Ticket, given: Understanding) -> Label:
     return Label(label="plain")
 
 
-async def _untyped(ticket, ctx):  # type: ignore[no-untyped-def]
+async def _untyped(ticket, ctx):
     return Label(label="untyped")
 
 
@@ -271,3 +272,49 @@ async def test_an_offline_rule_may_take_the_context_too() -> None:
     [reply] = await pipeline.send(ticket("t1", REFUND))
     assert reply.stages["label"] == {"label": "refund"}
     await pipeline.aclose()
+
+
+SECOND_SEEN: list[Request] = []
+
+
+def _second_stage(seen: list[Request]) -> Responder:
+    def respond(request: Request) -> Any:
+        seen.append(request)
+        if request.schema.get("title") == "Label":
+            return {"label": "second"}
+        if request.schema.get("title") == "Priority":
+            return {"level": "low", "sentiment": "calm", "reason": "a question"}
+        return echo_responder(request)
+
+    return respond
+
+
+@pytest.mark.parametrize("responder", [_second_stage(SECOND_SEEN)])
+async def test_a_later_prompt_stage_is_shown_the_earlier_ones_results(
+    own_standin: StandIn,
+) -> None:
+    labelling = stage(
+        "label",
+        after="priority",
+        input=Priority,
+        output=Label,
+        prompt="Label the ticket.",
+        offline=lambda ticket, given: Label(label="rule"),
+    )
+    llm = build_llm(load(standin_env(own_standin.base_url)))
+    pipeline = TestPipeline(orders=MemoryOrders(*C1_ORDERS), llm=llm, stages=[PRIORITY, labelling])
+    [reply] = await pipeline.send(ticket("t1", REFUND))
+    await pipeline.aclose()
+    assert reply.stages["label"] == {"label": "second"}
+    [first] = [r for r in SECOND_SEEN if r.schema.get("title") == "Priority"]
+    [second] = [r for r in SECOND_SEEN if r.schema.get("title") == "Label"]
+    assert '"stages"' not in first.text
+    shown = orjson.loads(second.text[second.text.index("{") :])["stages"]
+    assert shown == [
+        {
+            "stage": "priority",
+            "result": {"level": "low", "sentiment": "calm", "reason": "a question"},
+            "cut": False,
+            "needs_human": False,
+        }
+    ]
