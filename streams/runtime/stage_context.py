@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import typing
@@ -100,7 +101,7 @@ class StageContext:
             _tokens_left=i.tokens_left,
         )
 
-    @property
+    @functools.cached_property
     def baton(self) -> Baton:
         """A copy of the session's baton as this stage found it (changing it keeps nothing)."""
         return self._baton.model_copy(deep=True)
