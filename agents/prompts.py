@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -227,6 +228,71 @@ def _repeats(baton: Baton) -> int:
     return sum(1 for t in baton.tickets if current and (t.problem or "").casefold() == current)
 
 
+# How much of an earlier stage's result a later prompt shows: each text, list and object cut,
+# and the whole result at most this many characters of JSON (what is left out is marked).
+STAGE_RESULT_CHARS = 2_000
+_STAGE_TEXT_CHARS = 300
+_STAGE_ITEMS = 20
+_STAGE_DEPTH = 4
+
+
+class StageResult(BaseModel):
+    """An earlier stage's result as a later prompt shows it: quoted data, never instructions.
+
+    ``needs_human`` is the result's own ``needs_human`` field when that is the boolean true: the
+    one field of a stage's result the strategy acts on by rule (it hands the ticket to a person).
+    """
+
+    stage: StageName = Field(description="The stage that wrote the result.")
+    result: dict[str, Any] = Field(
+        default_factory=dict, description="Its output, as JSON, cut to a bounded size."
+    )
+    cut: bool = Field(default=False, description="Parts of the result were left out for size.")
+    needs_human: bool = Field(
+        default=False, description="The stage asked for a person to answer the ticket."
+    )
+
+    @classmethod
+    def of(cls, stage: str, value: Any) -> StageResult:
+        data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        data = data if isinstance(data, dict) else {"value": data}
+        shown, cut = _bounded(data, 0)
+        kept: dict[str, Any] = {}
+        for key, item in shown.items():
+            if len(orjson.dumps({**kept, key: item})) > STAGE_RESULT_CHARS:
+                cut = True
+                break
+            kept[key] = item
+        return cls(stage=stage, result=kept, cut=cut, needs_human=data.get("needs_human") is True)
+
+
+def _bounded(value: Any, depth: int) -> tuple[Any, bool]:
+    """``value`` with every text, list and object cut to the bounds; whether anything was."""
+    if isinstance(value, str):
+        return value[:_STAGE_TEXT_CHARS], len(value) > _STAGE_TEXT_CHARS
+    if isinstance(value, list | dict) and depth >= _STAGE_DEPTH:
+        return None, True
+    if isinstance(value, list):
+        parts = [_bounded(v, depth + 1) for v in value[:_STAGE_ITEMS]]
+        return [v for v, _ in parts], len(value) > _STAGE_ITEMS or any(c for _, c in parts)
+    if isinstance(value, dict):
+        items = list(value.items())[:_STAGE_ITEMS]
+        bounded = {str(k)[:60]: _bounded(v, depth + 1) for k, v in items}
+        cut = len(value) > _STAGE_ITEMS or any(c for _, c in bounded.values())
+        return {k: v for k, (v, _) in bounded.items()}, cut
+    return value, False
+
+
+def stage_results(results: Mapping[str, Any] | None) -> list[StageResult]:
+    """The earlier stages' results a stage record carries, as a later prompt shows them."""
+    return [StageResult.of(name, value) for name, value in (results or {}).items()]
+
+
+def persons_asked(facts: Facts) -> list[str]:
+    """The earlier stages whose result asks for a person (``needs_human`` true), in order."""
+    return [s.stage for s in facts.stages if s.needs_human]
+
+
 class Facts(BaseModel):
     """Everything a stage's prompt states, in structured form."""
 
@@ -243,6 +309,10 @@ class Facts(BaseModel):
     history: list[HistoryFact] = Field(default_factory=list)
     understanding: Understanding | None = None
     match: OrderMatch | None = None
+    stages: list[StageResult] = Field(
+        default_factory=list,
+        description="The results of the shop's own earlier stages, in the chain's order.",
+    )
     from_customer: list[str] = Field(
         default_factory=list,
         description="The fields above that were derived from what the customer wrote.",
@@ -269,6 +339,8 @@ _FROM_CUSTOMER = (
         "match.recall.evidence",
         lambda f: f.match.recall.evidence if f.match and f.match.recall else None,
     ),
+    # A shop's stage may quote the customer or be a model's reading of them: data, always.
+    ("stages", lambda f: f.stages),
 )
 # The facts the shop's own systems state (the store, the pipeline) or closed vocabularies
 # (a demand is one of a few words whatever the customer wrote). Every field of ``Facts`` is
@@ -342,7 +414,7 @@ def prompt_version(policy: Policy | None = None) -> str:
 PROMPT_VERSION = prompt_version()
 
 
-_KEEP_WHOLE = frozenset({"understanding", "match"})
+_KEEP_WHOLE = frozenset({"understanding", "match", "result"})
 
 
 def _compact(value: Any) -> Any:
@@ -401,8 +473,10 @@ def build(
     match: OrderMatch | None = None,
     max_tokens: int = 1024,
     policy: Policy | None = None,
+    stages: Mapping[str, Any] | None = None,
 ) -> Prompt[T]:
-    """Build ``stage``'s prompt from the baton, the original ticket and real orders."""
+    """Build ``stage``'s prompt from the baton, the original ticket and real orders (and the
+    results of the shop's earlier stages, ``stages``, by name)."""
     facts = Facts(
         stage=stage,
         ticket_id=ticket.ticket_id,
@@ -415,6 +489,7 @@ def build(
         history=[HistoryFact.of(e) for e in history or []],
         understanding=understanding,
         match=match.model_copy(update={"candidates": [], "order": None}) if match else None,
+        stages=stage_results(stages),
     )
     facts.from_customer = from_customer(facts)
     return Prompt(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from baton_kafka.agents import prompts
 from baton_kafka.agents.asking import Validator, ask
@@ -155,6 +156,7 @@ async def decide(
     tokens_left: int | None = None,
     policy: Policy | None = None,
     history: Sequence[OrderMemory] = (),
+    stages: Mapping[str, Any] | None = None,
 ) -> Outcome[StrategyDraft]:
     """Write solution, reply, note, confidence and offer; re-ask on drift or broken rules.
 
@@ -164,6 +166,9 @@ async def decide(
     The matched order is re-read from ``store``: a record's order that the store does not hold
     for this customer, unchanged, is not used (the draft is written as if none matched) and is
     reported as ``untrusted_record``.
+
+    ``stages`` are the results of the shop's own earlier stages, by name: the prompt shows them
+    as data (``prompts.StageResult``).
     """
     checked = await check(ticket, match, store)
     match = checked.match
@@ -191,6 +196,7 @@ async def decide(
         understanding=understanding,
         match=match,
         policy=policy,
+        stages=stages,
     )
     # What the store knows is never left to the model's copy: near-miss ids are corrected.
     products = (n for o in books.own for n in o.products())

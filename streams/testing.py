@@ -1,16 +1,32 @@
-"""In-memory doubles of the pipeline's sink and tables, for tests and in-process runs.
+"""The test kit: the chain in memory (``TestPipeline``), an order source, a sink and tables.
 
-pipeline = Pipeline(settings=..., llm=..., store=..., sink=MemorySink(), state=MemoryState())
+pipeline = TestPipeline(orders=MemoryOrders(order), stages=[MY_STAGE])
+[reply] = await pipeline.send(Ticket(ticket_id="t1", session_id="s1", text="..."))
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-__all__ = ["MemorySink", "MemoryState", "MemoryTable"]
+from baton_kafka.agents.models.llm import LLM
+from baton_kafka.agents.orders import OrderSource
+from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import DeadLetter, Order, Reply, Ticket
+from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
+from baton_kafka.streams.runtime.chain import Chain
+from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.stages import Stage
+from baton_kafka.streams.settings import Settings
+
+__all__ = ["MemoryOrders", "MemorySink", "MemoryState", "MemoryTable", "TestPipeline"]
 
 Records = list[tuple[str | None, bytes]]
 
@@ -89,3 +105,115 @@ class MemoryState:
 
     batons: MemoryTable = field(default_factory=MemoryTable)
     customers: MemoryTable = field(default_factory=MemoryTable)
+
+
+class MemoryOrders:
+    """An order source in memory: the orders given, read as a shop's source would be."""
+
+    def __init__(self, *orders: Order) -> None:
+        self.orders = {o.order_id: o for o in orders}
+
+    def add(self, *orders: Order) -> None:
+        """Add or replace ``orders``."""
+        self.orders.update({o.order_id: o for o in orders})
+
+    async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
+        """The customer's orders, newest first."""
+        own = [o for o in self.orders.values() if o.customer_id == customer_id]
+        return sorted(own, key=lambda o: o.ordered_at, reverse=True)[:limit]
+
+    async def get(self, order_id: str) -> Order | None:
+        return self.orders.get(order_id)
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass
+class TestPipeline:
+    """baton's whole chain (and a shop's own stages) without a broker: tickets go in, replies,
+    hand-off packets and dead letters come out, exactly as a worker's records would.
+
+    Every record goes through the stages' own code: validation, the session's ownership, the
+    baton, the policy checks, dead letters. What it leaves out is Kafka itself (partitions,
+    offsets, rebalances): the integration tests cover that on real brokers.
+
+        pipeline = TestPipeline(orders=store, stages=[PRIORITY])
+        [reply] = await pipeline.send(Ticket(ticket_id="t1", session_id="s1", text="..."))
+    """
+
+    __test__ = False  # not a pytest test class, whatever the name says
+
+    orders: OrderSource
+    settings: Settings = field(default_factory=lambda: Settings(namespace="test"))
+    llm: LLM | None = None
+    stages: Chain | Iterable[Stage[Any]] | None = None
+    observers: Iterable[Observer] = ()
+    counts: CountingObserver = field(default_factory=CountingObserver, init=False)
+    pipeline: Pipeline = field(init=False)
+    _offset: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.pipeline = Pipeline(
+            settings=self.settings,
+            llm=self.llm or OfflineLLM(),
+            store=self.orders,
+            sink=MemorySink(),
+            state=MemoryState(),
+            observer=Fanout(self.counts, *(Guarded(o) for o in self.observers)),
+            chain=Chain.of(self.stages),
+        )
+
+    @property
+    def sink(self) -> MemorySink:
+        """Every record the chain wrote, by full topic name (``sink.sent``)."""
+        assert isinstance(self.pipeline.sink, MemorySink)
+        return self.pipeline.sink
+
+    async def send(self, *tickets: Ticket | dict[str, Any] | bytes) -> list[Reply]:
+        """Publish ``tickets`` in order and run each through the chain; the replies they got.
+
+        A dict or bytes is sent as it would arrive on the tickets topic (an invalid one becomes
+        a dead letter, as on a worker).
+        """
+        topics = self.pipeline.topics
+        before = len(self.sink.sent[topics.replies])
+        for ticket in tickets:
+            value = ticket if isinstance(ticket, bytes) else dumps(ticket)
+            await self.pipeline.intake(value, Source(topics.tickets, 0, self._offset))
+            self._offset += 1
+            for stage in self.pipeline.chain:
+                topic = self.pipeline.source_topic(stage)
+                for i, (_, record) in enumerate(self.sink.take(topic)):
+                    await self.pipeline.run_stage(stage.name, record, Source(topic, 0, i))
+            for _, update in self.sink.take(topics.memory_index):
+                await self.pipeline.apply_index(update)
+        return [Reply.model_validate_json(v) for _, v in self.sink.sent[topics.replies][before:]]
+
+    @property
+    def replies(self) -> list[Reply]:
+        """Every reply so far, in order."""
+        return [
+            Reply.model_validate_json(v) for _, v in self.sink.sent[self.pipeline.topics.replies]
+        ]
+
+    @property
+    def handoffs(self) -> list[HandoffPacket]:
+        """Every hand-off packet so far, in order."""
+        topic = self.pipeline.topics.handoffs
+        return [HandoffPacket.model_validate_json(v) for _, v in self.sink.sent[topic]]
+
+    @property
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead letter so far, in order."""
+        topic = self.pipeline.topics.dead_letters
+        return [DeadLetter.model_validate_json(v) for _, v in self.sink.sent[topic]]
+
+    def baton(self, session_id: str) -> Baton | None:
+        """The session's baton as the chain left it."""
+        return self.pipeline.batons.get(session_id)
+
+    async def aclose(self) -> None:
+        """Close the model client and the order source."""
+        await self.pipeline.llm.aclose()
+        await self.orders.close()

@@ -6,7 +6,7 @@ from datetime import date
 
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
-from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact
+from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact, persons_asked
 from baton_kafka.agents.rules.matching import normalize, product_score
 from baton_kafka.agents.rules.phrases import (
     ACTIONS,
@@ -256,11 +256,13 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     found = handoff_triggers(facts, u, policy)
     safety, legal = "safety" in found, "legal" in found
     injection, repeated = "injection" in found, "repeated contact" in found
-    needs_human = bool(found)
+    # An earlier stage of the shop's asked for a person: a senior colleague takes over.
+    asked = persons_asked(facts)
+    needs_human = bool(found or asked)
     item = _item(order, u.product)
     product = item.product_name if item else order.product_name if order else u.product
     what = product or ("商品" if zh else "item")
-    handoff = "safety" if safety else "legal" if legal or repeated else None
+    handoff = "safety" if safety else "legal" if legal or repeated or asked else None
     lines: list[OfferLine] = []
     wanted = ""
     if oid:
@@ -333,6 +335,8 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     )
     if flags:
         note += f" Flags: {', '.join(flags)}; handed to a person."
+    if asked:
+        note += f" Stage {', '.join(asked)} asked for a person; handed to a person."
     if injection:
         note += " The message tried to override instructions; it was ignored."
     confidence = 0.3 if needs_human else 0.9 if oid else 0.5

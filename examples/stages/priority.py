@@ -1,13 +1,16 @@
 """A stage of the shop's own: a priority and sentiment tag, between understand and look-up.
 
 One module and one registration, without editing baton. Its result travels in the stage
-records under ``priority``, reaches the reply (``Reply.stages["priority"]``) and the dashboard.
+records under ``priority``, reaches the reply (``Reply.stages["priority"]``), the dashboard and
+the strategy's prompt; ``needs_human`` true (a VIP's money-back request) hands the ticket to a
+person.
 
     BATON_STAGES=examples.stages.priority:PRIORITY baton worker    # registered in the settings
     python examples/stages/priority.py        # a worker with this stage (else as `baton worker`)
 
-With a model, the stage asks it with ``PROMPT``; with the offline model (or when the model
-fails) ``tag`` decides, from the customer's words and what the understand stage read.
+``prioritise`` is the stage: through its context it asks the model with ``PROMPT`` (with the
+offline model, or when the model fails, ``tag`` decides from the customer's words and what the
+understand stage read), then reads the customer's orders to find a VIP.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from baton_kafka.agents.orders import StoreUnavailable
 from baton_kafka.schemas import Ticket
 from baton_kafka.schemas.stages import Understanding
-from baton_kafka.streams.runtime import stage
+from baton_kafka.streams.runtime import StageContext, stage
+
+# A customer whose orders add up to this much is a VIP: a person answers their money back.
+VIP_SPEND = 500.0
 
 
 class Priority(BaseModel):
@@ -34,6 +41,12 @@ class Priority(BaseModel):
     )
     sentiment: Literal["calm", "unhappy", "angry"] = Field(description="The customer's tone.")
     reason: str = Field(description="Why, in a few words.", max_length=200)
+    # Shown only when true: the strategy hands a ticket whose stage result says so to a person.
+    needs_human: bool = Field(
+        default=False,
+        exclude_if=lambda v: not v,
+        description="True: a person answers this ticket (a VIP customer's money-back request).",
+    )
 
 
 PROMPT = """You tag customer-support tickets for a shop's support team.
@@ -51,7 +64,26 @@ _UNHAPPY = re.compile(r"disappointed|annoyed|again|still|not happy|失望|又|�
 _SAFETY = re.compile(r"fire|smoke|shock|burn|spark|着火|冒烟|漏电|烫伤", re.IGNORECASE)
 
 
-async def tag(ticket: Ticket, understanding: Understanding) -> Priority:
+async def prioritise(ticket: Ticket, understanding: Understanding, ctx: StageContext) -> Priority:
+    """The stage: the model's tag (the rule's with the offline model or when the model fails),
+    then a VIP's money-back request goes to a person."""
+    asked = await ctx.ask(Priority, prompt=PROMPT, data=understanding)
+    tagged = asked or tag(ticket, understanding)
+    if tagged.level not in ("high", "urgent") or tagged.reason == "a safety risk":
+        return tagged
+    try:
+        spent = sum(o.amount for o in await ctx.orders())
+    except StoreUnavailable:
+        return tagged  # not known to be a VIP: the usual answer
+    if spent < VIP_SPEND:
+        return tagged
+    ctx.metrics.count("vip")
+    ctx.log.info("VIP customer (%.2f spent): a person answers", spent)
+    reason = f"VIP customer, {tagged.reason}"[:200]
+    return tagged.model_copy(update={"needs_human": True, "reason": reason})
+
+
+def tag(ticket: Ticket, understanding: Understanding) -> Priority:
     """The offline rule: the priority from the demand, the tone from the customer's words."""
     text = ticket.text
     sentiment: Literal["calm", "unhappy", "angry"] = (
@@ -73,8 +105,7 @@ PRIORITY = stage(
     after="understand",
     input=Understanding,
     output=Priority,
-    prompt=PROMPT,
-    offline=tag,
+    agent=prioritise,
 )
 """The registration: ``BATON_STAGES=examples.stages.priority:PRIORITY``, or in code
 ``worker.run(settings, stages=[PRIORITY])`` (``create_app`` takes the same)."""

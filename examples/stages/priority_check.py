@@ -8,24 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from baton_kafka.schemas import Order, Ticket
-from baton_kafka.streams.driver import TestPipeline
+from baton_kafka.streams.testing import MemoryOrders, TestPipeline
 from examples.stages.priority import PRIORITY
-
-
-class Orders:
-    """The shop's orders for the test: any object with these three methods is an order source."""
-
-    def __init__(self, *orders: Order) -> None:
-        self.orders = {o.order_id: o for o in orders}
-
-    async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
-        return [o for o in self.orders.values() if o.customer_id == customer_id][:limit]
-
-    async def get(self, order_id: str) -> Order | None:
-        return self.orders.get(order_id)
-
-    async def close(self) -> None:
-        return None
 
 
 KETTLE = Order(
@@ -40,8 +24,35 @@ KETTLE = Order(
 )
 
 
+TV = Order(
+    order_id="T-2001",
+    customer_id="C-7",
+    product_name="OLED TV 55",
+    status="delivered",
+    amount=1299.0,
+    currency="EUR",
+    ordered_at=datetime.now(UTC) - timedelta(days=60),
+    delivered_at=datetime.now(UTC) - timedelta(days=55),
+)
+REFUND = "My kettle K-1002 leaks. I want a refund."
+
+
+async def test_a_vips_refund_goes_to_a_person_because_the_stage_says_so() -> None:
+    ticket = Ticket(ticket_id="t1", session_id="s1", customer_id="C-7", text=REFUND)
+    # The same refund, from a customer with one kettle and from one who also bought a TV.
+    [usual] = await TestPipeline(orders=MemoryOrders(KETTLE), stages=[PRIORITY]).send(ticket)
+    vip = TestPipeline(orders=MemoryOrders(KETTLE, TV), stages=[PRIORITY])
+    [reply] = await vip.send(ticket)
+    assert usual.status == "answered" and "needs_human" not in usual.stages["priority"]
+    assert reply.stages["priority"]["needs_human"] is True
+    assert reply.status == "handoff" and reply.order_id == "K-1002"
+    [packet] = vip.handoffs
+    assert "Stage priority asked for a person" in packet.internal_note
+    await vip.aclose()
+
+
 async def test_an_angry_refund_is_urgent_and_its_tag_reaches_the_reply() -> None:
-    pipeline = TestPipeline(orders=Orders(KETTLE), stages=[PRIORITY])
+    pipeline = TestPipeline(orders=MemoryOrders(KETTLE), stages=[PRIORITY])
     [reply] = await pipeline.send(
         Ticket(
             ticket_id="t1",
@@ -58,7 +69,7 @@ async def test_an_angry_refund_is_urgent_and_its_tag_reaches_the_reply() -> None
 
 
 async def test_a_question_is_low_and_the_session_remembers_it() -> None:
-    pipeline = TestPipeline(orders=Orders(KETTLE), stages=[PRIORITY])
+    pipeline = TestPipeline(orders=MemoryOrders(KETTLE), stages=[PRIORITY])
     first, second = await pipeline.send(
         Ticket(ticket_id="t1", session_id="s1", customer_id="C-7", text="Where is my kettle?"),
         Ticket(ticket_id="t2", session_id="s1", customer_id="C-7", text="When will it arrive?"),
@@ -71,7 +82,7 @@ async def test_a_question_is_low_and_the_session_remembers_it() -> None:
 
 
 async def test_an_invalid_ticket_is_a_dead_letter_not_a_reply() -> None:
-    pipeline = TestPipeline(orders=Orders(KETTLE), stages=[PRIORITY])
+    pipeline = TestPipeline(orders=MemoryOrders(KETTLE), stages=[PRIORITY])
     assert await pipeline.send({"ticket_id": "t1", "text": "no session"}) == []
     [letter] = pipeline.dead_letters
     assert letter.reason == "invalid_input" and letter.stage == "intake"

@@ -16,6 +16,7 @@ _HOMES = {
     "SessionScheduler": "baton_kafka.streams.runtime.scheduler",
     "Sink": "baton_kafka.streams.runtime.sink",
     "Stage": "baton_kafka.streams.runtime.stages",
+    "StageContext": "baton_kafka.streams.runtime.stage_context",
     "State": "baton_kafka.streams.runtime.batons",
     "create_app": "baton_kafka.streams.runtime.app",
     "stage": "baton_kafka.streams.runtime.custom",

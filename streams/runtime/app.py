@@ -35,6 +35,7 @@ from baton_kafka.streams.runtime.own_stages import chain_for
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
+from baton_kafka.streams.runtime.stage_context import STAGE_EVENTS
 from baton_kafka.streams.runtime.stages import Stage
 from baton_kafka.streams.runtime.table_store import store_settings
 from baton_kafka.streams.settings import Settings
@@ -227,6 +228,7 @@ def create_app(
     )
     metrics.registry.register(ClockGauges(pipeline.clocks))  # open tickets by age, past due
     metrics.registry.register(EscalationGauges(pipeline.escalations))
+    metrics.registry.register(STAGE_EVENTS)  # what stages count through their context
 
     async def stop_clocks(sender: Any, /, *_: Any, signal: Any, **__: Any) -> None:
         pipeline.clocks.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -17,7 +17,7 @@ from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
-from baton_kafka.agents.prompts import EarlierSession
+from baton_kafka.agents.prompts import EarlierSession, stage_results
 from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
@@ -170,7 +170,7 @@ async def _look_up(i: Inputs) -> Outcome[OrderMatch]:
 
 
 async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
-    return await decide(
+    outcome = await decide(
         i.ticket,
         i.baton,
         i.understanding,
@@ -181,7 +181,21 @@ async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
         tokens_left=i.tokens_left,
         policy=i.policy,
         history=i.history(),
+        stages=i.record.results,
     )
+    return handed_over(outcome, i.record.results)
+
+
+def handed_over(outcome: Outcome[StrategyDraft], results: dict[str, Any]) -> Outcome[StrategyDraft]:
+    """``outcome``, handed to a person when an earlier stage's result asks for one
+    (``needs_human`` true), whatever the model wrote."""
+    asked = [r.stage for r in stage_results(results) if r.needs_human]
+    draft = outcome.value
+    if not asked or draft.needs_human:
+        return outcome
+    note = f"{draft.internal_note} Stage {', '.join(asked)} asked for a person."
+    draft = draft.model_copy(update={"needs_human": True, "internal_note": note.strip()})
+    return replace(outcome, value=draft)
 
 
 STAGES: tuple[Stage[Any], ...] = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from baton_kafka.streams.driver import TestPipeline
+from baton_kafka.streams.testing import TestPipeline
 from examples.stages import priority_check
 from tests.fixtures.data import C1_ORDERS, ticket
 from tests.fixtures.pipelines import in_memory, run
@@ -16,6 +16,9 @@ test_an_angry_refund_is_urgent_and_its_tag_reaches_the_reply = (
 )
 test_a_question_is_low_and_the_session_remembers_it = (
     priority_check.test_a_question_is_low_and_the_session_remembers_it
+)
+test_a_vips_refund_goes_to_a_person_because_the_stage_says_so = (
+    priority_check.test_a_vips_refund_goes_to_a_person_because_the_stage_says_so
 )
 test_an_invalid_ticket_is_a_dead_letter_not_a_reply = (
     priority_check.test_an_invalid_ticket_is_a_dead_letter_not_a_reply
