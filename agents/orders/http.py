@@ -85,7 +85,6 @@ class _Again(Exception):
 
     def __init__(self, problem: str, retry_after: str | None = None) -> None:
         super().__init__(problem)
-        self.problem = problem
         self.retry_after = retry_after
 
 

@@ -3,14 +3,16 @@ request carries: valid for the stage's model, the same every time, over HTTP thr
 
 from __future__ import annotations
 
+import enum
 import re
-from datetime import date, datetime
-from typing import Any, Literal
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import anthropic
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field
 
 from baton_kafka.agents.models.parsing import output_schema, schema_text
 from baton_kafka.agents.testing.standin import StandIn
@@ -50,6 +52,30 @@ class Risk(BaseModel):
     skipped: str | None = None
 
 
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Shapes(BaseModel):
+    """Tuples, sets, decimals, enums, constants, steps and maps of models."""
+
+    pair: tuple[int, str]
+    tags: set[Literal["a", "b", "c"]] = Field(min_length=2)
+    price: Decimal = Field(gt=0, max_digits=6, decimal_places=2)
+    color: Color
+    yes: Literal[True]
+    n: Literal[3, 4]
+    ratio: float = Field(ge=0, le=1, multiple_of=0.25)
+    step: int = Field(multiple_of=7, ge=20, lt=30)
+    grid: list[list[int]] = Field(min_length=1)
+    by_name: dict[str, Line]
+    skus: list[Annotated[str, Field(pattern=r"^S\d{2}$")]] = Field(min_length=2)
+    wait: timedelta
+    at: time
+    url: AnyUrl
+
+
 class Tree(BaseModel):
     name: str
     children: list[Tree] = Field(max_length=0)
@@ -59,7 +85,7 @@ class Cycle(BaseModel):
     again: Cycle
 
 
-MODELS: list[type[BaseModel]] = [Priority, Risk, Line, Tree]
+MODELS: list[type[BaseModel]] = [Priority, Risk, Line, Shapes, Tree]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)

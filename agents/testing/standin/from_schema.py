@@ -1,7 +1,8 @@
 """A valid answer built from a JSON Schema alone: how the stand-in answers a stage it has no
 rules for (a shop's own stage), deterministically.
 
-It reads the schema as the SDK sends it: constraints the API does not take (``maximum``,
+A check the schema does not state (a validator in code) is not known here. It reads the
+schema as the SDK sends it: constraints the API does not take (``maximum``,
 ``minLength``, ``pattern``…) are moved into the description as ``{key: value, …}``, so they are
 read from there as well as from the keywords.
 """
@@ -31,8 +32,9 @@ _HINT_KEYS = (
     "default",
 )
 _KEYS = "|".join(_HINT_KEYS)
-_HINTS = re.compile(r"\{((?:" + _KEYS + r"): .*)\}\s*$", re.DOTALL)
-_HINT_SPLIT = re.compile(r"(?:^|, )(" + _KEYS + r"): ")
+_HINTS = re.compile(r"\{((?:" + _KEYS + r"|prefixItems): .*)\}\s*$", re.DOTALL)
+# Any keyword may follow (``prefixItems``…); a value is a Python literal or a pattern.
+_HINT_SPLIT = re.compile(r"(?:^|, )([A-Za-z][A-Za-z0-9]*): ")
 _FORMATS = {
     "date-time": "2026-01-01T00:00:00Z",
     "date": "2026-01-01",
@@ -141,12 +143,17 @@ class _Builder:
         return out
 
     def _array(self, s: dict[str, Any], name: str, depth: int) -> list[Any]:
-        low = int(s.get("minItems") or 0)
+        # A tuple's items one by one, then ``items`` for any more.
+        fixed = s.get("prefixItems") if isinstance(s.get("prefixItems"), list) else []
+        low = max(int(s.get("minItems") or 0), len(fixed))
         high = s.get("maxItems")
         # One item shows the shape; no more than the schema allows.
         count = max(low, 1) if high is None else min(max(low, 1), int(high))
         items = s.get("items", {})
-        return [self.value(items, name, depth + 1, i) for i in range(count)]
+        return [
+            self.value(fixed[i] if i < len(fixed) else items, name, depth + 1, i)
+            for i in range(count)
+        ]
 
 
 def _is_null(schema: dict[str, Any]) -> bool:
