@@ -144,7 +144,8 @@ class _Builder:
 
     def _array(self, s: dict[str, Any], name: str, depth: int) -> list[Any]:
         # A tuple's items one by one, then ``items`` for any more.
-        fixed = s.get("prefixItems") if isinstance(s.get("prefixItems"), list) else []
+        given = s.get("prefixItems")
+        fixed: list[Any] = given if isinstance(given, list) else []
         low = max(int(s.get("minItems") or 0), len(fixed))
         high = s.get("maxItems")
         # One item shows the shape; no more than the schema allows.
