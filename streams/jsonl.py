@@ -6,11 +6,14 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
 from baton_kafka.schemas.codec import InvalidRecord, parse
+
+# Where it was first defined; its home is streams.progress.
+from baton_kafka.streams.progress import Progress as Progress
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -45,24 +48,3 @@ def load(model: type[M], source: str) -> Loaded[M]:
         except InvalidRecord as exc:
             loaded.errors.append((number, str(exc)))
     return loaded
-
-
-class Progress:
-    """A one-line progress bar on stderr, shown only for long runs."""
-
-    def __init__(self, total: int, label: str, stream: IO[str] | None = None, min_total: int = 200):
-        self.total = total
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.enabled = total >= min_total
-        self.done = 0
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        if self.enabled and (self.done == self.total or self.done % 50 == 0):
-            width = 30
-            filled = int(width * self.done / max(self.total, 1))
-            bar = "#" * filled + "-" * (width - filled)
-            end = "\n" if self.done >= self.total else ""
-            self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total}{end}")
-            self.stream.flush()

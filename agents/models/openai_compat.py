@@ -11,6 +11,9 @@ are the input tokens, ``completion_tokens`` the output tokens, cached prompt tok
 A server that answers 400 to the JSON-schema ``response_format`` (it has no such mode) is asked
 again at once with the schema in the prompt instead, and from then on, said once at WARNING.
 The key, if any, is sent as a bearer token to this endpoint only, never an Anthropic key.
+
+The wire is the ``openai`` SDK's (its retries off: retrying is ``AnthropicLLM``'s); only
+baton's settings choose the endpoint and the key, never the SDK's ``OPENAI_*`` variables.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 import httpx2
+import openai
 import orjson
 from anthropic.types import Message
 
@@ -38,6 +42,8 @@ _RETRY_STATUS = frozenset({408, 409, 429})
 _OVERLOAD_STATUS = frozenset({429, 503, 529})
 _STOP = {"length": "max_tokens", "content_filter": "refusal"}
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
+# Headers the SDK would fill from OPENAI_ORG_ID and OPENAI_PROJECT_ID (an Omit removes one).
+_LEFT_OUT: Any = {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
 
 
 def _system_text(system: Any) -> str:
@@ -143,17 +149,26 @@ def without_schema(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _ChatClient:
-    """The HTTP side: an ``httpx2`` client on the endpoint's base URL, with the bearer key."""
+    """The wire: the ``openai`` SDK's client on the endpoint, and extra ``headers`` per call."""
 
     def __init__(self, http: httpx2.AsyncClient, base_url: str, api_key: str | None) -> None:
-        self.http = http
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.headers = {"content-type": "application/json"}
-        if api_key:
-            self.headers["authorization"] = f"Bearer {api_key}"
+        # Only our settings speak: the SDK's own variables (OPENAI_API_KEY, OPENAI_ORG_ID,
+        # OPENAI_PROJECT_ID, an Authorization in OPENAI_CUSTOM_HEADERS) must not reach a
+        # self-hosted endpoint: the SDK is given a key so that it reads none of its own (the
+        # Authorization header is set or left out per call), and no organization or project.
+        self.sdk = openai.AsyncOpenAI(
+            api_key=api_key or "unused",
+            base_url=base_url.rstrip("/"),
+            max_retries=0,
+            http_client=http,
+            default_headers=_LEFT_OUT,
+        )
+        # Per call, so that it wins over the SDK's and the environment's.
+        self.authorization: Any = f"Bearer {api_key}" if api_key else openai.Omit()
+        self.headers: dict[str, str] = {}
 
     async def close(self) -> None:
-        await self.http.aclose()
+        await self.sdk.close()
 
 
 class OpenAICompatibleLLM(AnthropicLLM):
@@ -192,27 +207,43 @@ class OpenAICompatibleLLM(AnthropicLLM):
         client: _ChatClient = self._client  # type: ignore[assignment]
         model = request["model"]
         try:
-            response = await client.http.post(
-                client.url,
-                content=orjson.dumps(chat_body(request)),
-                headers=client.headers,
+            raw = await client.sdk.chat.completions.with_raw_response.create(
+                **chat_body(request),
+                extra_headers={"Authorization": client.authorization, **client.headers},
                 timeout=timeout_s,
             )
-        except httpx2.TimeoutException:
+        except openai.APITimeoutError:
             late = TimedOut(f"{model} did not answer within {timeout_s:g} s")
             raise AttemptFailed(Attempt(late, True)) from None
-        except httpx2.TransportError as exc:
-            raise AttemptFailed(Attempt(Unavailable(f"{model} unreachable: {exc}"), True)) from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise AttemptFailed(
+                Attempt(Unavailable(f"{model} unreachable: {cause}"), True)
+            ) from None
+        except openai.APIStatusError as exc:
+            response = exc.response
+            if (
+                response.status_code == 400
+                and request.get("output_config")
+                and _about_schema(response)
+            ):
+                # A server without a JSON-schema mode: the schema goes into the prompt from now on.
+                self._drop_structured_output(model, response)
+                return await self._call(without_schema(request), timeout_s)
+            request_id = _request_id(response.headers)
+            raise AttemptFailed(
+                status_attempt(model, response, request_id), response.headers
+            ) from None
+        response = raw.http_response
         headers = response.headers
-        request_id = headers.get("x-request-id") or headers.get("request-id")
-        if response.status_code == 400 and request.get("output_config") and _about_schema(response):
-            # A server without a JSON-schema mode: the schema goes into the prompt from now on.
-            self._drop_structured_output(model, response)
-            return await self._call(without_schema(request), timeout_s)
-        if response.status_code >= 400:
-            raise AttemptFailed(status_attempt(model, response, request_id), headers)
+        request_id = _request_id(headers)
         try:
+            # Read as it came: a server's answer that is not a chat completion is named so.
             return message_of(orjson.loads(response.content), request_id), headers
         except ValueError as exc:
             failure = Unavailable(f"{model} sent a malformed answer: {exc}", request_id=request_id)
             raise AttemptFailed(Attempt(failure, False), headers) from None
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    return headers.get("x-request-id") or headers.get("request-id")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,6 +12,15 @@ from urllib.parse import quote
 
 import orjson
 import yarl
+from cachetools import TTLCache
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    RetryError,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 from baton_kafka.agents.dsn import MASK, mask_dsn
 from baton_kafka.agents.orders.mapping import FieldMap, MapError, dig, keys
@@ -26,6 +34,7 @@ MAP_KEYS = ("customer_orders", "order", "list", "item", "limit_param", "fields",
 _RETRIED = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 5.0
 CACHE_ENTRIES = 10_000
+_ABSENT = object()
 
 
 def segment(value: str) -> str:
@@ -71,11 +80,26 @@ class _Absent(Exception):
     """The API answered 404."""
 
 
-@dataclass
-class _Cached:
-    at: float
-    value: Any
-    limit: int = 0
+class _Again(Exception):
+    """An answer worth another try: what went wrong, and the server's ``Retry-After``."""
+
+    def __init__(self, problem: str, retry_after: str | None = None) -> None:
+        super().__init__(problem)
+        self.retry_after = retry_after
+
+
+class _Wait(wait_random_exponential):
+    """Full jitter (workers that met the same outage do not come back in step), or the
+    server's ``Retry-After`` up to ``MAX_BACKOFF_S``."""
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        failed = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(failed, _Again) and failed.retry_after:
+            try:
+                return min(max(float(failed.retry_after), 0.0), MAX_BACKOFF_S)
+            except ValueError:
+                pass
+        return float(super().__call__(retry_state))
 
 
 class HttpOrderSource:
@@ -110,8 +134,9 @@ class HttpOrderSource:
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._customers: dict[str, _Cached] = {}
-        self._orders: dict[str, _Cached] = {}
+        # A customer's orders with the limit they were fetched with; an order, or None for none.
+        self._customers: TTLCache[str, tuple[list[Order], int]] = self._cache()
+        self._orders: TTLCache[str, Order | None] = self._cache()
         # One fetch in flight per customer (with the limit it asked for), shared by its callers.
         self._pending: dict[str, tuple[int, asyncio.Future[list[Order]]]] = {}
 
@@ -124,6 +149,9 @@ class HttpOrderSource:
         if self._auth and self._auth[1]:
             text = text.replace(self._auth[1], MASK)
         return mask_dsn(text)
+
+    def _cache(self) -> TTLCache[str, Any]:
+        return TTLCache(CACHE_ENTRIES, max(self.cache_ttl_s, 0.0), timer=time.monotonic)
 
     def _client(self) -> Any:
         import aiohttp
@@ -139,75 +167,67 @@ class HttpOrderSource:
             self._loop = loop
         return self._session
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(max(float(retry_after), 0.0), MAX_BACKOFF_S)
-            except ValueError:
-                pass
-        # Full jitter: workers that met the same outage do not come back in step.
-        return random.uniform(0, min(self.backoff_s * 2**attempt, MAX_BACKOFF_S))
-
     async def _get_json(self, path: str, params: Mapping[str, str]) -> Any:
-        import aiohttp
-
         url = self.base_url + path
         shown = self._say(f"GET {url}")
-        attempt = 0
-        while True:
+
+        def say_retry(state: RetryCallState) -> None:
+            failed = state.outcome.exception() if state.outcome else None
+            delay = state.next_action.sleep if state.next_action else 0.0
+            log.warning("order source %s; retrying in %.2f s", failed, delay)
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(_Again),
+            stop=stop_after_attempt(self.retries + 1),
+            wait=_Wait(multiplier=self.backoff_s, max=MAX_BACKOFF_S),
+            before_sleep=say_retry,
+        )
+        try:
+            return await retrying(self._get_once, url, shown, params)
+        except RetryError as gave_up:
+            last = gave_up.last_attempt
+            raise StoreUnavailable(
+                f"order source {last.exception()} (after {last.attempt_number} attempt(s))"
+            ) from None
+
+    async def _get_once(self, url: str, shown: str, params: Mapping[str, str]) -> Any:
+        """One GET: the JSON body, or ``_Absent``, ``_Again`` (worth another try) or
+        ``StoreUnavailable``."""
+        import aiohttp
+
+        if self._closed:
+            raise StoreUnavailable("order source is closed")
+        try:
+            # Not followed: the auth header would go along to wherever a redirect points.
+            # Encoded already (see ``segment``): taken as it is, never re-resolved.
+            target = yarl.URL(url, encoded=True)
+            async with self._client().get(target, params=params, allow_redirects=False) as resp:
+                if resp.status == 404:
+                    raise _Absent
+                body = await resp.read()
+                if resp.status in _RETRIED:
+                    raise _Again(f"{shown}: HTTP {resp.status}", resp.headers.get("Retry-After"))
+                if resp.status >= 300:
+                    hint = " (check BATON_ORDERS_AUTH)" if resp.status in (401, 403) else ""
+                    raise StoreUnavailable(f"order source {shown}: HTTP {resp.status}{hint}")
+        except RuntimeError:
+            # The session was closed under a request in flight: the source is shutting down.
             if self._closed:
-                raise StoreUnavailable("order source is closed")
-            retry_after = None
-            try:
-                # Not followed: the auth header would go along to wherever a redirect points.
-                # Encoded already (see ``segment``): taken as it is, never re-resolved.
-                target = yarl.URL(url, encoded=True)
-                async with self._client().get(target, params=params, allow_redirects=False) as resp:
-                    if resp.status == 404:
-                        raise _Absent
-                    body = await resp.read()
-                    if resp.status in _RETRIED:
-                        problem = f"{shown}: HTTP {resp.status}"
-                        retry_after = resp.headers.get("Retry-After")
-                    elif resp.status >= 300:
-                        hint = " (check BATON_ORDERS_AUTH)" if resp.status in (401, 403) else ""
-                        raise StoreUnavailable(f"order source {shown}: HTTP {resp.status}{hint}")
-                    else:
-                        try:
-                            return orjson.loads(body)
-                        except orjson.JSONDecodeError as exc:
-                            raise StoreUnavailable(
-                                f"order source {shown}: the body is not JSON ({exc})"
-                            ) from None
-            except RuntimeError:
-                # The session was closed under a request in flight: the source is shutting down.
-                if self._closed:
-                    raise StoreUnavailable("order source is closed") from None
-                raise
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                if self._closed:
-                    raise StoreUnavailable("order source is closed") from None
-                kind = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
-                problem = self._say(f"{shown}: {kind} {exc}".rstrip())
-            if attempt >= self.retries:
-                raise StoreUnavailable(
-                    f"order source {problem} (after {attempt + 1} attempt(s))"
-                ) from None
-            delay = self._delay(attempt, retry_after)
-            log.warning("order source %s; retrying in %.2f s", problem, delay)
-            await asyncio.sleep(delay)
-            attempt += 1
+                raise StoreUnavailable("order source is closed") from None
+            raise
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            if self._closed:
+                raise StoreUnavailable("order source is closed") from None
+            kind = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
+            raise _Again(self._say(f"{shown}: {kind} {exc}".rstrip())) from None
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise StoreUnavailable(f"order source {shown}: the body is not JSON ({exc})") from None
 
-    def _fresh(self, entry: _Cached | None) -> bool:
-        return entry is not None and time.monotonic() - entry.at < self.cache_ttl_s
-
-    def _remember(self, table: dict[str, _Cached], key: str, entry: _Cached) -> None:
-        if self.cache_ttl_s <= 0:
-            return
-        table.pop(key, None)
-        table[key] = entry
-        while len(table) > CACHE_ENTRIES:
-            del table[next(iter(table))]
+    def _remember(self, table: TTLCache[str, Any], key: str, value: Any) -> None:
+        if self.cache_ttl_s > 0:
+            table[key] = value
 
     async def _fetch_customer(self, customer_id: str, limit: int) -> list[Order]:
         m = self.mapping
@@ -231,10 +251,9 @@ class HttpOrderSource:
             if order is not None and order.customer_id == customer_id:
                 orders.append(order)
         orders.sort(key=lambda o: (o.ordered_at, o.order_id), reverse=True)
-        now = time.monotonic()
-        self._remember(self._customers, customer_id, _Cached(now, orders, limit))
+        self._remember(self._customers, customer_id, (orders, limit))
         for o in orders:
-            self._remember(self._orders, o.order_id, _Cached(now, o))
+            self._remember(self._orders, o.order_id, o)
         return orders
 
     def _order(self, item: Any, where: str) -> Order | None:
@@ -249,12 +268,8 @@ class HttpOrderSource:
         """The customer's orders, most recent first (from the cache when fresh)."""
         limit = clamp_limit(limit)
         hit = self._customers.get(customer_id)
-        if (
-            hit is not None
-            and self._fresh(hit)
-            and (hit.limit >= limit or len(hit.value) < hit.limit)
-        ):
-            return list(hit.value[:limit])
+        if hit is not None and (hit[1] >= limit or len(hit[0]) < hit[1]):
+            return list(hit[0][:limit])
         wanted = max(limit, 50)
         pending = self._pending.get(customer_id)
         if pending is None or pending[0] < wanted:
@@ -271,10 +286,10 @@ class HttpOrderSource:
 
     async def get(self, order_id: str) -> Order | None:
         """One order by id, or None (from the cache when fresh)."""
-        hit = self._orders.get(order_id)
-        if hit is not None and self._fresh(hit):
-            found: Order | None = hit.value
-            return found
+        # Read once: an entry can expire between a membership test and the read.
+        hit = self._orders.get(order_id, _ABSENT)
+        if hit is not _ABSENT:
+            return hit  # type: ignore[return-value]
         m = self.mapping
         path = m.order.replace("{order_id}", segment(order_id))
         try:
@@ -285,7 +300,7 @@ class HttpOrderSource:
             order = self._order(dig(body, m.item), f"the order source (order {order_id})")
             if order is not None and order.order_id != order_id:
                 order = None
-        self._remember(self._orders, order_id, _Cached(time.monotonic(), order))
+        self._remember(self._orders, order_id, order)
         return order
 
     async def close(self) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 from baton_kafka.agents.dsn import mask_dsn
 from baton_kafka.schemas.records import Order
-from baton_kafka.streams import jsonl
 from baton_kafka.streams.cli.errors import Fail
 from baton_kafka.streams.cli.records import load_records
+from baton_kafka.streams.progress import Progress
 from baton_kafka.streams.settings import Settings
 
 CHUNK = 500
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from baton_kafka.streams.runtime.orders import build_store
 
     orders = load_records(Order, args.file, args.skip_invalid)
-    progress = jsonl.Progress(len(orders), "importing")
+    progress = Progress(len(orders), "importing")
 
     async def upsert() -> int:
         store = build_store(settings)

@@ -9,9 +9,9 @@ from typing import Any
 
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.records import Ticket
-from baton_kafka.streams import jsonl
 from baton_kafka.streams.cli.errors import UsageError
 from baton_kafka.streams.cli.records import load_records
+from baton_kafka.streams.progress import Progress
 from baton_kafka.streams.settings import Settings
 
 
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"baton: --topic {problem}")
     tickets: list[Ticket] = load_records(Ticket, args.file, args.skip_invalid)
     topic = args.topic or settings.topic(TICKETS)
-    progress = jsonl.Progress(len(tickets), "publishing")
+    progress = Progress(len(tickets), "publishing")
     sent = asyncio.run(
         publish(settings, topic, ((t.session_id, dumps(t)) for t in tickets), progress.advance)
     )

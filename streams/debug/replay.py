@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.records import Reply, Ticket
 from baton_kafka.streams.debug.replay_plan import Selection, first_replies, select
 from baton_kafka.streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
+from baton_kafka.streams.progress import Progress
 from baton_kafka.streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
 from baton_kafka.streams.settings import Settings
 
@@ -19,28 +19,6 @@ if TYPE_CHECKING:
     from baton_kafka.agents.models.batch_tally import Tally
     from baton_kafka.streams.batched import BatchOptions
     from baton_kafka.streams.kafka.client import Message
-
-
-class Bar:
-    """A one-line progress bar on stderr, redrawn whenever the count changes."""
-
-    def __init__(self, total: int, label: str, stream: IO[str] | None = None) -> None:
-        self.total, self.label, self.stream, self.done = total, label, stream or sys.stderr, -1
-
-    def show(self, done: int) -> None:
-        if done == self.done or self.total == 0:
-            return
-        self.done = done
-        filled = int(30 * done / self.total)
-        end = "\n" if done >= self.total else ""
-        bar = "#" * filled + "-" * (30 - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total}{end}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if 0 <= self.done < self.total:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 async def resolve(
@@ -72,7 +50,7 @@ async def resolve(
 
 
 async def wait_for_replies(
-    target: Settings, wanted: set[str], timeout: float, proc: WorkerProcess | None, bar: Bar
+    target: Settings, wanted: set[str], timeout: float, proc: WorkerProcess | None, bar: Progress
 ) -> dict[str, Reply]:
     """Read the namespace's replies until every wanted ticket has one, the timeout passes or
     the worker exits; returns what arrived."""
@@ -116,7 +94,7 @@ def replay(
     # Tickets published at once would be one burst: each is compared with its own reply.
     proc = spawn_worker(target.with_(coalesce_window_s=0.0), log) if worker else None
     try:
-        bar = Bar(len(wanted), "replaying")
+        bar = Progress(len(wanted), "replaying", min_total=1)
         replies = asyncio.run(wait_for_replies(target, wanted, timeout, proc, bar))
         if proc is not None and proc.poll() is not None:
             say(f"the worker exited with code {proc.returncode}; its log: {log}")

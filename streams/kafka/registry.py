@@ -4,8 +4,7 @@ At start, with ``BATON_SCHEMA_REGISTRY_URL`` set, each output topic gets its rec
 Schema registered under the topic-name strategy (subject ``<topic>-value``), its subject set
 to backward compatibility ("fields are only ever added"), and the schema ids are returned for
 the writers to frame each record with. The tickets and decisions topics are the producers' to
-govern. Spoken over HTTP with the standard library: it happens once per start, before any
-record.
+govern. Spoken over HTTP (``httpx2``): it happens once per start, before any record.
 
 The registered schemas are closed (``additionalProperties: false`` on every record object):
 Confluent's JSON Schema check lets a new version add an optional property only to a closed
@@ -15,10 +14,10 @@ content model, since records of an open one may already hold that name with anot
 from __future__ import annotations
 
 import base64
-import urllib.error
-import urllib.request
+import ssl
 from typing import Any
 
+import httpx2
 import orjson
 
 from baton_kafka.agents.dsn import mask_dsn
@@ -95,37 +94,44 @@ class Registry:
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """One request; raises :class:`RegistryError` with the registry's own message."""
         data = orjson.dumps(body) if body is not None else None
-        request = urllib.request.Request(
-            self.url + path, data=data, method=method, headers=self._headers
-        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return orjson.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            try:
-                refusal = self._refusal(exc, path)
-            finally:
-                exc.close()  # it holds the connection
-            raise RegistryError(refusal) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+            response = httpx2.request(
+                method,
+                self.url + path,
+                content=data,
+                headers=self._headers,
+                timeout=self.timeout_s,
+                # The system's trusted CAs, as before: a registry behind a company CA is common.
+                verify=ssl.create_default_context(),
+            )
+        except httpx2.HTTPError as exc:
             raise RegistryError(
-                f"cannot reach the schema registry at {self.shown}: {reason}"
+                f"cannot reach the schema registry at {self.shown}: {exc}"
+            ) from None
+        # A redirect is not followed: the login would go along to wherever it points.
+        if response.status_code >= 300:
+            raise RegistryError(self._refusal(response, path))
+        try:
+            return orjson.loads(response.content or b"null")
+        except orjson.JSONDecodeError as exc:
+            raise RegistryError(
+                f"the schema registry at {self.shown} answered {path} with no JSON: {exc}"
             ) from None
 
-    def _refusal(self, exc: urllib.error.HTTPError, path: str) -> str:
-        if exc.code in (401, 403):
+    def _refusal(self, response: httpx2.Response, path: str) -> str:
+        code = response.status_code
+        if code in (401, 403):
             return (
-                f"the schema registry at {self.shown} refused the login ({exc.code}); check "
+                f"the schema registry at {self.shown} refused the login ({code}); check "
                 "BATON_SCHEMA_REGISTRY_USER_INFO"
             )
         try:
-            message = str(orjson.loads(exc.read()).get("message", ""))
+            message = str(orjson.loads(response.content).get("message", ""))
         except (orjson.JSONDecodeError, AttributeError):
             message = ""
         # Long enough for a refusal's details to reach past the fields a newer schema added.
-        said = " ".join((message or exc.reason or "").split())[:600]
-        return f"the schema registry at {self.shown} answered {exc.code} to {path}: {said}"
+        said = " ".join((message or response.reason_phrase or "").split())[:600]
+        return f"the schema registry at {self.shown} answered {code} to {path}: {said}"
 
     def set_compatibility(self, subject_name: str, level: str = COMPATIBILITY) -> None:
         self.call("PUT", f"/config/{subject_name}", {"compatibility": level})

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from baton_kafka.streams.cli.main import COMMANDS, main, parser
-from baton_kafka.streams.jsonl import Progress
 from baton_kafka.streams.kafka.embedded import free_port
+from baton_kafka.streams.progress import Progress
 from baton_kafka.streams.settings import Settings
 from tests.fixtures.paths import ROOT
 
@@ -201,14 +201,34 @@ def test_orders_import_validates_then_upserts_by_id(tmp_path: Path) -> None:
     assert asyncio.run(read()) == ["Kettle v2"]
 
 
-def test_progress_bar_only_for_long_runs() -> None:
-    short, out = Progress(10, "x", io.StringIO()), io.StringIO()
-    for _ in range(10):
-        short.advance()
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_for_long_runs_on_a_terminal() -> None:
+    short = Progress(10, "x", Terminal())
+    short.advance(10)
     assert short.stream.getvalue() == ""  # type: ignore[attr-defined]
-    long = Progress(400, "publishing", out)
-    long.advance(400)
-    assert "publishing [" in out.getvalue() and "400/400" in out.getvalue()
+    long = Progress(400, "publishing", Terminal())
+    for _ in range(400):
+        long.advance()
+    drawn = long.stream.getvalue()  # type: ignore[attr-defined]
+    assert "publishing [" in drawn and drawn.rstrip().endswith("] 400/400") and long.done == 400
+
+
+def test_progress_writes_nothing_like_a_carriage_return_into_a_file(tmp_path: Path) -> None:
+    with (tmp_path / "publish.log").open("w") as log:
+        bar = Progress(400, "publishing", log, min_total=1)
+        for _ in range(400):
+            bar.advance()
+        half = Progress(400, "replaying", log, min_total=1)
+        half.show(200)
+        half.close()
+    assert not bar.enabled and "\r" not in (tmp_path / "publish.log").read_text()
+    assert (tmp_path / "publish.log").read_text() == ""
 
 
 def test_the_worker_runs_on_uvloop_unless_told_otherwise() -> None:

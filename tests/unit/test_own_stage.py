@@ -135,6 +135,27 @@ async def test_with_a_model_the_stage_asks_it_over_http(
     assert asked, own_standin.stats()["requests"]
 
 
+async def test_the_shipped_standin_answers_the_stage_from_its_schema(
+    store: SQLiteOrderStore,
+) -> None:
+    # No responder of the test's own: the stand-in builds the answer from the request's schema.
+    async with StandIn() as server:
+        llm = build_llm(load(standin_env(server.base_url)))
+        try:
+            (reply,) = await run(
+                with_priority(store, llm), ticket("t1", "My kettle is leaking, I want a refund.")
+            )
+        finally:
+            await llm.aclose()
+        requests = server.stats()["requests"]
+    assert reply.status == "answered", reply
+    assert Priority.model_validate(reply.stages["priority"]) == Priority(
+        level="low", sentiment="calm", reason="reason"
+    )
+    assert [r["status"] for r in requests if r["stage"] == "other"] == [200]
+    assert {r["status"] for r in requests} == {200}
+
+
 async def test_an_invalid_model_answer_falls_back_to_the_offline_rule(
     store: SQLiteOrderStore, own_standin: StandIn
 ) -> None:

@@ -5,6 +5,7 @@ what each provider declares it can do."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,13 +19,14 @@ from baton_kafka.agents.models.capabilities import (
     describe,
 )
 from baton_kafka.agents.models.claude import AnthropicLLM
-from baton_kafka.agents.models.llm import SpendLimit, TimedOut
+from baton_kafka.agents.models.llm import SpendLimit, TimedOut, Unavailable
 from baton_kafka.agents.models.openai_compat import message_of
 from baton_kafka.agents.models.parsing import schema_instruction
 from baton_kafka.agents.models.prices import PRICES, Price, cost, min_cacheable_tokens, price_for
 from baton_kafka.agents.models.tokens import ApiCounter, Estimator
 from baton_kafka.agents.testing import Request, Responder, StandIn
 from baton_kafka.schemas import OrderChoice, UsageTotals
+from baton_kafka.streams.kafka.embedded import free_port
 from baton_kafka.streams.runtime.llms import limits_line
 from baton_kafka.streams.runtime.worker import build_llm, model_options
 from baton_kafka.streams.settings import Settings, SettingsError, load
@@ -170,6 +172,37 @@ async def test_an_openai_compatible_call_that_hangs_times_out(own_standin: Stand
     llm = open_llm("openai", options(own_standin.base_url + "/v1", timeout_s=0.2, max_retries=1))
     try:
         with pytest.raises(TimedOut, match=r"did not answer within 0\.2 s"):
+            await llm.ask(prompt("lookup"))
+    finally:
+        await llm.aclose()
+
+
+async def test_only_our_settings_reach_an_openai_compatible_endpoint(
+    own_standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK's own variables would send an OpenAI key, organization and project along.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-must-not-leave")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-1")
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "Authorization: Bearer sk-custom-must-not-leave")
+    for key in (None, "endpoint-key"):
+        given = replace(options(own_standin.base_url + "/v1"), api_key=key)
+        llm = open_llm("openai", given)
+        try:
+            await llm.ask(prompt("lookup"))
+        finally:
+            await llm.aclose()
+    keyless, keyed = own_standin.stats()["requests"]
+    assert keyless["auth"] is None and keyed["auth"] == "bearer"
+    for sent in (keyless, keyed):
+        assert not {"openai-organization", "openai-project"} & set(sent["headers"])
+
+
+async def test_an_unreachable_openai_compatible_endpoint_is_retried_then_unavailable() -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    llm = open_llm("openai", options(dead, max_retries=1))
+    try:
+        with pytest.raises(Unavailable, match=r"unreachable: .*gave up after 2 attempts"):
             await llm.ask(prompt("lookup"))
     finally:
         await llm.aclose()

@@ -3,7 +3,10 @@ against Confluent's own client (its mock registry, and a registry server over HT
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
@@ -380,6 +383,51 @@ def test_an_unreachable_registry_is_one_line() -> None:
     settings = Settings(schema_registry_url="http://127.0.0.1:9")
     with pytest.raises(RegistryError, match="cannot reach the schema registry at http://127"):
         register_contract(settings)
+
+
+@contextmanager
+def answering(status: int, body: bytes, **headers: str) -> Iterator[str]:
+    """A server that answers every request with ``status`` and ``body``; its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_PUT = do_POST = do_GET = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_registry_answer_that_is_not_json_is_one_line() -> None:
+    with (
+        answering(200, b"<html>maintenance</html>") as url,
+        pytest.raises(RegistryError, match=r"answered /config/support\.replies-value with no JSON"),
+    ):
+        register_contract(Settings(schema_registry_url=url))
+
+
+def test_a_redirect_is_not_followed_so_the_login_stays_home() -> None:
+    with answering(307, b"", Location="http://127.0.0.1:9/steal") as url:
+        settings = Settings(schema_registry_url=url, schema_registry_user_info="key:secret")
+        with pytest.raises(RegistryError, match="answered 307") as caught:
+            register_contract(settings)
+    assert "secret" not in str(caught.value)
 
 
 async def framed_output(

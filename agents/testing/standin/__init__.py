@@ -1,5 +1,8 @@
 """A local stand-in of the Anthropic Messages API: it echoes the prompt's facts and fails on demand.
 
+A stage it has no rules for (a shop's own) gets a valid answer built from the JSON Schema of the
+request's structured output, or of the prompt's answer format (``from_schema.answer_from_schema``).
+
 A customer message may carry directives such as ``[[fault:429]]`` or
 ``[[fault:invalid_json:understand:2]]`` (fault, then optional stage and count, default any stage
 and 1): the first ``count`` calls of each matching stage for that ticket fail, later ones behave.

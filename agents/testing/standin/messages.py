@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,8 +14,11 @@ from baton_kafka.agents.prompts import Facts, parse_context
 from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.testing.standin.from_schema import answer_from_schema
 from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
 
+# Where ``schema_text`` puts the answer's schema in a system prompt.
+ANSWER_FORMAT = "# Answer format\n"
 STAGE_OF_TITLE = {
     "Understanding": "understand",
     "OrderChoice": "lookup",
@@ -53,10 +57,16 @@ Responder = Callable[[Request], BaseModel | Mapping[str, Any] | str]
 
 def echo_responder(request: Request) -> BaseModel | Mapping[str, Any]:
     """Answer with the offline rules over the facts in the prompt, so it can only repeat them;
-    a judge's prompt with a verdict by fixed rules over its facts."""
+    a judge's prompt with a verdict by fixed rules over its facts; a stage without rules (a
+    shop's own) with a valid answer built from the JSON Schema the request carries."""
     judged = judge_block(request.text) if request.stage == "judge" else None
     if judged is not None:
         return judge_responder(judged, read_back(request.system))
+    # The structured output's schema, or the one the prompt states when the provider has none.
+    schema = request.schema or answer_format(request.system)
+    if request.stage not in _RULES and schema:
+        answer: Mapping[str, Any] = answer_from_schema(schema)
+        return answer
     if request.facts is None:
         raise ValueError(f"cannot read the prompt's facts: {request.facts_error}")
     if request.stage not in _RULES:
@@ -85,6 +95,20 @@ def _text(content: Any, what: str) -> str:
     if isinstance(content, list) and all(isinstance(b, dict) for b in content):
         return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
     raise ValueError(f"{what}: expected a string or a list of content blocks")
+
+
+def answer_format(system: str) -> dict[str, Any]:
+    """The JSON Schema a system prompt states when the provider cannot constrain the answer
+    (see ``schema_text``), or ``{}``."""
+    _, marker, rest = system.rpartition(ANSWER_FORMAT)
+    start = rest.find("{")
+    if not marker or start < 0:
+        return {}
+    try:
+        found, _ = json.JSONDecoder().raw_decode(rest, start)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def read_request(body: Any) -> Request:
