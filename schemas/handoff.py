@@ -20,6 +20,7 @@ HandoffReason = Literal[
     # the policy's triggers, whatever the model wrote
     "safety",
     "legal",
+    "self_harm",
     "prompt_injection",
     "repeated_contact",
     # an offer above the policy's approval threshold
