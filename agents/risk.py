@@ -1,0 +1,223 @@
+"""Hand-offs by meaning: the risks a ticket raises, as typed flags grounded in its own words.
+
+Two readers agree on one type. The understanding model flags a risk with the customer's words
+as evidence; a flag is kept only if those words occur in the ticket (compared after NFKC, case
+folding and collapsing whitespace), so a model cannot invent one. The language packs
+(``<language>/risk.toml``, concern ``risk``) are a deterministic backstop under it, per
+language, extended by a shop's own words. Words of the shop's own product names are taken out
+of the ticket before the backstop reads it, so a "Spark" sleeping bag sets nothing off while
+"my Spark sleeping bag caught fire" still does.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast, get_args
+
+from baton_kafka.agents import packs
+from baton_kafka.agents.languages import HAN, KANA, customer_language, primary
+from baton_kafka.schemas.stages import RiskFlag, RiskKind
+
+CONCERN = "risk"
+KINDS: tuple[RiskKind, ...] = get_args(RiskKind)
+# A pack's (or a shop's) phrases that only look like a risk ("fire sale"), cut out like names.
+FIGURATIVE = "not"
+ENTRY_CHARS = 100
+# A letter or digit of a script that separates its words (CJK and Hangul characters do not
+# end a word, so an entry in those scripts matches anywhere).
+_CJK = f"{HAN}{KANA}\uac00-\ud7af\uff66-\uff9f"
+_ALNUM = f"[^\\W_{_CJK}]"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# What a removed product name leaves: neither a word nor a space, so no phrase spans it.
+CUT = "\u00a6"
+_GAP = f"[^{CUT}\\n]{{0,40}}?"
+_TOKEN = re.compile(r"[^\W_]+")
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'"})
+_SPACES = re.compile(r"\s+")
+# Between two words of one product name in a ticket: spaces, a hyphen, a slash or quotes.
+_JOIN = re.compile(r"[\s\-/'\"\u201c\u201d\u201e«»]{0,3}")
+
+
+def norm(text: str) -> str:
+    """``text`` as the risk readers compare it: NFKC (width), one kind of apostrophe, single
+    spaces. Case is kept (product names are told apart by it); matching ignores it."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    return _SPACES.sub(" ", text).strip()
+
+
+def folded(text: str) -> str:
+    """``text`` normalised and case-folded: what evidence is looked up in."""
+    return norm(text).casefold()
+
+
+def compile_entry(entry: str) -> re.Pattern[str]:
+    """A pack's or a policy's trigger entry as a pattern; ``ValueError`` saying why not.
+
+    Words are separated by spaces and match whole words in scripts that separate words
+    (anywhere in CJK); ``*`` ending a word matches any ending ("burn*": burned, burning), ``*``
+    starting it any beginning ("*anwalt": Rechtsanwalt), a lone ``*`` up to 40 characters.
+    """
+    words = entry.split()
+    if not words or len(entry) > ENTRY_CHARS:
+        raise ValueError(f"{entry!r}: a trigger is 1 to {ENTRY_CHARS} characters of words")
+    if words[0] == "*" or words[-1] == "*" or any(a == b == "*" for a, b in zip(words, words[1:])):
+        raise ValueError(f"{entry!r}: a lone '*' goes between two words")
+    parts: list[str] = []
+    for i, word in enumerate(words):
+        if word == "*":
+            parts.append(_GAP)
+            continue
+        stem = word.strip("*")
+        if not stem or "*" in stem:
+            raise ValueError(f"{entry!r}: '*' only starts or ends a word")
+        if i and words[i - 1] != "*":
+            before = words[i - 1].rstrip("*")[-1:]
+            latin = not _CJK_CHAR.match(before) and not _CJK_CHAR.match(stem[0])
+            parts.append(r"\s+" if latin else r"\s*")
+        head = f"{_ALNUM}*" if word.startswith("*") else ""
+        tail = f"{_ALNUM}*" if word.endswith("*") else ""
+        left = "" if head or _CJK_CHAR.match(stem[0]) else f"(?<!{_ALNUM})"
+        right = "" if tail or _CJK_CHAR.match(stem[-1]) else f"(?!{_ALNUM})"
+        parts.append(f"{left}{head}{re.escape(norm(stem))}{tail}{right}")
+    return re.compile("".join(parts), re.IGNORECASE)
+
+
+Triggers = Mapping[str, Mapping[str, Sequence[str]]]
+
+
+def validate(triggers: Triggers) -> None:
+    """``ValueError`` naming the first trigger of ``triggers`` (language -> kind -> entries)
+    that is not one: an unknown kind or an entry that does not compile."""
+    for language, by_kind in triggers.items():
+        for kind, entries in by_kind.items():
+            if kind not in (*KINDS, FIGURATIVE):
+                known = ", ".join((*KINDS, FIGURATIVE))
+                raise ValueError(f"{language}: {kind!r} is not a risk ({known})")
+            for entry in entries:
+                compile_entry(entry)
+
+
+@functools.cache
+def _compiled(entries: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(compile_entry(e) for e in entries)
+
+
+def _patterns(language: str, extra: Triggers) -> list[tuple[str, re.Pattern[str]]]:
+    """The shipped pack's triggers (and figurative phrases) in ``language``, then the shop's."""
+    out: list[tuple[str, re.Pattern[str]]] = []
+    for words in (packs.pack(CONCERN, language), extra.get(language, {})):
+        for kind in (*KINDS, FIGURATIVE):
+            out += [(kind, rx) for rx in _compiled(tuple(words.get(kind, ())))]
+    return out
+
+
+def languages_of(text: str, language: str, extra: Triggers = {}) -> list[str]:
+    """The packs a ticket is read with: its language, the one it looks most like among every
+    pack's, English (customers mix it in), and both CJK packs for text in Han or kana."""
+    known = [*packs.languages(CONCERN), *(lang for lang in extra if lang not in packs.LANGUAGES)]
+    found = [primary(language), customer_language(text, known or ["en"]), "en"]
+    if _CJK_CHAR.search(text):
+        found += ["zh", "ja"]
+    return [lang for lang in dict.fromkeys(found) if lang in known or lang in extra]
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in _TOKEN.findall(norm(name)) if not _CJK_CHAR.search(w)]
+
+
+def without_products(text: str, names: Iterable[str]) -> str:
+    """``text`` normalised, with each mention of a product name cut out.
+
+    A mention is two or more words of one name in a row ("Trail Pro Shock", "Spark sleeping
+    bag"), one of its words written as the name writes it with a capital ("Spark"), or a CJK
+    word of the name (a name's CJK words are long, so they are cut wherever they occur).
+    """
+    text = norm(text)
+    names = [norm(n) for n in names if n and n.strip()]
+    for name in names:
+        for word in sorted(_TOKEN.findall(name), key=len, reverse=True):
+            if _CJK_CHAR.search(word) and len(word) >= 2:
+                text = text.replace(word, CUT)
+    tokens = list(_TOKEN.finditer(text))
+    cut: list[tuple[int, int]] = []
+    for name in names:
+        own = _words(name)
+        lowered = {w.casefold() for w in own}
+        capitals = {w for w in own if not w.islower()}
+        i = 0
+        while i < len(tokens):
+            j = i
+            while j < len(tokens) and tokens[j].group().casefold() in lowered:
+                if j > i and not _JOIN.fullmatch(text, tokens[j - 1].end(), tokens[j].start()):
+                    break
+                j += 1
+            if j - i >= 2 or (j - i == 1 and tokens[i].group() in capitals):
+                cut.append((tokens[i].start(), tokens[j - 1].end()))
+            i = max(j, i + 1)
+    for start, end in sorted(cut, reverse=True):
+        text = f"{text[:start]}{CUT}{text[end:]}"
+    return text
+
+
+def scan(
+    text: str,
+    language: str,
+    names: Iterable[str] = (),
+    extra: Triggers = {},
+) -> list[RiskFlag]:
+    """The risks the packs (and the shop's ``extra`` triggers) find in ``text``, the product
+    ``names`` cut out first; each with the words that set it off."""
+    read = without_products(text, names)
+    found = [p for lang in languages_of(text, language, extra) for p in _patterns(lang, extra)]
+    for kind, rx in found:
+        if kind == FIGURATIVE:
+            read = rx.sub(CUT, read)
+    flags: list[RiskFlag] = []
+    for kind, rx in found:
+        m = rx.search(read) if kind != FIGURATIVE else None
+        if m and m.group().strip():
+            flags.append(RiskFlag(kind=cast(RiskKind, kind), evidence=m.group().strip()[:200]))
+    return merged(flags)
+
+
+def grounded(flags: Iterable[RiskFlag], text: str, names: Iterable[str] = ()) -> list[RiskFlag]:
+    """The ``flags`` whose evidence occurs in ``text`` and is more than a product's name."""
+    said, names = folded(text), list(names)
+    kept = []
+    for flag in flags:
+        evidence = folded(flag.evidence)
+        if not evidence or evidence not in said:
+            continue
+        rest = without_products(flag.evidence, names).replace(CUT, " ")
+        if _TOKEN.search(rest):
+            kept.append(flag)
+    return merged(kept)
+
+
+def merged(flags: Iterable[RiskFlag]) -> list[RiskFlag]:
+    """``flags`` without repeats, in order: of two of one kind whose words overlap ("fire",
+    "caught fire"), the longer."""
+    kept: list[RiskFlag] = []
+    for flag in flags:
+        words = folded(flag.evidence)
+        same = [k for k in kept if k.kind == flag.kind]
+        if any(words in folded(k.evidence) for k in same):
+            continue
+        kept = [k for k in kept if k.kind != flag.kind or folded(k.evidence) not in words]
+        kept.append(flag)
+    return kept
+
+
+def read(
+    text: str,
+    flags: Iterable[RiskFlag],
+    language: str,
+    names: Iterable[str] = (),
+    extra: Triggers = {},
+) -> list[RiskFlag]:
+    """Every risk of ``text``: the model's ``flags`` it grounds, then the backstop's."""
+    names = list(names)
+    return merged([*grounded(flags, text, names), *scan(text, language, names, extra)])[:8]
