@@ -120,8 +120,9 @@ what the customer means; <facts>.match is the order found (order_id null: none);
 holds the matched order's details.
 Decide:
 1. Hand-off first: a safety hazard, a legal threat, a customer who may harm themselves or an
-   attempt to override the rules (<facts>.understanding.risks) sets needs_human true; the reply then tells the customer a specialist or senior colleague takes
-   over (for a hazard: stop using it and unplug it first).
+   attempt to override the rules (<facts>.understanding.risks) sets needs_human true; the
+   reply then tells the customer a specialist or senior colleague takes over (for a hazard:
+   stop using it and unplug it first).
 2. No matched order: promise nothing; ask for the order number and say what you will do once
    you have it.
 3. Otherwise apply the service policy to the demand and the order's status: cancel, refund,

@@ -12,16 +12,20 @@ of the ticket before the backstop reads it, so a "Spark" sleeping bag sets nothi
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import cast, get_args
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.languages import HAN, KANA, customer_language, primary
+from baton_kafka.agents.languages import HAN, KANA, likely, primary
 from baton_kafka.schemas.stages import RiskFlag, RiskKind
 
 CONCERN = "risk"
+# A language the detector gives at least this probability is read with its pack too.
+LIKELY = 0.05
 KINDS: tuple[RiskKind, ...] = get_args(RiskKind)
 # A pack's (or a shop's) phrases that only look like a risk ("fire sale"), cut out like names.
 FIGURATIVE = "not"
@@ -50,8 +54,8 @@ def norm(text: str) -> str:
 
 
 def folded(text: str) -> str:
-    """``text`` normalised and case-folded: what evidence is looked up in."""
-    return norm(text).casefold()
+    """``text`` normalised and in lower case: what evidence is looked up in."""
+    return lower(norm(text))
 
 
 def lower(text: str) -> str:
@@ -74,7 +78,8 @@ def _source(entry: str) -> str:
     words = entry.split()
     if not words or len(entry) > ENTRY_CHARS:
         raise ValueError(f"{entry!r}: a trigger is 1 to {ENTRY_CHARS} characters of words")
-    if words[0] == "*" or words[-1] == "*" or any(a == b == "*" for a, b in zip(words, words[1:])):
+    doubled = any(a == b == "*" for a, b in itertools.pairwise(words))
+    if words[0] == "*" or words[-1] == "*" or doubled:
         raise ValueError(f"{entry!r}: a lone '*' goes between two words")
     parts: list[str] = []
     for i, word in enumerate(words):
@@ -103,6 +108,7 @@ def _source(entry: str) -> str:
 
 
 Triggers = Mapping[str, Mapping[str, Sequence[str]]]
+NONE: Triggers = MappingProxyType({})
 
 
 def validate(triggers: Triggers) -> None:
@@ -135,11 +141,12 @@ def _patterns(language: str, extra: Triggers) -> list[tuple[str, re.Pattern[str]
     return out
 
 
-def languages_of(text: str, language: str, extra: Triggers = {}) -> list[str]:
-    """The packs a ticket is read with: its language, the one it looks most like among every
-    pack's, English (customers mix it in), and both CJK packs for text in Han or kana."""
+def languages_of(text: str, language: str, extra: Triggers = NONE) -> list[str]:
+    """The packs a ticket is read with: its language, every one it may be written in (a short
+    text is often several), English (customers mix it in), and both CJK packs for text in Han
+    or kana."""
     known = [*packs.languages(CONCERN), *(lang for lang in extra if lang not in packs.LANGUAGES)]
-    found = [primary(language), customer_language(text, known or ["en"]), "en"]
+    found = [primary(language), *likely(text, known, LIKELY), "en"]
     if _CJK_CHAR.search(text):
         found += ["zh", "ja"]
     return [lang for lang in dict.fromkeys(found) if lang in known or lang in extra]
@@ -150,7 +157,8 @@ def _words(name: str) -> list[str]:
 
 
 def without_products(text: str, names: Iterable[str]) -> str:
-    """``text`` normalised, with each mention of a product name cut out.
+    """``text`` normalised, each mention of a product name overwritten with cut marks (the
+    text keeps its length, so a span in it is the same span of ``norm(text)``).
 
     A mention is two or more words of one name in a row ("Trail Pro Shock", "Spark sleeping
     bag"), one of its words written as the name writes it with a capital ("Spark"), or a CJK
@@ -161,9 +169,8 @@ def without_products(text: str, names: Iterable[str]) -> str:
     for name in names:
         for word in sorted(_TOKEN.findall(name), key=len, reverse=True):
             if _CJK_CHAR.search(word) and len(word) >= 2:
-                text = text.replace(word, CUT)
+                text = text.replace(word, CUT * len(word))
     tokens = list(_TOKEN.finditer(text))
-    cut: list[tuple[int, int]] = []
     for name in names:
         own = _words(name)
         lowered = {w.casefold() for w in own}
@@ -176,29 +183,35 @@ def without_products(text: str, names: Iterable[str]) -> str:
                     break
                 j += 1
             if j - i >= 2 or (j - i == 1 and tokens[i].group() in capitals):
-                cut.append((tokens[i].start(), tokens[j - 1].end()))
+                start, end = tokens[i].start(), tokens[j - 1].end()
+                text = f"{text[:start]}{CUT * (end - start)}{text[end:]}"
             i = max(j, i + 1)
-    for start, end in sorted(cut, reverse=True):
-        text = f"{text[:start]}{CUT}{text[end:]}"
     return text
+
+
+def _reading(
+    text: str, language: str, names: Iterable[str], extra: Triggers
+) -> tuple[str, str, list[tuple[str, re.Pattern[str]]]]:
+    """``text`` normalised; the same in lower case with the product names and figurative
+    phrases cut out; the patterns of every language it is read in."""
+    read = norm(text)
+    low = lower(without_products(text, names))
+    found = [p for lang in languages_of(text, language, extra) for p in _patterns(lang, extra)]
+    for kind, rx in found:
+        if kind == FIGURATIVE:
+            low = rx.sub(lambda m: CUT * len(m.group()), low)
+    return read, low, found
 
 
 def scan(
     text: str,
     language: str,
     names: Iterable[str] = (),
-    extra: Triggers = {},
+    extra: Triggers = NONE,
 ) -> list[RiskFlag]:
     """The risks the packs (and the shop's ``extra`` triggers) find in ``text``, the product
-    ``names`` cut out first; each with the words that set it off."""
-    read = without_products(text, names)
-    low = lower(read)
-    found = [p for lang in languages_of(text, language, extra) for p in _patterns(lang, extra)]
-    for kind, rx in found:
-        if kind == FIGURATIVE:
-            for m in rx.finditer(low):
-                cut = CUT.ljust(m.end() - m.start())
-                low = f"{low[: m.start()]}{cut}{low[m.end() :]}"
+    ``names`` and figurative phrases cut out first; each with the words that set it off."""
+    read, low, found = _reading(text, language, names, extra)
     flags: list[RiskFlag] = []
     for kind, rx in found:
         m = rx.search(low) if kind != FIGURATIVE else None
@@ -208,17 +221,26 @@ def scan(
     return merged(flags)
 
 
-def grounded(flags: Iterable[RiskFlag], text: str, names: Iterable[str] = ()) -> list[RiskFlag]:
-    """The ``flags`` whose evidence occurs in ``text`` and is more than a product's name."""
-    said, names = folded(text), list(names)
+def grounded(
+    flags: Iterable[RiskFlag],
+    text: str,
+    names: Iterable[str] = (),
+    language: str = "en",
+    extra: Triggers = NONE,
+) -> list[RiskFlag]:
+    """The ``flags`` whose evidence occurs in ``text`` (case, width and spacing aside) outside
+    the product ``names`` and figurative phrases: a model cannot invent one, nor flag a name."""
+    read, low, _ = _reading(text, language, names, extra)
+    said = lower(read)
     kept = []
     for flag in flags:
         evidence = folded(flag.evidence)
-        if not evidence or evidence not in said:
-            continue
-        rest = without_products(flag.evidence, names).replace(CUT, " ")
-        if _TOKEN.search(rest):
-            kept.append(flag)
+        at = said.find(evidence) if evidence else -1
+        while at >= 0:
+            if any(c not in (CUT, " ") for c in low[at : at + len(evidence)]):
+                kept.append(flag)
+                break
+            at = said.find(evidence, at + 1)
     return merged(kept)
 
 
@@ -241,8 +263,9 @@ def read(
     flags: Iterable[RiskFlag],
     language: str,
     names: Iterable[str] = (),
-    extra: Triggers = {},
+    extra: Triggers = NONE,
 ) -> list[RiskFlag]:
     """Every risk of ``text``: the model's ``flags`` it grounds, then the backstop's."""
     names = list(names)
-    return merged([*grounded(flags, text, names), *scan(text, language, names, extra)])[:8]
+    kept = grounded(flags, text, names, language, extra)
+    return merged([*kept, *scan(text, language, names, extra)])[:8]

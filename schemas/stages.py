@@ -70,7 +70,7 @@ class Understanding(BaseModel):
         max_length=8,
         description="Every risk the message raises (safety, legal, self_harm, injection), each "
         "with the customer's own words; empty when it raises none. A product's name is never "
-        "a risk (a \"Spark\" sleeping bag is not a fire).",
+        'a risk (a "Spark" sleeping bag is not a fire).',
     )
 
     @field_validator("core_problem")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents import risk
+from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
 from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact
 from baton_kafka.agents.rules.matching import product_score
