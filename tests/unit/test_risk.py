@@ -183,3 +183,32 @@ def _policy(tmp_path: Path, extra: str, handoff: str = "") -> Policy:
 def test_the_default_policy_hands_off_every_risk() -> None:
     rules = default_policy().handoff
     assert all(rules.on(kind) for kind in risk.KINDS)
+
+
+BLIND = data_rows("risk_blind_corpus.jsonl")
+# The blind corpus was written after the packs and run once on them, packs alone (the offline
+# understanding, then the strategy stage's check): per language, (must hand off, of them
+# missed, must not, of them handed off). The misses were "冒出黑烟", "外壳有点电", "一死了之",
+# "qualmen", "mir das Leben zu nehmen" and "recibió una descarga"; the packs learnt them since.
+# ja, es and fr had 9 must-not cases in that run; one each was added after it.
+BLIND_RUN = {
+    "en": (11, 0, 11, 0),
+    "zh": (11, 3, 10, 0),
+    "de": (11, 2, 10, 0),
+    "ja": (11, 0, 9, 0),
+    "es": (11, 1, 9, 0),
+    "fr": (11, 0, 9, 0),
+}
+
+
+@pytest.mark.parametrize("lang", packs.LANGUAGES)
+def test_the_blind_corpus_does_no_worse_than_its_one_blind_run(lang: str) -> None:
+    cases = [c for c in BLIND if c["lang"] == lang]
+    blind = [c for c in cases if not c.get("after_run")]
+    must, missed, must_not, handed = BLIND_RUN[lang]
+    ran = score(blind)[lang]
+    assert (ran["must"], ran["must_not"]) == (must, must_not)  # the corpus run is the one kept
+    assert len(ran["missed"]) <= missed and len(ran["false"]) <= handed, ran
+    now = score(cases)[lang]
+    assert now["must"] >= 10 and now["must_not"] >= 10
+    assert now["missed"] == [] and now["false"] == [], now
