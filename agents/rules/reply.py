@@ -238,6 +238,12 @@ def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str
     names = [n for o in facts.orders for n in o.products()]
     flags = risk.read(facts.message, u.risks, u.language, names, rules.triggers)
     kinds = {f.kind for f in flags if rules.on(f.kind)}
+    problem = facts.session.problem
+    if problem and u.problem == problem and rules.on("safety"):
+        # A follow-up on the session's problem ("and I want compensation for this"): a hazard
+        # raised about it before still stands, read from the problem by the same packs.
+        carried = risk.scan(problem, u.language, names, rules.triggers)
+        kinds |= {f.kind for f in carried if f.kind == "safety"}
     repeated = bool(rules.repeated_contact and facts.session.repeats >= rules.repeated_contact)
     found = {
         "safety": "safety" in kinds,

@@ -212,3 +212,28 @@ def test_the_blind_corpus_does_no_worse_than_its_one_blind_run(lang: str) -> Non
     now = score(cases)[lang]
     assert now["must"] >= 10 and now["must_not"] >= 10
     assert now["missed"] == [] and now["false"] == [], now
+
+
+@pytest.mark.parametrize(
+    ("problem", "found"),
+    [("electric shock hazard", {"safety"}), ("漏电", {"safety"}), ("zipper stuck", set())],
+)
+def test_a_follow_up_on_a_hazard_still_goes_to_a_person(problem: str, found: set[str]) -> None:
+    from baton_kafka.agents.rules.reply import handoff_triggers
+    from baton_kafka.schemas.baton import Baton, TicketMemory
+    from baton_kafka.schemas.stages import StrategyDraft
+
+    dryer = order("O-1", product_name="Spark Hair Dryer")
+    memory = TicketMemory(ticket_id="T0", core_problem="-", problem=problem)
+    baton = Baton(
+        session_id="S1", customer_id="C1", problem=problem, product=dryer.product_name,
+        tickets=[memory],
+    )  # fmt: skip
+    text = ticket("I also want compensation for this.")
+    facts = prompts.build("understand", Understanding, ticket=text, baton=baton, orders=[dryer])
+    u = understand_rules(facts.facts)
+    assert u.problem == problem and u.risks == []  # nothing in this ticket's own words
+    strategy = prompts.build(
+        "strategy", StrategyDraft, ticket=text, baton=baton, orders=[dryer], understanding=u
+    )
+    assert set(handoff_triggers(strategy.facts, u, default_policy())) == found
