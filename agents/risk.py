@@ -1,8 +1,8 @@
 """Hand-offs by meaning: the risks a ticket raises, as typed flags grounded in its own words.
 
 Two readers agree on one type. The understanding model flags a risk with the customer's words
-as evidence; a flag is kept only if those words occur in the ticket (compared after NFKC, case
-folding and collapsing whitespace), so a model cannot invent one. The language packs
+as evidence; a flag is kept only if those words occur in the ticket (compared after NFKC, in
+lower case, with runs of whitespace as one), so a model cannot invent one. The language packs
 (``<language>/risk.toml``, concern ``risk``) are a deterministic backstop under it, per
 language, extended by a shop's own words. Words of the shop's own product names are taken out
 of the ticket before the backstop reads it, so a "Spark" sleeping bag sets nothing off while
