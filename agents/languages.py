@@ -159,6 +159,17 @@ def detect(
     return scores[0][0]
 
 
+def likely(text: str, languages: Sequence[str], floor: float = 0.1) -> list[str]:
+    """Every one of ``languages`` whose probability for ``text`` is at least ``floor``, best
+    first (the script's languages alone; none when the text has no letters)."""
+    text = _main_script(_WITH_DIGIT.sub(" ", text))
+    if not _LETTER.search(text):
+        return []
+    cjk = bool(_CJK_CHAR.search(text))
+    written = [lang for lang in languages if (primary(lang) in _CJK_LANGUAGES) == cjk]
+    return [lang for lang, p in _scores(text, written) if p >= floor] if written else []
+
+
 def detect_or(text: str, languages: Sequence[str], default: str | None = None) -> str:
     """The likeliest of ``languages`` for ``text``; ``default`` (else the first) without letters."""
     return detect(text, languages, sure=0.0) or default or languages[0]

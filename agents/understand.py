@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from baton_kafka.agents import prompts
+from baton_kafka.agents import prompts, risk
 from baton_kafka.agents.asking import Validator, ask
 from baton_kafka.agents.languages import DEFAULT_LANGUAGES, customer_language
 from baton_kafka.agents.models.llm import LLM, OutputInvalid
@@ -79,10 +79,13 @@ async def understand(
     reask_limit: int = 1,
     tokens_left: int | None = None,
     languages: Sequence[str] = DEFAULT_LANGUAGES,
+    triggers: risk.Triggers | None = None,
 ) -> Outcome[Understanding]:
-    """Extract product, problem, demand, time hint and core problem from ticket + baton.
+    """Extract product, problem, demand, time hint, core problem and risks from ticket + baton.
 
     The language is the one detector's, among the shop's ``languages``, whoever wrote the rest.
+    The risks are the model's its words ground and the language packs' (with the shop's
+    ``triggers``), the customer's product names cut out first.
     """
     shown = recall.relevant(
         ticket.text,
@@ -109,6 +112,9 @@ async def understand(
     )
     outcome = Outcome.of(asked, lambda: in_own_words(understand_rules(prompt.facts), ticket.text))
     language = customer_language(ticket.text, languages)
-    if outcome.value.language == language:
+    names = [n for o in orders for n in o.products()]
+    risks = risk.read(ticket.text, outcome.value.risks, language, names, triggers or {})
+    if outcome.value.language == language and outcome.value.risks == risks:
         return outcome
-    return replace(outcome, value=outcome.value.model_copy(update={"language": language}))
+    update = {"language": language, "risks": risks}
+    return replace(outcome, value=outcome.value.model_copy(update=update))

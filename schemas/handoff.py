@@ -20,6 +20,7 @@ HandoffReason = Literal[
     # the policy's triggers, whatever the model wrote
     "safety",
     "legal",
+    "self_harm",
     "prompt_injection",
     "repeated_contact",
     # an offer above the policy's approval threshold
@@ -111,7 +112,7 @@ class HandoffPacket(BaseModel):
         description="Every reason that applies, most important first."
     )
     urgency: Urgency = Field(
-        description="high for safety, legal, repeated contact and an approval's timeout."
+        description="high for safety, legal, self-harm, repeated contact and an approval's timeout."
     )
     handed_off_at: datetime = Field(default_factory=utcnow)
     opened_at: datetime = Field(

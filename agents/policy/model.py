@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from baton_kafka.agents import risk
 from baton_kafka.agents.languages import codes, primary
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
@@ -119,8 +120,33 @@ class Handoff(BaseModel):
 
     safety: bool = True
     legal: bool = True
+    self_harm: bool = True
     prompt_injection: bool = True
     repeated_contact: int = Field(default=0, ge=0, description="0: never.")
+    triggers: dict[str, dict[str, tuple[str, ...]]] = Field(
+        default_factory=dict,
+        description="The shop's own trigger words per language, added to the language packs': "
+        "language -> safety, legal, self_harm, injection or not (figurative phrases) -> words.",
+    )
+
+    @field_validator("triggers")
+    @classmethod
+    def _triggers(
+        cls, triggers: dict[str, dict[str, tuple[str, ...]]]
+    ) -> dict[str, dict[str, tuple[str, ...]]]:
+        out = {}
+        for language, by_kind in triggers.items():
+            code = primary(language)
+            if not re.fullmatch(r"[a-z]{2,3}", code):
+                raise ValueError(f"{language!r} is not a language code (de, en, zh, ...)")
+            out[code] = by_kind
+        risk.validate(out)
+        return out
+
+    def on(self, kind: str) -> bool:
+        """Whether a risk of ``kind`` hands the ticket to a person."""
+        switch = {"injection": self.prompt_injection}.get(kind)
+        return switch if switch is not None else bool(getattr(self, kind, False))
 
 
 class Links(BaseModel):

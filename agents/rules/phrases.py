@@ -187,6 +187,7 @@ PROBLEM_RX = {key: _rx(en, zh) for key, (en, zh, *_) in PROBLEMS.items()}
 GENERAL = ("needs help with an order", "需要订单方面的帮助")
 PROBLEMS["general"] = ("", "", GENERAL[0], "", GENERAL[1])
 PROBLEM_BY_LABEL = {label: key for key, row in PROBLEMS.items() for label in (row[2], row[4])}
+# The problems that are hazards: a person takes them over, so they have no default demand.
 SAFETY = ("fire", "shock")
 DELIVERY = ("not_delivered", "late")
 
@@ -235,16 +236,6 @@ EARLIER = _rx(
     r"the order i asked about|i asked about|earlier|before|previous\w*|last time|that order"
     r"|same order|my other order",
     r"之前|上次|那个订单|刚才|前面说的|以前问",
-)
-LEGAL = _rx(
-    r"lawyer|attorney|sue|suing|lawsuit|legal action|court|solicitor", r"律师|起诉|法院|诉讼|告你们"
-)
-INJECTION = _rx(
-    r"ignore (?:all |any |the )?(?:previous|prior|above|earlier|your) "
-    r"(?:instructions|prompts?|rules)|system prompt|reveal (?:your )?(?:instructions|prompt)"
-    r"|developer mode|jailbreak"
-    r"|you are now|approve (?:a |the )?refund of",
-    r"忽略.{0,6}(?:指令|提示|规则)|系统提示|提示词|扮演",
 )
 CLAUSE_EN: dict[str, str] = {
     "refund": "they want a refund", "exchange": "they want an exchange",

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from datetime import date
 
+from baton_kafka.agents import risk
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
 from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact, persons_asked
-from baton_kafka.agents.rules.matching import normalize, product_score
+from baton_kafka.agents.rules.matching import product_score
 from baton_kafka.agents.rules.phrases import (
     ACTIONS,
     CHANNELS,
     CLOSING,
     DELIVERY,
     DEMAND_ACK,
-    INJECTION,
-    LEGAL,
     NOUN,
     PROBLEMS,
     REMEDY_NAMES,
-    SAFETY,
     STATUS,
     pad,
     problem_key,
@@ -233,13 +231,25 @@ def _which(zh: bool, orders: list[OrderFact]) -> str:
 
 
 def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str]:
-    """The policy's hand-off triggers the ticket sets off (safety, legal, injection, repeats)."""
-    norm, key, rules = normalize(facts.message), problem_key(u.problem), policy.handoff
+    """The policy's hand-off triggers the ticket sets off (safety, legal, self-harm, injection,
+    repeats): the understanding's risk flags its words ground, and the language packs' and the
+    policy's trigger words, the customer's product names cut out first."""
+    rules = policy.handoff
+    names = [n for o in facts.orders for n in o.products()]
+    flags = risk.read(facts.message, u.risks, u.language, names, rules.triggers)
+    kinds = {f.kind for f in flags if rules.on(f.kind)}
+    problem = facts.session.problem
+    if problem and u.problem == problem and rules.on("safety"):
+        # A follow-up on the session's problem ("and I want compensation for this"): a hazard
+        # raised about it before still stands, read from the problem by the same packs.
+        carried = risk.scan(problem, u.language, names, rules.triggers)
+        kinds |= {f.kind for f in carried if f.kind == "safety"}
     repeated = bool(rules.repeated_contact and facts.session.repeats >= rules.repeated_contact)
     found = {
-        "safety": rules.safety and key in SAFETY,
-        "legal": rules.legal and bool(LEGAL.search(norm)),
-        "injection": rules.prompt_injection and bool(INJECTION.search(norm)),
+        "safety": "safety" in kinds,
+        "legal": "legal" in kinds,
+        "self_harm": "self_harm" in kinds,
+        "injection": "injection" in kinds,
         "repeated contact": repeated,
     }
     return [name for name, on in found.items() if on]
@@ -254,7 +264,7 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     order = next((o for o in facts.orders if o.order_id == oid), None)
     key = problem_key(u.problem)
     found = handoff_triggers(facts, u, policy)
-    safety, legal = "safety" in found, "legal" in found
+    safety, legal = "safety" in found, "legal" in found or "self_harm" in found
     injection, repeated = "injection" in found, "repeated contact" in found
     # An earlier stage of the shop's asked for a person: a senior colleague takes over.
     asked = persons_asked(facts)
@@ -321,7 +331,8 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
         f
         for f, on in (
             ("safety", safety),
-            ("legal", legal),
+            ("legal", "legal" in found),
+            ("self-harm", "self_harm" in found),
             ("injection", injection),
             ("repeated contact", repeated),
         )

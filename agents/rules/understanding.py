@@ -6,6 +6,7 @@ import re
 from datetime import UTC, date, datetime
 from typing import cast, get_args
 
+from baton_kafka.agents import risk
 from baton_kafka.agents.languages import DEFAULT_LANGUAGES, customer_language
 from baton_kafka.agents.prompts import Facts, SessionTopic
 from baton_kafka.agents.rules.matching import (
@@ -169,7 +170,9 @@ def understand_rules(facts: Facts) -> Understanding:
         (t for t in session.topics if t.product == product and t.order_id != session.order_id),
         None,
     ) or _discussed(facts, product)
-    key = next((k for k, rx in PROBLEM_RX.items() if hits(rx, norm)), None)
+    # A problem is read without the product names: a "Spark" sleeping bag is no fire.
+    unnamed = normalize(risk.without_products(message, names).replace(risk.CUT, " "))
+    key = next((k for k, rx in PROBLEM_RX.items() if hits(rx, unnamed)), None)
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
         key = problem_key(past.core_problem)
@@ -216,13 +219,15 @@ def understand_rules(facts: Facts) -> Understanding:
         keywords += hits(rx, norm)
     keywords += [time_hint] if time_hint else []
     keywords += content_words(message)
+    language = customer_language(message, DEFAULT_LANGUAGES)
     return Understanding(
         product=product,
         problem=problem,
         demand=demand,
         time_hint=time_hint,
         keywords=list(dict.fromkeys(keywords))[:8],
-        language=customer_language(message, DEFAULT_LANGUAGES),
+        language=language,
         core_problem=_core_problem(zh, product, problem, key, demand, previous)[:400],
         refers_to_earlier=refers,
+        risks=risk.scan(message, language, names),
     )

@@ -30,18 +30,20 @@ KNOWN: frozenset[str] = frozenset(get_args(HandoffReason))
 TRIGGERS: dict[str, HandoffReason] = {
     "safety": "safety",
     "legal": "legal",
+    "self_harm": "self_harm",
     "injection": "prompt_injection",
     "repeated contact": "repeated_contact",
     "approval": "needs_approval",
 }
 PRIORITY: tuple[str, ...] = (
+    "self_harm",
     "safety",
     "legal",
     "prompt_injection",
     "repeated_contact",
     "needs_approval",
 )
-URGENT = frozenset({"safety", "legal", "repeated_contact"})
+URGENT = frozenset({"self_harm", "safety", "legal", "repeated_contact"})
 ERROR_CHARS = 300
 
 
@@ -77,6 +79,8 @@ def _text(reason: HandoffReason, reply: Reply, error: str, policy: Policy | None
         return "The customer reports a safety hazard: the policy sends it to a person."
     if reason == "legal":
         return "The customer mentions legal action or a regulator: the policy sends it to a person."
+    if reason == "self_harm":
+        return "The customer may harm themselves: a person answers now, not the shop's script."
     if reason == "prompt_injection":
         return "The message tries to instruct the agents: the policy sends it to a person."
     if reason == "repeated_contact":

@@ -152,6 +152,7 @@ async def _understand(i: Inputs) -> Outcome[Understanding]:
         reask_limit=i.reask_limit,
         tokens_left=i.tokens_left,
         languages=i.policy.languages,
+        triggers=i.policy.handoff.triggers,
     )
 
 
