@@ -1,0 +1,110 @@
+"""Customer-facing text as sentences and clauses, read with a language pack's markers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from baton_kafka.agents import packs
+from baton_kafka.agents.guards.reading import normalise
+
+# The customer's words quoted back ("you wrote “refund me twice”") promise nothing: blanked.
+_QUOTED = re.compile(
+    r"“[^”]{0,400}”|„[^“”]{0,400}[“”]|«[^»]{0,400}»|「[^」]{0,400}」|『[^』]{0,400}』"
+)
+# A sentence ends at . ! ? followed by space (not inside "39.90"), at CJK stops and line breaks.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+# A clause ends at , ; : and CJK commas, or before "but" in the languages packs read.
+_CLAUSE_END = re.compile(
+    r"[;；,，:：]|\s+(?=(?:but|however|aber|jedoch|doch|pero|sino|mais|cependant)\s)|(?=但是?|不过)"
+)
+
+
+@dataclass(frozen=True)
+class Marks:
+    """One language's markers of a concern, compiled: each is one alternation or None."""
+
+    language: str
+    words: Mapping[str, re.Pattern[str]]
+    markers: Mapping[str, re.Pattern[str] | None]
+
+    def has(self, marker: str, text: str) -> bool:
+        """Whether ``text`` holds one of ``marker``'s words."""
+        pattern = self.markers.get(marker)
+        return bool(pattern and pattern.search(text))
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A clause and the sentence it is in (its start in the read text)."""
+
+    text: str
+    sentence: str
+    start: int
+
+
+def readable(text: str) -> str:
+    """``text`` as the packs read it: normalised, the customer's quoted words blanked."""
+    text = normalise(text)
+    return _QUOTED.sub(lambda m: " " * len(m.group()), text)
+
+
+def clauses(text: str) -> Iterator[Clause]:
+    """Every clause of ``readable(text)`` with its sentence."""
+    at = 0
+    for sentence in _split(_SENTENCE_END, text):
+        start = text.find(sentence, at)
+        at = start + len(sentence)
+        inner = 0
+        for clause in _split(_CLAUSE_END, sentence):
+            offset = sentence.find(clause, inner)
+            inner = offset + len(clause)
+            yield Clause(clause, sentence, start + offset)
+
+
+def _split(pattern: re.Pattern[str], text: str) -> list[str]:
+    return [part for part in pattern.split(text) if part and part.strip()]
+
+
+def marks(concern: str, language: str, group: str) -> Marks | None:
+    """``concern``'s pack in ``language``: the table ``group`` of words and its markers."""
+    words = packs.pack(concern, language)
+    key = (concern, language, group)
+    known = _compiled.get(key)
+    # A shop's pack added later (packs.extend) is a new mapping: compiled again.
+    if known is None or known[0] is not words:
+        known = (words, _marks(language, words, group))
+        _compiled[key] = known
+    return known[1]
+
+
+_compiled: dict[tuple[str, str, str], tuple[Mapping[str, Any], Marks | None]] = {}
+
+
+def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
+    if not words or group not in words:
+        return None
+    table: Mapping[str, Any] = words[group]
+    compiled = {kind: _any(kind, entries) for kind, entries in table.items()}
+    markers = {name: _any(name, entries) for name, entries in words.get("markers", {}).items()}
+    return Marks(language, {k: p for k, p in compiled.items() if p is not None}, markers)
+
+
+def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:
+    if not entries:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{e})" for e in entries), re.I)
+    except re.error as exc:
+        raise packs.PackError(f"{name}: {exc}") from None
+
+
+def denied(marks: Marks, clause: str, start: int, end: int) -> bool:
+    """Whether ``clause`` denies what stands at ``start:end`` ("we cannot refund it")."""
+    before = marks.markers.get("negation_before")
+    after = marks.markers.get("negation_after")
+    return bool(
+        (before and before.search(clause, 0, start)) or (after and after.search(clause, end))
+    )
