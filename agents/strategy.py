@@ -79,7 +79,7 @@ def keeps_its_word(
         found: list[str] = []
         for text in (draft.reply, draft.solution):
             found += commitments.problems(text, promised, books.policy, books.context, languages)
-            found += claims.problems(text, books.matched, earlier, languages)
+            found += claims.problems(text, books.matched, earlier, languages, books.own)
         if found:
             raise OutputInvalid("; ".join(dict.fromkeys(found)))
 

@@ -9,7 +9,7 @@ condition and the customer's own words reported back claim nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from baton_kafka.agents.guards.clauses import Marks, clauses, denied, marks, readable
@@ -36,11 +36,12 @@ _EARLIER: dict[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class Claim:
-    """One deed a text states as done: its kind and the words stating it."""
+    """One deed a text states as done: its kind, the words stating it and their sentence."""
 
     kind: str
     words: str
     language: str
+    sentence: str = ""
 
 
 def read(text: str, languages: Iterable[str]) -> list[Claim]:
@@ -68,7 +69,7 @@ def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
                 if markers.has("conditional", clause.text[: hit.start()]):
                     continue
                 if not denied(markers, clause.text, hit.start(), hit.end()):
-                    yield Claim(kind, hit.group().strip(), words.language)
+                    yield Claim(kind, hit.group().strip(), words.language, sentence)
                     break
 
 
@@ -85,13 +86,23 @@ def shown(kind: str, order: Order | None, earlier: Iterable[str]) -> bool:
 
 
 def problems(
-    text: str, order: Order | None, earlier: Iterable[str], languages: Iterable[str]
+    text: str,
+    order: Order | None,
+    earlier: Iterable[str],
+    languages: Iterable[str],
+    others: Sequence[Order] = (),
 ) -> list[str]:
-    """Every claim of ``text`` the records do not show, as a reason the writer can act on."""
+    """Every claim of ``text`` the records do not show, as a reason the writer can act on.
+
+    A claim is about the matched ``order``, or about one of the customer's ``others`` whose id
+    its sentence names ("EV-3302, delivered"), which the store then shows by its status.
+    """
     earlier = frozenset(earlier)
     found = []
     for c in read(text, languages):
         if shown(c.kind, order, earlier):
+            continue
+        if any(o.order_id in c.sentence and shown(c.kind, o, ()) for o in others):
             continue
         whose = f"order {order.order_id} ({order.status})" if order else "any matched order"
         found.append(

@@ -6,7 +6,8 @@ choice, a clause that denies, and the customer's own words reported back commit 
 condition on something other than the customer's own act ("if it breaks again, we can repair
 it") names a remedy the policy must allow for the order, not a line; a condition on the
 customer's act ("if you send it back, we will refund you") or on a person's approval is a
-promise, so it is a line. The words per language are the ``commitments`` packs.
+promise, so it is a line. What the shop usually does ("refunds usually arrive within 5 days")
+is information, read like a condition. The words per language are the ``commitments`` packs.
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ def _read(text: str, pack: Marks) -> Iterator[Commitment]:
         if not pack.has("promise", clause.text):
             continue
         mode: Mode = "firm"
-        if pack.has("conditional", sentence) and not (
-            pack.has("customer_condition", sentence) or pack.has("approval", sentence)
+        if pack.has("general", sentence) or (
+            pack.has("conditional", sentence)
+            and not (pack.has("customer_condition", sentence) or pack.has("approval", sentence))
         ):
             mode = "hypothetical"
         for kind, words in pack.words.items():

@@ -4,16 +4,21 @@ in every shipped language (corpus written before the reader; the blind part afte
 from __future__ import annotations
 
 import json
+import tomllib
 from collections import Counter
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from baton_kafka.agents import packs
 from baton_kafka.agents.guards import claims, commitments
 from baton_kafka.agents.policy import Policy, default_policy, load
 from baton_kafka.agents.policy import offer as offers
+from baton_kafka.agents.policy.load import EXAMPLES_FILE
+from baton_kafka.schemas import StrategyDraft
 from baton_kafka.schemas.records import OfferLine, Order
 from tests.fixtures.paths import ROOT, TEST_DATA
 
@@ -154,8 +159,6 @@ def test_an_earlier_commitment_may_be_restated_and_shows_a_done_claim() -> None:
 
 
 def test_a_shops_own_words_extend_the_pack(tmp_path: Path) -> None:
-    from baton_kafka.agents import packs
-
     (tmp_path / "de").mkdir()
     (tmp_path / "de" / "commitments.toml").write_text(
         "[kinds]\nrefund = ['\\bgeld retour\\b']\n", "utf-8"
@@ -174,3 +177,35 @@ def test_a_shops_own_words_extend_the_pack(tmp_path: Path) -> None:
         assert verdict(case)
     finally:
         packs.reset()
+
+
+EXAMPLE_ORDERS = {
+    "en": _order(
+        "O-1001", "Midea Electric Kettle 1.7L", "delivered", 39.9, "USD", delivered="2026-11-30"
+    ),
+    "zh": _order(
+        "2026-000731",
+        "小米蓝牙耳机",
+        "shipped",
+        199.0,
+        "CNY",
+        carrier="顺丰速运",
+        tracking_no="SF1482736455021",
+    ),
+    "de": _order(
+        "B-3001", "Trekkingrucksack 45L", "delivered", 129.0, "EUR", delivered="2026-12-01"
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(EXAMPLE_ORDERS))
+def test_the_prompts_examples_keep_their_word(lang: str) -> None:
+    text = tomllib.loads(EXAMPLES_FILE.read_text("utf-8"))[lang]["text"]
+    draft = StrategyDraft.model_validate(orjson.loads(text.partition("->\n")[2].replace("\n", " ")))
+    order = EXAMPLE_ORDERS[lang]
+    policy = ALPINE if lang == "de" else default_policy()
+    ctx = offers.OfferContext(order, "complaint", TODAY)
+    promised = commitments.Promised(draft.offer)
+    for said in (draft.reply, draft.solution):
+        assert commitments.problems(said, promised, policy, ctx, [lang]) == []
+        assert claims.problems(said, order, (), [lang]) == []
