@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from baton_kafka.agents.guards.clauses import Marks, clauses, denied, marks, readable
+from baton_kafka.agents.guards.clauses import Marks, denied, marks, readable, sentences
 from baton_kafka.schemas.records import Order
 
 CLAIM = "claim"
@@ -59,18 +59,20 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
 
 
 def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
-    for clause in clauses(text):
-        sentence = clause.sentence
-        if markers.has("question", sentence) or markers.has("reported", clause.text):
+    for sentence in sentences(text):
+        if markers.has("question", sentence.text):
             continue
-        for kind, pattern in words.words.items():
-            for hit in pattern.finditer(clause.text):
-                # A condition before it claims nothing ("if it was shipped, ...").
-                if markers.has("conditional", clause.text[: hit.start()]):
-                    continue
-                if not denied(markers, clause.text, hit.start(), hit.end()):
-                    yield Claim(kind, hit.group().strip(), words.language, sentence)
-                    break
+        for clause in sentence.clauses:
+            if markers.has("reported", clause):
+                continue
+            for kind, pattern in words.words.items():
+                for hit in pattern.finditer(clause):
+                    # A condition before it claims nothing ("if it was shipped, ...").
+                    if markers.has("conditional", clause[: hit.start()]):
+                        continue
+                    if not denied(markers, clause, hit.start(), hit.end()):
+                        yield Claim(kind, hit.group().strip(), words.language, sentence.text)
+                        break
 
 
 def shown(kind: str, order: Order | None, earlier: Iterable[str]) -> bool:

@@ -37,12 +37,11 @@ class Marks:
 
 
 @dataclass(frozen=True)
-class Clause:
-    """A clause and the sentence it is in (its start in the read text)."""
+class Sentence:
+    """A sentence and its clauses."""
 
     text: str
-    sentence: str
-    start: int
+    clauses: tuple[str, ...]
 
 
 def readable(text: str) -> str:
@@ -51,17 +50,10 @@ def readable(text: str) -> str:
     return _QUOTED.sub(lambda m: " " * len(m.group()), text)
 
 
-def clauses(text: str) -> Iterator[Clause]:
-    """Every clause of ``readable(text)`` with its sentence."""
-    at = 0
+def sentences(text: str) -> Iterator[Sentence]:
+    """Every sentence of ``readable(text)`` with its clauses."""
     for sentence in _split(_SENTENCE_END, text):
-        start = text.find(sentence, at)
-        at = start + len(sentence)
-        inner = 0
-        for clause in _split(_CLAUSE_END, sentence):
-            offset = sentence.find(clause, inner)
-            inner = offset + len(clause)
-            yield Clause(clause, sentence, start + offset)
+        yield Sentence(sentence, tuple(_split(_CLAUSE_END, sentence)))
 
 
 def _split(pattern: re.Pattern[str], text: str) -> list[str]:

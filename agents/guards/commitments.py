@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from baton_kafka.agents.guards.clauses import Marks, clauses, denied, marks, readable
+from baton_kafka.agents.guards.clauses import Marks, denied, marks, readable, sentences
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy import offer as offers
 from baton_kafka.schemas.records import OfferLine
@@ -80,23 +80,26 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
 
 
 def _read(text: str, pack: Marks) -> Iterator[Commitment]:
-    for clause in clauses(text):
-        sentence = clause.sentence
-        if pack.has("question", sentence) or pack.has("reported", clause.text):
-            continue
-        if not pack.has("promise", clause.text):
+    for sentence in sentences(text):
+        # Each sentence's markers are read once: a long sentence of many clauses stays linear.
+        if pack.has("question", sentence.text):
             continue
         mode: Mode = "firm"
-        if pack.has("general", sentence) or (
-            pack.has("conditional", sentence)
-            and not (pack.has("customer_condition", sentence) or pack.has("approval", sentence))
+        if pack.has("general", sentence.text) or (
+            pack.has("conditional", sentence.text)
+            and not (
+                pack.has("customer_condition", sentence.text) or pack.has("approval", sentence.text)
+            )
         ):
             mode = "hypothetical"
-        for kind, words in pack.words.items():
-            for hit in words.finditer(clause.text):
-                if not denied(pack, clause.text, hit.start(), hit.end()):
-                    yield Commitment(kind, hit.group().strip(), pack.language, mode)
-                    break
+        for clause in sentence.clauses:
+            if pack.has("reported", clause) or not pack.has("promise", clause):
+                continue
+            for kind, words in pack.words.items():
+                for hit in words.finditer(clause):
+                    if not denied(pack, clause, hit.start(), hit.end()):
+                        yield Commitment(kind, hit.group().strip(), pack.language, mode)
+                        break
 
 
 def covering(kind: str, policy: Policy) -> tuple[str, ...]:

@@ -209,3 +209,21 @@ def test_the_prompts_examples_keep_their_word(lang: str) -> None:
     for said in (draft.reply, draft.solution):
         assert commitments.problems(said, promised, policy, ctx, [lang]) == []
         assert claims.problems(said, order, (), [lang]) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["We will not refund it, " * 900, "如果我们不会退款，" * 2000, "if " * 6000 + "we will refund"],
+    ids=["clauses", "zh", "conditions"],
+)
+def test_a_reply_of_the_largest_size_is_read_in_linear_time(text: str) -> None:
+    import time
+
+    order = ORDERS["O-1001"]
+    ctx = offers.OfferContext(order, "refund", TODAY)
+    langs = ["en", "zh", "de", "ja", "es", "fr"]
+    started = time.perf_counter()
+    commitments.problems(text, commitments.Promised([]), default_policy(), ctx, langs)
+    claims.problems(text, order, (), langs)
+    # Reading each sentence's markers per clause took 95 s on the first text.
+    assert time.perf_counter() - started < 10
