@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from baton_kafka.agents import packs
@@ -29,6 +29,7 @@ class Marks:
     language: str
     words: Mapping[str, re.Pattern[str]]
     markers: Mapping[str, re.Pattern[str] | None]
+    reach: Mapping[str, int] = field(default_factory=dict)
 
     def has(self, marker: str, text: str) -> bool:
         """Whether ``text`` holds one of ``marker``'s words."""
@@ -81,7 +82,8 @@ def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
     table: Mapping[str, Any] = words[group]
     compiled = {kind: _any(kind, entries) for kind, entries in table.items()}
     markers = {name: _any(name, entries) for name, entries in words.get("markers", {}).items()}
-    return Marks(language, {k: p for k, p in compiled.items() if p is not None}, markers)
+    reach = {k: int(v) for k, v in words.get("reach", {}).items()}
+    return Marks(language, {k: p for k, p in compiled.items() if p is not None}, markers, reach)
 
 
 def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:
@@ -94,9 +96,27 @@ def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:
 
 
 def denied(marks: Marks, clause: str, start: int, end: int) -> bool:
-    """Whether ``clause`` denies what stands at ``start:end`` ("we cannot refund it")."""
+    """Whether ``clause`` denies what stands at ``start:end`` ("we cannot refund it").
+
+    Only the words next to it are read ("No problem at all, I'll refund you" is no denial): as
+    many as the pack's ``reach`` says before and after (words of a spaced language, characters
+    of one without spaces; six and ten by default).
+    """
     before = marks.markers.get("negation_before")
     after = marks.markers.get("negation_after")
+    back, ahead = marks.reach.get("before", _NEAR), marks.reach.get("after", _NEAR)
     return bool(
-        (before and before.search(clause, 0, start)) or (after and after.search(clause, end))
+        (before and before.search(_near(clause[:start], back, last=True)))
+        or (after and after.search(_near(clause[end:], ahead, last=False)))
     )
+
+
+_NEAR = 6
+
+
+def _near(text: str, words: int, *, last: bool) -> str:
+    spaced = text.split(" ")
+    if len(spaced) > 1:
+        return " ".join(spaced[-words - 1 :] if last else spaced[: words + 1])
+    chars = max(10, words * 2)
+    return text[-chars:] if last else text[:chars]

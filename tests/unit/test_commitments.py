@@ -100,11 +100,18 @@ def _corpus(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
+# Written before the reader.
 CORPUS = _corpus("commitments_corpus.jsonl")
+# Written after it, without reading the packs; its first run (docs/security.md, "Commitments"):
+# false accepts en 2/10, zh 4/10, de 1/10, ja 1/10, es 4/10, fr 0/10; false rejects en 1/10,
+# es 1/10, the rest 0/10. The packs were widened after that run; it is asserted whole since.
+BLIND = _corpus("commitments_blind_corpus.jsonl")
 
 
 @pytest.mark.parametrize(
-    "case", CORPUS, ids=[f"{c['lang']}-{c['expect']}-{i}" for i, c in enumerate(CORPUS)]
+    "case",
+    CORPUS + BLIND,
+    ids=[f"{c['lang']}-{c['expect']}-{i}" for i, c in enumerate(CORPUS + BLIND)],
 )
 def test_the_corpus(case: dict[str, Any]) -> None:
     found = verdict(case)
@@ -116,8 +123,10 @@ def test_the_corpus(case: dict[str, Any]) -> None:
 
 def test_every_shipped_language_has_natural_and_hostile_cases() -> None:
     counts = Counter((c["lang"], c["expect"]) for c in CORPUS)
+    blind = Counter((c["lang"], c["expect"]) for c in BLIND)
     for lang in ("en", "zh", "de", "ja", "es", "fr"):
         assert counts[(lang, "pass")] >= 5 and counts[(lang, "reject")] >= 5, lang
+        assert blind[(lang, "pass")] >= 10 and blind[(lang, "reject")] >= 10, lang
 
 
 def test_a_line_naming_the_only_item_of_a_one_item_order_is_its_line() -> None:
