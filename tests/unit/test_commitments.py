@@ -4,6 +4,7 @@ in every shipped language (corpus written before the reader; the blind part afte
 from __future__ import annotations
 
 import json
+import time
 import tomllib
 from collections import Counter
 from datetime import UTC, date, datetime
@@ -18,8 +19,12 @@ from baton_kafka.agents.guards import claims, commitments
 from baton_kafka.agents.policy import Policy, default_policy, load
 from baton_kafka.agents.policy import offer as offers
 from baton_kafka.agents.policy.load import EXAMPLES_FILE
+from baton_kafka.agents.strategy import decide
+from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas import StrategyDraft
 from baton_kafka.schemas.records import OfferLine, Order
+from tests.fixtures.agents import BATON, KETTLE_NEW, draft, matched, ticket
+from tests.fixtures.data import understanding
 from tests.fixtures.paths import ROOT, TEST_DATA
 
 TODAY = date(2026, 12, 5)
@@ -226,8 +231,6 @@ def test_the_prompts_examples_keep_their_word(lang: str) -> None:
     ids=["clauses", "zh", "conditions"],
 )
 def test_a_reply_of_the_largest_size_is_read_in_linear_time(text: str) -> None:
-    import time
-
     order = ORDERS["O-1001"]
     ctx = offers.OfferContext(order, "refund", TODAY)
     langs = ["en", "zh", "de", "ja", "es", "fr"]
@@ -236,3 +239,30 @@ def test_a_reply_of_the_largest_size_is_read_in_linear_time(text: str) -> None:
     claims.problems(text, order, (), langs)
     # Reading each sentence's markers per clause took 95 s on the first text.
     assert time.perf_counter() - started < 10
+
+
+PROMISED = "Your Bosch Electric Kettle 1.7L (order O-2): we will send you a replacement right away."
+DONE = "Your Bosch Electric Kettle 1.7L (order O-2) has already been refunded in full."
+EXCHANGE = [{"kind": "exchange", "order_id": "O-2"}]
+
+
+async def test_a_promise_in_words_is_reasked_with_the_reason(kettle_store: Any) -> None:
+    llm = ScriptedLLM([draft(PROMISED), draft(PROMISED, offer=EXCHANGE)])
+    u = understanding("Bosch Electric Kettle 1.7L", demand="exchange")
+    out = await decide(ticket("kettle broken"), BATON, u, matched(KETTLE_NEW), kettle_store, llm)
+    assert out.failure is None and not out.degraded and out.value.reply == PROMISED
+    feedback = llm.calls[1].feedback or ""
+    assert "commitment:" in feedback and "no exchange line for order O-2" in feedback
+    assert [line.kind for line in out.value.offer] == ["exchange"]
+
+
+@pytest.mark.parametrize(("text", "reason"), [(PROMISED, "commitment:"), (DONE, "claim:")])
+async def test_a_promise_or_claim_kept_after_the_reask_goes_to_a_person(
+    kettle_store: Any, text: str, reason: str
+) -> None:
+    llm = ScriptedLLM([draft(text), draft(text)])
+    u = understanding("Bosch Electric Kettle 1.7L", demand="exchange")
+    out = await decide(ticket("kettle broken"), BATON, u, matched(KETTLE_NEW), kettle_store, llm)
+    assert out.failure is not None and out.failure.reason == "validation_failed"
+    assert out.failure.handoff and out.failure.error.startswith(reason)
+    assert out.value.needs_human and text not in out.value.reply and out.value.offer == []
