@@ -59,7 +59,7 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
 
 
 def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
-    for sentence in sentences(text):
+    for sentence in sentences(text, markers):
         if markers.has("question", sentence.text):
             continue
         for clause in sentence.clauses:

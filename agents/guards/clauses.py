@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,10 +17,8 @@ _QUOTED = re.compile(
 )
 # A sentence ends at . ! ? followed by space (not inside "39.90"), at CJK stops and line breaks.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-# A clause ends at , ; : and CJK commas, or before "but" in the languages packs read.
-_CLAUSE_END = re.compile(
-    r"[;；,，:：]|\s+(?=(?:but|however|aber|jedoch|doch|pero|sino|mais|cependant)\s)|(?=但是?|不过)"
-)
+# A clause ends at , ; : and CJK commas, and before a pack's ``contrast`` words ("but").
+_CLAUSE_END = re.compile(r"[;；,，:：]")
 
 
 @dataclass(frozen=True)
@@ -51,10 +50,22 @@ def readable(text: str) -> str:
     return _QUOTED.sub(lambda m: " " * len(m.group()), text)
 
 
-def sentences(text: str) -> Iterator[Sentence]:
-    """Every sentence of ``readable(text)`` with its clauses."""
+def sentences(text: str, marks: Marks) -> Iterator[Sentence]:
+    """Every sentence of ``readable(text)`` with its clauses, as ``marks``' language splits
+    them."""
+    contrast = marks.markers.get("contrast")
     for sentence in _split(_SENTENCE_END, text):
-        yield Sentence(sentence, tuple(_split(_CLAUSE_END, sentence)))
+        parts = _split(_CLAUSE_END, sentence)
+        if contrast is not None:
+            parts = [c for part in parts for c in _before(contrast, part)]
+        yield Sentence(sentence, tuple(parts))
+
+
+def _before(pattern: re.Pattern[str], text: str) -> list[str]:
+    """``text`` cut before each match of ``pattern``."""
+    cuts = [m.start() for m in pattern.finditer(text) if m.start() > 0]
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if text[a:b].strip()]
 
 
 def _split(pattern: re.Pattern[str], text: str) -> list[str]:

@@ -80,7 +80,7 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
 
 
 def _read(text: str, pack: Marks) -> Iterator[Commitment]:
-    for sentence in sentences(text):
+    for sentence in sentences(text, pack):
         # Each sentence's markers are read once: a long sentence of many clauses stays linear.
         if pack.has("question", sentence.text):
             continue
