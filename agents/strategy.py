@@ -14,6 +14,8 @@ from baton_kafka.agents.guards import (
     CustomerOrders,
     audit,
     check,
+    claims,
+    commitments,
     drift_problems,
     product_names,
 )
@@ -65,6 +67,35 @@ def true_to_store(books: CustomerOrders) -> Validator[StrategyDraft]:
             raise OutputInvalid("; ".join(problems))
 
     return validate
+
+
+def keeps_its_word(
+    books: CustomerOrders, earlier: frozenset[str], languages: Sequence[str]
+) -> Validator[StrategyDraft]:
+    """Rejects a reply that commits to what is not a line of its offer, or says something was
+    done that the records do not show (read in each of ``languages``)."""
+
+    def validate(draft: StrategyDraft) -> None:
+        promised = commitments.Promised(draft.offer, earlier, draft.needs_human)
+        found: list[str] = []
+        for text in (draft.reply, draft.solution):
+            found += commitments.problems(text, promised, books.policy, books.context, languages)
+            found += claims.problems(text, books.matched, earlier, languages, books.own)
+        if found:
+            raise OutputInvalid("; ".join(dict.fromkeys(found)))
+
+    return validate
+
+
+def earlier_remedies(
+    baton: Baton, order: Order | None, already: Mapping[str, float]
+) -> frozenset[str]:
+    """The remedies the session's answered replies committed to for ``order``, money or not,
+    and those the customer's other sessions offered money by (``already``)."""
+    if order is None:
+        return frozenset()
+    lines = (line for t in baton.tickets for line in t.offer)
+    return frozenset({*(x.kind for x in lines if x.order_id == order.order_id), *already})
 
 
 def in_language(
@@ -209,6 +240,11 @@ async def decide(
             within_policy(books),
             true_to_store(books),
             in_language(understanding.language, quoted, policy.languages),
+            keeps_its_word(
+                books,
+                earlier_remedies(baton, order, already),
+                (understanding.language, *policy.languages),
+            ),
         ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,

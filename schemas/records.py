@@ -262,15 +262,24 @@ class Order(BaseModel):
         return list(dict.fromkeys([self.product_name, *(i.product_name for i in self.items)]))
 
     def line(self, name: str) -> OrderLine | None:
-        """The line whose product name or sku is ``name`` (case and spacing aside), or None."""
-        want = " ".join(name.casefold().split())
-        for item in self.items:
-            if want in {
-                " ".join(item.product_name.casefold().split()),
-                (item.sku or "").casefold(),
-            }:
+        """The line whose product name or sku is ``name`` (case, width and spacing aside), or
+        None; a one-item order's only line is its product_name at its amount."""
+        want = _folded(name)
+        for item in self.lines():
+            if want in {_folded(item.product_name), _folded(item.sku or "")}:
                 return item
         return None
+
+    def lines(self) -> tuple[OrderLine, ...]:
+        """Every line of the order: its items, or for a one-item order the order itself."""
+        if self.items:
+            return self.items
+        return (OrderLine(product_name=self.product_name, amount=self.amount),)
+
+
+def _folded(name: str) -> str:
+    """``name`` as lines are compared: NFKC, case-folded, runs of spaces as one."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
 class CallUsage(BaseModel):

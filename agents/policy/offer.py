@@ -148,6 +148,32 @@ def _line(line: OfferLine, policy: Policy, ctx: OfferContext) -> Iterator[str]:
     yield from _money(line, remedy, order, what, paid)
 
 
+# Statuses before an order reaches the customer: a condition may be about its arrival.
+_NOT_YET_ARRIVED = frozenset({"pending", "paid", "shipped"})
+
+
+def hypothetical(kind: str, policy: Policy, ctx: OfferContext) -> list[str]:
+    """Why the policy would not allow a remedy of ``kind`` for ``ctx``'s order once a condition
+    the reply names holds ("if it breaks again, we can repair it"); empty when it would.
+
+    The remedy must be the shop's and, for an order that has arrived, allow its status and be
+    within its window; the customer's demand and money are not asked (nothing is promised yet).
+    """
+    remedy = policy.remedy(kind)
+    if remedy is None:
+        return [f"{kind} is not a remedy of this shop (allowed: {', '.join(policy.remedies)})"]
+    order = ctx.order
+    if order is None or str(order.status) in _NOT_YET_ARRIVED:
+        return []
+    if not remedy.allows_status(str(order.status)):
+        return [
+            f"{kind} is not allowed for an order that is {order.status} (only "
+            f"{', '.join(remedy.statuses)})"
+        ]
+    late = _past_window(remedy, order, ctx.today)
+    return [late.format(what=kind)] if late else []
+
+
 def _past_window(remedy: Remedy, order: Order, today: date) -> str | None:
     if remedy.window_days is None or order.status != "delivered":
         return None

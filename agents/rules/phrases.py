@@ -345,11 +345,11 @@ ACTIONS: dict[str, tuple[str, str]] = {
     ),
     "time_refund": (
         "Refunds are issued {turn}.",
-        "退款会在{turn}到账。",
+        "退款一般会在{turn}到账。",
     ),
     "time_exchange": (
         "A replacement ships {turn}.",
-        "新品会在{turn}寄出。",
+        "新品一般会在{turn}寄出。",
     ),
     "in_transit": (
         "Order {oid} is on its way{carrier} and should arrive within a few days.",

@@ -174,7 +174,7 @@ async def test_strategy_business_rule_breaks_hand_off_after_one_reask(
 
 async def test_drift_fixed_by_the_reask_is_answered(kettle_store: SQLiteOrderStore) -> None:
     u = understanding("Midea Electric Kettle 1.7L")
-    good = draft("Your Midea Electric Kettle 1.7L (order O-1) will be repaired.")
+    good = draft("Your Midea Electric Kettle 1.7L (order O-1) is being looked into.")
     llm = ScriptedLLM([draft("We will help you."), good])
     out = await decide(ticket("kettle leaks"), BATON, u, matched(KETTLE_OLD), kettle_store, llm)
     assert out.failure is None and not out.degraded and out.value.reply == good["reply"]

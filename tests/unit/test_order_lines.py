@@ -108,7 +108,10 @@ def test_a_one_item_order_is_as_simple_as_before() -> None:
     single = ORDERS["2024-118907"]
     assert single.items == () and single.products() == ["Logitech MX Keys S"]
     assert "items" not in single.model_dump(exclude_defaults=True)
-    assert single.line("Logitech MX Keys S") is None
+    # Its only line is the order itself: an offer line naming it is for that line.
+    own = single.line("logitech  mx keys s")
+    assert own is not None and own.total == single.amount
+    assert single.line("Logitech MX Master") is None
 
 
 @pytest.fixture
@@ -219,13 +222,15 @@ def test_an_offer_for_one_line_is_capped_by_that_line() -> None:
     ctx = OfferContext(MULTI, "complaint", date(2026, 11, 30))
     [share] = offers.problems([compensation], default_policy(), ctx)
     assert "above the policy's limit of 4.00" in share
-    # An order without lines has none to name.
+    # A one-item order's only line is the order itself: an offer line may name it.
     single = ORDERS["2024-118907"]
-    [none] = _check(
-        _refund(1.0, "Logitech MX Keys S").model_copy(update={"order_id": "2024-118907"}),
+    own = _refund(1.0, "logitech mx keys s").model_copy(update={"order_id": "2024-118907"})
+    assert _check(own, order=single) == []
+    [other] = _check(
+        _refund(1.0, "Logitech MX Master").model_copy(update={"order_id": "2024-118907"}),
         order=single,
     )
-    assert "not a line of order 2024-118907" in none
+    assert "not a line of order 2024-118907 (its lines: Logitech MX Keys S)" in other
 
 
 _OLD_ROW = (

@@ -206,7 +206,7 @@ async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) 
 
     draft = {
         "solution": "Repair",
-        "reply": "Order O-1, Midea Electric Kettle 1.7L: we will repair it.",
+        "reply": "Order O-1, Midea Electric Kettle 1.7L: a colleague will look into it.",
         "internal_note": "n",
         "confidence": 0.8,
         "needs_human": False,

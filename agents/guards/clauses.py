@@ -1,0 +1,133 @@
+"""Customer-facing text as sentences and clauses, read with a language pack's markers."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from baton_kafka.agents import packs
+from baton_kafka.agents.guards.reading import normalise
+
+# The customer's words quoted back ("you wrote “refund me twice”") promise nothing: blanked.
+_QUOTED = re.compile(
+    r"“[^”]{0,400}”|„[^“”]{0,400}[“”]|«[^»]{0,400}»|「[^」]{0,400}」|『[^』]{0,400}』"
+)
+# A sentence ends at . ! ? followed by space (not inside "39.90"), at CJK stops and line breaks.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+# A clause ends at , ; : and CJK commas, and before a pack's ``contrast`` words ("but").
+_CLAUSE_END = re.compile(r"[;；,，:：]")
+
+
+@dataclass(frozen=True)
+class Marks:
+    """One language's markers of a concern, compiled: each is one alternation or None."""
+
+    language: str
+    words: Mapping[str, re.Pattern[str]]
+    markers: Mapping[str, re.Pattern[str] | None]
+    reach: Mapping[str, int] = field(default_factory=dict)
+
+    def has(self, marker: str, text: str) -> bool:
+        """Whether ``text`` holds one of ``marker``'s words."""
+        pattern = self.markers.get(marker)
+        return bool(pattern and pattern.search(text))
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence and its clauses."""
+
+    text: str
+    clauses: tuple[str, ...]
+
+
+def readable(text: str) -> str:
+    """``text`` as the packs read it: normalised, the customer's quoted words blanked."""
+    text = normalise(text)
+    return _QUOTED.sub(lambda m: " " * len(m.group()), text)
+
+
+def sentences(text: str, marks: Marks) -> Iterator[Sentence]:
+    """Every sentence of ``readable(text)`` with its clauses, as ``marks``' language splits
+    them."""
+    contrast = marks.markers.get("contrast")
+    for sentence in _split(_SENTENCE_END, text):
+        parts = _split(_CLAUSE_END, sentence)
+        if contrast is not None:
+            parts = [c for part in parts for c in _before(contrast, part)]
+        yield Sentence(sentence, tuple(parts))
+
+
+def _before(pattern: re.Pattern[str], text: str) -> list[str]:
+    """``text`` cut before each match of ``pattern``."""
+    cuts = [m.start() for m in pattern.finditer(text) if m.start() > 0]
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if text[a:b].strip()]
+
+
+def _split(pattern: re.Pattern[str], text: str) -> list[str]:
+    return [part for part in pattern.split(text) if part and part.strip()]
+
+
+def marks(concern: str, language: str, group: str) -> Marks | None:
+    """``concern``'s pack in ``language``: the table ``group`` of words and its markers."""
+    words = packs.pack(concern, language)
+    key = (concern, language, group)
+    known = _compiled.get(key)
+    # A shop's pack added later (packs.extend) is a new mapping: compiled again.
+    if known is None or known[0] is not words:
+        known = (words, _marks(language, words, group))
+        _compiled[key] = known
+    return known[1]
+
+
+_compiled: dict[tuple[str, str, str], tuple[Mapping[str, Any], Marks | None]] = {}
+
+
+def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
+    if not words or group not in words:
+        return None
+    table: Mapping[str, Any] = words[group]
+    compiled = {kind: _any(kind, entries) for kind, entries in table.items()}
+    markers = {name: _any(name, entries) for name, entries in words.get("markers", {}).items()}
+    reach = {k: int(v) for k, v in words.get("reach", {}).items()}
+    return Marks(language, {k: p for k, p in compiled.items() if p is not None}, markers, reach)
+
+
+def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:
+    if not entries:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{e})" for e in entries), re.I)
+    except re.error as exc:
+        raise packs.PackError(f"{name}: {exc}") from None
+
+
+def denied(marks: Marks, clause: str, start: int, end: int) -> bool:
+    """Whether ``clause`` denies what stands at ``start:end`` ("we cannot refund it").
+
+    Only the words next to it are read ("No problem at all, I'll refund you" is no denial): as
+    many as the pack's ``reach`` says before and after (words of a spaced language, characters
+    of one without spaces; six and ten by default).
+    """
+    before = marks.markers.get("negation_before")
+    after = marks.markers.get("negation_after")
+    back, ahead = marks.reach.get("before", _NEAR), marks.reach.get("after", _NEAR)
+    return bool(
+        (before and before.search(_near(clause[:start], back, last=True)))
+        or (after and after.search(_near(clause[end:], ahead, last=False)))
+    )
+
+
+_NEAR = 6
+
+
+def _near(text: str, words: int, *, last: bool) -> str:
+    spaced = text.split(" ")
+    if len(spaced) > 1:
+        return " ".join(spaced[-words - 1 :] if last else spaced[: words + 1])
+    chars = max(10, words * 2)
+    return text[-chars:] if last else text[:chars]
