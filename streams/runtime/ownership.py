@@ -10,6 +10,9 @@ from __future__ import annotations
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Ticket
 
+# A guest id is the only secret of a guest's session: shorter ones are guessed, so refused.
+GUEST_ID_MIN_CHARS = 16
+
 # What a refused sender is told: nothing about whose the session is or what it holds.
 REFUSAL = (
     "this ticket may not use session {session}. "
@@ -31,6 +34,18 @@ def conflict(held: Baton | None, ticket: Ticket) -> str | None:
     elif held.guest == ticket.guest():
         return None
     return REFUSAL.format(session=ticket.session_id)
+
+
+def short_guest_id(ticket: Ticket) -> str | None:
+    """Why the ticket's guest id is refused (shorter than ``GUEST_ID_MIN_CHARS``), or None."""
+    if ticket.customer_id is not None or ticket.guest_id is None:
+        return None
+    if len(ticket.guest_id) >= GUEST_ID_MIN_CHARS:
+        return None
+    return (
+        f"guest_id: must be {GUEST_ID_MIN_CHARS} characters or more (a random value the "
+        f"producer issues to the visitor), got {len(ticket.guest_id)}"
+    )
 
 
 def sender(ticket: Ticket) -> str:
