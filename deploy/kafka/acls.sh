@@ -16,6 +16,7 @@ grep -v '^[[:space:]]*\(#\|$\)' "$ACLS" | while read -r principal resource patte
     *) echo "acls: unknown resource $resource" >&2; exit 2 ;;
   esac
   /opt/kafka/bin/kafka-acls.sh --bootstrap-server "$BOOTSTRAP" --command-config "$CONFIG" \
-    --add --allow-principal "User:$principal" --resource-pattern-type "$pattern" "$@" >/dev/null
+    --add --allow-principal "User:$principal" \
+    --resource-pattern-type "$(echo "$pattern" | tr '[:lower:]' '[:upper:]')" "$@" >/dev/null
   echo "acls: $principal $resource $pattern $name: $operations"
 done

@@ -731,3 +731,13 @@ def test_each_principal_gets_only_its_row(services: dict[str, Any]) -> None:
         assert acls["depends_on"][broker]["condition"] == "service_healthy"
     done = subprocess.run(["sh", "-n", str(ROOT / "deploy/kafka/acls.sh")], capture_output=True)
     assert done.returncode == 0, done.stderr
+    # Every line in the words kafka-acls.sh takes.
+    valid = {
+        "Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction",
+        "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "All",
+    }  # fmt: skip
+    for principal, resource, pattern, name, operations in acl_lines():
+        assert resource in ("topic", "group", "cluster"), (principal, name)
+        assert pattern in ("literal", "prefixed"), (principal, name)
+        assert operations and operations <= valid, (principal, name, operations - valid)
+        assert resource != "cluster" or name == "kafka-cluster", (principal, name)
