@@ -7,7 +7,9 @@
 **Out.** Every ``HandoffPacket`` on ``support.handoffs`` is POSTed as JSON to ``--desk-url``
 with the header ``Idempotency-Key: <packet_id>``. The group's offset is committed only after
 the desk answered 2xx, so a crash or a desk that is down sends the packet again later (at least
-once; the desk keeps the first of a key).
+once; the desk keeps the first of a key). The packet's ``internal_note`` is written by the
+model from the customer's text: it arrives labelled as such, its links inert and instructions
+aimed at staff flagged (``note``), and a packet of an older worker is labelled when read here.
 
 **In.** The desk calls ``POST /webhook`` when a person acts on a case. The body is one JSON
 object: ``event_id`` (the desk's id of the event), ``session_id``, ``action`` (approve, deny,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baton_kafka.schemas.records import (
     SCHEMA_VERSION,
@@ -45,6 +46,77 @@ HandoffReason = Literal[
     "other",
 ]
 Urgency = Literal["normal", "high"]
+# Who wrote a note for staff: the model (from the customer's text, unverified) or baton itself.
+NoteAuthor = Literal["model", "baton"]
+# What a person reads first in a note for staff, by who wrote it.
+NOTE_LABELS: dict[str, str] = {
+    "model": "[written by the model from the customer's text: unverified, not an instruction]",
+    "baton": "[written by baton]",
+}
+_DOT = r"[.\u3002\uff0e\uff61]"
+# A link as a reader's program would make one: a scheme, "www.", or a dotted host with a
+# top-level name of letters (an e-mail's domain too). The ideographic dots a browser reads as
+# dots count between ASCII labels only: elsewhere they end a sentence of CJK text.
+_LINK = re.compile(
+    r"(?P<scheme>\b[a-z][a-z0-9+.-]{1,15}://)?"
+    r"(?P<host>(?<![\w-])(?:(?:[\w-]+\.)+[^\W\d_]{2,24}(?![\w-])"
+    r"|(?:[a-z0-9-]+[\u3002\uff0e\uff61])+[a-z]{2,24}(?![a-z0-9-])))"
+    r"|(?P<bare>\b[a-z][a-z0-9+.-]{1,15}://[^\s\"'<>]+)",
+    re.I,
+)
+
+
+def defang(text: str) -> tuple[str, list[str]]:
+    """``text`` with every link made inert (``hxxps[://]evil[.]example/x``: no reader or mail
+    program links it) and the inert links, in order."""
+    links: list[str] = []
+
+    def inert(m: re.Match[str]) -> str:
+        scheme = m.group("scheme") or ""
+        if m.group("bare"):
+            scheme, rest = m.group("bare").split("://", 1)
+            shown = f"{_scheme(scheme)}[://]{re.sub(_DOT, '[.]', rest)}"
+        else:
+            head = f"{_scheme(scheme[:-3])}[://]" if scheme else ""
+            shown = head + re.sub(_DOT, "[.]", m.group("host"))
+        links.append(shown)
+        return shown
+
+    return _LINK.sub(inert, text), links
+
+
+def _scheme(scheme: str) -> str:
+    return re.sub(r"^(h)tt(ps?)$", r"\1xx\2", scheme, flags=re.I) if scheme else scheme
+
+
+class StaffNote(BaseModel):
+    """A note for the people who take a ticket over, as they are shown it."""
+
+    written_by: NoteAuthor = Field(
+        description="model: the model wrote it from the customer's text (unverified, never an "
+        "instruction to staff); baton: baton's own fixed text."
+    )
+    text: str = Field(description="The note with its links made inert (hxxps[://]x[.]com).")
+    links: list[str] = Field(default_factory=list, description="The note's links, inert.")
+    flagged: list[str] = Field(
+        default_factory=list,
+        description="Kinds of instruction aimed at staff found in it (override, ignore_policy, "
+        "approve, confirm_link): treat the note as an attempt to steer staff.",
+    )
+
+    def labelled(self) -> str:
+        """The note as one text: its label, a warning if flagged, the inert text."""
+        flags = f" [flagged: asks staff to {', '.join(self.flagged)}]" if self.flagged else ""
+        return f"{NOTE_LABELS[self.written_by]}{flags} {self.text}".rstrip()
+
+
+def unflagged(text: str, written_by: NoteAuthor = "model") -> StaffNote:
+    """``text`` as a note whose instructions were not looked for (a packet written before
+    notes were labelled): labelled and its links inert all the same."""
+    inert, links = defang(text)
+    return StaffNote(written_by=written_by, text=inert, links=links)
+
+
 PACKET_TEXT_CHARS = 2_000
 PACKET_TURNS_KEEP = 20
 
@@ -145,7 +217,15 @@ class HandoffPacket(BaseModel):
         "approval's timeout, the offer that waited, now withdrawn; null otherwise.",
     )
     reply: str = Field(description="What the customer was told (the holding reply).")
-    internal_note: str = Field(description="The reply's note for the support team.")
+    internal_note: str = Field(
+        description="The reply's note for the support team as staff are shown it: labelled with "
+        "who wrote it, links inert, instructions aimed at staff flagged (``note``)."
+    )
+    note: StaffNote | None = Field(
+        default=None,
+        description="The note's parts: who wrote it, its inert text and links, what it was "
+        "flagged for. A packet written without it gets one when read, from ``internal_note``.",
+    )
     conversation: list[Turn] = Field(
         default_factory=list,
         description="The session's earlier tickets, oldest first (the most recent 20).",
@@ -160,3 +240,16 @@ class HandoffPacket(BaseModel):
     policy_version: str | None = Field(
         default=None, description="Hash of the policy file in force."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _labelled(cls, data: Any) -> Any:
+        """A packet without ``note`` (written by an older version): its internal note taken
+        as the model's, labelled and with its links made inert, wherever it is read."""
+        if not isinstance(data, dict) or data.get("note") is not None:
+            return data
+        raw = data.get("internal_note")
+        if not isinstance(raw, str):
+            return data
+        note = unflagged(raw)
+        return {**data, "note": note, "internal_note": note.labelled()}

@@ -94,7 +94,16 @@ class Settings(OrderSettings, ModelSettings):
     )
     web_token: str | None = setting(
         "BATON_WEB_TOKEN",
-        "bearer token for the HTTP port (requests without it get 401)",
+        "bearer token that reads the HTTP port: metrics, health, the dashboard's figures "
+        "(requests without a token get 401); it never decides",
+        None,
+        parse=optional_text,
+        secret=True,
+    )
+    desk_token: str | None = setting(
+        "BATON_DESK_TOKEN",
+        "bearer token of the dashboard's desk: the hand-off queue, the ids, people's decisions "
+        "(reads what BATON_WEB_TOKEN reads too); unset, the desk is off",
         None,
         parse=optional_text,
         secret=True,

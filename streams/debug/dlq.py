@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -211,6 +212,47 @@ def erasures(changelog: Iterable[Message]) -> dict[str, datetime]:
     return found
 
 
+# A ``customer_id`` member in a payload that is not valid JSON (cut short, a stray byte).
+_CUSTOMER_FIELD = re.compile(r'"customer_id"\s*:\s*(?:"((?:[^"\\]|\\.){1,400})"|(-?\d{1,200}))')
+
+
+def _customer_of(value: object) -> str | None:
+    """The customer id a decoded ``customer_id`` member names (a number as its digits)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return str(value)
+
+
+def customers(dl: DeadLetter) -> set[str]:
+    """Every customer the dead letter may carry a record of: its ticket's, and whatever its
+    payload names, whether the payload parses (a ticket, a stage record) or not."""
+    found = {dl.ticket.customer_id} if dl.ticket and dl.ticket.customer_id else set()
+    try:
+        doc = loads(dl.payload)
+    except ValueError:
+        doc = None
+    for part in (doc, doc.get("ticket") if isinstance(doc, dict) else None):
+        if isinstance(part, dict) and (customer := _customer_of(part.get("customer_id"))):
+            found.add(customer)
+    for quoted, number in _CUSTOMER_FIELD.findall(dl.payload):
+        if number:
+            found.add(number)
+            continue
+        try:
+            found.add(str(loads(f'"{quoted}"'.encode())))
+        except ValueError:
+            found.add(quoted)
+    return found
+
+
+def erased_after(dl: DeadLetter, erased: Mapping[str, datetime]) -> bool:
+    """Whether a customer the dead letter carries was erased after it was written."""
+    return any(
+        (at := erased.get(customer)) is not None and dl.failed_at <= at
+        for customer in customers(dl)
+    )
+
+
 def plan(
     chosen: Sequence[Letter],
     tickets: Sequence[Message],
@@ -220,16 +262,15 @@ def plan(
     """What to re-drive (letter, key, value, attempts) and what to skip, with why.
 
     A dead letter of a customer erased after it (``erased``: customer -> when) is never
-    re-driven: that would bring back what ``baton forget`` erased.
+    re-driven, whether its ticket was valid or only its payload names the customer: that would
+    bring back what ``baton forget`` erased.
     """
     done = set() if again else already_requeued(tickets)
     todo: list[Planned] = []
     skipped: list[tuple[Letter, str]] = []
     seen: set[str | bytes] = set()
     for x in chosen:
-        customer = x.dl.ticket.customer_id if x.dl.ticket else None
-        at = (erased or {}).get(customer) if customer else None
-        if at is not None and x.dl.failed_at <= at:
+        if erased_after(x.dl, erased or {}):
             skipped.append((x, "its customer was erased after it (baton forget)"))
             continue
         record = redrive(x.dl)

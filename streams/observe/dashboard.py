@@ -185,8 +185,8 @@ IDS = ("ticket_id", "session_id", "order_id", "trace")
 def summary(samples: Samples, recent: Recent, ids: bool = True) -> dict[str, Any]:
     """The dashboard's JSON: totals read from the metrics registry, plus the recent window.
 
-    Without ``ids`` (no web token: anyone on the machine reads it) the ticket rows name no
-    ticket, session or order.
+    Without ``ids`` (not the desk's token: metrics readers, or anyone on the machine) the
+    ticket rows name no ticket, session or order.
     """
     tickets = [t if ids else {k: v for k, v in t.items() if k not in IDS} for t in recent.tickets]
     stages = list(recent.order) + sorted(set(recent.stages) - set(recent.order))

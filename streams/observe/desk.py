@@ -39,7 +39,7 @@ FIELDS = {
     "answer": {"session_id", "ticket_id", "text", "by"},
 }
 _NONCE = re.compile(r"[A-Za-z0-9_-]{32}")
-NO_TOKEN = "the hand-off queue needs BATON_WEB_TOKEN (it names sessions and sends decisions)"
+NO_TOKEN = "the hand-off queue needs BATON_DESK_TOKEN (it names sessions and sends decisions)"
 
 
 class Refusal(Exception):
@@ -135,7 +135,7 @@ class Desk:
     def __post_init__(self) -> None:
         # From the token: every worker of the deployment, restarted or not, hands out the
         # same CSRF token for a cookie, and only the token's holders can compute it.
-        token = (self.settings.web_token or "").encode("utf-8", "surrogateescape")
+        token = (self.settings.desk_token or "").encode("utf-8", "surrogateescape")
         self.secret = self.secret or hmac.new(token, b"baton desk csrf", hashlib.sha256).digest()
 
     def csrf(self, nonce: str) -> str:
@@ -144,7 +144,7 @@ class Desk:
 
     async def queue_view(self, request: Any) -> aioweb.Response:
         """GET: the open hand-offs, oldest first, and the CSRF token for the actions."""
-        if not self.settings.web_token:
+        if not self.settings.desk_token:
             return answer({"error": NO_TOKEN}, 403)
         nonce = request.cookies.get(COOKIE, "")
         fresh = not _NONCE.fullmatch(nonce)
@@ -168,7 +168,7 @@ class Desk:
         return await self._act(request, "answer")
 
     def _checked(self, request: Any) -> None:
-        if not self.settings.web_token:
+        if not self.settings.desk_token:
             raise Refusal(403, NO_TOKEN)
         same_origin(request.headers)
         nonce = request.cookies.get(COOKIE, "")

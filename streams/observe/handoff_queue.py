@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from aiokafka import TopicPartition
 from pydantic import ValidationError
 
+from baton_kafka.agents import staff_notes
 from baton_kafka.schemas.decision import ON_OFFER, Decision
 from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.handoff import HandoffPacket
@@ -143,6 +144,11 @@ def item(packet: HandoffPacket, sent: Sent | None, refused: Refusal | None) -> d
     the decision sent on it from this dashboard and the last one the worker refused, if any."""
     if refused is not None and refused.at < packet.handed_off_at:
         refused = None  # about an earlier hand-off of the ticket
+    note = packet.note
+    if note is not None and not note.flagged and (found := staff_notes.flags(note.text)):
+        # A packet from before notes were flagged: flagged here, before a person reads it.
+        note = note.model_copy(update={"flagged": found})
+        packet = packet.model_copy(update={"note": note, "internal_note": note.labelled()})
     return {
         **packet.model_dump(mode="json"),
         "amount_editable": money_lines(packet) == 1,

@@ -236,6 +236,7 @@ def logging_config(settings: Settings) -> dict[str, Any]:
     secrets = [
         settings.anthropic_api_key or "",
         settings.web_token or "",
+        settings.desk_token or "",
         settings.kafka.password,
         settings.kafka.key_password,
         settings.kafka.oauth_token,

@@ -16,13 +16,31 @@ from prometheus_client.exposition import choose_encoder
 
 from baton_kafka.streams.observe import desk
 from baton_kafka.streams.observe.dashboard import Recent, summary
-from baton_kafka.streams.observe.guard import AUTHORIZED, guard
+from baton_kafka.streams.observe.guard import (
+    AUTHORIZED,
+    DESK,
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    SCOPE,
+    guard,
+    login,
+    logout,
+    tokens,
+)
 from baton_kafka.streams.observe.handoff_queue import HandoffQueue
 from baton_kafka.streams.observe.metrics import PrometheusObserver
 from baton_kafka.streams.settings import Settings
 
 ASSETS = Path(__file__).with_name("static")
-PATHS = ("/metrics", "/health", "/dashboard", "/dashboard/data.json", *desk.PATHS)
+PATHS = (
+    "/metrics",
+    "/health",
+    "/dashboard",
+    "/dashboard/data.json",
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    *desk.PATHS,
+)
 # Faust's built-in views: tables read key by key (a whole baton, ticket text included), the
 # cluster's routing, sensor statistics, the service graph. baton serves none of them.
 FAUST_VIEWS_OFF = {
@@ -89,7 +107,8 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
     The app must be built with ``FAUST_VIEWS_OFF``; any view of Faust's still routed answers
     404 all the same.
     """
-    guard(app.web.web_app, settings, PATHS)
+    guard(app.web.web_app, settings, PATHS, desk.PATHS)
+    scoped = tokens(settings)
     page = dashboard_page()
     page_headers = {"Cache-Control": "no-store", "Content-Security-Policy": page_policy(page)}
 
@@ -120,17 +139,29 @@ def register(app: Any, settings: Settings, metrics: PrometheusObserver, recent: 
             ready, reason = readiness(app)
         except Exception as exc:
             ready, reason = False, f"starting ({type(exc).__name__})"
-        data = summary(metrics.values(), recent, ids=bool(settings.web_token))
+        # Ids name sessions (a guest's session id is all it takes to use it): the desk's only.
+        data = summary(metrics.values(), recent, ids=request.get(SCOPE) == DESK)
         data["health"] = {"ready": ready, "reason": reason}
         data["worker"] = {"app_id": settings.app_id, "llm": settings.llm}
         data["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         return _json(data)
+
+    async def login_view(view: Any, request: Any) -> Any:
+        if not scoped:
+            return _json({"error": "no token is configured: nothing to sign in to"}, status=404)
+        return await login(request, scoped)
+
+    async def logout_view(view: Any, request: Any) -> Any:
+        return await logout(request)
 
     app.page("/metrics")(metrics_view)
     app.page("/health")(health_view)
     app.page("/dashboard")(dashboard_view)
     app.page("/dashboard/data.json")(dashboard_data_view)
     from faust.web import View
+
+    for path, view in ((LOGIN_PATH, login_view), (LOGOUT_PATH, logout_view)):
+        app.page(path)(type(path, (View,), {"post": view}))
 
     the_desk = desk.Desk(settings, HandoffQueue(settings))
     for method, path, handler in desk.routes(the_desk):

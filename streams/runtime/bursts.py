@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from baton_kafka.schemas.codec import InvalidRecord
 from baton_kafka.schemas.records import MAX_TEXT_CHARS, Reply, utcnow
 from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.runtime import ownership
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
 
@@ -131,9 +132,11 @@ class Bursts:
         before; the window of the last is waited out for one more, and at least ``GRACE_S``
         after it was queued here.
 
-        ``joins`` says whether a queued record may be answered in another ticket's turn (a
-        valid ticket of the session's owner, not a copy); the turn ends before the first that
-        may not, so no ticket is answered ahead of an earlier one.
+        Only tickets of ``record``'s own sender (its customer, its guest) join, baton or not:
+        another sender's ticket is passed over, to be refused in its own turn. ``joins`` says
+        whether a queued record may be answered in another ticket's turn (a valid ticket of
+        the session's owner, not a copy); the turn ends before the first that may not, so no
+        ticket is answered ahead of an earlier one.
         """
         try:
             return await self._gather(record, source, joins, arrived)
@@ -181,6 +184,10 @@ class Bursts:
                 candidate = delivery.record()
             except InvalidRecord:
                 break
+            if not ownership.shares(record.ticket, candidate.ticket):
+                # Another sender's ticket: never part of this turn, whether or not the session
+                # has a baton yet; its own turn refuses it once the turn's owner holds it.
+                continue
             gap = (candidate.received_at - last.received_at).total_seconds()
             chars += len(SEPARATOR) + len(candidate.ticket.text)
             ticket_id = candidate.ticket.ticket_id

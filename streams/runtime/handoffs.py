@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, get_args
 
+from baton_kafka.agents import staff_notes
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy
@@ -17,9 +18,11 @@ from baton_kafka.schemas.handoff import (
     PACKET_TURNS_KEEP,
     HandoffPacket,
     HandoffReason,
+    NoteAuthor,
     Promise,
     Promised,
     Turn,
+    defang,
 )
 from baton_kafka.schemas.records import DeadLetter, Order, Reply, utcnow
 from baton_kafka.schemas.stages import StageRecord
@@ -93,8 +96,10 @@ def _text(reason: HandoffReason, reply: Reply, error: str, policy: Policy | None
             f"threshold{above}: approve or deny it."
         )
     if reason == "agent_decision":
-        return f"The strategy agent asked for a person: {reply.internal_note[:ERROR_CHARS]}"
-    return f"No valid answer ({reason}): {error[:ERROR_CHARS]}"
+        # Its words are the model's: they are in the note, labelled, never in baton's own text.
+        return "The strategy agent asked for a person: see its note (written by the model)."
+    # An error may quote the model's output: its links are made inert here too.
+    return f"No valid answer ({reason}): {defang(error[:ERROR_CHARS])[0]}"
 
 
 def _conversation(baton: Baton, ticket_id: str) -> tuple[list[Turn], int]:
@@ -135,9 +140,11 @@ def build(
     dead_letters: Sequence[str] = (),
     history: Sequence[OrderMemory] = (),
     policy: Policy | None = None,
+    note_by: NoteAuthor = "model",
 ) -> HandoffPacket:
     """The packet of ``reply``'s ticket: ``reasons`` as the stages gave them, most important
-    first once sorted; ``order`` is the store's copy (or None)."""
+    first once sorted; ``order`` is the store's copy (or None); ``note_by`` wrote the reply's
+    internal note."""
     ticket = record.ticket
     codes = list(dict.fromkeys(_code(r) for r in reasons)) or ["other"]
     codes.sort(key=lambda c: PRIORITY.index(c) if c in PRIORITY else len(PRIORITY))
@@ -146,6 +153,7 @@ def build(
     turns, omitted = _conversation(baton, ticket.ticket_id)
     u = record.understanding
     proposed = reply.offer if reply.offer and reply.offer.state == "needs_approval" else None
+    note = staff_notes.note(reply.internal_note, note_by)
     return HandoffPacket(
         packet_id=packet_id(ticket.ticket_id),
         ticket_id=ticket.ticket_id,
@@ -168,7 +176,8 @@ def build(
         promised=_promised(baton, order, history),
         proposed_offer=proposed,
         reply=reply.reply,
-        internal_note=reply.internal_note,
+        internal_note=note.labelled(),
+        note=note,
         conversation=turns,
         conversation_omitted=omitted,
         dead_letters=list(dead_letters),
@@ -234,6 +243,7 @@ class Desk:
             deadline_s=self.deadline_s,
             dead_letters=[*record.degraded, dl.id],
             policy=self.policy,
+            note_by="baton",
         )
 
     def for_escalation(self, baton: Baton, reply: Reply, timeout_s: float) -> HandoffPacket:
@@ -247,6 +257,7 @@ class Desk:
         turns, omitted = _conversation(baton, pending.item)
         now = utcnow()
         offer = _offer_text(reply.model_copy(update={"offer": pending.offer}))
+        note = staff_notes.note(reply.internal_note, "baton")
         return HandoffPacket(
             packet_id=escalation_id(pending.item),
             ticket_id=pending.item,
@@ -272,7 +283,8 @@ class Desk:
             promised=_promised(baton, None, history),
             proposed_offer=pending.offer,
             reply=reply.reply,
-            internal_note=reply.internal_note,
+            internal_note=note.labelled(),
+            note=note,
             conversation=turns,
             conversation_omitted=omitted,
             baton_version=baton.version,

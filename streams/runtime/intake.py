@@ -7,6 +7,7 @@ from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import Ticket
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.observe import tracing
+from baton_kafka.streams.runtime import ownership
 from baton_kafka.streams.runtime.admission import Admission
 from baton_kafka.streams.runtime.dead_letters import Source, read_as
 from baton_kafka.streams.runtime.letters import Letters
@@ -32,6 +33,8 @@ class Intake(Letters):
         self.observer.record_in("intake")
         try:
             ticket = parse(Ticket, self._unframed(value))
+            if (short := ownership.short_guest_id(ticket)) is not None:
+                raise InvalidRecord(short)
         except InvalidRecord as exc:
             self.observer.stage_done("intake", "invalid", 0.0)
             await self._reject("intake", value, exc, source)

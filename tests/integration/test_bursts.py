@@ -3,6 +3,8 @@ naming all three, with a coalesced record for each later one; another session is
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from baton_kafka.agents.testing.standin import StandIn
@@ -61,6 +63,45 @@ async def test_a_burst_of_three_within_the_window_is_answered_once_and_another_s
         replies=len(replies),
         model_calls=sum(calls.values()),
     )
+
+
+@pytest.mark.timeout(180)
+async def test_another_senders_ticket_in_a_new_sessions_window_is_refused_once_and_learns_nothing(
+    deployment: Deployment,
+) -> None:
+    p = deployment.namespace
+    owner, other = f"{p}c-owner", f"{p}c-other"
+    deployment.import_orders(orders_of(owner))
+    deployment.start_worker(BATON_COALESCE_WINDOW=str(WINDOW_S))
+    session = f"{p}s-new"
+    mine = [
+        ticket_record(f"{p}a1", session, owner, "hi"),
+        ticket_record(f"{p}a2", session, owner, "my kettle leaks"),
+    ]
+    # Another sender who learned the session id writes into its first window, back-dated by an
+    # hour so that a first-reply clock started for it would ring at once.
+    intruder = {
+        **ticket_record(f"{p}x1", session, other, "also change my address, refund to IBAN DE89"),
+        "created_at": (datetime.now(UTC) - timedelta(hours=1)).isoformat(),
+    }
+    # One producer batch: the three reach baton milliseconds apart, the session has no baton.
+    await deployment.publish_tickets([mine[0], intruder, mine[1]])
+    replies = await delivery.replies(deployment, at_least=2, holding=True)
+
+    assert [(r.ticket_id, r.status, r.ticket_ids) for r in replies] == [
+        (f"{p}a1", "answered", [f"{p}a1", f"{p}a2"]),
+        (f"{p}a2", "coalesced", [f"{p}a2"]),
+    ], replies
+    assert "IBAN" not in replies[0].reply and all(r.customer_id == owner for r in replies)
+    [(letter, _)] = await deployment.dead_letters(1)
+    assert (letter.reason, letter.ticket_id, letter.session_id) == (
+        "session_conflict",
+        f"{p}x1",
+        None,
+    )
+    # Filed under its sender, naming nobody else.
+    [letter_read] = await delivery.drain(deployment, "support.dead-letters", at_least=1)
+    assert letter_read.key == other.encode() and owner.encode() not in letter_read.value
 
 
 KILL_WINDOW_S = 6.0

@@ -42,7 +42,12 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
 ) -> None:
     d = deployment
     # Signing on: the worker takes only decisions signed with its keys, as the page's are.
-    d.env_extra.update(BATON_POLICY=str(ALPINE), BATON_SIGNING_KEYS=KEYS, BATON_WEB_TOKEN=TOKEN)
+    d.env_extra.update(
+        BATON_POLICY=str(ALPINE),
+        BATON_SIGNING_KEYS=KEYS,
+        BATON_WEB_TOKEN="metrics-token-for-tests-0123456",
+        BATON_DESK_TOKEN=TOKEN,
+    )
     d.import_orders([jacket("c-ana")])
     worker = d.start_worker()
     await health_until_ready(worker, TOKEN)
@@ -55,9 +60,15 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     assert held.offer.state == "needs_approval" and held.offer.total == 150
 
     row = f"document.querySelector('#queue tr[data-handoff=\"{ticket}\"]')"
-    url = f"http://127.0.0.1:{worker.web_port}/dashboard?token={TOKEN}"
+    url = f"http://127.0.0.1:{worker.web_port}/dashboard"
     async with chromium_tab(url, tmp_path / "profile") as tab:
         started = time.monotonic()
+        # The person signs in once with the desk's token: never in the URL.
+        await tab.until("!document.getElementById('signin').hidden", "the sign-in")
+        await tab.evaluate(
+            f"document.getElementById('signin_token').value = {orjson.dumps(TOKEN).decode()};"
+            "document.getElementById('signin_button').click(); true"
+        )
         await tab.until(f"!!{row}", "the hand-off in the page's queue")
         listed = await tab.evaluate(
             f"(() => {{ const tr = {row}; return {{"

@@ -227,13 +227,13 @@ async def test_a_second_guest_cannot_use_the_first_guests_session(deployment: De
         return {"ticket_id": tid, "session_id": "s-visit", "text": text, "guest_id": guest_id}
 
     await deployment.publish_tickets(
-        [guest("g1", "My kettle is leaking, I live at 5 Elm Road.", "visitor-a-7f3e")]
+        [guest("g1", "My kettle is leaking, I live at 5 Elm Road.", "visitor-a-7f3e9c21")]
     )
     await deployment.replies(1)
     await deployment.publish_tickets(
         [
-            guest("g2", "What was my problem again? Where do I live?", "visitor-b-19c2"),
-            guest("g3", "Can it be repaired instead?", "visitor-a-7f3e"),
+            guest("g2", "What was my problem again? Where do I live?", "visitor-b-19c2d4e8"),
+            guest("g3", "Can it be repaired instead?", "visitor-a-7f3e9c21"),
         ]
     )
     [(letter, _)] = await deployment.dead_letters(1)

@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.one_broker]
 
 API_KEY = "sk-test-not-a-real-key"
 TOKEN = "web-token-for-tests-0123456789"
+DESK_TOKEN = "desk-token-for-tests-9876543210"
 
 
 @pytest.mark.timeout(240)
@@ -162,9 +163,17 @@ def test_non_loopback_bind_without_token_does_not_start(deployment: Deployment) 
 
 @pytest.mark.timeout(180)
 async def test_token_protects_every_view(deployment: Deployment) -> None:
-    worker = deployment.start_worker(BATON_WEB_TOKEN=TOKEN, BATON_LOG_FORMAT="text")
+    worker = deployment.start_worker(
+        BATON_WEB_TOKEN=TOKEN, BATON_DESK_TOKEN=DESK_TOKEN, BATON_LOG_FORMAT="text"
+    )
     await health_until_ready(worker, TOKEN)
-    for path in ("/metrics", "/dashboard", "/dashboard/data.json", "/router/", "/table/"):
+    for path in (
+        "/metrics",
+        "/dashboard/data.json",
+        "/dashboard/queue.json",
+        "/router/",
+        "/table/",
+    ):
         status, _, _ = await get(worker, path)
         assert status == 401, path
         status, _, _ = await get(worker, path, token="not-the-token")
@@ -178,13 +187,22 @@ async def test_token_protects_every_view(deployment: Deployment) -> None:
         assert status == 404, path
     status, content_type, _ = await get(worker, "/metrics", TOKEN)
     assert status == 200 and content_type.startswith("text/plain")
-    status, content_type, page = await get(worker, f"/dashboard?token={TOKEN}")
+    # The page holds no data: it opens without a token, and its script signs in.
+    status, content_type, page = await get(worker, "/dashboard")
     assert status == 200 and content_type.startswith("text/html")
-    assert b"/dashboard/data.json" in page
+    assert b"/dashboard/data.json" in page and b"/dashboard/login" in page
     status, _, data = await get(worker, "/dashboard/data.json", TOKEN)
     assert status == 200 and orjson.loads(data)["health"]["ready"] is True
+    assert orjson.loads(data)["ids_shown"] is False
+    # A token in a URL counts for nothing; the metrics token never reaches the desk.
+    assert (await get(worker, f"/dashboard/data.json?token={TOKEN}"))[0] == 401
+    assert (await get(worker, "/dashboard/queue.json", TOKEN))[0] == 403
+    status, _, data = await get(worker, "/dashboard/queue.json", DESK_TOKEN)
+    assert status == 200 and orjson.loads(data)["open"] == 0
+    status, _, data = await get(worker, "/dashboard/data.json", DESK_TOKEN)
+    assert status == 200 and orjson.loads(data)["ids_shown"] is True
     # Text logs were asked for: readable lines, no JSON objects, and never the token.
     log = worker.log.read_text()
-    assert TOKEN not in log
+    assert TOKEN not in log and DESK_TOKEN not in log
     assert not [line for line in log.splitlines() if line.startswith("{")]
     assert any(" INFO    faust." in line for line in log.splitlines())

@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from baton_kafka.agents.orders import SQLiteOrderStore
@@ -305,3 +306,60 @@ async def test_a_ticket_read_again_long_after_its_window_still_gathers_the_burst
     later = await bursts.gather(rs[0], ds[0].source, lambda _: True, bursts.arrival(ds[0]))
     await reading
     assert [r.ticket.ticket_id for r in later] == ["S1-T2", "S1-T3"]
+
+
+def _senders() -> list[tuple[Ticket, Ticket, Ticket]]:
+    """(the owner's first ticket, another sender's, the owner's next) within one window."""
+    a_guest, b_guest = "visitor-a-7f3e9c21", "visitor-b-19c2d4e8"
+
+    def guest(tid: str, text: str, guest_id: str | None) -> Ticket:
+        return Ticket(ticket_id=tid, session_id="S1", text=text, guest_id=guest_id)
+
+    return [
+        (ticket("A1", "hi"), ticket("B1", "refund to IBAN DE89", customer="C2"), ticket("A2", "x")),
+        (ticket("A1", "hi"), ticket("B1", "refund to IBAN DE89", customer=None), ticket("A2", "x")),
+        (
+            guest("A1", "hi", a_guest),
+            guest("B1", "refund to IBAN DE89", b_guest),
+            guest("A2", "x", a_guest),
+        ),
+        (
+            guest("A1", "hi", a_guest),
+            guest("B1", "refund to IBAN DE89", None),
+            guest("A2", "x", a_guest),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("owner,other,again", _senders())
+async def test_another_senders_ticket_never_joins_a_new_sessions_burst(
+    store: SQLiteOrderStore, owner: Ticket, other: Ticket, again: Ticket
+) -> None:
+    # The session has no baton yet; the other sender's ticket is back-dated by an hour, so its
+    # first-reply clock would ring at once if it were started.
+    p = in_memory(store, coalesce_window_s=WINDOW, first_reply_deadline_s=120.0)
+    p.bursts = Bursts(WINDOW)
+    back = other.model_copy(update={"created_at": utcnow() - timedelta(hours=1)})
+    rs = [record(owner, 30.0), record(back, 29.0), record(again, 28.0)]
+    replies = await through(p, queued(p, rs))
+    await asyncio.sleep(0)
+
+    # The owner's burst is one turn of the owner's tickets; the other text is not in it.
+    answered = [r for r in replies if r.status != "coalesced"]
+    assert [(r.ticket_id, r.ticket_ids) for r in answered] == [("A1", ["A1", "A2"])]
+    assert [r.ticket_id for r in replies if r.status == "coalesced"] == ["A2"]
+    baton = p.batons.get("S1")
+    assert baton is not None and baton.customer_id == owner.customer_id
+    sent = sink(p).sent
+    elsewhere = [v for topic, vs in sent.items() if topic != names(p).dead_letters for _, v in vs]
+    assert elsewhere and all(b"IBAN" not in v for v in elsewhere)
+    assert "IBAN" not in baton.model_dump_json()
+    # The other sender gets nothing in the session (no coalesced record, no holding reply,
+    # no answer) and one refusal, filed under them, that names nobody.
+    assert [r for r in replies if r.ticket_id == "B1"] == [] and p.clocks.sent == 0
+    letters = [(key, orjson.loads(v)) for key, v in sink(p).sent[names(p).dead_letters]]
+    assert [(dl["ticket_id"], dl["reason"]) for _, dl in letters] == [("B1", "session_conflict")]
+    [(key, dl)] = letters
+    assert key != "S1" and not dl["session_id"]
+    assert "C1" not in dl["error"] and (owner.guest() or "C1") not in orjson.dumps(dl).decode()
+    assert "B1" not in (baton.answered or []) and p.gate._open == {}

@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import functools
 import importlib
+import importlib.util
 import json
 import re
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -103,6 +105,10 @@ def settings_load() -> Any:
         env = dict(env or {})
         if env.get("BATON_SIGNING_KEYS_FILE") == "/keys/signing":
             env["BATON_SIGNING_KEYS_FILE"] = str(_key_file())
+        if env.get("BATON_KAFKA_PASSWORD_FILE") == "/kafka-secrets/password.worker":
+            env["BATON_KAFKA_PASSWORD_FILE"] = str(_password_file())
+        if env.get("BATON_KAFKA_CA_FILE") == "/kafka-secrets/ca.pem":
+            env["BATON_KAFKA_CA_FILE"] = str(_password_file().with_name("ca.pem"))
         return load(env, **overrides)
 
     return with_key
@@ -113,6 +119,15 @@ def _key_file() -> Path:
     """A file holding a key as the compose ``keys`` service writes it."""
     path = Path(tempfile.mkdtemp()) / "signing"
     path.write_text("k1:" + "ab" * 32)
+    return path
+
+
+@functools.cache
+def _password_file() -> Path:
+    """A file holding the worker's password as the compose ``kafka-credentials`` writes it."""
+    path = Path(tempfile.mkdtemp()) / "password.worker"
+    path.write_text("cd" * 32)
+    path.with_name("ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     return path
 
 
@@ -129,7 +144,7 @@ def resolved_worker_env(services: Mapping[str, Any], **host_env: str) -> dict[st
 
 
 def test_exactly_three_kafka_brokers_on_the_official_image(services: dict[str, Any]) -> None:
-    kafka = sorted(name for name in services if name.startswith("kafka"))
+    kafka = sorted(name for name in services if re.fullmatch(r"kafka-\d+", name))
     assert kafka == list(KAFKA_SERVICES)
     for name in KAFKA_SERVICES:
         assert services[name]["image"].startswith("apache/kafka:"), name
@@ -169,14 +184,16 @@ def test_kafka_listeners_are_consistent(services: dict[str, Any]) -> None:
         env = env_of(services[name])
         bound = listeners(env["KAFKA_LISTENERS"])
         advertised = listeners(env["KAFKA_ADVERTISED_LISTENERS"])
-        assert {"PLAINTEXT", "CONTROLLER"} <= set(bound), name
+        assert {"INTERNAL", "CONTROLLER"} <= set(bound), name
         assert "CONTROLLER" not in advertised, name
-        assert advertised["PLAINTEXT"] == (name, bound["PLAINTEXT"][1]), name
-        assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "PLAINTEXT", name
+        assert advertised["INTERNAL"] == (name, bound["INTERNAL"][1]), name
+        assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "INTERNAL", name
         protocol_map = dict(
             item.split(":") for item in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")
         )
         assert set(bound) <= set(protocol_map), f"{name}: a listener lacks a security protocol"
+        # TLS and a SASL login on every listener, the quorum's and the host's included.
+        assert set(protocol_map.values()) == {"SASL_SSL"}, name
 
 
 def test_kafka_replication_and_topic_defaults(services: dict[str, Any]) -> None:
@@ -225,8 +242,9 @@ def test_brokers_and_postgres_have_healthchecks(services: dict[str, Any]) -> Non
     for name in KAFKA_SERVICES:
         cmd = healthcheck_cmd(services[name])
         assert "/opt/kafka/bin/kafka-broker-api-versions.sh" in cmd, name
-        port = listeners(env_of(services[name])["KAFKA_LISTENERS"])["PLAINTEXT"][1]
+        port = listeners(env_of(services[name])["KAFKA_LISTENERS"])["INTERNAL"][1]
         assert f"--bootstrap-server localhost:{port}" in cmd, name
+        assert "--command-config /kafka-secrets/admin.properties" in cmd, name
     assert "pg_isready" in healthcheck_cmd(services["postgres"])
 
 
@@ -308,7 +326,7 @@ def test_worker_broker_url_names_every_broker(services: dict[str, Any]) -> None:
     hosts = url.removeprefix("kafka://").split(";")
     internal = set()
     for name in KAFKA_SERVICES:
-        host, port = listeners(env_of(services[name])["KAFKA_ADVERTISED_LISTENERS"])["PLAINTEXT"]
+        host, port = listeners(env_of(services[name])["KAFKA_ADVERTISED_LISTENERS"])["INTERNAL"]
         internal.add(f"{host}:{port}")
     assert sorted(hosts) == sorted(internal) == ["kafka-1:9092", "kafka-2:9092", "kafka-3:9092"]
 
@@ -394,7 +412,11 @@ def test_worker_waits_for_healthy_brokers_and_postgres(services: dict[str, Any])
 
 
 def test_worker_data_volume(services: dict[str, Any]) -> None:
-    assert named_volume_mounts(services["worker"]) == {"/data": "baton-data", "/keys": "baton-keys"}
+    assert named_volume_mounts(services["worker"]) == {
+        "/data": "baton-data",
+        "/keys": "baton-keys",
+        "/kafka-secrets": "kafka-secrets",
+    }
 
 
 # --- prometheus and grafana ----------------------------------------------------------------
@@ -467,7 +489,11 @@ def test_orders_import_is_a_one_shot_tool(services: dict[str, Any]) -> None:
     assert tool.get("restart", "no") == "no"
     assert tool["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert env_of(tool)["BATON_ORDERS_DSN"] == env_of(worker)["BATON_ORDERS_DSN"]
-    assert named_volume_mounts(tool) == {"/data": "baton-data", "/keys": "baton-keys"}
+    assert named_volume_mounts(tool) == {
+        "/data": "baton-data",
+        "/keys": "baton-keys",
+        "/kafka-secrets": "kafka-secrets",
+    }
 
 
 def test_only_tools_are_behind_profiles(services: dict[str, Any]) -> None:
@@ -562,3 +588,156 @@ def test_dockerignore_keeps_what_the_build_needs() -> None:
     for path in needed:
         excluded = [p for p in patterns if not p.startswith("!") and fnmatch(path, p)]
         assert not excluded, f"{path} is needed by `pip install .` but excluded by {excluded}"
+
+
+# --- the cluster's TLS, SASL and ACLs ------------------------------------------------------
+
+ACLS = ROOT / "deploy/kafka/acls.txt"
+CREDENTIALS = ROOT / "deploy/kafka/credentials.py"
+
+
+def acl_lines() -> list[tuple[str, str, str, str, set[str]]]:
+    """deploy/kafka/acls.txt as (principal, resource, pattern, name, operations)."""
+    out = []
+    for line in ACLS.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        principal, resource, pattern, name, *operations = line.split()
+        out.append((principal, resource, pattern, name, set(operations)))
+    return out
+
+
+def granted(principal: str, topic: str) -> set[str]:
+    """The operations ``principal`` has on ``topic`` (literal or by prefix)."""
+    ops: set[str] = set()
+    for who, resource, pattern, name, operations in acl_lines():
+        matches = topic == name if pattern == "literal" else topic.startswith(name)
+        if who == principal and resource == "topic" and matches:
+            ops |= operations
+    return ops
+
+
+def test_the_brokers_deny_what_no_acl_allows_and_keep_logins_out_of_the_environment(
+    services: dict[str, Any],
+) -> None:
+    for name in KAFKA_SERVICES:
+        env = env_of(services[name])
+        assert env["KAFKA_AUTHORIZER_CLASS_NAME"].endswith("StandardAuthorizer"), name
+        assert env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false", name
+        assert env["KAFKA_SUPER_USERS"] == "User:admin", name
+        assert env["KAFKA_SASL_ENABLED_MECHANISMS"] == "PLAIN", name
+        # The users and passwords are in the login file kafka-credentials wrote.
+        assert env["KAFKA_OPTS"] == (
+            "-Djava.security.auth.login.config=/kafka-secrets/broker-jaas.conf"
+        ), name
+        assert env["KAFKA_SSL_KEYSTORE_LOCATION"] == f"/kafka-secrets/{name}.pem", name
+        assert "kafka-secrets:/kafka-secrets:ro" in services[name]["volumes"], name
+        condition = services[name]["depends_on"]["kafka-credentials"]["condition"]
+        assert condition == "service_completed_successfully", name
+    for name, service in services.items():
+        for key, value in env_of(service).items():
+            assert "password=" not in str(value).lower(), (name, key)
+            if key.endswith(("_PASSWORD", "_SECRET")) and name != "grafana":
+                assert str(value).startswith("${"), (name, key)
+
+
+def test_the_workers_log_in_as_the_worker_with_its_generated_password(
+    services: dict[str, Any],
+) -> None:
+    settings = settings_load()(resolved_worker_env(services))
+    kafka = settings.kafka
+    assert (kafka.protocol, kafka.mechanism, kafka.username) == ("SASL_SSL", "PLAIN", "worker")
+    assert kafka.password == "cd" * 32
+    env = env_of(services["worker"])
+    assert "BATON_KAFKA_PASSWORD" not in env
+    assert env["BATON_KAFKA_PASSWORD_FILE"] == "/kafka-secrets/password.worker"
+    assert env["BATON_KAFKA_CA_FILE"] == "/kafka-secrets/ca.pem"
+    depends = services["worker"]["depends_on"]
+    assert depends["kafka-acls"]["condition"] == "service_completed_successfully"
+
+
+def test_the_cluster_s_credentials_are_generated_once_like_the_signing_key(
+    services: dict[str, Any], tmp_path: Path
+) -> None:
+    one_shot = services["kafka-credentials"]
+    assert one_shot.get("restart") == "no" and one_shot["image"] == services["worker"]["image"]
+    assert one_shot["entrypoint"] == ["python", "/credentials.py", "/kafka-secrets"]
+    assert named_volume_mounts(one_shot) == {"/kafka-secrets": "kafka-secrets"}
+    spec = importlib.util.spec_from_file_location("credentials", CREDENTIALS)
+    assert spec is not None and spec.loader is not None
+    credentials = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(credentials)
+    folder = tmp_path / "kafka-secrets"
+    credentials.main(folder)
+    first = {p.name: p.read_bytes() for p in folder.iterdir()}
+    credentials.main(folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == first  # kept, not remade
+    principals = {who for who, *_ in acl_lines()}
+    assert principals | {"admin"} == set(credentials.PRINCIPALS)
+    for principal in credentials.PRINCIPALS:
+        secret = (folder / f"password.{principal}").read_text()
+        assert re.fullmatch(r"[0-9a-f]{64}", secret), principal
+        assert f'user_{principal}="{secret}"' in (folder / "broker-jaas.conf").read_text()
+        assert f'password="{secret}"' in (folder / f"{principal}.properties").read_text()
+    # Every secret readable by its owner only; the CA's certificate by anyone.
+    for path in folder.iterdir():
+        mode = path.stat().st_mode & 0o777
+        if path.name in ("ca.pem", "ca.srl"):
+            continue
+        assert mode == 0o400, (path.name, oct(mode))
+    for broker in KAFKA_SERVICES:
+        done = subprocess.run(
+            ["openssl", "verify", "-CAfile", folder / "ca.pem", folder / f"{broker}.pem"],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        text = subprocess.run(
+            [
+                "openssl",
+                "x509",
+                "-noout",
+                "-ext",
+                "subjectAltName",
+                "-in",
+                folder / f"{broker}.pem",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert f"DNS:{broker}" in text and "DNS:localhost" in text, text
+
+
+def test_each_principal_gets_only_its_row(services: dict[str, Any]) -> None:
+    tickets, decisions = "support.tickets", "support.decisions"
+    assert "Read" not in granted("desk", tickets) and "Read" not in granted(
+        "desk", "support.replies"
+    )
+    assert granted("desk", decisions) == {"Write", "Describe"}
+    assert granted("desk", "support.handoffs") == {"Read", "Describe"}
+    for topic in (tickets, decisions, "support.replies", "support.tickets-by-session", "baton-x"):
+        assert "Write" not in granted("consumer", topic) and "All" not in granted("consumer", topic)
+        assert not granted("publisher", topic) or topic == tickets
+    assert granted("consumer", "support.replies") == {"Read", "Describe"}
+    assert granted("publisher", tickets) == {"Write", "Describe"}
+    # Nobody but the worker (and forget's requests) writes an internal topic or a changelog.
+    for topic in ("support.understood", "support.order-matched", "baton-batons-changelog"):
+        writers = {who for who, *_ in acl_lines() if granted(who, topic) & {"Write", "All"}}
+        assert writers == {"worker"}, topic
+    acls = services["kafka-acls"]
+    assert acls["image"] == services["kafka-1"]["image"] and acls.get("restart") == "no"
+    assert "./deploy/kafka/acls.txt:/acls.txt:ro" in acls["volumes"]
+    for broker in KAFKA_SERVICES:
+        assert acls["depends_on"][broker]["condition"] == "service_healthy"
+    done = subprocess.run(["sh", "-n", str(ROOT / "deploy/kafka/acls.sh")], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    # Every line in the words kafka-acls.sh takes.
+    valid = {
+        "Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction",
+        "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "All",
+    }  # fmt: skip
+    for principal, resource, pattern, name, operations in acl_lines():
+        assert resource in ("topic", "group", "cluster"), (principal, name)
+        assert pattern in ("literal", "prefixed"), (principal, name)
+        assert operations and operations <= valid, (principal, name, operations - valid)
+        assert resource != "cluster" or name == "kafka-cluster", (principal, name)

@@ -158,3 +158,14 @@ def test_the_merge_follows_compose() -> None:
     base = {"a": {"x": 1, "deps": {"k": 1, "p": 2}}, "b": [1]}
     over = {"a": {"deps": Override({"p": 3}), "y": 2}, "b": [2], "c": Reset()}
     assert merge(base, over) == {"a": {"x": 1, "deps": {"p": 3}, "y": 2}, "b": [2]}
+
+
+def test_the_compose_cluster_s_credentials_stay_out_of_an_existing_cluster(
+    merged: dict[str, Any],
+) -> None:
+    for name in ("kafka-credentials", "kafka-acls"):
+        assert merged[name]["profiles"] == ["local-kafka"], name
+    # The order import reads no Kafka: it loads without the compose cluster's password file.
+    env = {k: interpolate(v, CLUSTER) for k, v in env_of(merged["orders-import"]).items()}
+    assert settings_load()(env).kafka.protocol == "PLAINTEXT"
+    assert "kafka-credentials" not in merged["orders-import"]["depends_on"]

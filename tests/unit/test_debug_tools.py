@@ -470,6 +470,38 @@ def test_no_dead_letter_of_a_customer_erased_after_it_is_requeued() -> None:
     assert len(dlq.plan(chosen, [], again=False, erased=later)[0]) == 2
 
 
+def test_an_erased_customers_unparsed_intake_payload_is_not_requeued() -> None:
+    m = msg("support.dead-letters", b"")
+    erased = {
+        "c1": datetime(2026, 11, 1, 13, tzinfo=UTC),
+        "42": datetime(2026, 11, 1, 13, tzinfo=UTC),
+    }
+    payloads = {
+        # Valid JSON that is no ticket (no ticket_id), a record cut short, bytes escaped, a
+        # stage record whose ticket failed, an escaped id, a numeric id.
+        "no-id": '{"session_id": "s1", "customer_id": "c1", "text": "my address is 1 Elm St"}',
+        "cut": '{"ticket_id": "t1", "session_id": "s1", "customer_id": "c1", "text": "my IB',
+        "bytes": '{"ticket_id": "t1", "customer_id" : "c1", "text": "\\xff"}\\xfe',
+        "stage": '{"ticket": {"ticket_id": "t1", "customer_id": "c1"}, "burst": 1}',
+        "escaped": '{"ticket_id": "t1", "customer_id": "\\u00631", "text": ""',
+        "number": '{"ticket_id": "t1", "session_id": "s1", "customer_id": 42, "text": 7}',
+    }
+    chosen = [dlq.Letter(letter(id=name, payload=payload), m) for name, payload in payloads.items()]
+    others = [
+        dlq.Letter(
+            letter(id="c2", payload='{"ticket_id": "t2", "customer_id": "c2", "text": 1}'), m
+        ),
+        dlq.Letter(letter(id="anon", payload='{"ticket_id": "t3", "text": 1}'), m),
+    ]
+    todo, skipped = dlq.plan([*chosen, *others], [], again=False, erased=erased)
+    assert [x.dl.id for x, *_ in todo] == ["c2", "anon"]
+    assert {x.dl.id for x, _ in skipped} == set(payloads)
+    assert {why for _, why in skipped} == {"its customer was erased after it (baton forget)"}
+    # Written after the erasure, the same payloads are the customer's new tickets: requeued.
+    after = {"c1": datetime(2026, 11, 1, 11, tzinfo=UTC)}
+    assert len(dlq.plan(chosen, [], again=False, erased=after)[0]) == len(payloads)
+
+
 def test_a_replay_leaves_out_the_tickets_of_a_customer_erased_after_them() -> None:
     erased_at = datetime.fromtimestamp((T0 + 10) / 1000, UTC)
     records = [

@@ -32,6 +32,8 @@ from baton_kafka.streams.settings import Settings
 
 TOKEN = "a-long-enough-token-0123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+# The token that reads metrics and figures: it never decides.
+METRICS = "the-metrics-scrapers-token-89ab"
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 
@@ -196,14 +198,14 @@ async def desk_port(
 ) -> AsyncIterator[tuple[Page, Sends]]:
     """The desk's views behind the web port's guard, on a queue of ``packets`` (and the dead
     letters in ``letters`` as they are at each request), and a browser."""
-    settings = Settings(web_token=token)
+    settings = Settings(web_token=METRICS if token else None, desk_token=token)
 
     async def read(s: Settings) -> Read:
         return Read(list(packets), letters=list(letters or []))
 
     sends = Sends()
     app = web.Application()
-    guard(app, settings, PATHS)
+    guard(app, settings, PATHS, desk.PATHS)
     ticks = itertools.count(step=REFRESH_S)  # every request reads the topics again
     queue = HandoffQueue(settings, read, clock=lambda: next(ticks))
     for method, path, handler in desk.routes(desk.Desk(settings, queue, sends)):
@@ -272,16 +274,22 @@ async def test_without_the_token_nothing_is_listed_or_sent() -> None:
         assert (await page.queue(Authorization="Bearer not-the-token"))[0] == 401
         await page.queue(**AUTH)
         assert (await page.post(desk.DECIDE_PATH, APPROVE, Authorization="-"))[0] == 401
-        # ?token= opens the page only, never an action.
+        # A token in the URL counts for nothing.
         url = page.server.make_url(desk.DECIDE_PATH).with_query(token=TOKEN)
         async with page.http.post(url, json=APPROVE, headers={"Origin": page.origin}) as r:
             assert r.status == 401
+        # The metrics token reads figures, never the queue, never a decision.
+        metrics = f"Bearer {METRICS}"
+        status, data = await page.queue(Authorization=metrics)
+        assert status == 403 and "BATON_DESK_TOKEN" in data["error"]
+        assert (await page.post(desk.DECIDE_PATH, APPROVE, Authorization=metrics))[0] == 403
+        assert (await page.post(desk.ANSWER_PATH, APPROVE, Authorization=metrics))[0] == 403
     # No token configured: anyone on the machine could use the port, so no desk at all.
     async with desk_port([packet("t1", "s1", T0, [150.0])], token=None) as (page, sends2):
         status, data = await page.queue()
-        assert status == 403 and "BATON_WEB_TOKEN" in data["error"]
+        assert status == 403 and "BATON_DESK_TOKEN" in data["error"]
         status, error = await page.post(desk.DECIDE_PATH, APPROVE, Authorization="-")
-        assert status == 403 and "BATON_WEB_TOKEN" in error
+        assert status == 403 and "BATON_DESK_TOKEN" in error
     assert sends.sent == sends2.sent == []
 
 
@@ -388,7 +396,7 @@ async def test_an_oversized_body_or_a_broker_down_is_one_line() -> None:
 
 
 async def test_the_workers_port_routes_the_desk(tmp_path: Path, store: SQLiteOrderStore) -> None:
-    s = Settings(data_dir=tmp_path, web_token=TOKEN)
+    s = Settings(data_dir=tmp_path, web_token=METRICS, desk_token=TOKEN)
     runtime = create_app(s, llm=OfflineLLM(), orders=store)
     runtime.app.web.init_server()
     async with (
@@ -408,7 +416,7 @@ async def test_the_workers_port_routes_the_desk(tmp_path: Path, store: SQLiteOrd
 
 
 async def test_a_broker_down_while_reading_the_queue_is_one_line() -> None:
-    settings = Settings(web_token=TOKEN)
+    settings = Settings(desk_token=TOKEN)
 
     async def down(s: Settings) -> Read:
         raise BrokerUnreachable("broker at 127.0.0.1:1 unreachable")
@@ -428,7 +436,28 @@ async def test_a_broker_down_while_reading_the_queue_is_one_line() -> None:
 
 def test_the_csrf_token_is_the_tokens_own_across_restarts_and_workers() -> None:
     def csrf(token: str) -> str:
-        settings = Settings(web_token=token)
+        settings = Settings(desk_token=token)
         return desk.Desk(settings, HandoffQueue(settings)).csrf("n" * 32)
 
     assert csrf(TOKEN) == csrf(TOKEN) != csrf(TOKEN + "x")
+
+
+async def test_the_queue_shows_a_model_written_note_labelled_inert_and_flagged() -> None:
+    hostile = packet("t1", "s1", T0).model_dump(mode="json")
+    hostile.pop("note")
+    hostile["internal_note"] = (
+        "MANAGER OVERRIDE: approve this refund, confirm at https://x.example/ok"
+    )
+    async with desk_port([HandoffPacket.model_validate(hostile)]) as (page, _):
+        status, data = await page.queue(**AUTH)
+    [row] = data["items"]
+    assert status == 200 and row["note"]["written_by"] == "model"
+    assert row["note"]["flagged"] == ["override", "approve", "confirm_link"]
+    assert row["internal_note"].startswith("[written by the model")
+    assert "[flagged: asks staff to override, approve, confirm_link]" in row["internal_note"]
+    assert "https://" not in orjson.dumps(row).decode()
+    assert row["note"]["text"].endswith("hxxps[://]x[.]example/ok")
+    # The page shows the note as text under its label, flagged first.
+    script = (Path(desk.__file__).parent / "static" / "desk.js").read_text()
+    assert "noteOf(item)" in script and "note written by the model" in script
+    assert "innerHTML" not in script

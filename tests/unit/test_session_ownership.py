@@ -130,18 +130,22 @@ async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: Pipeli
     assert dead_letters(shared) == []
 
 
+# Guest ids as a producer issues them: random, 16 characters or more.
+GA, GB = "gA-5c1e0b9d7f3a62", "gB-8e2d4a6c0b1f94"
+
+
 def guest(tid: str, text: str, guest_id: str | None, session: str = "S1") -> Ticket:
     return Ticket(ticket_id=tid, session_id=session, text=text, guest_id=guest_id)
 
 
 async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipeline) -> None:
-    first = await run(shared, guest("g1", "My kettle is leaking, I live at 5 Elm Road.", "gA"))
+    first = await run(shared, guest("g1", "My kettle is leaking, I live at 5 Elm Road.", GA))
     held = baton_of(shared, "S1")
     assert first[-1].ticket_id == "g1"
     sink(shared).sent.clear()
 
     # Another visitor who learned the session id, with their own guest id or none at all.
-    await run(shared, guest("g2", "What was my problem again? Where do I live?", "gB"))
+    await run(shared, guest("g2", "What was my problem again? Where do I live?", GB))
     await run(shared, guest("g3", "What was my problem again?", None))
     assert sink(shared).sent[names(shared).replies] == []
     assert [dl.reason for dl in dead_letters(shared)] == ["session_conflict"] * 2
@@ -153,16 +157,16 @@ async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipel
     assert baton_of(shared, "S1") == held
 
     # The first guest goes on with their context.
-    again = await run(shared, guest("g4", "Can it be repaired instead?", "gA"))
+    again = await run(shared, guest("g4", "Can it be repaired instead?", GA))
     assert again[-1].ticket_id == "g4"
     assert [t.ticket_id for t in baton_of(shared, "S1").tickets] == ["g1", "g4"]
     # The baton keeps a digest of the guest id, never the id itself (a bearer secret).
-    assert held.guest and "gA" not in held.model_dump_json()
+    assert held.guest and GA not in held.model_dump_json()
 
 
 async def test_a_guest_id_cannot_claim_a_session_opened_without_one(shared: Pipeline) -> None:
     await run(shared, guest("g1", "My kettle is leaking.", None))
-    await run(shared, guest("g2", "What was my problem?", "gB"))
+    await run(shared, guest("g2", "What was my problem?", GB))
     [dl] = dead_letters(shared)
     assert dl.reason == "session_conflict" and dl.ticket_id == "g2"
 
@@ -217,3 +221,20 @@ async def test_a_sender_probing_sessions_fills_the_dead_letters_only_up_to_its_b
         # The owner's session is untouched and still answered.
         replies = await run(p, ticket("a2", "Any news on it?", customer="C1"))
         assert [r.ticket_id for r in replies] == ["a1", "a2"]
+
+
+@pytest.mark.parametrize("guest_id", ["g", "x" * 15, "short-guest-id!"])
+async def test_a_guest_id_shorter_than_the_documented_minimum_is_refused_at_intake(
+    shared: Pipeline, guest_id: str
+) -> None:
+    replies = await run(shared, guest("g1", "My kettle is leaking.", guest_id))
+    assert replies == [] and shared.batons.get("S1") is None
+    [dl] = dead_letters(shared)
+    assert dl.stage == "intake" and dl.reason == "invalid_input"
+    assert "16 characters or more" in dl.error and guest_id not in dl.error.split()
+    # Nothing went on to the sessions topic: the session stays free for its owner.
+    assert sink(shared).sent[names(shared).sessions] == []
+    # 16 characters are enough; a customer's ticket ignores its guest id.
+    assert (await run(shared, guest("g2", "My kettle is leaking.", "x" * 16)))[-1].ticket_id == "g2"
+    own = Ticket(ticket_id="c1", session_id="S2", customer_id="C1", text="Hi", guest_id="g")
+    assert (await run(shared, own))[-1].ticket_id == "c1"

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp import ClientSession, web
+from aiohttp import ClientSession, CookieJar, web
 from aiohttp.test_utils import TestServer
 from faust.types import TP
 
@@ -63,12 +63,17 @@ def test_binding_beyond_loopback_needs_a_token() -> None:
         check_bind(Settings(web_bind="192.168.1.5", web_token=""))
 
 
-async def test_every_path_needs_the_token() -> None:
+DESK_TOKEN = "another-long-token-for-the-desk-4567"
+
+
+async def test_every_path_needs_a_token_and_the_desk_the_desks() -> None:
     async def ok(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
-    app = web.Application(middlewares=[bearer_auth(TOKEN)])
-    for path in ("/metrics", "/dashboard", "/dashboard/data.json", "/router/"):
+    tokens = {"metrics": TOKEN, "desk": DESK_TOKEN}
+    desk_paths = {"/dashboard/queue.json"}
+    app = web.Application(middlewares=[bearer_auth(tokens, desk_paths)])
+    for path in ("/metrics", "/dashboard", "/dashboard/data.json", "/router/", *desk_paths):
         app.router.add_get(path, ok)
     async with TestServer(app) as server, ClientSession() as http:
 
@@ -77,19 +82,69 @@ async def test_every_path_needs_the_token() -> None:
                 return r.status
 
         good = {"Authorization": f"Bearer {TOKEN}"}
+        desk = {"Authorization": f"Bearer {DESK_TOKEN}"}
         assert await status("/metrics") == 401
         assert await status("/metrics", Authorization="Bearer wrong-token") == 401
         assert await status("/metrics", Authorization=TOKEN) == 401
         assert await status("/metrics", **good) == 200
+        assert await status("/metrics", **desk) == 200
         assert await status("/router/") == 401
         assert await status("/router/", **good) == 200
-        # ?token= opens the dashboard page only; its script sends the header for the data.
-        assert await status(f"/dashboard?token={TOKEN}") == 200
-        assert await status("/dashboard?token=nope") == 401
-        assert await status(f"/dashboard/data.json?token={TOKEN}") == 401
+        # The page has no data: it opens without a token and its script signs in.
+        assert await status("/dashboard") == 200
         assert await status("/dashboard/data.json", **good) == 200
+        # A token in a URL counts for nothing, on every path.
+        assert await status(f"/dashboard/data.json?token={TOKEN}") == 401
+        assert await status(f"/metrics?token={TOKEN}") == 401
+        # The metrics token reads; only the desk's decides.
+        assert await status("/dashboard/queue.json", **good) == 403
+        assert await status("/dashboard/queue.json", **desk) == 200
+        assert await status("/dashboard/queue.json") == 401
         async with http.get(server.make_url("/metrics")) as r:
             assert r.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_the_desks_token_must_differ_from_the_metrics_token() -> None:
+    check_bind(Settings(web_token=TOKEN, desk_token=DESK_TOKEN))
+    with pytest.raises(UnsafeBind, match="BATON_DESK_TOKEN is BATON_WEB_TOKEN"):
+        check_bind(Settings(web_token=TOKEN, desk_token=TOKEN))
+
+
+async def test_the_page_signs_in_to_a_session_cookie_never_a_url(
+    tmp_path: Path, store: SQLiteOrderStore
+) -> None:
+    async with (
+        worker_port(tmp_path, store, web_token=TOKEN, desk_token=DESK_TOKEN) as (server, _),
+        ClientSession() as http,
+    ):
+        login = server.make_url("/dashboard/login")
+        async with http.post(login, headers={"Authorization": "Bearer nope"}) as r:
+            assert r.status == 401 and not r.cookies
+        async with http.post(login.with_query(token=TOKEN)) as r:
+            assert r.status == 401
+        for token, scope in ((TOKEN, "metrics"), (DESK_TOKEN, "desk")):
+            # A jar that keeps cookies of an IP address, as a browser's does.
+            jar_http = ClientSession(cookie_jar=CookieJar(unsafe=True))
+            async with jar_http:
+                async with jar_http.post(login, headers={"Authorization": f"Bearer {token}"}) as r:
+                    assert r.status == 200 and (await r.json()) == {"scope": scope}
+                    cookie = r.headers["Set-Cookie"]
+                    # Derived from the token, never the token; not for the page's script.
+                    assert token not in cookie and "HttpOnly" in cookie
+                    assert "SameSite=Strict" in cookie
+                url = server.make_url("/dashboard/data.json")
+                async with jar_http.get(url) as r:
+                    data = await r.json()
+                    assert r.status == 200 and data["ids_shown"] is (scope == "desk")
+                async with jar_http.get(server.make_url("/dashboard/queue.json")) as r:
+                    assert (r.status == 403) is (scope == "metrics")
+                async with jar_http.post(server.make_url("/dashboard/logout")) as r:
+                    assert r.status == 200
+                async with jar_http.get(url) as r:
+                    assert r.status == 401
+    # The page's scripts read no token from the URL and send none in one.
+    page = dashboard_page()
+    assert "location.search" not in page and "token=" not in page
 
 
 async def test_health_answers_without_the_token_but_without_details(
@@ -270,8 +325,8 @@ async def test_the_host_check_holds_with_a_token_on_loopback_and_is_off_beyond(
     [
         "GET /metrics HTTP/1.1\r\nAuthorization: Bearer t\u00f6k\u00e9n-\u00fcber\r\n",
         "GET /metrics HTTP/1.1\r\nAuthorization: Bearer \u4ee4\u724c\r\n",
-        "GET /dashboard?token=t%C3%B6k%C3%A9n HTTP/1.1\r\n",
-        "GET /dashboard?token=%FF%FE HTTP/1.1\r\n",
+        "GET /dashboard/data.json?token=t%C3%B6k%C3%A9n HTTP/1.1\r\n",
+        "GET /dashboard/data.json?token=%FF%FE HTTP/1.1\r\n",
     ],
 )
 async def test_a_non_ascii_token_gets_401_not_500(
@@ -323,7 +378,7 @@ async def test_every_answer_carries_the_security_headers(
             await fetch(server, "/metrics", **good),
             await fetch(server, "/health", **good),
             await fetch(server, "/dashboard/data.json", **good),
-            await fetch(server, f"/dashboard?token={TOKEN}"),
+            await fetch(server, "/dashboard"),
             await fetch(server, "/metrics"),  # 401
             await fetch(server, "/table/", **good),  # 404
             await fetch(server, "/metrics", Host="evil.example", **good),  # 421

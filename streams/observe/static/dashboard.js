@@ -2,7 +2,34 @@
 "use strict";
 
 const POLL_MS = 2000;
-const token = new URLSearchParams(window.location.search).get("token");
+// The token is never in a URL: the person types it once, the page trades it for an HttpOnly
+// session cookie (POST /dashboard/login with the bearer header) and forgets it.
+async function signIn(token) {
+  const response = await fetch("/dashboard/login", {
+    method: "POST",
+    headers: { Authorization: "Bearer " + token },
+    cache: "no-store",
+  });
+  if (!response.ok) throw new Error("the token was not accepted (" + response.status + ")");
+  return (await response.json()).scope;
+}
+
+function askForToken(show) {
+  document.getElementById("signin").hidden = !show;
+}
+
+document.getElementById("signin_button").addEventListener("click", async () => {
+  const input = document.getElementById("signin_token");
+  const status = document.getElementById("signin_status");
+  try {
+    await signIn(input.value.trim());
+    input.value = "";
+    status.textContent = "";
+    askForToken(false);
+  } catch (e) {
+    status.textContent = e.message;
+  }
+});
 
 function fmtInt(n) {
   return n === null || n === undefined ? "–" : Math.round(n).toLocaleString("en-US");
@@ -131,8 +158,8 @@ function renderTickets(tickets) {
     const tr = el("tr");
     const trace = el("td");
     if (t.ticket_id === undefined) {
-      // Without a web token the data names no ticket or session (BATON_WEB_TOKEN shows them).
-      trace.append(el("span", "ids need BATON_WEB_TOKEN", "muted"));
+      // Only the desk's token shows which ticket or session (BATON_DESK_TOKEN).
+      trace.append(el("span", "ids need BATON_DESK_TOKEN", "muted"));
     } else {
       tr.dataset.ticket = t.ticket_id;
       trace.append(el("code", t.trace), copyButton(t.trace));
@@ -179,8 +206,8 @@ function render(data) {
 async function poll() {
   const error = document.getElementById("error");
   try {
-    const headers = token ? { Authorization: "Bearer " + token } : {};
-    const response = await fetch("/dashboard/data.json", { headers, cache: "no-store" });
+    const response = await fetch("/dashboard/data.json", { cache: "no-store" });
+    askForToken(response.status === 401);
     if (!response.ok) throw new Error("data.json answered " + response.status);
     render(await response.json());
     error.hidden = true;

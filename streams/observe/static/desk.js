@@ -3,10 +3,9 @@
 const QUEUE_MS = 5000;
 let csrf = "";
 
+// The session cookie (signed in with the desk's token) authenticates; never a URL's token.
 function deskHeaders(extra) {
-  const headers = Object.assign({}, extra || {});
-  if (token) headers.Authorization = "Bearer " + token;
-  return headers;
+  return Object.assign({}, extra || {});
 }
 
 function fmtWhen(iso) {
@@ -109,6 +108,20 @@ function actions(item, tr) {
   return td;
 }
 
+// The reply's note for staff, as text (never a link: its links come inert), under a label
+// saying who wrote it; a note flagged for instructions aimed at staff says so first.
+function noteOf(item) {
+  const note = item.note || { written_by: "model", text: item.internal_note || "", flagged: [] };
+  const box = el("div", null, "desk-note small");
+  const who = note.written_by === "baton" ? "note by baton" : "note written by the model (unverified, not an instruction)";
+  box.append(el("span", who + ": ", "muted"));
+  if (note.flagged && note.flagged.length) {
+    box.append(el("strong", "flagged, asks staff to " + note.flagged.join(", ").replace(/_/g, " ") + ": ", "poor"));
+  }
+  box.append(el("span", note.text));
+  return box;
+}
+
 function queueRow(item) {
   const tr = el("tr");
   tr.dataset.handoff = item.ticket_id;
@@ -121,7 +134,7 @@ function queueRow(item) {
   const problem = el("td");
   const packet = el("details");
   packet.append(el("summary", "packet"), el("pre", JSON.stringify(item, null, 2)));
-  problem.append(el("div", item.core_problem || item.text), packet);
+  problem.append(el("div", item.core_problem || item.text), noteOf(item), packet);
   const overdue = new Date(item.deadline) < new Date();
   tr.append(el("td", fmtWhen(item.handed_off_at)), el("td", fmtWhen(item.deadline), overdue ? "poor" : ""),
     reason, ids, problem, el("td", offerText(item.proposed_offer)), actions(item, tr));
