@@ -29,6 +29,14 @@ class PersonCommand:
             p.add_argument("--amount", type=float, help="approve this amount instead")
         if self.name == "answer":
             p.add_argument("text", help="what the customer is sent")
+            p.add_argument(
+                "--offer",
+                action="append",
+                default=[],
+                metavar="KIND:AMOUNT[:CHANNEL]",
+                help="what the text promises, one remedy a flag (refund:40:original_payment), "
+                "for the session's order; held to the policy and counted in its ledger",
+            )
         else:
             p.add_argument("--note", default="", help="a note kept in the session's context")
         p.add_argument("--by", help="who decides (the desk's user id)")
@@ -36,9 +44,15 @@ class PersonCommand:
         return p
 
     def run(self, args: argparse.Namespace, settings: Settings) -> int:
+        from baton_kafka.agents.policy import PolicyError, load
         from baton_kafka.streams.admin.decisions import send
 
-        decision = decision_of(self.name, args)
+        try:
+            policy = load(settings.policy_file) if self.name == "answer" else None
+        except PolicyError as exc:
+            raise UsageError(f"baton {self.name}: {exc}") from None
+        hosts = policy.links.allowed_hosts if policy is not None else None
+        decision = decision_of(self.name, args, hosts)
         topic = asyncio.run(send(settings, decision))
         what = decision.action + (f" of ticket {decision.item}" if decision.item else "")
         print(
@@ -49,8 +63,28 @@ class PersonCommand:
         return 0
 
 
-def decision_of(name: str, args: argparse.Namespace) -> Any:
-    """The ``Decision`` the command's arguments make; a bad one is a one-line ``UsageError``."""
+def offer_lines(specs: list[str]) -> list[Any]:
+    """``--offer`` flags as offer lines for the session's order; a bad one is a ``BadDecision``."""
+    from baton_kafka.schemas.records import OfferLine
+    from baton_kafka.streams.admin.decisions import BadDecision, bounded
+
+    lines = []
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        amount, _, channel = rest.partition(":")
+        try:
+            value = float(amount) if amount else None
+        except ValueError:
+            value = -1.0
+        if not kind or (value is not None and not bounded(value)):
+            raise BadDecision(f"--offer {spec!r}: KIND:AMOUNT[:CHANNEL], an amount from 0 to 1e9")
+        lines.append(OfferLine(kind=kind, order_id="", amount=value, channel=channel or None))
+    return lines
+
+
+def decision_of(name: str, args: argparse.Namespace, hosts: Any = None) -> Any:
+    """The ``Decision`` the command's arguments make (an answer's links checked against
+    ``hosts``, when known); a bad one is a one-line ``UsageError``."""
     from baton_kafka.streams.admin.decisions import BadDecision, build
 
     try:
@@ -62,6 +96,8 @@ def decision_of(name: str, args: argparse.Namespace) -> Any:
             text=args.text if name == "answer" else args.note,
             by=args.by,
             decision_id=args.decision_id,
+            offer=offer_lines(getattr(args, "offer", [])),
+            allowed_hosts=hosts,
         )
     except BadDecision as exc:
         raise UsageError(f"baton {name}: {exc}") from None
