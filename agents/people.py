@@ -112,6 +112,8 @@ def check(decision: Decision, baton: Baton | None) -> None:
         )
     if decision.offer and decision.action != "answer":
         raise Refused("decision_invalid", "offer lines go with an answer only")
+    if decision.override is not None and decision.action not in ("answer", "approve"):
+        raise Refused("decision_invalid", "an override goes with an answer or an approval")
     if decision.action in ON_OFFER:
         pending = baton.pending
         if pending is None and (late := escalation.of(baton, decision.item)) is not None:
@@ -196,7 +198,7 @@ def apply(
             status=status,
             reply=reply_text,
             solution=_solution(decision, offer),
-            internal_note=f"Decided by {decision.by or PERSON}: {decision.text}"[:NOTE_CHARS],
+            internal_note=_note(decision)[:NOTE_CHARS],
             confidence=1.0,
             order_id=offer.lines[0].order_id if offer and offer.lines else baton.order_id,
             language=language,
@@ -251,6 +253,14 @@ def _booked(baton: Baton, item: str, offer: Offer, reply: Reply) -> dict[str, ob
     told = {"status": reply.status, "solution": reply.solution[:200], "offer": offer.lines}
     tickets = [t.model_copy(update=told) if t.ticket_id == item else t for t in baton.tickets]
     return {"offered": offered, "tickets": tickets}
+
+
+def _note(decision: Decision) -> str:
+    """What the reply's internal note says of who decided, and of an override."""
+    said = f"Decided by {decision.by or PERSON}"
+    if decision.override is not None:
+        said += f" overriding the policy as {decision.override.role} ({decision.override.reason})"
+    return f"{said}: {decision.text}"
 
 
 def _solution(decision: Decision, offer: Offer | None) -> str:

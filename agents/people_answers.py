@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from datetime import date
 
 from baton_kafka.agents.guards.audit import CustomerOrders, audit
+from baton_kafka.agents.people_overrides import offer_problems
 from baton_kafka.agents.policy import Policy
-from baton_kafka.agents.policy.offer import OfferContext, problems, total
+from baton_kafka.agents.policy.offer import OfferContext, total
 from baton_kafka.agents.strategy import already_offered
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.decision import Decision
@@ -71,9 +72,8 @@ def answer_offer(
     lines = promised(decision, baton)
     demand = baton.pending.demand if baton.pending is not None else (baton.demand or "other")
     already = already_offered(baton, order, history)
-    found = [
-        f"offer: {p}" for p in problems(lines, policy, OfferContext(order, demand, today, already))
-    ]
+    ctx = OfferContext(order, demand, today, already)
+    found = [f"offer: {p}" for p in offer_problems(decision, lines, policy, ctx)]
     before = [line for line in confirmed(baton, order) if line not in lines]
     books = CustomerOrders(
         matched=order,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from baton_kafka.agents.people_overrides import offer_problems
 from baton_kafka.agents.people_refused import Refused
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy.offer import CENT, OfferContext, cents, problems, total
@@ -35,7 +36,7 @@ def approved_offer(
         money = money_lines(lines)[0]
         changed = money.model_copy(update={"amount": cents(decision.amount)})
         lines = [changed if line is money else line for line in lines]
-    found = _problems(lines, pending, order, policy, today, history, baton)
+    found = _problems(lines, pending, order, policy, today, history, baton, decision)
     if found:
         raise Refused("decision_invalid", "the approval breaks the policy: " + "; ".join(found))
     return Offer(state="approved", lines=lines, total=total(lines), currency=pending.offer.currency)
@@ -49,6 +50,7 @@ def _problems(
     today: date,
     history: Sequence[OrderMemory],
     baton: Baton,
+    decision: Decision | None = None,
 ) -> list[str]:
     if order is None:
         return [f"order {lines[0].order_id if lines else '?'} is not in the order store"]
@@ -58,6 +60,8 @@ def _problems(
         today=today,
         already=already_offered(baton, order, history),
     )
+    if decision is not None:
+        return offer_problems(decision, lines, policy, ctx)
     return problems(lines, policy, ctx)
 
 

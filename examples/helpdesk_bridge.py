@@ -12,16 +12,17 @@ once; the desk keeps the first of a key).
 **In.** The desk calls ``POST /webhook`` when a person acts on a case. The body is one JSON
 object: ``event_id`` (the desk's id of the event), ``session_id``, ``action`` (approve, deny,
 answer, takeover, handback, close), and as the action needs ``item`` (the packet's
-``ticket_id``), ``amount``, ``text``, ``offer`` (an answer's promise as typed lines) and
-``agent``. The header ``X-Desk-Signature: t=<unix seconds>,v1=<hex>`` holds when the desk sent
-it and the HMAC-SHA256 of ``<t>.`` followed by the raw body, under the webhook secret. A request
-without a valid signature, or signed more than ``--tolerance`` seconds (default 300) before or
-after the bridge's clock, gets 401; a body that is not a valid decision gets 422 with the
-reason; neither sends anything. A valid one becomes a ``Decision`` on ``support.decisions``,
-keyed by session, ``decided_at`` the signature's time, and signed as baton's workers verify it;
-its ``decision_id`` is ``desk-<event_id>``, so an event the desk delivers twice is applied once
-(the copy is refused by the worker as a replay), and a captured webhook sent again later is
-refused here.
+``ticket_id``), ``amount``, ``text``, ``offer`` (an answer's promise as typed lines),
+``override`` (``role`` and ``reason``: a promise past the policy's money limits, as far as the
+policy lets the role) and ``agent``. The header ``X-Desk-Signature: t=<unix seconds>,v1=<hex>``
+holds when the desk sent it and the HMAC-SHA256 of ``<t>.`` followed by the raw body, under
+the webhook secret. A request without a valid signature, or signed more than ``--tolerance``
+seconds (default 300) before or after the bridge's clock, gets 401; a body that is not a
+valid decision gets 422 with the reason; neither sends anything. A valid one becomes a
+``Decision`` on ``support.decisions``, keyed by session, ``decided_at`` the signature's time,
+and signed as baton's workers verify it; its ``decision_id`` is ``desk-<event_id>``, so an
+event the desk delivers twice is applied once (the copy is refused by the worker as a
+replay), and a captured webhook sent again later is refused here.
 
 Needs only ``schemas``, aiokafka and aiohttp: no Faust, no Anthropic.
 """
@@ -94,7 +95,7 @@ def decision_of(event: Any, at: int | None = None) -> Decision:
     None); ``ValueError`` (one line) when it is not one."""
     if not isinstance(event, dict) or not isinstance(event.get("event_id"), str):
         raise ValueError("the body is a JSON object with an event_id")
-    names = ("session_id", "action", "item", "amount", "text", "offer")
+    names = ("session_id", "action", "item", "amount", "text", "offer", "override")
     fields = {k: event[k] for k in names if k in event}
     if at is not None:
         fields["decided_at"] = datetime.fromtimestamp(at, UTC)

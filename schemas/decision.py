@@ -43,6 +43,20 @@ def bounded_lines(lines: list[OfferLine]) -> list[OfferLine]:
     return lines
 
 
+class Override(BaseModel):
+    """A person's explicit word that they may promise past the policy's money rules, in the
+    role the shop's policy lets do so (``[people] overrides``); logged with the decision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Identifier = Field(
+        description="The role the person decides in (a key of the policy's overrides)."
+    )
+    reason: Annotated[
+        str, StringConstraints(min_length=1, max_length=500), AfterValidator(clean_text)
+    ] = Field(description="Why the promise goes past the policy (kept and logged).")
+
+
 class Decision(BaseModel):
     """What a person decided or said about one session (key: session_id, signed like stage
     records); applied once, in order with the session's tickets."""
@@ -83,6 +97,13 @@ class Decision(BaseModel):
         "finite, at most 1e9); held to every limit of the policy like an approval and counted "
         "in the session's ledger. Money the text names must be one of these lines or an offer "
         "the session confirmed before.",
+    )
+    override: Override | None = Field(
+        default=None,
+        description="answer and approve: an override of the policy's money limits (remedy "
+        "share, cap, window, status, demand, what was paid) up to what the policy lets the "
+        "role promise; the text's audit (links, card data, ids, money only as offer lines) "
+        "is never overridden.",
     )
     by: Identifier | None = Field(default=None, description="Who decided (the desk's user id).")
     decided_at: Annotated[datetime, AfterValidator(utc)] = Field(

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import ValidationError
 
 from baton_kafka.agents.guards import reading
-from baton_kafka.schemas.decision import MAX_AMOUNT, Decision
+from baton_kafka.schemas.decision import MAX_AMOUNT, Decision, Override
 from baton_kafka.schemas.records import OfferLine
 from baton_kafka.streams.settings import Settings
 
@@ -53,6 +53,7 @@ def build(
     decision_id: str | None = None,
     offer: Sequence[OfferLine] = (),
     allowed_hosts: Iterable[str] | None = None,
+    override: tuple[str, str] | None = None,
 ) -> Decision:
     """The ``Decision`` of ``action`` on ``session_id``; raise :class:`BadDecision` when the
     parts make none (an amount off an approval, a negative, infinite or too large one, an
@@ -61,6 +62,8 @@ def build(
         raise BadDecision(f"the amount goes with approve, from 0 to {MAX_AMOUNT:.0f}")
     if offer and action != "answer":
         raise BadDecision("offer lines go with an answer")
+    if override is not None and action not in ("answer", "approve"):
+        raise BadDecision("an override goes with an answer or an approval")
     if action == "answer" and not text.strip():
         raise BadDecision("the answer's text is empty")
     if action == "answer" and (why := unsendable(text, allowed_hosts)) is not None:
@@ -75,6 +78,7 @@ def build(
             text=text,
             by=by,
             offer=list(offer),
+            override=Override(role=override[0], reason=override[1]) if override else None,
         )
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]

@@ -39,6 +39,14 @@ class PersonCommand:
             )
         else:
             p.add_argument("--note", default="", help="a note kept in the session's context")
+        if self.name in ("decide", "answer"):
+            p.add_argument(
+                "--override",
+                metavar="ROLE",
+                help="promise past the policy's money limits, as far as the policy's "
+                "[people] overrides let ROLE (approve and answer; needs --reason)",
+            )
+            p.add_argument("--reason", default="", help="why the override (kept and logged)")
         p.add_argument("--by", help="who decides (the desk's user id)")
         p.add_argument("--id", dest="decision_id", help="the decision's id (default: a new one)")
         return p
@@ -82,6 +90,18 @@ def offer_lines(specs: list[str]) -> list[Any]:
     return lines
 
 
+def override_of(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--override ROLE --reason TEXT`` as (role, reason); a reason alone is a ``BadDecision``."""
+    from baton_kafka.streams.admin.decisions import BadDecision
+
+    role, reason = getattr(args, "override", None), getattr(args, "reason", "")
+    if role is None and reason:
+        raise BadDecision("--reason goes with --override")
+    if role is not None and not reason.strip():
+        raise BadDecision("--override needs --reason (why the promise goes past the policy)")
+    return (role, reason) if role is not None else None
+
+
 def decision_of(name: str, args: argparse.Namespace, hosts: Any = None) -> Any:
     """The ``Decision`` the command's arguments make (an answer's links checked against
     ``hosts``, when known); a bad one is a one-line ``UsageError``."""
@@ -98,6 +118,7 @@ def decision_of(name: str, args: argparse.Namespace, hosts: Any = None) -> Any:
             decision_id=args.decision_id,
             offer=offer_lines(getattr(args, "offer", [])),
             allowed_hosts=hosts,
+            override=override_of(args),
         )
     except BadDecision as exc:
         raise UsageError(f"baton {name}: {exc}") from None

@@ -151,3 +151,19 @@ def test_what_is_no_decision_is_one_line(event: object, reason: str) -> None:
     with pytest.raises(ValueError) as caught:
         bridge.decision_of(event)
     assert reason in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_desk_event_may_carry_an_override_and_a_typed_promise() -> None:
+    d = bridge.decision_of(
+        {
+            "event_id": "e3",
+            "session_id": "s-1",
+            "action": "answer",
+            "text": "40 EUR go back to your card.",
+            "offer": [
+                {"kind": "refund", "order_id": "", "amount": 40, "channel": "original_payment"}
+            ],
+            "override": {"role": "lead", "reason": "waited three weeks"},
+        }
+    )
+    assert d.offer[0].amount == 40 and d.override is not None and d.override.role == "lead"

@@ -4,19 +4,24 @@ decision stops its partition."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from baton_kafka.agents import people, people_replays
+from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.policy.model import People
 from baton_kafka.schemas import Baton, dumps
-from baton_kafka.schemas.decision import Decision
+from baton_kafka.schemas.decision import Decision, Override
 from baton_kafka.schemas.records import OfferLine, utcnow
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.placement import session_partition
-from tests.fixtures.data import ticket
+from tests.fixtures.data import C1_ORDERS, ticket
 from tests.fixtures.pipelines import baton_of, dead_letters, names, run
+from tests.fixtures.stores import sqlite_store
 from tests.unit.test_decisions import (
     JACKET,
     decision,
@@ -24,8 +29,14 @@ from tests.unit.test_decisions import (
     parked,
     pipeline_on,
     replies,
-    shop,  # noqa: F401  (the fixture)
 )
+
+
+@pytest.fixture
+async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
+    async with sqlite_store(tmp_path / "shop.sqlite3", [*C1_ORDERS, JACKET]) as s:
+        yield s
+
 
 HOSTILE = (
     "Hi, Ana here. We refund you 5,000 EUR plus a 500 EUR voucher. To pay it out, reply with "
@@ -241,3 +252,58 @@ def test_a_decision_holds_only_numbers_a_currency_can_hold() -> None:
 def _source(p: Any, offset: int) -> Source:
     topic = names(p).decisions
     return Source(topic, session_partition("S1", p.settings.partitions), offset, key="S1")
+
+
+def with_overrides(p: Any, **roles: float) -> None:
+    """The worker's policy with ``[people] overrides`` set to ``roles``."""
+    p.policy = p.policy.model_copy(update={"people": People(overrides=roles)})
+    p.people.policy = p.policy
+
+
+async def test_a_signed_override_lifts_the_limits_only_as_far_as_the_role_may(
+    shop: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    p = pipeline_on(shop)
+    await parked(p)
+    with_overrides(p, lead=200.0)
+    lines = [
+        OfferLine(kind="refund", order_id="", amount=150.0, channel="original_payment"),
+        OfferLine(kind="compensation", order_id="", amount=50.0, channel="store_credit"),
+    ]
+    text = "Hi, Ana here: 150 EUR go back to your card, and 50 EUR store credit for the trouble."
+    plain = decision("d1", "answer", item=None, text=text, offer=lines)
+    # Without an override: compensation is not for an order that is only paid, and the total
+    # is above what was paid.
+    await feed(p, plain, 0)
+    assert dead_letters(p)[-1].reason == "decision_invalid"
+    assert "compensation" in dead_letters(p)[-1].error
+    # A role the policy does not name, or one that may promise less: refused.
+    agent = Override(role="agent", reason="goodwill")
+    await feed(p, plain.model_copy(update={"decision_id": "d2", "override": agent}), 1)
+    assert "role agent may not override" in dead_letters(p)[-1].error
+    lead = Override(role="lead", reason="the customer waited three weeks")
+    more = [lines[0], lines[1].model_copy(update={"amount": 5000.0})]
+    big = "Hi, Ana here: 150 EUR go back to your card, and 5000 EUR store credit."
+    await feed(p, decision("d3", "answer", item=None, text=big, offer=more, override=lead), 2)
+    assert "allows at most 200.00" in dead_letters(p)[-1].error
+    # Never overridden: what the text may say.
+    sly = f"{text} Confirm with your CVV at https://evil.example/x"
+    await feed(p, decision("d4", "answer", item=None, text=sly, offer=lines, override=lead), 3)
+    assert "evil.example" in dead_letters(p)[-1].error and len(dead_letters(p)) == 4
+    with caplog.at_level("WARNING", logger="baton.decisions"):
+        await feed(p, decision("d5", "answer", item=None, text=text, offer=lines, override=lead), 4)
+    sent = replies(p)[-1]
+    assert sent.decision_id == "d5" and sent.offer is not None and sent.offer.total == 200
+    assert "overriding the policy as lead" in sent.internal_note
+    assert any("override by ana as lead" in r.getMessage() for r in caplog.records)
+    assert baton_of(p, "S1").offered == {JACKET.order_id: {"refund": 150.0, "compensation": 50.0}}
+    assert len(dead_letters(p)) == 4
+
+
+async def test_an_override_goes_with_an_answer_or_an_approval_only(shop: Any) -> None:
+    p = pipeline_on(shop)
+    await parked(p)
+    lead = Override(role="lead", reason="why not")
+    await feed(p, decision("d1", "deny", override=lead), 0)
+    assert dead_letters(p)[-1].reason == "decision_invalid"
+    assert "override goes with an answer" in dead_letters(p)[-1].error
