@@ -4,11 +4,13 @@ later decisions and tickets are still applied and answered, the parked approval 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
 import orjson
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from baton_kafka.schemas import DeadLetter
 from baton_kafka.streams.runtime.placement import session_partition
@@ -22,6 +24,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
 PARTITIONS = 4
 SIGNER = Signer((tuple(KEYS.split(":", 1)),))  # type: ignore[arg-type]
+
+
+async def end_offsets(d: Deployment, topics: list[str]) -> dict[tuple[str, int], int]:
+    """Each partition's end offset, keyed like ``delivery.committed_offsets``."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=d.broker.bootstrap)
+    await consumer.start()
+    try:
+        tps = {TopicPartition(d.topic(t), p): (t, p) for t in topics for p in range(PARTITIONS)}
+        ends = await consumer.end_offsets(list(tps))
+        return {tps[tp]: offset for tp, offset in ends.items()}
+    finally:
+        await consumer.stop()
 
 
 def one_session_per_partition() -> list[str]:
@@ -179,6 +193,17 @@ async def test_no_decision_or_ticket_stops_a_partition(deployment: Deployment) -
         "untrusted_record",
     }
     assert "decision_failed" not in reasons
+
+    # Every partition moved on: the worker's group committed each to its end.
+    ends = await end_offsets(d, ["support.decisions", "support.tickets"])
+    deadline = asyncio.get_running_loop().time() + 90
+    while (
+        got := await delivery.committed_offsets(
+            d, ["support.decisions", "support.tickets"], PARTITIONS
+        )
+    ) != ends:
+        assert asyncio.get_running_loop().time() < deadline, f"stuck: {got} != {ends}"
+        await asyncio.sleep(1)
     delivery.figures(
         f"poison decisions and tickets, {d.broker.kind}",
         partitions=PARTITIONS,
