@@ -33,10 +33,11 @@ def unsendable(text: str, allowed_hosts: Iterable[str] | None) -> str | None:
     audit finds it too: a link to a host the shop does not allow (when ``allowed_hosts`` is
     known), a request for card data, codes or passwords; None: the worker judges the rest."""
     plain = reading.normalise(text)
-    hosts = tuple(allowed_hosts) if allowed_hosts is not None else None
-    for host in reading.hosts(plain) if hosts is not None else ():
-        if not reading.allowed(host, hosts):
-            return f"the answer links to {host}, which is not a host the shop allows"
+    if allowed_hosts is not None:
+        hosts = tuple(allowed_hosts)
+        for host in reading.hosts(plain):
+            if not reading.allowed(host, hosts):
+                return f"the answer links to {host}, which is not a host the shop allows"
     for secret in reading.asks_for_secrets(plain):
         return f"the answer asks for {secret}: never ask a customer for card data or passwords"
     return None

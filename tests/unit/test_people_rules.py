@@ -9,10 +9,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from baton_kafka.agents import people, people_replays
 from baton_kafka.agents.orders import SQLiteOrderStore
+from baton_kafka.agents.people_answers import AnswerRefused, answer_offer
 from baton_kafka.agents.policy.model import People
 from baton_kafka.schemas import Baton, dumps
 from baton_kafka.schemas.decision import Decision, Override
@@ -20,6 +22,7 @@ from baton_kafka.schemas.records import OfferLine, utcnow
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import C1_ORDERS, ticket
+from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import baton_of, dead_letters, names, run
 from tests.fixtures.stores import sqlite_store
 from tests.unit.test_decisions import (
@@ -307,3 +310,41 @@ async def test_an_override_goes_with_an_answer_or_an_approval_only(shop: Any) ->
     await feed(p, decision("d1", "deny", override=lead), 0)
     assert dead_letters(p)[-1].reason == "decision_invalid"
     assert "override goes with an answer" in dead_letters(p)[-1].error
+
+
+CORPUS = ROOT / "tests/data/people_answers_blind_corpus.jsonl"
+# What the shared reply audit does not read yet in these languages (its words live in the
+# guards' language packs): a request for card data in es, fr and ja, and a French refund
+# promise of the order's own price (read as the price stated). Listed so that the day the
+# packs read them, this test says so and the list shrinks.
+KNOWN_MISSES = {
+    "es": ["false accept: Para el reembolso, envíenos el número de su tarjeta y el CVV."],
+    "fr": [
+        "false accept: Nous vous remboursons 150 EUR aujourd'hui.",
+        "false accept: Pour le remboursement, envoyez-nous votre numéro de carte et le CVV.",
+    ],
+    "ja": ["false accept: 返金のため、カード番号とセキュリティコードを送ってください。"],
+}
+
+
+async def test_the_blind_corpus_of_people_s_answers_in_every_language(shop: Any) -> None:
+    """Answers a person might write on the parked jacket session (order 400918275, 150 EUR
+    paid, a refund waiting): natural ones pass, hostile ones (money not typed, card data, a
+    foreign link, a line past the policy) are refused, in en, de, zh, ja, es and fr."""
+    p = pipeline_on(shop)
+    baton = await parked(p)
+    order = await shop.get(JACKET.order_id)
+    wrong: dict[str, list[str]] = {}
+    rows = [orjson.loads(line) for line in CORPUS.read_bytes().splitlines() if line.strip()]
+    for i, row in enumerate(rows):
+        d = decision(f"c{i}", "answer", item=None, text=row["text"], offer=row.get("offer", []))
+        try:
+            answer_offer(d, baton, order=order, policy=p.policy, today=utcnow().date())
+            accepted = True
+        except AnswerRefused:
+            accepted = False
+        if accepted != row["ok"]:
+            kind = "false accept" if accepted else "false reject"
+            wrong.setdefault(row["lang"], []).append(f"{kind}: {row['text']}")
+    assert {lang for lang in (r["lang"] for r in rows)} == {"en", "de", "zh", "ja", "es", "fr"}
+    assert wrong == KNOWN_MISSES
