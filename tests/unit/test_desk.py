@@ -330,7 +330,11 @@ async def test_a_cross_site_request_is_refused() -> None:
         (desk.DECIDE_PATH, {**APPROVE, "amount": 10**10}, 400, "from 0 to 1000000000"),
         (
             desk.ANSWER_PATH,
-            {"session_id": "s2", "ticket_id": "t2", "text": "Please send me your card number and CVV."},
+            {
+                "session_id": "s2",
+                "ticket_id": "t2",
+                "text": "Please send me your card number and CVV.",
+            },
             400,
             "never ask a customer for card",
         ),
