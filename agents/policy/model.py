@@ -123,6 +123,14 @@ class Handoff(BaseModel):
     repeated_contact: int = Field(default=0, ge=0, description="0: never.")
 
 
+class Links(BaseModel):
+    """Where a reply may link to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowed_hosts: tuple[str, ...] = ()
+
+
 class People(BaseModel):
     """What a person at the desk may promise beyond the money rules, by role."""
 
@@ -141,14 +149,6 @@ class People(BaseModel):
             if not (0 <= most <= 1e9):
                 raise ValueError(f"{role}: an override's most is from 0 to 1e9")
         return overrides
-
-
-class Links(BaseModel):
-    """Where a reply may link to."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    allowed_hosts: tuple[str, ...] = ()
 
 
 class Policy(BaseModel):
