@@ -4,28 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 from baton_kafka.agents import escalation
+from baton_kafka.agents.people_answers import AnswerRefused, answer_offer
+from baton_kafka.agents.people_offers import approved_offer, money_lines, next_option
+from baton_kafka.agents.people_refused import Refused as Refused
 from baton_kafka.agents.people_texts import alternative, confirmation
 from baton_kafka.agents.policy import Policy
-from baton_kafka.agents.policy.offer import CENT, OfferContext, cents, problems, total
-from baton_kafka.agents.strategy import already_offered
 from baton_kafka.schemas.baton import Baton, OrderMemory, TicketMemory
 from baton_kafka.schemas.codec import dumps
-from baton_kafka.schemas.decision import ON_OFFER, PEOPLE_KEEP, Decision, PendingOffer, PersonNote
-from baton_kafka.schemas.records import Offer, OfferLine, Order, Reply, ReplyStatus, Ticket, utcnow
+from baton_kafka.schemas.decision import (
+    ON_OFFER,
+    PEOPLE_KEEP,
+    AppliedDecision,
+    Decision,
+    PendingOffer,
+    PersonNote,
+)
+from baton_kafka.schemas.records import Offer, Order, Reply, ReplyStatus, Ticket, utcnow
 
 NOTE_CHARS = 500
 PERSON = "person"
-
-
-class Refused(ValueError):
-    """A decision the baton cannot apply: ``reason`` is its dead letter's reason."""
-
-    def __init__(self, reason: str, error: str) -> None:
-        super().__init__(error)
-        self.reason = reason
+# The actions a person may start on a session with nothing open for them.
+STARTED = frozenset({"answer", "takeover"})
 
 
 def park(baton: Baton, reply: Reply) -> Baton:
@@ -51,6 +53,20 @@ def park(baton: Baton, reply: Reply) -> Baton:
 def applied(baton: Baton, decision_id: str) -> PersonNote | None:
     """The baton's note of decision ``decision_id``, if it was applied."""
     return next((n for n in baton.people if n.decision_id == decision_id), None)
+
+
+def open_for_people(baton: Baton) -> bool:
+    """Whether the session has something for a person to decide: a hand-off, an offer waiting
+    or escalated, or a person who has it."""
+    return bool(
+        not baton.closed
+        and (
+            baton.pending is not None
+            or baton.taken_over
+            or baton.escalated
+            or any(t.status == "handoff" for t in baton.tickets)
+        )
+    )
 
 
 def silent(ticket: Ticket, baton: Baton, *, llm: str, policy: Policy) -> tuple[Reply, Baton]:
@@ -88,6 +104,16 @@ def check(decision: Decision, baton: Baton | None) -> None:
     """Raise :class:`Refused` unless ``decision`` answers something ``baton`` has open."""
     if baton is None:
         raise Refused("decision_not_pending", "the session has no baton (unknown or expired)")
+    if decision.action not in STARTED and not open_for_people(baton):
+        raise Refused(
+            "decision_not_pending",
+            "the session has nothing for a person to decide (no hand-off, no offer waiting, "
+            "not taken over): only answer and takeover start something",
+        )
+    if decision.offer and decision.action != "answer":
+        raise Refused("decision_invalid", "offer lines go with an answer only")
+    if decision.override is not None and decision.action not in ("answer", "approve"):
+        raise Refused("decision_invalid", "an override goes with an answer or an approval")
     if decision.action in ON_OFFER:
         pending = baton.pending
         if pending is None and (late := escalation.of(baton, decision.item)) is not None:
@@ -102,7 +128,7 @@ def check(decision: Decision, baton: Baton | None) -> None:
             )
     if decision.action == "approve" and decision.amount is not None:
         assert baton.pending is not None
-        if len(_money_lines(baton.pending.offer.lines)) != 1:
+        if len(money_lines(baton.pending.offer.lines)) != 1:
             raise Refused("decision_invalid", "a changed amount needs an offer with one money line")
     if decision.action == "deny" and decision.amount is not None:
         raise Refused("decision_invalid", "a denial carries no amount")
@@ -114,75 +140,6 @@ def check(decision: Decision, baton: Baton | None) -> None:
         raise Refused("decision_not_pending", "the session is not taken over")
 
 
-def _money_lines(lines: Sequence[OfferLine]) -> list[OfferLine]:
-    return [line for line in lines if line.amount]
-
-
-def approved_offer(
-    decision: Decision,
-    pending: PendingOffer,
-    order: Order | None,
-    policy: Policy,
-    today: date,
-    history: Sequence[OrderMemory],
-    baton: Baton,
-) -> Offer:
-    """The offer an approval confirms: the proposed lines (one amount changed if asked),
-    held to every limit of the policy; raises :class:`Refused` when they break one."""
-    lines = list(pending.offer.lines)
-    if decision.amount is not None:
-        money = _money_lines(lines)[0]
-        changed = money.model_copy(update={"amount": cents(decision.amount)})
-        lines = [changed if line is money else line for line in lines]
-    found = _problems(lines, pending, order, policy, today, history, baton)
-    if found:
-        raise Refused("decision_invalid", "the approval breaks the policy: " + "; ".join(found))
-    return Offer(state="approved", lines=lines, total=total(lines), currency=pending.offer.currency)
-
-
-def _problems(
-    lines: Sequence[OfferLine],
-    pending: PendingOffer,
-    order: Order | None,
-    policy: Policy,
-    today: date,
-    history: Sequence[OrderMemory],
-    baton: Baton,
-) -> list[str]:
-    if order is None:
-        return [f"order {lines[0].order_id if lines else '?'} is not in the order store"]
-    ctx = OfferContext(
-        order=order,
-        demand=pending.demand,
-        today=today,
-        already=already_offered(baton, order, history),
-    )
-    return problems(lines, policy, ctx)
-
-
-def next_option(
-    pending: PendingOffer,
-    order: Order | None,
-    policy: Policy,
-    today: date,
-    history: Sequence[OrderMemory],
-    baton: Baton,
-) -> Offer | None:
-    """What a denial offers instead: the one money line lowered to the approval threshold
-    when the policy allows that without approval; None: a person follows up."""
-    threshold = policy.money.approval_above
-    money = _money_lines(pending.offer.lines)
-    if threshold is None or threshold <= CENT or len(money) != 1:
-        return None
-    lowered = money[0].model_copy(update={"amount": cents(threshold)})
-    lines = [lowered if line is money[0] else line for line in pending.offer.lines]
-    if total(lines) > threshold + CENT:
-        return None
-    if _problems(lines, pending, order, policy, today, history, baton):
-        return None
-    return Offer(state="approved", lines=lines, total=total(lines), currency=pending.offer.currency)
-
-
 def apply(
     decision: Decision,
     baton: Baton,
@@ -192,9 +149,11 @@ def apply(
     today: date,
     history: Sequence[OrderMemory] = (),
     source: str = "",
+    keep_for: timedelta = timedelta(days=1),
 ) -> Applied:
     """Apply ``decision`` to ``baton`` (checked with :func:`check` first): the new baton, with
-    the decision's note holding the reply to send, and that reply."""
+    the decision's note holding the reply to send and its id among those applied (kept
+    ``keep_for`` past their decided_at), and that reply."""
     check(decision, baton)
     pending = baton.pending
     offer: Offer | None = None
@@ -216,6 +175,12 @@ def apply(
         status = "answered" if offer is not None else "handoff"
         updates["pending"] = None
     elif decision.action == "answer":
+        try:
+            offer = answer_offer(
+                decision, baton, order=order, policy=policy, today=today, history=history
+            )
+        except AnswerRefused as exc:
+            raise Refused("decision_invalid", f"the answer breaks the rules: {exc}") from exc
         reply_text = decision.text
         item = item or _last_ticket(baton)
     elif decision.action == "takeover":
@@ -233,7 +198,7 @@ def apply(
             status=status,
             reply=reply_text,
             solution=_solution(decision, offer),
-            internal_note=f"Decided by {decision.by or PERSON}: {decision.text}"[:NOTE_CHARS],
+            internal_note=_note(decision)[:NOTE_CHARS],
             confidence=1.0,
             order_id=offer.lines[0].order_id if offer and offer.lines else baton.order_id,
             language=language,
@@ -253,10 +218,16 @@ def apply(
         source=source,
         at=decision.decided_at,
     )
+    now = utcnow()
+    decided = {
+        did: kept for did, kept in baton.decided.items() if kept.decided_at >= now - keep_for
+    }
+    decided[decision.decision_id] = AppliedDecision(source=source, decided_at=decision.decided_at)
     updates |= {
         "people": [*baton.people, note][-PEOPLE_KEEP:],
+        "decided": decided,
         "version": baton.version + 1,
-        "updated_at": utcnow(),
+        "updated_at": now,
     }
     if reply is not None and offer is not None:
         updates |= _booked(baton, item or "", offer, reply)
@@ -282,6 +253,14 @@ def _booked(baton: Baton, item: str, offer: Offer, reply: Reply) -> dict[str, ob
     told = {"status": reply.status, "solution": reply.solution[:200], "offer": offer.lines}
     tickets = [t.model_copy(update=told) if t.ticket_id == item else t for t in baton.tickets]
     return {"offered": offered, "tickets": tickets}
+
+
+def _note(decision: Decision) -> str:
+    """What the reply's internal note says of who decided, and of an override."""
+    said = f"Decided by {decision.by or PERSON}"
+    if decision.override is not None:
+        said += f" overriding the policy as {decision.override.role} ({decision.override.reason})"
+    return f"{said}: {decision.text}"
 
 
 def _solution(decision: Decision, offer: Offer | None) -> str:

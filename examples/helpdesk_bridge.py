@@ -14,12 +14,17 @@ aimed at staff flagged (``note``), and a packet of an older worker is labelled w
 **In.** The desk calls ``POST /webhook`` when a person acts on a case. The body is one JSON
 object: ``event_id`` (the desk's id of the event), ``session_id``, ``action`` (approve, deny,
 answer, takeover, handback, close), and as the action needs ``item`` (the packet's
-``ticket_id``), ``amount``, ``text`` and ``agent``. The header ``X-Desk-Signature:
-sha256=<hex>`` is the HMAC-SHA256 of the raw body under the webhook secret. A request without a
-valid signature gets 401; a body that is not a valid decision gets 422 with the reason; neither
-sends anything. A valid one becomes a ``Decision`` on ``support.decisions``, keyed by session and
-signed as baton's workers verify it; its ``decision_id`` is ``desk-<event_id>``, so an event the
-desk delivers twice is applied once (the copy is refused by the worker as a replay).
+``ticket_id``), ``amount``, ``text``, ``offer`` (an answer's promise as typed lines),
+``override`` (``role`` and ``reason``: a promise past the policy's money limits, as far as the
+policy lets the role) and ``agent``. The header ``X-Desk-Signature: t=<unix seconds>,v1=<hex>``
+holds when the desk sent it and the HMAC-SHA256 of ``<t>.`` followed by the raw body, under
+the webhook secret. A request without a valid signature, or signed more than ``--tolerance``
+seconds (default 300) before or after the bridge's clock, gets 401; a body that is not a
+valid decision gets 422 with the reason; neither sends anything. A valid one becomes a
+``Decision`` on ``support.decisions``, keyed by session, ``decided_at`` the signature's time,
+and signed as baton's workers verify it; its ``decision_id`` is ``desk-<event_id>``, so an
+event the desk delivers twice is applied once (the copy is refused by the worker as a
+replay), and a captured webhook sent again later is refused here.
 
 Needs only ``schemas``, aiokafka and aiohttp: no Faust, no Anthropic.
 """
@@ -33,6 +38,8 @@ import hashlib
 import hmac
 import json
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +54,7 @@ from baton_kafka.schemas.handoff import HandoffPacket
 SIGNATURE_HEADER = "baton-signature"
 WEBHOOK_HEADER = "X-Desk-Signature"
 MAX_BODY = 64 * 1024
+TOLERANCE_S = 300.0
 
 
 def record_signature(key_id: str, secret: str, topic: str, key: str, value: bytes) -> bytes:
@@ -56,19 +64,43 @@ def record_signature(key_id: str, secret: str, topic: str, key: str, value: byte
     return f"{key_id}:{mac}".encode()
 
 
-def webhook_signed(secret: bytes, body: bytes, header: str | None) -> bool:
-    """Whether ``header`` is ``sha256=<hex HMAC of body>`` under ``secret``."""
-    if not header or not header.startswith("sha256="):
-        return False
-    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, header.removeprefix("sha256="))
+def webhook_signature(secret: bytes, body: bytes, at: int) -> str:
+    """The ``X-Desk-Signature`` of ``body`` sent at ``at`` (unix seconds): ``t=…,v1=…``."""
+    mac = hmac.new(secret, f"{at}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={at},v1={mac}"
 
 
-def decision_of(event: Any) -> Decision:
-    """The ``Decision`` a desk event stands for; ``ValueError`` (one line) when it is not one."""
+def webhook_signed(
+    secret: bytes, body: bytes, header: str | None, now: float, tolerance: float = TOLERANCE_S
+) -> int | None:
+    """When the desk signed ``body`` (unix seconds), if ``header`` is ``t=<time>,v1=<hex HMAC
+    of "<time>." and body>`` under ``secret`` and the time is within ``tolerance`` of ``now``;
+    None otherwise (a header of other than printable ASCII included)."""
+    if not header or not header.isascii() or not header.isprintable():
+        return None
+    parts: dict[str, list[str]] = {}
+    for part in header.split(","):
+        name, _, value = part.strip().partition("=")
+        parts.setdefault(name, []).append(value)
+    times = parts.get("t", [])
+    at = times[0] if len(times) == 1 else ""
+    if not at.isdigit() or len(at) > 12 or abs(now - int(at)) > tolerance:
+        return None
+    expected = webhook_signature(secret, body, int(at)).partition(",v1=")[2]
+    if any(hmac.compare_digest(expected, v) for v in parts.get("v1", [])):
+        return int(at)
+    return None
+
+
+def decision_of(event: Any, at: int | None = None) -> Decision:
+    """The ``Decision`` a desk event stands for, decided at ``at`` (unix seconds; now if
+    None); ``ValueError`` (one line) when it is not one."""
     if not isinstance(event, dict) or not isinstance(event.get("event_id"), str):
         raise ValueError("the body is a JSON object with an event_id")
-    fields = {k: event[k] for k in ("session_id", "action", "item", "amount", "text") if k in event}
+    names = ("session_id", "action", "item", "amount", "text", "offer", "override")
+    fields = {k: event[k] for k in names if k in event}
+    if at is not None:
+        fields["decided_at"] = datetime.fromtimestamp(at, UTC)
     try:
         return Decision(decision_id=f"desk-{event['event_id']}", by=event.get("agent"), **fields)
     except ValidationError as exc:
@@ -91,10 +123,13 @@ class Bridge:
 
     async def webhook(self, request: web.Request) -> web.Response:
         body = await request.read()
-        if not webhook_signed(self.webhook_secret, body, request.headers.get(WEBHOOK_HEADER)):
-            return web.json_response({"error": "bad signature"}, status=401)
+        header = request.headers.get(WEBHOOK_HEADER)
+        at = webhook_signed(self.webhook_secret, body, header, time.time(), self.args.tolerance)
+        if at is None:
+            error = "bad signature, or signed outside the tolerance (t=<unix time>,v1=<hex>)"
+            return web.json_response({"error": error}, status=401)
         try:
-            decision = decision_of(json.loads(body))
+            decision = decision_of(json.loads(body), at)
         except ValueError as exc:  # json.JSONDecodeError is one
             return web.json_response({"error": str(exc).splitlines()[0]}, status=422)
         value = decision.model_dump_json().encode()
@@ -180,9 +215,17 @@ def main() -> int:
     p.add_argument("--desk-url", required=True, help="where each packet is POSTed")
     p.add_argument("--webhook-secret-file", required=True, help="the desk's webhook secret")
     p.add_argument("--signing-key-file", required=True, help="<key id>:<secret>, a signing key")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=TOLERANCE_S,
+        help="seconds a webhook's signed time may be off the bridge's clock",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8787)
     args = p.parse_args()
+    if not args.tolerance > 0:
+        p.error("--tolerance: a number of seconds above 0")
     for name in ("webhook_secret_file", "signing_key_file"):
         if not Path(getattr(args, name)).is_file():
             p.error(f"--{name.replace('_', '-')}: no such file: {getattr(args, name)}")

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from baton_kafka.schemas.decision import Escalation, PendingOffer, PersonNote
+from baton_kafka.schemas.decision import AppliedDecision, Escalation, PendingOffer, PersonNote
 from baton_kafka.schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
 from baton_kafka.schemas.stages import Demand
 
@@ -145,6 +145,11 @@ class Baton(BaseModel):
     closed: bool = Field(default=False, description="A person closed the case.")
     people: list[PersonNote] = Field(
         default_factory=list, description="The decisions people made on the session, oldest first."
+    )
+    decided: dict[str, AppliedDecision] = Field(
+        default_factory=dict,
+        description="Every decision id the session applied, until its decided_at is older than "
+        "BATON_DECISION_MAX_AGE (a copy is refused by age from then on).",
     )
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from baton_kafka.schemas.records import SCHEMA_VERSION, Identifier, Offer, utcnow
+from baton_kafka.schemas.records import SCHEMA_VERSION, Identifier, Offer, OfferLine, utcnow
 
 DecisionAction = Literal["approve", "deny", "answer", "takeover", "handback", "close"]
 # The actions that answer the session's pending offer, and must name it.
 ON_OFFER: frozenset[str] = frozenset({"approve", "deny"})
 ANSWER_CHARS = 4_000
 PEOPLE_KEEP = 20
+# The most money one decision may name: what a currency's books hold, far above any order.
+MAX_AMOUNT = 1e9
+# An answer's promise: a few typed lines, like a reply's offer.
+MAX_OFFER_LINES = 8
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -23,13 +28,42 @@ def clean_text(value: str) -> str:
     return _CONTROL.sub("", value)
 
 
+def utc(value: datetime) -> datetime:
+    """``value`` with a time zone: a time written without one is read as UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def bounded_lines(lines: list[OfferLine]) -> list[OfferLine]:
+    """``lines`` when each amount is a finite sum of at most ``MAX_AMOUNT``."""
+    for line in lines:
+        if line.amount is not None and not (
+            math.isfinite(line.amount) and line.amount <= MAX_AMOUNT
+        ):
+            raise ValueError(f"an offer line's amount is at most {MAX_AMOUNT:.0f}")
+    return lines
+
+
+class Override(BaseModel):
+    """A person's explicit word that they may promise past the policy's money rules, in the
+    role the shop's policy lets do so (``[people] overrides``); logged with the decision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Identifier = Field(
+        description="The role the person decides in (a key of the policy's overrides)."
+    )
+    reason: Annotated[
+        str, StringConstraints(min_length=1, max_length=500), AfterValidator(clean_text)
+    ] = Field(description="Why the promise goes past the policy (kept and logged).")
+
+
 class Decision(BaseModel):
     """What a person decided or said about one session (key: session_id, signed like stage
     records); applied once, in order with the session's tickets."""
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=1_000)
     decision_id: Identifier = Field(description="Unique id of this decision: a copy is refused.")
     session_id: Identifier = Field(description="The session it is about (also the record key).")
     item: Identifier | None = Field(
@@ -44,8 +78,10 @@ class Decision(BaseModel):
     amount: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_AMOUNT,
+        allow_inf_nan=False,
         description="approve only: the amount approved instead of the proposed one (an offer "
-        "with one money line), within the policy's limits.",
+        "with one money line), within the policy's limits; finite, at most 1e9.",
     )
     text: Annotated[str, StringConstraints(max_length=ANSWER_CHARS), AfterValidator(clean_text)] = (
         Field(
@@ -54,8 +90,28 @@ class Decision(BaseModel):
             "kept in the session's context.",
         )
     )
+    offer: Annotated[list[OfferLine], AfterValidator(bounded_lines)] = Field(
+        default_factory=list,
+        max_length=MAX_OFFER_LINES,
+        description="answer only: what the text promises, one typed line per remedy (amounts "
+        "finite, at most 1e9); held to every limit of the policy like an approval and counted "
+        "in the session's ledger. Money the text names must be one of these lines or an offer "
+        "the session confirmed before.",
+    )
+    override: Override | None = Field(
+        default=None,
+        description="answer and approve: an override of the policy's money limits (remedy "
+        "share, cap, window, status, demand, what was paid) up to what the policy lets the "
+        "role promise; the text's audit (links, card data, ids, money only as offer lines) "
+        "is never overridden.",
+    )
     by: Identifier | None = Field(default=None, description="Who decided (the desk's user id).")
-    decided_at: datetime = Field(default_factory=utcnow)
+    decided_at: Annotated[datetime, AfterValidator(utc)] = Field(
+        default_factory=utcnow,
+        description="When the person decided (UTC when no zone is given): a decision older than "
+        "BATON_DECISION_MAX_AGE, or ahead of the worker's clock by more than a few minutes, is "
+        "refused.",
+    )
 
 
 class PendingOffer(BaseModel):
@@ -103,3 +159,10 @@ class PersonNote(BaseModel):
     )
     source: str = Field(default="", description="Where the decision was read: topic:part:offset.")
     at: datetime = Field(default_factory=utcnow)
+
+
+class AppliedDecision(BaseModel):
+    """A decision id the session applied, kept while a copy of it could still be accepted."""
+
+    source: str = Field(description="Where it was read: topic:part:offset.")
+    decided_at: datetime = Field(description="Its decided_at: kept until it is too old.")

@@ -157,6 +157,26 @@ class Links(BaseModel):
     allowed_hosts: tuple[str, ...] = ()
 
 
+class People(BaseModel):
+    """What a person at the desk may promise beyond the money rules, by role."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    overrides: dict[str, float] = Field(
+        default_factory=dict,
+        description="role -> the most money a person of that role may promise for an order "
+        "with a signed override, past the remedies' limits; a role not named has none.",
+    )
+
+    @field_validator("overrides")
+    @classmethod
+    def _bounded(cls, overrides: dict[str, float]) -> dict[str, float]:
+        for role, most in overrides.items():
+            if not (0 <= most <= 1e9):
+                raise ValueError(f"{role}: an override's most is from 0 to 1e9")
+        return overrides
+
+
 class Policy(BaseModel):
     """A shop's whole service policy; ``version`` is the hash of the file it was read from."""
 
@@ -168,6 +188,7 @@ class Policy(BaseModel):
     remedies: dict[str, Remedy] = Field(min_length=1)
     handoff: Handoff = Field(default_factory=Handoff)
     links: Links = Field(default_factory=Links)
+    people: People = Field(default_factory=People)
     version: str = Field(default="", exclude=True, description="SHA-256 prefix of the file.")
 
     @field_validator("remedies")

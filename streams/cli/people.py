@@ -29,16 +29,38 @@ class PersonCommand:
             p.add_argument("--amount", type=float, help="approve this amount instead")
         if self.name == "answer":
             p.add_argument("text", help="what the customer is sent")
+            p.add_argument(
+                "--offer",
+                action="append",
+                default=[],
+                metavar="KIND:AMOUNT[:CHANNEL]",
+                help="what the text promises, one remedy a flag (refund:40:original_payment), "
+                "for the session's order; held to the policy and counted in its ledger",
+            )
         else:
             p.add_argument("--note", default="", help="a note kept in the session's context")
+        if self.name in ("decide", "answer"):
+            p.add_argument(
+                "--override",
+                metavar="ROLE",
+                help="promise past the policy's money limits, as far as the policy's "
+                "[people] overrides let ROLE (approve and answer; needs --reason)",
+            )
+            p.add_argument("--reason", default="", help="why the override (kept and logged)")
         p.add_argument("--by", help="who decides (the desk's user id)")
         p.add_argument("--id", dest="decision_id", help="the decision's id (default: a new one)")
         return p
 
     def run(self, args: argparse.Namespace, settings: Settings) -> int:
+        from baton_kafka.agents.policy import PolicyError, load
         from baton_kafka.streams.admin.decisions import send
 
-        decision = decision_of(self.name, args)
+        try:
+            policy = load(settings.policy_file) if self.name == "answer" else None
+        except PolicyError as exc:
+            raise UsageError(f"baton {self.name}: {exc}") from None
+        hosts = policy.links.allowed_hosts if policy is not None else None
+        decision = decision_of(self.name, args, hosts)
         topic = asyncio.run(send(settings, decision))
         what = decision.action + (f" of ticket {decision.item}" if decision.item else "")
         print(
@@ -49,8 +71,40 @@ class PersonCommand:
         return 0
 
 
-def decision_of(name: str, args: argparse.Namespace) -> Any:
-    """The ``Decision`` the command's arguments make; a bad one is a one-line ``UsageError``."""
+def offer_lines(specs: list[str]) -> list[Any]:
+    """``--offer`` flags as offer lines for the session's order; a bad one is a ``BadDecision``."""
+    from baton_kafka.schemas.records import OfferLine
+    from baton_kafka.streams.admin.decisions import BadDecision, bounded
+
+    lines = []
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        amount, _, channel = rest.partition(":")
+        try:
+            value = float(amount) if amount else None
+        except ValueError:
+            value = -1.0
+        if not kind or (value is not None and not bounded(value)):
+            raise BadDecision(f"--offer {spec!r}: KIND:AMOUNT[:CHANNEL], an amount from 0 to 1e9")
+        lines.append(OfferLine(kind=kind, order_id="", amount=value, channel=channel or None))
+    return lines
+
+
+def override_of(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--override ROLE --reason TEXT`` as (role, reason); a reason alone is a ``BadDecision``."""
+    from baton_kafka.streams.admin.decisions import BadDecision
+
+    role, reason = getattr(args, "override", None), getattr(args, "reason", "")
+    if role is None and reason:
+        raise BadDecision("--reason goes with --override")
+    if role is not None and not reason.strip():
+        raise BadDecision("--override needs --reason (why the promise goes past the policy)")
+    return (role, reason) if role is not None else None
+
+
+def decision_of(name: str, args: argparse.Namespace, hosts: Any = None) -> Any:
+    """The ``Decision`` the command's arguments make (an answer's links checked against
+    ``hosts``, when known); a bad one is a one-line ``UsageError``."""
     from baton_kafka.streams.admin.decisions import BadDecision, build
 
     try:
@@ -62,6 +116,9 @@ def decision_of(name: str, args: argparse.Namespace) -> Any:
             text=args.text if name == "answer" else args.note,
             by=args.by,
             decision_id=args.decision_id,
+            offer=offer_lines(getattr(args, "offer", [])),
+            allowed_hosts=hosts,
+            override=override_of(args),
         )
     except BadDecision as exc:
         raise UsageError(f"baton {name}: {exc}") from None

@@ -222,6 +222,17 @@ class Settings(OrderSettings, ModelSettings):
         render=NUMBER,
         shown="`14400` (4 hours)",
     )
+    # Applied decision ids are kept this long in the baton: a copy older is refused by age.
+    decision_max_age_s: float = setting(
+        "BATON_DECISION_MAX_AGE",
+        "seconds after its `decided_at` a person's decision is still applied; older ones (and "
+        "any more than 5 minutes ahead of the worker's clock) are dead letters "
+        "`decision_expired`; at most `BATON_SESSION_TTL` less those 5 minutes counts",
+        24 * 3600.0,
+        parse=positive,
+        render=NUMBER,
+        shown="`86400` (1 day)",
+    )
     session_ttl_s: float = setting(
         "BATON_SESSION_TTL",
         "idle seconds before a session's baton expires",

@@ -3,6 +3,7 @@ sent as the signed ``Decision`` the ``baton`` commands send; same-origin request
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 import orjson
 from aiohttp import web as aioweb
 
-from baton_kafka.schemas.decision import Decision
+from baton_kafka.schemas.decision import MAX_AMOUNT, Decision
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.admin.decisions import BadDecision, build, send
 from baton_kafka.streams.kafka.connect import BrokerUnreachable
@@ -120,6 +121,9 @@ def amount_of(body: Mapping[str, Any]) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise Refusal(400, "amount must be a number")
+    # A JSON integer of any size reaches here: compared before it is made a float.
+    if not 0 <= value <= MAX_AMOUNT:
+        raise Refusal(400, f"amount must be a number from 0 to {MAX_AMOUNT:.0f}")
     return float(value)
 
 
@@ -137,6 +141,17 @@ class Desk:
         # same CSRF token for a cookie, and only the token's holders can compute it.
         token = (self.settings.desk_token or "").encode("utf-8", "surrogateescape")
         self.secret = self.secret or hmac.new(token, b"baton desk csrf", hashlib.sha256).digest()
+
+    @functools.cached_property
+    def allowed_hosts(self) -> tuple[str, ...] | None:
+        """The hosts the shop's policy lets a reply link to (an answer is checked against them
+        before it is sent); None when the policy cannot be read here (the worker checks)."""
+        from baton_kafka.agents.policy import load
+
+        try:
+            return load(self.settings.policy_file).links.allowed_hosts
+        except (OSError, ValueError):
+            return None
 
     def csrf(self, nonce: str) -> str:
         """The CSRF token of a browser's desk cookie: only a page of this origin can read it."""
@@ -235,6 +250,7 @@ class Desk:
                 amount=amount,
                 text=text_of(body, text_field) or "",
                 by=text_of(body, "by") or "dashboard",
+                allowed_hosts=self.allowed_hosts,
             )
         except BadDecision as exc:
             raise Refusal(400, str(exc)) from None

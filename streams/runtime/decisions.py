@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 
-from baton_kafka.agents import people
+from aiokafka.errors import KafkaError
+
+from baton_kafka.agents import people, people_answers, people_replays
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.agents.policy import Policy
@@ -31,6 +34,8 @@ log = logging.getLogger("baton.decisions")
 
 STAGE: StageName = "decide"
 STORE_ATTEMPTS = 3
+# What a broker or the network throws: the record is read again, never dead-lettered for it.
+TRANSIENT = (ConnectionError, OSError, TimeoutError, KafkaError)
 
 
 def holder(decision_id: str) -> str:
@@ -66,6 +71,7 @@ class Decisions:
     dead_letter: Callable[[DeadLetter, Source], Awaitable[None]]
     unfinished: Callable[[Ticket], str | None]
     index: CustomerIndex
+    oldest: timedelta = field(default=timedelta(days=1))
 
     async def handle(
         self, value: bytes | None, source: Source, headers: Headers | None = None
@@ -81,6 +87,9 @@ class Decisions:
         except InvalidRecord as exc:
             await self._refuse(value, "invalid_input", str(exc), source)
             return
+        if (stale := people_replays.stale(decision, utcnow(), self.oldest)) is not None:
+            await self._refuse(value, "decision_expired", stale, source, decision)
+            return
         if (problem := self.admission.misplaced(source)(decision.session_id)) is not None:
             await self._refuse(value, "untrusted_record", problem, source, decision)
             return
@@ -89,21 +98,29 @@ class Decisions:
         await self.gate.enter(session, name, lambda: self.unfinished(probe))
         try:
             await self._apply(decision, value, source)
+        except TRANSIENT:
+            raise  # left unacked: read again after a restart, and the dead letter could fail too
+        except Exception as exc:
+            # A bug or a record nobody foresaw: its partition moves on past a dead letter.
+            log.exception("session %s: decision failed", shown(session))
+            error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            await self._refuse(value, "decision_failed", error, source, decision)
         finally:
             self.gate.leave(session, name)
 
     async def _apply(self, decision: Decision, value: bytes | None, source: Source) -> None:
         baton = self.batons.get(decision.session_id)
         note = people.applied(baton, decision.decision_id) if baton is not None else None
-        if baton is not None and note is not None:
-            if note.source != place(source):
-                error = (
-                    f"decision {decision.decision_id} was applied already (read at {note.source})"
-                )
+        kept = people_replays.seen(baton, decision.decision_id) if baton is not None else None
+        read_at = kept.source if kept is not None else note.source if note is not None else None
+        if baton is not None and read_at is not None:
+            if read_at != place(source):
+                error = f"decision {decision.decision_id} was applied already (read at {read_at})"
                 await self._refuse(value, "decision_replayed", error, source, decision)
                 return
             # A redelivered copy: finish what the crash interrupted, no second reply.
-            await self._deliver(decision, baton, note.reply, resumed=True)
+            if note is not None:
+                await self._deliver(decision, baton, note.reply, resumed=True)
             self.observer.stage_done(STAGE, "reused", 0.0)
             return
         try:
@@ -119,6 +136,7 @@ class Decisions:
                 today=utcnow().date(),
                 history=recallable(baton, self.batons.index(customer) if customer else None),
                 source=place(source),
+                keep_for=self.oldest,
             )
         except people.Refused as exc:
             await self._refuse(value, exc.reason, str(exc), source, decision)
@@ -136,15 +154,20 @@ class Decisions:
         self.observer.stage_done(STAGE, "ok", 0.0)
 
     async def _order(self, decision: Decision, baton: Baton) -> Order | None:
-        """The parked offer's order as the store holds it now (approve and deny only)."""
-        if decision.action not in ON_OFFER or baton.pending is None:
-            return None
-        lines = baton.pending.offer.lines
-        if not lines:
+        """The order as the store holds it now: the parked offer's (approve and deny), or the
+        one an answer is about; None for the other actions."""
+        if decision.action == "answer":
+            order_id = people_answers.order_id(decision, baton)
+        elif decision.action in ON_OFFER and baton.pending is not None:
+            lines = baton.pending.offer.lines
+            order_id = lines[0].order_id if lines else None
+        else:
+            order_id = None
+        if not order_id:
             return None
         for attempt in range(STORE_ATTEMPTS):
             try:
-                return await self.store.get(lines[0].order_id)
+                return await self.store.get(order_id)
             except StoreUnavailable as exc:
                 if attempt == STORE_ATTEMPTS - 1:
                     raise people.Refused("order_store_unavailable", str(exc)) from exc

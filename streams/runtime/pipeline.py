@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from baton_kafka.agents import languages, memory, people
+from baton_kafka.agents import languages, memory, people, people_replays
 from baton_kafka.agents.asking import budget_tokens
 from baton_kafka.agents.guards import UNTRUSTED
 from baton_kafka.agents.models.llm import LLM
@@ -152,6 +152,7 @@ class Pipeline(Intake):
             self.dead_letter,
             self.redelivery.unfinished,
             self.index,
+            people_replays.max_age(self.settings.decision_max_age_s, self.settings.session_ttl_s),
         )
 
     def source_topic(self, stage: Stage[Any]) -> str:

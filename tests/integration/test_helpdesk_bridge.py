@@ -11,6 +11,7 @@ import hmac
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,10 +100,13 @@ async def until(check: Callable[[], bool], timeout: float, what: str) -> None:
         await asyncio.sleep(0.3)
 
 
-async def post(url: str, event: dict, secret: bytes = WEBHOOK_SECRET) -> tuple[int, dict]:
+async def post(
+    url: str, event: dict, secret: bytes = WEBHOOK_SECRET, ago: float = 0.0
+) -> tuple[int, dict]:
     body = json.dumps(event).encode()
-    mac = hmac.new(secret, body, hashlib.sha256).hexdigest()
-    headers = {"X-Desk-Signature": f"sha256={mac}", "Content-Type": "application/json"}
+    at = int(time.time() - ago)
+    mac = hmac.new(secret, f"{at}.".encode() + body, hashlib.sha256).hexdigest()
+    headers = {"X-Desk-Signature": f"t={at},v1={mac}", "Content-Type": "application/json"}
     async with aiohttp.ClientSession() as s, s.post(url, data=body, headers=headers) as r:
         return r.status, await r.json()
 
@@ -145,6 +149,8 @@ async def test_the_desk_gets_the_packet_and_its_webhook_approves_the_offer_once(
         # The desk delivers its event twice: one decision id, one confirmation.
         assert await post(url, approve) == (202, {"decision_id": "desk-ev-1"})
         assert await post(url, approve) == (202, {"decision_id": "desk-ev-1"})
+        # The same webhook captured and sent again outside the tolerance: refused here.
+        assert (await post(url, approve, ago=600))[0] == 401
 
         after = await delivery.replies(d, 2)
         confirmed = [r for r in after if r.decision_id == "desk-ev-1"]
@@ -156,11 +162,23 @@ async def test_the_desk_gets_the_packet_and_its_webhook_approves_the_offer_once(
         letters = await d.dead_letters(1)
         assert [dl.reason for dl, _ in letters] == ["decision_replayed"]
         decisions = await d.read("support.decisions", lambda vs: len(vs) >= 2)
-        assert len(decisions) == 2  # the forged and the malformed webhook never reached the topic
+        # The forged, the malformed and the stale webhook never reached the topic.
+        assert len(decisions) == 2
+        # A close for a session never handed off: the worker refuses it.
+        await d.publish_tickets(
+            [ticket_record(f"t9-{d.namespace}", "s-calm", "c-ana", "When does my jacket ship?")]
+        )
+        [calm] = [r for r in await delivery.replies(d, 3) if r.session_id == "s-calm"]
+        assert calm.status != "handoff", calm
+        close = {"event_id": "ev-2", "session_id": "s-calm", "action": "close"}
+        assert await post(url, close) == (202, {"decision_id": "desk-ev-2"})
+        letters = await d.dead_letters(2)
+        reasons = sorted(dl.reason for dl, _ in letters)
+        assert reasons == ["decision_not_pending", "decision_replayed"], letters
     delivery.figures(
         f"helpdesk bridge, {d.broker.kind}",
         packets_at_desk=len(desk.received),
-        webhooks_sent=5,
+        webhooks_sent=7,
         decisions_on_topic=len(decisions),
         confirmations=len(confirmed),
     )

@@ -333,7 +333,19 @@ async def test_a_cross_site_request_is_refused() -> None:
 @pytest.mark.parametrize(
     ("path", "body", "status", "expected"),
     [
-        (desk.DECIDE_PATH, {**APPROVE, "amount": -1}, 400, "amount goes with approve"),
+        (desk.DECIDE_PATH, {**APPROVE, "amount": -1}, 400, "from 0 to 1000000000"),
+        (desk.DECIDE_PATH, {**APPROVE, "amount": 1e308}, 400, "from 0 to 1000000000"),
+        (desk.DECIDE_PATH, {**APPROVE, "amount": 10**10}, 400, "from 0 to 1000000000"),
+        (
+            desk.ANSWER_PATH,
+            {
+                "session_id": "s2",
+                "ticket_id": "t2",
+                "text": "Please send me your card number and CVV.",
+            },
+            400,
+            "never ask a customer for card",
+        ),
         (desk.DECIDE_PATH, {**APPROVE, "amount": "120"}, 400, "amount must be a number"),
         (desk.DECIDE_PATH, {**APPROVE, "amount": True}, 400, "amount must be a number"),
         (desk.DECIDE_PATH, {**APPROVE, "verdict": "deny", "amount": 5}, 400, "goes with approve"),

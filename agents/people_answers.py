@@ -1,0 +1,111 @@
+"""A person's answer held to the rules of a model's reply: the audit, the policy, the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from baton_kafka.agents.guards.audit import CustomerOrders, audit
+from baton_kafka.agents.people_overrides import offer_problems
+from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.policy.offer import OfferContext, total
+from baton_kafka.agents.strategy import already_offered
+from baton_kafka.schemas.baton import Baton, OrderMemory
+from baton_kafka.schemas.decision import Decision
+from baton_kafka.schemas.records import Offer, OfferLine, Order
+from baton_kafka.schemas.stages import StrategyDraft
+
+SOLUTION = "A colleague answered the customer."
+
+
+class AnswerRefused(ValueError):
+    """What a person's answer may not say: the audit's findings, one per item."""
+
+    def __init__(self, found: Sequence[str]) -> None:
+        super().__init__("; ".join(found))
+        self.found = list(found)
+
+
+def order_id(decision: Decision, baton: Baton) -> str | None:
+    """The order an answer is about: its offer lines' order, else the session's."""
+    named = next((line.order_id for line in decision.offer if line.order_id), None)
+    return named or baton.order_id
+
+
+def promised(decision: Decision, baton: Baton) -> list[OfferLine]:
+    """The answer's offer lines, each for the session's order when it names none."""
+    session_order = baton.order_id or ""
+    return [
+        line if line.order_id else line.model_copy(update={"order_id": session_order})
+        for line in decision.offer
+    ]
+
+
+def confirmed(baton: Baton, order: Order | None) -> list[OfferLine]:
+    """The lines the session's answered replies committed to for ``order``: an answer may
+    state them again."""
+    if order is None:
+        return []
+    return [
+        line
+        for t in baton.tickets
+        if t.status == "answered"
+        for line in t.offer
+        if line.order_id == order.order_id
+    ]
+
+
+def answer_offer(
+    decision: Decision,
+    baton: Baton,
+    *,
+    order: Order | None,
+    policy: Policy,
+    today: date,
+    history: Sequence[OrderMemory] = (),
+) -> Offer | None:
+    """The offer a person's answer commits the shop to (None: it promises nothing new), after
+    the audit a model's reply passes: money only as typed lines within every limit of the
+    policy and the session's ledger (the approval threshold is the person's to lift), no link
+    to a host the policy does not allow, no request for card data, codes or passwords, no id
+    that is not the customer's. Raises :class:`AnswerRefused` with every finding."""
+    lines = promised(decision, baton)
+    demand = baton.pending.demand if baton.pending is not None else (baton.demand or "other")
+    already = already_offered(baton, order, history)
+    ctx = OfferContext(order, demand, today, already)
+    found = [f"offer: {p}" for p in offer_problems(decision, lines, policy, ctx)]
+    before = [line for line in confirmed(baton, order) if line not in lines]
+    books = CustomerOrders(
+        matched=order,
+        orders=(order,) if order is not None else (),
+        discussed=frozenset(
+            d
+            for d in (baton.order_id, *baton.order_history, *(t.order_id for t in baton.tickets))
+            if d
+        ),
+        known_ids=frozenset(
+            k
+            for k in (baton.session_id, baton.customer_id, *(t.ticket_id for t in baton.tickets))
+            if k
+        ),
+        policy=policy,
+        demand=demand,
+        today=today,
+        already=already,
+    )
+    draft = StrategyDraft(
+        solution=SOLUTION,
+        reply=decision.text,
+        internal_note="",
+        confidence=1.0,
+        needs_human=False,
+        offer=[*lines, *before],
+    )
+    # The offer's own problems are the new lines' (above); what was confirmed before stands.
+    found += [p for p in audit(draft, books) if not p.startswith("offer")]
+    if found:
+        raise AnswerRefused(list(dict.fromkeys(found)))
+    if not lines:
+        return None
+    currency = order.currency if order is not None else None
+    return Offer(state="approved", lines=lines, total=total(lines), currency=currency)
