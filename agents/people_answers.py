@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from baton_kafka.agents import packs
 from baton_kafka.agents.guards.audit import CustomerOrders, audit
+from baton_kafka.agents.languages import detect_or
+from baton_kafka.agents.models.llm import OutputInvalid
 from baton_kafka.agents.people_overrides import offer_problems
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy.offer import OfferContext, total
-from baton_kafka.agents.strategy import already_offered
+from baton_kafka.agents.strategy import already_offered, earlier_remedies, keeps_its_word
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.records import Offer, OfferLine, Order
@@ -103,6 +106,14 @@ def answer_offer(
     )
     # The offer's own problems are the new lines' (above); what was confirmed before stands.
     found += [p for p in audit(draft, books) if not p.startswith("offer")]
+    # What the words commit to and claim is held to the lines and the records, as a model's is.
+    # A person may write in any language the packs read, not only the shop's.
+    written = detect_or(decision.text, (*policy.languages, *packs.LANGUAGES), policy.languages[0])
+    languages = tuple(dict.fromkeys((written, *policy.languages)))
+    try:
+        keeps_its_word(books, earlier_remedies(baton, order, already), languages)(draft)
+    except OutputInvalid as exc:
+        found += str(exc).split("; ")
     if found:
         raise AnswerRefused(list(dict.fromkeys(found)))
     if not lines:

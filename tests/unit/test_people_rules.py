@@ -314,15 +314,11 @@ async def test_an_override_goes_with_an_answer_or_an_approval_only(shop: Any) ->
 
 CORPUS = ROOT / "tests/data/people_answers_blind_corpus.jsonl"
 # What the shared reply audit does not read yet in these languages (its words live in the
-# guards' language packs): a request for card data in es, fr and ja, and a French refund
-# promise of the order's own price (read as the price stated). Listed so that the day the
-# packs read them, this test says so and the list shrinks.
+# guards' language packs): a request for card data in es, fr and ja. Listed so that the day
+# the packs read them, this test says so and the list shrinks.
 KNOWN_MISSES = {
     "es": ["false accept: Para el reembolso, envíenos el número de su tarjeta y el CVV."],
-    "fr": [
-        "false accept: Nous vous remboursons 150 EUR aujourd'hui.",
-        "false accept: Pour le remboursement, envoyez-nous votre numéro de carte et le CVV.",
-    ],
+    "fr": ["false accept: Pour le remboursement, envoyez-nous votre numéro de carte et le CVV."],
     "ja": ["false accept: 返金のため、カード番号とセキュリティコードを送ってください。"],
 }
 
@@ -348,3 +344,25 @@ async def test_the_blind_corpus_of_people_s_answers_in_every_language(shop: Any)
             wrong.setdefault(row["lang"], []).append(f"{kind}: {row['text']}")
     assert {lang for lang in (r["lang"] for r in rows)} == {"en", "de", "zh", "ja", "es", "fr"}
     assert wrong == KNOWN_MISSES
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wir tauschen Ihre Jacke gegen eine neue um.",
+        "Nous vous remboursons la veste dès aujourd'hui.",
+        "We will send you a replacement jacket tomorrow.",
+        "我们会为您更换一件新的夹克。",
+    ],
+)
+async def test_a_persons_answer_commits_to_nothing_its_lines_do_not_hold(
+    shop: Any, text: str
+) -> None:
+    """What a person's words commit the shop to is held to the answer's lines, in any language
+    the packs read, as a model's reply is."""
+    p = pipeline_on(shop)
+    baton = await parked(p)
+    order = await shop.get(JACKET.order_id)
+    d = decision("w1", "answer", item=None, text=text)
+    with pytest.raises(AnswerRefused, match="commitment"):
+        answer_offer(d, baton, order=order, policy=p.policy, today=utcnow().date())
