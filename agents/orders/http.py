@@ -15,13 +15,24 @@ import orjson
 import yarl
 
 from baton_kafka.agents.dsn import MASK, mask_dsn
-from baton_kafka.agents.orders.mapping import FieldMap, MapError, dig, keys
+from baton_kafka.agents.orders import paths
+from baton_kafka.agents.orders.mapping import FieldMap, MapError, keys
 from baton_kafka.agents.orders.source import StoreUnavailable, clamp_limit
+from baton_kafka.agents.orders.statuses import StatusTable, TableError
 from baton_kafka.schemas.records import Order
 
 log = logging.getLogger("baton.orders")
 
-MAP_KEYS = ("customer_orders", "order", "list", "item", "limit_param", "fields", "status_values")
+MAP_KEYS = (
+    "customer_orders",
+    "order",
+    "list",
+    "item",
+    "limit_param",
+    "fields",
+    "status_values",
+    "status_table",
+)
 # Statuses worth another try: the shop's server or a proxy is overloaded or restarting.
 _RETRIED = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 5.0
@@ -40,8 +51,9 @@ class HttpMap:
     """Where the API keeps a customer's orders and one order, and how its JSON reads.
 
     ``customer_orders`` and ``order`` are paths under the base URL with ``{customer_id}`` and
-    ``{order_id}``; ``list`` and ``item`` are dotted paths into the bodies to the list and the
-    object ("" for the body itself); ``limit_param`` a query parameter the limit is sent as.
+    ``{order_id}``; ``list`` and ``item`` are JMESPath expressions (``paths``) into the bodies
+    to the list and the object ("" for the body itself); ``limit_param`` a query parameter the
+    limit is sent as. ``status_table``, when given, reads the status from several fields.
     """
 
     customer_orders: str = "/customers/{customer_id}/orders"
@@ -49,7 +61,8 @@ class HttpMap:
     list: str = ""
     item: str = ""
     limit_param: str | None = None
-    fields: FieldMap = field(default_factory=FieldMap)
+    fields: FieldMap = field(default_factory=lambda: FieldMap(expressions=True))
+    status_table: StatusTable = field(default_factory=StatusTable)
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> HttpMap:
@@ -59,12 +72,30 @@ class HttpMap:
         for k, v in text.items():
             if not isinstance(v, str):
                 raise MapError(f"{k!r} must be a string")
-        made = cls(**text, fields=FieldMap.parse(raw))
+        for k in ("list", "item"):
+            try:
+                paths.compiled(text.get(k, ""))
+            except paths.PathError as exc:
+                raise MapError(f"{k!r}: {exc}") from None
+        try:
+            table = StatusTable.parse(raw.get("status_table"))
+        except TableError as exc:
+            raise MapError(str(exc)) from None
+        made = cls(**text, fields=FieldMap.parse(raw, expressions=True), status_table=table)
         if "{customer_id}" not in made.customer_orders:
             raise MapError("'customer_orders' must contain {customer_id}")
         if "{order_id}" not in made.order:
             raise MapError("'order' must contain {order_id}")
         return made
+
+    def value(self, item: Any, ours: str) -> Any:
+        """Our field ``ours`` read from their order object ``item`` (the status through the
+        status table first, when there is one)."""
+        if ours == "status" and self.status_table:
+            found = self.status_table.status(item)
+            if found is not None:
+                return found
+        return self.fields.value(item, ours)
 
 
 class _Absent(Exception):
@@ -217,7 +248,7 @@ class HttpOrderSource:
             body = await self._get_json(path, params)
         except _Absent:
             return []
-        items = dig(body, m.list)
+        items = paths.read(body, m.list)
         if not isinstance(items, list):
             raise StoreUnavailable(
                 f"order source {self._say('GET ' + self.base_url + path)}: the body has no list "
@@ -241,9 +272,7 @@ class HttpOrderSource:
         if not isinstance(item, Mapping):
             log.warning("skipped an entry of %s that is not a JSON object", where)
             return None
-        return self.mapping.fields.order(
-            lambda ours: dig(item, self.mapping.fields.name(ours)), where
-        )
+        return self.mapping.fields.order(lambda ours: self.mapping.value(item, ours), where)
 
     async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
         """The customer's orders, most recent first (from the cache when fresh)."""
@@ -282,7 +311,7 @@ class HttpOrderSource:
         except _Absent:
             order = None
         else:
-            order = self._order(dig(body, m.item), f"the order source (order {order_id})")
+            order = self._order(paths.read(body, m.item), f"the order source (order {order_id})")
             if order is not None and order.order_id != order_id:
                 order = None
         self._remember(self._orders, order_id, _Cached(time.monotonic(), order))
