@@ -317,6 +317,24 @@ class HttpOrderSource:
         self._remember(self._orders, order_id, _Cached(time.monotonic(), order))
         return order
 
+    async def raw_orders(self, customer_id: str, limit: int = 5) -> list[Any]:
+        """The customer's order objects as the API writes them, before the map (never cached:
+        ``baton check`` shows what the map makes of them)."""
+        m = self.mapping
+        path = m.customer_orders.replace("{customer_id}", segment(customer_id))
+        params = {m.limit_param: str(limit)} if m.limit_param else {}
+        try:
+            body = await self._get_json(path, params)
+        except _Absent:
+            return []
+        items = paths.read(body, m.list)
+        if not isinstance(items, list):
+            raise StoreUnavailable(
+                f"order source {self._say('GET ' + self.base_url + path)}: the body has no list "
+                f"at {m.list or 'its top'} (see 'list' in BATON_ORDERS_MAP)"
+            )
+        return items[:limit]
+
     async def close(self) -> None:
         """Close the HTTP client; later calls raise ``StoreUnavailable``."""
         self._closed = True

@@ -130,6 +130,15 @@ class FieldMap:
 
     def order(self, value_of: Callable[[str], Any], where: str) -> Order | None:
         """The order read through ``value_of(ours)``; None (logged) when it is not a valid one."""
+        order, problems = self.read_order(value_of)
+        if order is None:
+            log.warning(
+                "skipped order %s of %s, not valid: %s", value_of("order_id"), where, problems
+            )
+        return order
+
+    def read_order(self, value_of: Callable[[str], Any]) -> tuple[Order | None, str]:
+        """The order read through ``value_of(ours)``, or None and why it is not a valid one."""
         data: dict[str, Any] = {}
         for ours in FIELDS:
             if not self.reads(ours):
@@ -156,13 +165,9 @@ class FieldMap:
         try:
             order = Order.model_validate(data)
         except ValidationError as exc:
-            problems = "; ".join(
+            return None, "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'order'}: {e['msg']}" for e in exc.errors()
             )
-            log.warning(
-                "skipped order %s of %s, not valid: %s", data.get("order_id"), where, problems
-            )
-            return None
         if order.ordered_at.tzinfo is None or (
             order.delivered_at is not None and order.delivered_at.tzinfo is None
         ):
@@ -172,7 +177,7 @@ class FieldMap:
                     "delivered_at": utc(order.delivered_at) if order.delivered_at else None,
                 }
             )
-        return order
+        return order, ""
 
 
 def keys(raw: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:

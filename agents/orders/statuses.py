@@ -69,4 +69,9 @@ class StatusTable:
 
     def status(self, order: Any) -> str | None:
         """The status of the order object ``order``; None when no row applies."""
-        return next((r.status for r in self.rows if r.holds(order)), None)
+        row = self.which(order)
+        return None if row is None else self.rows[row].status
+
+    def which(self, order: Any) -> int | None:
+        """The index of the first row that applies to ``order``; None when none does."""
+        return next((n for n, r in enumerate(self.rows) if r.holds(order)), None)
