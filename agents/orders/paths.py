@@ -42,10 +42,10 @@ def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-class _Functions(functions.Functions):  # type: ignore[misc]
+class _Functions(functions.Functions):
     """JMESPath's functions and baton's: numbers given as numbers or as numeric text."""
 
-    @functions.signature({"types": ["array", "null"]})  # type: ignore[misc]
+    @functions.signature({"types": ["array", "null"]})
     def _func_sum_of(self, values: list[Any] | None) -> int | float:
         """The sum of the numbers and numeric texts in ``values`` (others and nulls skipped)."""
         found = [_amount(v) for v in values or []]
@@ -53,7 +53,7 @@ class _Functions(functions.Functions):  # type: ignore[misc]
 
     @functions.signature(
         {"types": ["number", "string", "null"]}, {"types": ["number", "string", "null"]}
-    )  # type: ignore[misc]
+    )
     def _func_minus(self, a: Any, b: Any) -> int | float | None:
         """``a - b`` (a null or non-numeric ``b`` is 0); null when ``a`` is not a number."""
         first, second = _amount(a), _amount(b)
@@ -61,7 +61,7 @@ class _Functions(functions.Functions):  # type: ignore[misc]
 
     @functions.signature(
         {"types": ["number", "string", "null"]}, {"types": ["number", "string", "null"]}
-    )  # type: ignore[misc]
+    )
     def _func_times(self, a: Any, b: Any) -> int | float | None:
         """``a * b``; null when either is not a number."""
         first, second = _amount(a), _amount(b)
