@@ -18,7 +18,7 @@ import jmespath
 from jmespath import exceptions, functions
 
 # A path written with any of these is an expression as it stands: it is never re-quoted.
-_OPERATORS = frozenset("[]|&(){}*@!<>=,'`?\"")
+_OPERATORS = frozenset("[]|(){}!<>=,'`?\"")
 
 
 class PathError(ValueError):

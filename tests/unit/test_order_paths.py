@@ -14,7 +14,7 @@ from baton_kafka.agents.orders.statuses import StatusTable, TableError
 SHOPIFY_LIKE: dict[str, Any] = {
     "id": 450789469,
     "customer": {"id": 207119551},
-    "x-shop": {"total-price": "19.90", "2024": "leap"},
+    "x-shop": {"total-price": "19.90", "2024": "leap", "@type": "Order", "a b": 1},
     "fulfillments": [{"tracking_number": "JD0146", "tracking_company": "DHL"}],
     "refunds": [
         {
@@ -44,6 +44,8 @@ SHOPIFY_LIKE: dict[str, Any] = {
         # Names JMESPath would not take: a dotted path of them is read as it always was.
         ("x-shop.total-price", "19.90"),
         ("x-shop.2024", "leap"),
+        ("x-shop.@type", "Order"),
+        ("x-shop.a b", 1),
         ('"x-shop"."total-price"', "19.90"),
         ("missing.path", None),
         ("customer.id.deeper", None),
