@@ -10,6 +10,7 @@ from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order
 from tests.fixtures.data import order, ticket, understanding
+from tests.fixtures.pipelines import in_memory, run
 
 IDS = ["2026-004502", "2026-004503", "O-1001", "450789469", "727", "#1002", "JD-7"]
 
@@ -138,3 +139,9 @@ async def test_an_id_of_another_customer_is_never_chosen() -> None:
         ticket("T-1", "2026-009999?"), understanding(None), BATON, theirs, ScriptedLLM()
     )
     assert out.value.order_id != "2026-009999"
+
+
+async def test_the_reply_is_about_the_order_written_in_the_message() -> None:
+    pipeline = in_memory(STORE)
+    *_, reply = await run(pipeline, ticket("T-1", "Best. 2026-004502 ist noch nicht da."))
+    assert reply.order_id == "2026-004502" and "Summit Down Jacket" in reply.reply
