@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from baton_kafka.agents.orders.http import HttpMap
+from baton_kafka.agents.orders.http_map import HttpMap
 from baton_kafka.agents.orders.mapping import FIELDS, LINE_FIELDS, REQUIRED
 from baton_kafka.schemas.lines import OrderLine
 from baton_kafka.schemas.records import Order

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from baton_kafka.agents.orders.http import HttpMap
+from baton_kafka.agents.orders.http_map import HttpMap
 from baton_kafka.agents.orders.mapping import MapError, lines_name
 from baton_kafka.agents.orders.paths import PathError, compiled, read
 from baton_kafka.agents.orders.statuses import StatusTable, TableError
