@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import jmespath
-from jmespath import exceptions, functions
+from jmespath import exceptions, functions, visitor
 
 # A path written with any of these is an expression as it stands: it is never re-quoted.
 _OPERATORS = frozenset("[]|(){}!<>=,'`?\"")
@@ -69,6 +70,8 @@ class _Functions(functions.Functions):
 
 
 _OPTIONS = jmespath.Options(custom_functions=_Functions())
+# One interpreter for every search: it keeps its dispatch cache (it holds no other state).
+_INTERPRETER = visitor.TreeInterpreter(_OPTIONS)
 
 
 def _quoted(path: str) -> str:
@@ -94,11 +97,43 @@ def compiled(path: str) -> Any:
         raise PathError(f"{path!r} is not a JMESPath expression ({reason})") from None
 
 
+def _names(node: Mapping[str, Any]) -> list[str] | None:
+    """The names of a plain path (``a.b``, ``"x-y".b``, ``@``), or None for anything else."""
+    kind = node.get("type")
+    if kind == "identity":
+        return []
+    if kind == "field":
+        return [node["value"]]
+    if kind == "subexpression":
+        parts = [_names(child) for child in node["children"]]
+        if all(p is not None for p in parts):
+            return [name for p in parts for name in p or []]
+    return None
+
+
+def _dig(names: list[str], body: Any) -> Any:
+    for name in names:
+        if not isinstance(body, Mapping):
+            return None
+        body = body.get(name)
+    return body
+
+
+@functools.lru_cache(maxsize=1024)
+def _reader(path: str) -> Callable[[Any], Any]:
+    ast = compiled(path).parsed
+    names = _names(ast)
+    if names is not None:
+        # Most of a map is plain names: read them without the interpreter (same result).
+        return functools.partial(_dig, names)
+    return functools.partial(_INTERPRETER.visit, ast)
+
+
 def read(body: Any, path: str) -> Any:
     """The value at ``path`` in ``body``, or None (an expression that fails at run time, such
     as a sum over text that is not a number, reads nothing)."""
     try:
-        return compiled(path).search(body, options=_OPTIONS)
+        return _reader(path)(body)
     except exceptions.JMESPathError:
         return None
 
