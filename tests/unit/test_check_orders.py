@@ -152,3 +152,26 @@ def test_an_api_that_refuses_a_made_up_customer_is_not_called_verified(
         "       delivered_at             —  (read nothing: the map names no path, "
         "'delivered_at' is empty)" in lines
     )
+
+
+def test_check_customer_on_baton_s_own_store_prints_each_order_as_stored(
+    env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    from baton_kafka.agents.orders import SQLiteOrderStore
+    from tests.fixtures.data import order
+
+    env.setenv("BATON_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    store = SQLiteOrderStore(tmp_path / "data" / "orders.sqlite3")
+    asyncio.run(store.upsert([order("O-1", "C1", product_name="Kettle", carrier="SF")]))
+    asyncio.run(store.close())
+    lines = orders_lines(capsys, "--customer", "C1")
+    assert lines[0].endswith("answers for customer C1: 1 order(s):"), lines
+    assert "     order O-1:" in lines
+    assert "       product_name             'Kettle'" in lines
+    assert "       delivered_at             —" in lines
+    assert orders_lines(capsys, "--customer", "C404")[0].endswith(
+        "answers, but customer 'C404' has no orders"
+    )
