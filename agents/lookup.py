@@ -14,7 +14,7 @@ from baton_kafka.agents.outcome import Failure, Outcome
 from baton_kafka.agents.prompts import EarlierSession
 from baton_kafka.agents.rules import recall
 from baton_kafka.agents.rules.choosing import choose_rules
-from baton_kafka.agents.rules.matching import order_score
+from baton_kafka.agents.rules.matching import order_score, written_ids
 from baton_kafka.agents.rules.time_hints import time_score
 from baton_kafka.agents.rules.typos import corrected
 from baton_kafka.schemas.baton import Baton, OrderMemory
@@ -136,7 +136,15 @@ async def look_up(
         return Outcome(_match(None, "none", 1.0, "the customer has no orders", []))
     by_id = {o.order_id: o for o in orders}
     now = now or ticket.written_at()
+    # An order id the customer wrote is tried before anything read from words, product or not.
+    written = written_ids(ticket.text, list(by_id))
+    if written:
+        orders = [by_id[oid] for oid in written]
+        by_id = {o.order_id: o for o in orders}
     ranked = rank(understanding, orders, now)
+    if len(written) == 1:
+        reason = f"the customer wrote the order id {written[0]}"
+        return Outcome(_match(by_id[written[0]], "deterministic", 0.95, reason, ranked))
     earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
 
     product = understanding.product

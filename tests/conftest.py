@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.registry",
     "tests.fixtures.postgres",
     "tests.fixtures.shop_api",
+    "tests.fixtures.shop_shapes",
 ]
 
 

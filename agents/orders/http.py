@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -23,13 +23,13 @@ from tenacity import (
 )
 
 from baton_kafka.agents.dsn import MASK, mask_dsn
-from baton_kafka.agents.orders.mapping import FieldMap, MapError, dig, keys
+from baton_kafka.agents.orders import paths
+from baton_kafka.agents.orders.http_map import HttpMap as HttpMap
 from baton_kafka.agents.orders.source import StoreUnavailable, clamp_limit
 from baton_kafka.schemas.records import Order
 
 log = logging.getLogger("baton.orders")
 
-MAP_KEYS = ("customer_orders", "order", "list", "item", "limit_param", "fields", "status_values")
 # Statuses worth another try: the shop's server or a proxy is overloaded or restarting.
 _RETRIED = {429, 500, 502, 503, 504}
 MAX_BACKOFF_S = 5.0
@@ -42,38 +42,6 @@ def segment(value: str) -> str:
     ``..`` too, so that an id never climbs to another path of the shop's API."""
     quoted = quote(value, safe="")
     return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
-
-
-@dataclass(frozen=True)
-class HttpMap:
-    """Where the API keeps a customer's orders and one order, and how its JSON reads.
-
-    ``customer_orders`` and ``order`` are paths under the base URL with ``{customer_id}`` and
-    ``{order_id}``; ``list`` and ``item`` are dotted paths into the bodies to the list and the
-    object ("" for the body itself); ``limit_param`` a query parameter the limit is sent as.
-    """
-
-    customer_orders: str = "/customers/{customer_id}/orders"
-    order: str = "/orders/{order_id}"
-    list: str = ""
-    item: str = ""
-    limit_param: str | None = None
-    fields: FieldMap = field(default_factory=FieldMap)
-
-    @classmethod
-    def parse(cls, raw: Mapping[str, Any]) -> HttpMap:
-        """A map as the operator wrote it; raises ``MapError``."""
-        keys(raw, MAP_KEYS, "an HTTP order map")
-        text = {k: raw[k] for k in MAP_KEYS[:5] if k in raw}
-        for k, v in text.items():
-            if not isinstance(v, str):
-                raise MapError(f"{k!r} must be a string")
-        made = cls(**text, fields=FieldMap.parse(raw))
-        if "{customer_id}" not in made.customer_orders:
-            raise MapError("'customer_orders' must contain {customer_id}")
-        if "{order_id}" not in made.order:
-            raise MapError("'order' must contain {order_id}")
-        return made
 
 
 class _Absent(Exception):
@@ -237,7 +205,7 @@ class HttpOrderSource:
             body = await self._get_json(path, params)
         except _Absent:
             return []
-        items = dig(body, m.list)
+        items = paths.read(body, m.list)
         if not isinstance(items, list):
             raise StoreUnavailable(
                 f"order source {self._say('GET ' + self.base_url + path)}: the body has no list "
@@ -260,9 +228,7 @@ class HttpOrderSource:
         if not isinstance(item, Mapping):
             log.warning("skipped an entry of %s that is not a JSON object", where)
             return None
-        return self.mapping.fields.order(
-            lambda ours: dig(item, self.mapping.fields.name(ours)), where
-        )
+        return self.mapping.fields.order(lambda ours: self.mapping.value(item, ours), where)
 
     async def for_customer(self, customer_id: str, limit: int = 50) -> list[Order]:
         """The customer's orders, most recent first (from the cache when fresh)."""
@@ -297,11 +263,29 @@ class HttpOrderSource:
         except _Absent:
             order = None
         else:
-            order = self._order(dig(body, m.item), f"the order source (order {order_id})")
+            order = self._order(paths.read(body, m.item), f"the order source (order {order_id})")
             if order is not None and order.order_id != order_id:
                 order = None
         self._remember(self._orders, order_id, order)
         return order
+
+    async def raw_orders(self, customer_id: str, limit: int = 5) -> list[Any]:
+        """The customer's order objects as the API writes them, before the map (never cached:
+        ``baton check`` shows what the map makes of them)."""
+        m = self.mapping
+        path = m.customer_orders.replace("{customer_id}", segment(customer_id))
+        params = {m.limit_param: str(limit)} if m.limit_param else {}
+        try:
+            body = await self._get_json(path, params)
+        except _Absent:
+            return []
+        items = paths.read(body, m.list)
+        if not isinstance(items, list):
+            raise StoreUnavailable(
+                f"order source {self._say('GET ' + self.base_url + path)}: the body has no list "
+                f"at {m.list or 'its top'} (see 'list' in BATON_ORDERS_MAP)"
+            )
+        return items[:limit]
 
     async def close(self) -> None:
         """Close the HTTP client; later calls raise ``StoreUnavailable``."""

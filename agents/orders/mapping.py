@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from baton_kafka.agents.orders import paths
 from baton_kafka.agents.orders.source import utc
 from baton_kafka.schemas.lines import OrderLine
 from baton_kafka.schemas.records import Order
@@ -27,6 +28,8 @@ _TEXT = {"order_id", "customer_id", "product_name", "status", "currency", "carri
 # Money the shop already paid back is read only from a field the map names: their own field
 # called "refunded" may be a yes/no flag or mean something else, and it lowers what is offered.
 EXPLICIT_ONLY = frozenset({"refunded"})
+# A product name made of an order's lines names at most this many of them, then counts the rest.
+NAMED_LINES = 2
 
 
 def dig(body: Any, path: str) -> Any:
@@ -36,6 +39,17 @@ def dig(body: Any, path: str) -> Any:
             return None
         body = body.get(part)
     return body
+
+
+def lines_name(names: list[str]) -> str | None:
+    """A product name for an order without one, from its lines' names: the only one, or the
+    first ones and how many more (``Kettle, Blender (+2)``); None without lines."""
+    names = [n for n in names if n]
+    if not names:
+        return None
+    shown = ", ".join(names[:NAMED_LINES])
+    more = len(names) - NAMED_LINES
+    return (f"{shown} (+{more})" if more > 0 else shown)[:500]
 
 
 class MapError(ValueError):
@@ -60,14 +74,17 @@ class FieldMap:
     statuses (``{"SHIPPED": "shipped"}``), and a status it does not name is kept as it is.
     ``refunded`` is read only when named.
     ``items`` names their list of order lines and ``items.product_name``, ``items.quantity``,
-    ... the fields inside each line.
+    ... the fields inside each line. An order whose ``product_name`` reads nothing is named
+    after its lines (``lines_name``).
+    With ``expressions`` the names are JMESPath expressions (``paths``); without, dotted paths.
     """
 
     fields: Mapping[str, str] = field(default_factory=dict)
     status_values: Mapping[str, str] = field(default_factory=dict)
+    expressions: bool = False
 
     @classmethod
-    def parse(cls, raw: Mapping[str, Any]) -> FieldMap:
+    def parse(cls, raw: Mapping[str, Any], *, expressions: bool = False) -> FieldMap:
         """The ``fields`` and ``status_values`` keys of a map; raises ``MapError``."""
         fields = _text_map(raw.get("fields"), "fields")
         unknown = sorted(set(fields) - set(FIELDS) - set(LINE_KEYS))
@@ -76,7 +93,21 @@ class FieldMap:
                 f"'fields' names {', '.join(unknown)}, not fields of an order "
                 f"({', '.join((*FIELDS, *LINE_KEYS))})"
             )
-        return cls(fields, _text_map(raw.get("status_values"), "status_values"))
+        if expressions:
+            for ours, path in fields.items():
+                try:
+                    paths.compiled(path)
+                except paths.PathError as exc:
+                    raise MapError(f"'fields' {ours}: {exc}") from None
+        return cls(fields, _text_map(raw.get("status_values"), "status_values"), expressions)
+
+    def read(self, body: Any, path: str) -> Any:
+        """The value at ``path`` (an expression or a dotted path) in ``body``, or None."""
+        return paths.read(body, path) if self.expressions else dig(body, path)
+
+    def value(self, body: Any, ours: str) -> Any:
+        """Our field ``ours`` read from their object ``body``."""
+        return self.read(body, self.name(ours))
 
     def name(self, ours: str) -> str:
         """Their name for our field ``ours``."""
@@ -92,11 +123,22 @@ class FieldMap:
 
     def _line(self, line: Mapping[str, Any]) -> dict[str, Any]:
         """One of their order lines with our field names (a field they lack is left out)."""
-        found = {ours: dig(line, self.fields.get(f"items.{ours}", ours)) for ours in LINE_FIELDS}
+        found = {
+            ours: self.read(line, self.fields.get(f"items.{ours}", ours)) for ours in LINE_FIELDS
+        }
         return {k: v for k, v in found.items() if v is not None}
 
     def order(self, value_of: Callable[[str], Any], where: str) -> Order | None:
         """The order read through ``value_of(ours)``; None (logged) when it is not a valid one."""
+        order, problems = self.read_order(value_of)
+        if order is None:
+            log.warning(
+                "skipped order %s of %s, not valid: %s", value_of("order_id"), where, problems
+            )
+        return order
+
+    def read_order(self, value_of: Callable[[str], Any]) -> tuple[Order | None, str]:
+        """The order read through ``value_of(ours)``, or None and why it is not a valid one."""
         data: dict[str, Any] = {}
         for ours in FIELDS:
             if not self.reads(ours):
@@ -115,16 +157,17 @@ class FieldMap:
             if ours == "items" and isinstance(value, list):
                 value = [self._line(v) if isinstance(v, Mapping) else v for v in value]
             data[ours] = value
+        if not data.get("product_name") and isinstance(data.get("items"), list):
+            names = [i.get("product_name") for i in data["items"] if isinstance(i, Mapping)]
+            named = lines_name([str(n) for n in names if n is not None])
+            if named:
+                data["product_name"] = named
         try:
             order = Order.model_validate(data)
         except ValidationError as exc:
-            problems = "; ".join(
+            return None, "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'order'}: {e['msg']}" for e in exc.errors()
             )
-            log.warning(
-                "skipped order %s of %s, not valid: %s", data.get("order_id"), where, problems
-            )
-            return None
         if order.ordered_at.tzinfo is None or (
             order.delivered_at is not None and order.delivered_at.tzinfo is None
         ):
@@ -134,7 +177,7 @@ class FieldMap:
                     "delivered_at": utc(order.delivered_at) if order.delivered_at else None,
                 }
             )
-        return order
+        return order, ""
 
 
 def keys(raw: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:

@@ -261,3 +261,34 @@ def find_product(text: str, product_names: list[str]) -> str | None:
         if score > best_score:
             best, best_score = name, score
     return best
+
+
+# An id of fewer characters (of digits alone: a year, a quantity, a size) counts only after "#".
+SHORT_ID = 4
+SHORT_NUMBER = 5
+# What may not touch a written id on either side: it would be part of a longer token.
+_ID_EDGE = r"0-9a-z\u00c0-\u024f_/\-"
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_pattern(order_id: str) -> re.Pattern[str] | None:
+    bare = unicodedata.normalize("NFKC", order_id).casefold().strip().lstrip("#")
+    if not bare:
+        return None
+    short = len(bare) < (SHORT_NUMBER if bare.isdigit() else SHORT_ID)
+    mark = "#" if short else "#?"
+    return re.compile(f"(?<![{_ID_EDGE}#]){mark}{re.escape(bare)}(?![{_ID_EDGE}]|[.,:][0-9a-z])")
+
+
+def written_ids(text: str, order_ids: Sequence[str]) -> list[str]:
+    """The ids among ``order_ids`` that ``text`` writes as a whole token, first written first
+    (case, full-width digits and a leading "#" aside; a short id, ``SHORT_ID`` characters or
+    ``SHORT_NUMBER`` digits, only with its "#")."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    found: list[tuple[int, str]] = []
+    for oid in dict.fromkeys(order_ids):
+        pattern = _id_pattern(oid)
+        hit = pattern.search(norm) if pattern else None
+        if hit:
+            found.append((hit.start(), oid))
+    return [oid for _, oid in sorted(found)]

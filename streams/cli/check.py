@@ -22,12 +22,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", type=float, default=5.0, help="seconds per network check (default 5)"
     )
+    p.add_argument(
+        "--customer",
+        metavar="ID",
+        help="read this customer's orders through the order source and show, field by field, "
+        "what baton sees and each path of the map that read nothing",
+    )
     p.set_defaults(loads_settings=True)
     return p
 
 
 def _line(status: str, what: str, detail: str) -> str:
-    return f"{status} {what}: {detail}"
+    return f"{status} {what}: {detail}" if what else f"{status} {detail}"
 
 
 def _sources(config: Path | None) -> str:
@@ -71,35 +77,10 @@ def _stages(settings: Settings) -> tuple[str, str, str]:
     return (OK, "stages", " -> ".join(chain.names))
 
 
-def _orders(settings: Settings, timeout: float) -> tuple[str, str, str]:
-    from baton_kafka.agents.dsn import mask_url
-    from baton_kafka.agents.orders.source import StoreUnavailable
-    from baton_kafka.streams.runtime.orders import build_source, check_source
+def _orders(settings: Settings, timeout: float, customer: str | None) -> list[tuple[str, str, str]]:
+    from baton_kafka.streams.cli.check_orders import orders_lines
 
-    where = settings.orders_source or mask_url(settings.orders_url)
-    try:
-        source = build_source(settings)
-    except SettingsError as exc:
-        return (FAIL, "orders", str(exc))
-
-    async def probe() -> None:
-        try:
-            if getattr(source, "check", None) is None:
-                await asyncio.wait_for(source.for_customer("baton-check", 1), timeout)
-        finally:
-            await source.close()
-
-    try:
-        warning = check_source(source)
-        if warning is None:
-            asyncio.run(probe())
-    except SettingsError as exc:
-        return (FAIL, "orders", str(exc))
-    except (StoreUnavailable, TimeoutError, OSError) as exc:
-        warning = f"{where} did not answer ({type(exc).__name__})"
-    if warning:
-        return (FAIL, "orders", warning)
-    return (OK, "orders", f"{where} answers")
+    return orders_lines(settings, timeout, customer)
 
 
 def _broker(settings: Settings, timeout: float) -> tuple[str, str, str]:
@@ -132,7 +113,12 @@ def _limits(settings: Settings) -> tuple[str, str, str]:
     return (OK, "model limits", limits_line(settings))
 
 
-def check(config: Path | None, timeout: float, load: Callable[..., Settings]) -> int:
+def check(
+    config: Path | None,
+    timeout: float,
+    load: Callable[..., Settings],
+    customer: str | None = None,
+) -> int:
     """Print one line per check; 1 when any failed, else 0."""
     try:
         settings = load(config=config)
@@ -142,7 +128,7 @@ def check(config: Path | None, timeout: float, load: Callable[..., Settings]) ->
     lines = [(OK, "settings", _sources(config))]
     lines += _policy(settings)
     lines.append(_stages(settings))
-    lines.append(_orders(settings, timeout))
+    lines += _orders(settings, timeout, customer)
     lines.append(_broker(settings, timeout))
     lines.append(_model(settings))
     if settings.llm != "offline":
@@ -155,4 +141,4 @@ def check(config: Path | None, timeout: float, load: Callable[..., Settings]) ->
 def run(args: argparse.Namespace, settings: Settings | None = None) -> int:
     from baton_kafka.streams.settings import load
 
-    return check(args.config, args.timeout, load)
+    return check(args.config, args.timeout, load, getattr(args, "customer", None))

@@ -1,0 +1,179 @@
+"""The shipped order maps (examples/orders) against local Shopify- and WooCommerce-shaped APIs,
+over the wire, and a ticket answered from each."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton_kafka.agents.orders import HttpOrderSource
+from baton_kafka.agents.orders.opening import open_source
+from tests.fixtures.data import ticket
+from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.shop_shapes import (
+    SHOPIFY_TOKEN,
+    WOO_BASIC,
+    ShopifyApi,
+    WooApi,
+    shopify_order,
+    woo_order,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "orders"
+EST = timezone(timedelta(hours=-5))
+
+
+def example(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EXAMPLES / name).read_text("utf-8"))
+    return loaded
+
+
+@pytest.fixture
+async def shopify(shopify_api: ShopifyApi) -> AsyncIterator[HttpOrderSource]:
+    shopify_api.add_raw(
+        shopify_order(
+            450789469,
+            207119551,
+            [("Summit Down Jacket", 1, "189.00")],
+            total="189.00",
+            fulfillment="fulfilled",
+            shipment="delivered",
+            refunds=("12.50",),
+        ),
+        shopify_order(
+            450789470,
+            207119551,
+            [("Trail Backpack 30L", 1, "89.00"), ("Wool Socks", 2, "12.00"), ("Cap", 1, "9.00")],
+            total="122.00",
+            fulfillment="fulfilled",
+            shipment="in_transit",
+            created_at="2026-11-20T10:00:00-05:00",
+        ),
+        shopify_order(
+            450789471,
+            207119551,
+            [("Basecamp Tent 2P", 1, "249.00")],
+            total="249.00",
+            financial="pending",
+            created_at="2026-11-25T10:00:00-05:00",
+        ),
+        shopify_order(
+            450789472,
+            207119551,
+            [("Camp Stove", 1, "59.00")],
+            total="59.00",
+            cancelled_at="2026-11-27T10:00:00-05:00",
+            financial="voided",
+            created_at="2026-11-26T10:00:00-05:00",
+        ),
+        shopify_order(450789999, 999, [("Other Jacket", 1, "10.00")], total="10.00"),
+    )
+    made = open_source(
+        shopify_api.base_url,
+        example("shopify.json"),
+        auth=("X-Shopify-Access-Token", SHOPIFY_TOKEN),
+    )
+    assert isinstance(made, HttpOrderSource)
+    try:
+        yield made
+    finally:
+        await made.close()
+
+
+async def test_the_shopify_map_reads_every_field_baton_uses(
+    shopify: HttpOrderSource, shopify_api: ShopifyApi
+) -> None:
+    orders = {o.order_id: o for o in await shopify.for_customer("207119551")}
+    seen = shopify_api.requests[0]
+    assert seen.path == "/admin/api/2024-10/orders.json"
+    assert seen.query == "customer_id=207119551&status=any&limit=50"
+    assert list(orders) == ["450789472", "450789471", "450789470", "450789469"]
+    jacket = orders["450789469"]
+    assert jacket.product_name == "Summit Down Jacket" and jacket.customer_id == "207119551"
+    assert jacket.status == "delivered" and jacket.refunded == 12.5 and jacket.amount == 189.0
+    assert jacket.carrier == "DHL Express" and jacket.tracking_no == "JD01460000450789469"
+    assert jacket.delivered_at == datetime(2026, 11, 6, 15, 30, tzinfo=EST)
+    assert jacket.ordered_at == datetime(2026, 11, 2, 15, tzinfo=UTC)
+    bundle = orders["450789470"]
+    assert bundle.product_name == "Trail Backpack 30L, Wool Socks (+1)"
+    assert [(i.product_name, i.quantity, i.total) for i in bundle.items] == [
+        ("Trail Backpack 30L", 1, 89.0),
+        ("Wool Socks", 2, 24.0),
+        ("Cap", 1, 9.0),
+    ]
+    assert bundle.status == "shipped" and bundle.delivered_at is None
+    assert orders["450789471"].status == "pending" and orders["450789471"].carrier is None
+    assert orders["450789472"].status == "cancelled"
+    assert await shopify.get("450789469") == jacket
+    other = await shopify.get("450789999")
+    assert other is not None and other.customer_id == "999"
+    assert await shopify.get("1") is None
+
+
+async def test_a_ticket_on_a_shopify_order_names_the_product_and_knows_it_was_delivered(
+    shopify: HttpOrderSource,
+) -> None:
+    pipeline = in_memory(shopify)
+    *_, cancel = await run(
+        pipeline,
+        ticket("T-1", "Please cancel my down jacket order, I changed my mind.", "S1", "207119551"),
+    )
+    assert cancel.order_id == "450789469"
+    assert "Summit Down Jacket" in cancel.reply and "#" not in cancel.reply
+    assert "cannot be cancelled" in cancel.reply and "before" not in cancel.reply
+    # 189.00 paid, 12.50 already refunded by the shop: at most 176.50 is offered.
+    assert "176.50" in cancel.reply and "189" not in cancel.reply
+
+
+async def test_the_woocommerce_map_reads_every_field_baton_uses(woo_api: WooApi) -> None:
+    woo_api.add_raw(
+        woo_order(
+            727,
+            25,
+            [("Trail Backpack 30L", 1, "89.00")],
+            total="94.90",
+            status="completed",
+            refunds=("10.00", "4.90"),
+            tracking=("DHL", "JD0146000065"),
+        ),
+        woo_order(
+            728,
+            25,
+            [("Wool Socks", 2, "24.00"), ("Cap", 1, "9.00")],
+            total="33.00",
+            status="on-hold",
+            created_gmt="2026-11-10T09:00:00",
+        ),
+        woo_order(729, 26, [("Tent", 1, "249.00")], total="249.00"),
+    )
+    source = open_source(
+        woo_api.base_url, example("woocommerce.json"), auth=("Authorization", f"Basic {WOO_BASIC}")
+    )
+    try:
+        orders = await source.for_customer("25")
+        assert woo_api.requests[0].path == "/wp-json/wc/v3/orders"
+        assert woo_api.requests[0].query == "customer=25&per_page=50"
+        assert [o.order_id for o in orders] == ["728", "727"]
+        socks, pack = orders
+        assert pack.product_name == "Trail Backpack 30L" and pack.status == "shipped"
+        assert pack.refunded == 14.9 and pack.amount == 94.9 and pack.currency == "EUR"
+        assert pack.carrier == "DHL" and pack.tracking_no == "JD0146000065"
+        assert pack.ordered_at == datetime(2026, 11, 2, 9, tzinfo=UTC)
+        assert pack.items[0].sku is None  # WooCommerce writes "" for no SKU
+        assert socks.product_name == "Wool Socks, Cap" and socks.status == "pending"
+        assert socks.carrier is None and socks.refunded == 0
+        assert await source.get("727") == pack
+        assert await source.get("729") is not None and await source.get("7") is None
+        pipeline = in_memory(source)
+        *_, reply = await run(
+            pipeline, ticket("T-1", "The backpack's zip broke, I want a refund.", "S1", "25")
+        )
+        assert reply.order_id == "727" and "Trail Backpack 30L" in reply.reply
+        assert "80.00" in reply.reply  # 94.90 paid, 14.90 refunded by the shop
+    finally:
+        await source.close()
