@@ -1,0 +1,52 @@
+"""The reply audit in every shipped language: natural drafts pass, hostile ones are rejected, and
+the words it reads by come from the language packs (a shop's folder adds its own)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+
+from baton_kafka.agents.guards import CustomerOrders, audit
+from baton_kafka.agents.packs import LANGUAGES
+from baton_kafka.agents.policy import default_policy, load
+from baton_kafka.schemas import Order
+from tests.fixtures.data import corpus_draft
+from tests.fixtures.paths import ROOT, data_rows
+
+ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+CORPUS = data_rows("packs_corpus.jsonl")
+
+
+def verdict(case: dict[str, Any]) -> list[str]:
+    """The audit's problems with the case's draft, against the customer's own orders."""
+    policy = load(ROOT / case["policy"]) if case.get("policy") else default_policy()
+    own = [o for o in ORDERS.values() if o.customer_id == case["customer"]]
+    books = CustomerOrders(
+        matched=ORDERS[case["matched"]] if case["matched"] else None,
+        orders=own,
+        discussed=frozenset(case["discussed"]),
+        message=case["message"],
+        known_ids=frozenset({case["ticket_id"], case["session_id"], case["customer"]}),
+        policy=policy,
+        demand=case["demand"],
+        today=date(2026, 11, 30),
+    )
+    return audit(corpus_draft(case), books)
+
+
+def test_the_corpus_holds_natural_and_hostile_drafts_in_every_shipped_language() -> None:
+    kinds = {(c["language"], c["expect"]) for c in CORPUS}
+    assert kinds == {(lang, e) for lang in LANGUAGES for e in ("pass", "reject")}
+    assert len({c["id"] for c in CORPUS}) == len(CORPUS)
+    assert all(c.get("reason") for c in CORPUS if c["expect"] == "reject")
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[c["id"] for c in CORPUS])
+def test_packs_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
+    problems = verdict(case)
+    if case["expect"] == "pass":
+        assert problems == [], (case["note"], problems)
+    else:
+        assert any(case["reason"] in p for p in problems), (case["note"], problems)
