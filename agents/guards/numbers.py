@@ -1,5 +1,5 @@
 """Reading numbers in text: digits with any separators, and number words (English, Chinese, and
-the languages of ``number_words.toml``)."""
+every language pack's ``numbers.toml``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from baton_kafka.agents.guards import words
 
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
 # CJK characters end a run, so "补偿您80元" reads 80 (a \w boundary would not: 您 is a word char).
@@ -19,14 +21,42 @@ _PLAIN = re.compile(
 )
 _RANGE = re.compile(r"(\d+(?:\.\d+)?)[-–](\d+(?:\.\d+)?)")
 _THOUSANDS_K = re.compile(r"(\d+(?:\.\d+)?)[kK]")
-_CODES = "USD|CNY|RMB|EUR|GBP|HKD|JPY|AUD|CAD"
-# "RMB2000", "500USD": a currency code glued to the amount.
-_GLUED_CODE = re.compile(rf"(?:(?i:{_CODES}))(\d[\d,.]*)|(\d[\d,.]*)(?:(?i:{_CODES}))")
+
+
+def _codes() -> re.Pattern[str]:
+    """A currency code glued to an amount ("RMB2000", "500USD"): the packs' three-letter codes."""
+    codes = [c for c in words.table("money", "currency.after") if re.fullmatch("[A-Z]{3}", c)]
+    either = "|".join(codes) or "(?!)"
+    return re.compile(rf"(?:(?i:{either}))(\d[\d,.]*)|(\d[\d,.]*)(?:(?i:{either}))")
+
+
+def _scales() -> tuple[re.Pattern[str] | None, dict[str, float]]:
+    """Scale words written right after digits ("5万", "1.5千"), unless a unit follows ("千克")."""
+    scales = {k: float(v) for k, v in words.table("numbers", "scales").items()}
+    if not scales:
+        return None, {}
+    not_before = words.table("numbers", "scales_not_before")
+    parts = [
+        re.escape(k) + (f"(?![{re.escape(str(not_before[k]))}])" if not_before.get(k) else "")
+        for k in sorted(scales, key=len, reverse=True)
+    ]
+    return re.compile(f"({'|'.join(parts)})"), scales
+
+
+def _grouping() -> re.Pattern[str] | None:
+    """Digits grouped by the packs' other thousands separators ("1'000")."""
+    marks = [
+        g for g in words.entries("numbers", "group") if g not in (",", ".") and not g.isspace()
+    ]
+    if not marks:
+        return None
+    sep = "|".join(marks)
+    return re.compile(rf"\d{{1,3}}(?:(?:{sep})\d{{3}})+(?:[.,]\d{{1,2}})?")
+
+
 _SPACED = re.compile(
     r"(?<![A-Za-z0-9.,\-])\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+(?:[.,]\d{1,2})?(?![A-Za-z0-9])"
 )
-_ZH_SCALE_AFTER = re.compile(r"(万|千|亿)(?![克米瓦卡])")
-_ZH_SCALES = {"万": 10_000, "千": 1_000, "亿": 100_000_000}
 
 
 @dataclass(frozen=True)
@@ -50,6 +80,9 @@ _DIGIT = re.compile(r"\d")
 
 def plain_value(token: str) -> float | None:
     """The value of a digits-only token with thousands separators or a decimal comma, or None."""
+    grouped = words.compiled(_grouping)
+    if grouped is not None and grouped.fullmatch(token) and not _PLAIN.fullmatch(token):
+        token = re.sub(r"[^\d.,]", "", token)
     if not _PLAIN.fullmatch(token):
         return None
     if _EUROPEAN.fullmatch(token):
@@ -61,10 +94,11 @@ def plain_value(token: str) -> float | None:
 
 def _with_scale(text: str, number: Number) -> Number:
     """``5万`` / ``1.5千``: the Chinese scale word after digits multiplies them."""
-    scale = _ZH_SCALE_AFTER.match(text, number.end)
+    after, scales = words.compiled(_scales)
+    scale = after.match(text, number.end) if after is not None else None
     if not scale:
         return number
-    value = number.value * _ZH_SCALES[scale.group(1)]
+    value = number.value * scales[scale.group(1)]
     return Number(value, number.start, scale.end(), partner=number.partner)
 
 
@@ -116,7 +150,7 @@ def _read_run(text: str, token: str, at: int) -> Iterator[Number]:
         yield Number(float(r.group(1)), *a, partner=b)
         yield _with_scale(text, Number(float(r.group(2)), *b, partner=a))
         return
-    if glued := _GLUED_CODE.fullmatch(token):
+    if glued := words.compiled(_codes).fullmatch(token):
         group = 1 if glued.group(1) else 2
         if (v := plain_value(glued.group(group))) is not None:
             yield Number(v, at + glued.start(group), at + glued.end(group))
@@ -256,7 +290,7 @@ def chinese_numbers(text: str) -> Iterator[Number]:
 
 # "1.000" with a currency: a thousand in German or Spanish, one in English.
 _DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
-_READ_IN = ("en", "zh", "ja", "de", "es")  # the languages whose reading differs
+_READ_IN = ("en", "zh", "ja", "de", "es", "fr")  # the languages whose reading differs
 
 
 @functools.lru_cache(maxsize=2048)
@@ -287,10 +321,10 @@ def all_numbers(
 ) -> list[Number]:
     """Every number in ``text`` outside ``skip``, in reading order: digits (with the
     separators of ``language``, the text's own when not given), and number words in English,
-    Chinese and every language of ``number_words.toml``."""
-    from baton_kafka.agents.guards.number_words import AMBIGUOUS, spelled_numbers
+    Chinese and every language pack's number words."""
+    from baton_kafka.agents.guards.number_words import ambiguous, spelled_numbers
 
-    if language is None and (_DOT_THOUSANDS.search(text) or AMBIGUOUS.search(text)):
+    if language is None and (_DOT_THOUSANDS.search(text) or ambiguous().search(text)):
         language = _language(text)  # only where the reading depends on it
     digits = [_grouped(text, n, language) for n in digit_numbers(text, skip)]
     found = [

@@ -1,0 +1,92 @@
+"""The language packs' words as patterns: each list of every language compiled once, again only
+when a shop's folder is added (``packs.extend``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from baton_kafka.agents import packs
+
+T = TypeVar("T")
+# Words in these scripts need no word boundary: a Chinese or Japanese word ends where it ends.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_cache: dict[Callable[[], Any], tuple[object, Any]] = {}
+
+
+def compiled(build: Callable[[], T]) -> T:
+    """``build()``, made once per version of the packs (a shop's folder added makes it again)."""
+    token = packs.all_packs("money")  # a new object whenever the packs were read again
+    hit = _cache.get(build)
+    if hit is None or hit[0] is not token:
+        hit = _cache[build] = (token, build())
+    return hit[1]  # type: ignore[no-any-return]
+
+
+def _dig(words: Mapping[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(words, Mapping):
+            return None
+        words = words.get(part)  # type: ignore[assignment]
+    return words
+
+
+def entries(concern: str, key: str) -> list[str]:
+    """The entries of list ``key`` ("wording.repeats") in every language's ``concern`` pack."""
+    found: dict[str, None] = {}
+    for words in packs.all_packs(concern).values():
+        value = _dig(words, key)
+        if isinstance(value, list):
+            found.update((str(v), None) for v in value)
+    return list(found)
+
+
+def table(concern: str, key: str) -> dict[str, Any]:
+    """Table ``key`` of every language's ``concern`` pack, merged: lists joined, else the later
+    language's entry."""
+    merged: dict[str, Any] = {}
+    for words in packs.all_packs(concern).values():
+        value = _dig(words, key)
+        if not isinstance(value, Mapping):
+            continue
+        for k, v in value.items():
+            old = merged.get(k)
+            merged[k] = (
+                [*old, *(x for x in v if x not in old)]
+                if isinstance(old, list) and isinstance(v, list)
+                else v
+            )
+    return merged
+
+
+def cjk(entry: str) -> bool:
+    """Whether ``entry`` is written in Chinese or Japanese characters."""
+    return bool(_CJK.search(entry))
+
+
+def _bounded(entry: str, start: bool, end: bool) -> str:
+    body = f"(?:{entry})"
+    if cjk(entry):
+        return body
+    if start and (entry[:1].isalpha() or entry.startswith("(")):
+        body = r"(?<![^\W\d_])" + body
+    if end:
+        body += r"(?![^\W\d_])"
+    return body
+
+
+def alternation(
+    concern: str, key: str, *, start: bool = True, end: bool = True, extra: tuple[str, ...] = ()
+) -> str:
+    """Every entry of ``key`` as one alternation, longest first; words in Latin letters start
+    (``start``) and end (``end``) at a word boundary, Chinese and Japanese words anywhere."""
+    items = sorted({*entries(concern, key), *extra}, key=len, reverse=True)
+    if not items:
+        return "(?!)"
+    return "|".join(_bounded(e, start, end) for e in items)
+
+
+def languages(concern: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each language's ``concern`` pack."""
+    yield from packs.all_packs(concern).items()
