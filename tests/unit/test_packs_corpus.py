@@ -4,11 +4,13 @@ the words it reads by come from the language packs (a shop's folder adds its own
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from baton_kafka.agents.guards import CustomerOrders, audit
+from baton_kafka.agents import packs
 from baton_kafka.agents.packs import LANGUAGES
 from baton_kafka.agents.policy import default_policy, load
 from baton_kafka.schemas import Order
@@ -50,3 +52,24 @@ def test_packs_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
         assert problems == [], (case["note"], problems)
     else:
         assert any(case["reason"] in p for p in problems), (case["note"], problems)
+
+
+def test_a_shop_adds_words_in_a_packs_folder_beside_its_policy(tmp_path: Path) -> None:
+    case = next(c for c in CORPUS if c["id"] == "p-de-02")
+    draft = {**case, "reply": "Wir erstatten Ihnen 45,00 €, und zwar alle vier Wochen."}
+    shop = tmp_path / "shop"
+    (shop / "packs" / "de").mkdir(parents=True)
+    for name in ("policy.toml", "handbook.md"):
+        (shop / name).write_bytes((ROOT / case["policy"]).with_name(name).read_bytes())
+    (shop / "packs" / "de" / "money.toml").write_text(
+        "[wording]\nrepeats = ['alle\\s+vier\\s+wochen']\n", "utf-8"
+    )
+    packs.reset()
+    try:
+        assert verdict({**draft, "policy": str(ROOT / case["policy"])}) == []
+        load(shop / "policy.toml")
+        problems = verdict({**draft, "policy": str(shop / "policy.toml")})
+        assert any("promises money repeatedly (alle vier Wochen)" in p for p in problems)
+    finally:
+        packs.reset()
+    assert verdict({**draft, "policy": str(ROOT / case["policy"])}) == []
