@@ -167,25 +167,51 @@ def _read_run(text: str, token: str, at: int) -> Iterator[Number]:
             offset += len(part) + 1
 
 
-# --- English number words ------------------------------------------------------------------
+# --- English number words (agents/packs/en/numbers.toml, table "spelled") ---------------------
 
-_UNITS_TEXT = """zero one two three four five six seven eight nine ten eleven twelve thirteen
-fourteen fifteen sixteen seventeen eighteen nineteen"""
-_UNITS = _UNITS_TEXT.split()
-_TENS_TEXT = "twenty thirty forty fifty sixty seventy eighty ninety"
-_TENS = _TENS_TEXT.split()
-_WORD_VALUE = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-_SCALE_VALUE = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
+
+@dataclass(frozen=True)
+class _English:
+    word_value: dict[str, int]
+    scale_value: dict[str, int]
+    tens: frozenset[str]
+    hundred: str
+    joiner: str
+    article: str
+    any: re.Pattern[str]
+
+
+def _english() -> _English:
+    spelled = words.table("numbers", "spelled")
+    units = [str(w).lower() for w in spelled.get("units", [])]
+    tens = [str(w).lower() for w in spelled.get("tens", [])]
+    value = {w: i for i, w in enumerate(units)} | {w: 20 + 10 * i for i, w in enumerate(tens)}
+    scales = {str(k).lower(): int(v) for k, v in dict(spelled.get("scales", {})).items()}
+    known = [*value, *scales]
+    first = re.escape("".join(sorted({w[0] for w in known})))
+    pattern = "|".join(map(re.escape, known)) or "(?!)"
+    return _English(
+        value,
+        scales,
+        frozenset(tens),
+        str(spelled.get("hundred", "")).lower(),
+        str(spelled.get("joiner", "")).lower(),
+        str(spelled.get("article", "")).lower(),
+        re.compile(rf"(?<![A-Za-z])(?=[{first}])(?:{pattern})(?![A-Za-z])", re.I),
+    )
+
+
+def english_any() -> re.Pattern[str]:
+    """Any English number word, to skip a text without one at once."""
+    return words.compiled(_english).any
+
+
 _EN_WORD = re.compile(r"[A-Za-z]+")
-_EN_FIRST = "".join(sorted({w[0] for w in [*_WORD_VALUE, *_SCALE_VALUE]}))
-_EN_ANY = re.compile(
-    rf"(?<![A-Za-z])(?=[{_EN_FIRST}])(?:{'|'.join([*_WORD_VALUE, *_SCALE_VALUE])})(?![A-Za-z])",
-    re.I,
-)
 
 
-def _en_groups(text: str) -> Iterator[list[re.Match[str]]]:
+def _en_groups(text: str, en: _English) -> Iterator[list[re.Match[str]]]:
     """Runs of number words that make one number: "one hundred and twenty", "twenty-five"."""
+    _WORD_VALUE, _SCALE_VALUE, _TENS = en.word_value, en.scale_value, en.tens
     group: list[re.Match[str]] = []
     for m in _EN_WORD.finditer(text):
         word = m.group().lower()
@@ -194,61 +220,75 @@ def _en_groups(text: str) -> Iterator[list[re.Match[str]]]:
         if word in _WORD_VALUE or word in _SCALE_VALUE:
             # "one two" are two numbers; "twenty five" and "hundred and five" are one.
             small = _WORD_VALUE.get(word, 10) < 10
-            follows = previous in (*_SCALE_VALUE, "and", "a") or (previous in _TENS and small)
+            follows = previous in (*_SCALE_VALUE, en.joiner, en.article) or (
+                previous in _TENS and small
+            )
             if joined and (follows or word in _SCALE_VALUE):
                 group.append(m)
                 continue
-        elif word == "and" and joined and previous in _SCALE_VALUE:
+        elif word == en.joiner and joined and previous in _SCALE_VALUE:
             group.append(m)
             continue
         if group:
             yield group
-        group = [m] if word in _WORD_VALUE or word in _SCALE_VALUE or word == "a" else []
+        group = [m] if word in _WORD_VALUE or word in _SCALE_VALUE or word == en.article else []
     if group:
         yield group
 
 
-def _en_value(words: list[str]) -> float:
+def _en_value(parts: list[str], en: _English) -> float:
     total, current = 0, 0
-    for word in words:
-        if word in _WORD_VALUE:
-            current += _WORD_VALUE[word]
-        elif word == "hundred":
-            current = (current or 1) * 100
-        elif word in _SCALE_VALUE:
-            total += (current or 1) * _SCALE_VALUE[word]
+    for word in parts:
+        if word in en.word_value:
+            current += en.word_value[word]
+        elif word == en.hundred:
+            current = (current or 1) * en.scale_value[word]
+        elif word in en.scale_value:
+            total += (current or 1) * en.scale_value[word]
             current = 0
     return float(total + current)
 
 
 def english_numbers(text: str) -> Iterator[Number]:
     """Spelled-out English numbers: "fifty", "one hundred and twenty", "a thousand"."""
-    if not _EN_ANY.search(text):
+    en = words.compiled(_english)
+    if not en.any.search(text):
         return
-    for group in _en_groups(text):
-        while group and group[-1].group().lower() == "and":
+    for group in _en_groups(text, en):
+        while group and group[-1].group().lower() == en.joiner:
             group = group[:-1]
-        words = [m.group().lower() for m in group]
-        if words and words[0] == "a" and (len(words) == 1 or words[1] not in _SCALE_VALUE):
+        parts = [m.group().lower() for m in group]
+        if parts and parts[0] == en.article and (len(parts) == 1 or parts[1] not in en.scale_value):
             continue  # "a" alone, or "a" before anything but "hundred", "thousand", ...
-        yield Number(_en_value(words), group[0].start(), group[-1].end(), spelled=True)
+        yield Number(_en_value(parts, en), group[0].start(), group[-1].end(), spelled=True)
 
 
 # --- Chinese numerals ------------------------------------------------------------------------
 
-_ZH_DIGITS = {
-    **dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)),
-    **dict(zip("壹贰叁肆伍陆柒捌玖", range(1, 10), strict=True)),
-}
-_ZH_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1_000, "仟": 1_000}
-_ZH_BIG = {"万": 10_000, "亿": 100_000_000}
-_ZH_RUN = re.compile(f"[{''.join(_ZH_DIGITS)}{''.join(_ZH_UNITS)}{''.join(_ZH_BIG)}]+")
-# Words made of numerals that are not numbers: "十分抱歉", "千万", "万一", "一一", "百分之".
-_ZH_IDIOMS = ("十分", "万分", "千万", "万万", "万一", "一一", "百分", "三三两两", "千千万万")
+
+@dataclass(frozen=True)
+class _Numerals:
+    digits: dict[str, int]
+    units: dict[str, int]
+    big: dict[str, int]
+    idioms: tuple[str, ...]
+    run: re.Pattern[str]
+
+
+def _numerals() -> _Numerals:
+    table = words.table("numbers", "numerals")
+    digits = {str(k): int(v) for k, v in dict(table.get("digits", {})).items()}
+    units = {str(k): int(v) for k, v in dict(table.get("units", {})).items()}
+    big = {str(k): int(v) for k, v in dict(table.get("big", {})).items()}
+    chars = re.escape("".join([*digits, *units, *big]))
+    run = re.compile(f"[{chars}]+" if chars else "(?!)")
+    return _Numerals(digits, units, big, tuple(table.get("idioms", ())), run)
 
 
 def zh_value(run: str) -> float | None:
     """The value of a Chinese numeral run ("一百二十", "两百", "一千五" = 1500), or None."""
+    n = words.compiled(_numerals)
+    _ZH_DIGITS, _ZH_UNITS, _ZH_BIG = n.digits, n.units, n.big
     total = section = digit = 0
     last_unit = 0
     seen = False
@@ -258,7 +298,7 @@ def zh_value(run: str) -> float | None:
                 digit = digit * 10 + _ZH_DIGITS[ch]  # "一二三": read digit by digit
             else:
                 digit = _ZH_DIGITS[ch]
-            if ch in "零〇":
+            if _ZH_DIGITS[ch] == 0:
                 last_unit = 0
             seen = True
         elif ch in _ZH_UNITS:
@@ -279,9 +319,10 @@ def zh_value(run: str) -> float | None:
 
 def chinese_numbers(text: str) -> Iterator[Number]:
     """Chinese numerals ("五十", "一百二十", "两百"), idioms like "十分" and "千万" left out."""
-    for m in _ZH_RUN.finditer(text):
+    n = words.compiled(_numerals)
+    for m in n.run.finditer(text):
         run = m.group()
-        if any(idiom in text[m.start() : m.end() + 1] for idiom in _ZH_IDIOMS):
+        if any(idiom in text[m.start() : m.end() + 1] for idiom in n.idioms):
             continue
         value = zh_value(run)
         if value is not None:
