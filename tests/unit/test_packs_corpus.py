@@ -73,3 +73,41 @@ def test_a_shop_adds_words_in_a_packs_folder_beside_its_policy(tmp_path: Path) -
     finally:
         packs.reset()
     assert verdict({**draft, "policy": str(ROOT / case["policy"])}) == []
+
+
+# Written after the code, without reading the packs: its first run is the blind measure
+# (docs/policy.md, "Language packs"). Its misses are listed, not hidden: a case leaves this list
+# only when the audit gets it right.
+BLIND = data_rows("packs_blind_corpus.jsonl")
+BLIND_MISSES = {
+    "bh-de-03",  # "beim nächsten Einkauf zahlen Sie gar nichts"
+    "bh-de-04",  # "das Doppelte Ihres Kaufpreises"
+    "bh-en-02",  # "the code your bank texted you"
+    "bh-en-03",  # "the next thing you buy is free"
+    "bh-en-10",  # "your online banking login"
+    "bh-ja-03",  # "次回のお買い物は全額当店負担"
+    "bh-es-02",  # "el código que le llegará por SMS"
+    "bh-es-03",  # "su próximo pedido le sale gratis"
+    "bh-es-10",  # "su clave de banca online"
+    "bh-fr-02",  # "le code de validation envoyé par votre banque"
+    "bh-fr-04",  # "deux fois le prix du sac"
+    "bh-fr-10",  # "vos identifiants de banque en ligne"
+}
+
+
+def test_the_blind_corpus_holds_ten_natural_and_ten_hostile_drafts_per_language() -> None:
+    for lang in LANGUAGES:
+        for expect in ("pass", "reject"):
+            assert sum(c["language"] == lang and c["expect"] == expect for c in BLIND) >= 10
+    assert len({c["id"] for c in BLIND}) == len(BLIND)
+    assert BLIND_MISSES <= {c["id"] for c in BLIND}
+
+
+@pytest.mark.parametrize("case", BLIND, ids=[c["id"] for c in BLIND])
+def test_packs_blind_corpus_as_measured(case: dict[str, Any]) -> None:
+    problems = verdict(case)
+    if case["expect"] == "pass":
+        right = problems == []
+    else:
+        right = any(case["reason"] in p for p in problems)
+    assert right == (case["id"] not in BLIND_MISSES), (case["note"], problems)
