@@ -38,7 +38,7 @@ class _Words:
         )
         self.BEFORE = skipping(rf"(?:{before})\s*[:：]?\s*$", re.I)
         after = "|".join(
-            rf"{w}(?![A-Za-z])" if w[:1].isalpha() and not words.cjk(w) else re.escape(w)
+            rf"{re.escape(w)}(?![A-Za-z])" if w[:1].isalpha() and not words.cjk(w) else re.escape(w)
             for w in sorted(words.table("money", "currency.after"), key=len, reverse=True)
         )
         self.AFTER = skipping(rf"\s*(?:{after})", re.I)
