@@ -113,3 +113,6 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
         if kind is not None:
             found.append(Identifier(kind, token, start, end))
     return found
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

@@ -68,10 +68,11 @@ class _Words:
         self.DATE_AFTER = re.compile(
             rf"\s*(?:st|nd|rd|th|\.)?\s*(?:(?:{joiners})\s+)?(?:{months})", re.I
         )
-        contrast = alt("money", "sentences.contrast")
+        contrast = alt("money", "sentences.contrast", script="latin")
+        contrast_cjk = alt("money", "sentences.contrast", script="cjk")
         self.CLAUSE_END = skipping(
             r"(?<=[.!?])\s+|[。！？；;\n、]+|(?<!\d)[,，:：]|[,，:：](?!\d)"
-            rf"|\s+(?:{contrast})\s+|(?:{contrast})",
+            rf"|\s+(?:{contrast})\s+|{contrast_cjk}",
             re.I,
         )
         self.PROMISE = Sieved(alt("money", "promise.stems", start=False, end=False), re.I)
@@ -167,9 +168,8 @@ class _Marker:
     end: int
 
 
-def _currency(text: str, n: Number, left_at: int, right_at: int) -> _Marker | None:
+def _currency(w: _Words, text: str, n: Number, left_at: int, right_at: int) -> _Marker | None:
     """The currency symbol, code or word next to ``n``, and the span it and ``n`` cover."""
-    w = _w()
     before = w.BEFORE.search(text[max(0, left_at - 24) : left_at])
     if before:
         word = before.group().strip().rstrip(":：").strip()
@@ -194,18 +194,17 @@ def marked(text: str, start: int, end: int) -> bool:
     return w.AFTER.match(text, end) is not None
 
 
-def _credit_near(text: str, n: Number, clause: tuple[int, int]) -> bool:
+def _credit_near(w: _Words, text: str, n: Number, clause: tuple[int, int]) -> bool:
     """A credit word ("voucher", "积分", ...) right before or after ``n`` in its clause."""
-    for m in _w().CREDIT.finditer(text, clause[0], clause[1]):
+    for m in w.CREDIT.finditer(text, clause[0], clause[1]):
         gap = text[n.end : m.start()] if m.start() >= n.end else text[m.end() : n.start]
         if len(gap) <= _CREDIT_GAP and not re.search(r"\d", gap):
             return True
     return False
 
 
-def _not_money(text: str, n: Number, left: str, right_at: int) -> bool:
+def _not_money(w: _Words, text: str, n: Number, left: str, right_at: int) -> bool:
     """A quantity, duration, date, ordinal or list number: not an amount of money."""
-    w = _w()
     if w.UNIT_AFTER.match(text, right_at) or w.NOT_MONEY_BEFORE.search(left):
         return True
     if w.MONTH_BEFORE.search(left) or w.DATE_AFTER.match(text, right_at):
@@ -237,7 +236,7 @@ def money(
     reach = spans
     if carry:  # a promise reaches a bare number in the next sentence
         reach = tuple((spans[i - 1][0] if i else a, b) for i, (a, b) in enumerate(spans))
-    read = _Reading(text, spans, clauses, reach)
+    read = _Reading(text, spans, clauses, reach, _w())
     found = (_read(read, n, names) for n in numbers)
     return [m for m in found if m is not None]
 
@@ -251,20 +250,21 @@ class _Reading:
     sentences: Spans
     clauses: Spans
     reach: Spans
+    words: _Words
     _promise: dict[tuple[int, int], bool] = field(default_factory=dict)
     _reported: dict[tuple[int, int], bool] = field(default_factory=dict)
 
     def promise(self, span: tuple[int, int]) -> bool:
         """Whether ``text[span]`` promises money."""
         if (hit := self._promise.get(span)) is None:
-            hit = self._promise[span] = bool(_w().PROMISE.search(self.text, *span))
+            hit = self._promise[span] = bool(self.words.PROMISE.search(self.text, *span))
         return hit
 
     def reported(self, clause: tuple[int, int]) -> bool:
         """Whether the clause reports what the customer asked for rather than commits."""
         if (hit := self._reported.get(clause)) is None:
             text = self.text
-            w = _w()
+            w = self.words
             hit = bool(w.REPORTED.search(text, *clause)) and not w.COMMITS.search(text, *clause)
             self._reported[clause] = hit
         return hit
@@ -272,8 +272,7 @@ class _Reading:
 
 def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
     """``n`` as money, or None when it is a quantity, a date, a name or a bare number."""
-    text = read.text
-    w = _w()
+    text, w = read.text, read.words
     first, last = n.start, n.end
     if n.partner:  # a range: the unit or currency of either end applies to both
         first, last = min(first, n.partner[0]), max(last, n.partner[1])
@@ -299,17 +298,17 @@ def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
     if grand := w.GRAND_AFTER.match(text, right_at):
         written = text[n.start : grand.end()]
         return Money(n.value * 1000, "amount", written, _ANY, True, promise, reported, n.start)
-    if marker := _currency(text, n, first, right_at):
+    if marker := _currency(w, text, n, first, right_at):
         value = n.value / 100 if marker.word.upper() in w.hundredths else n.value
         written = text[min(marker.start, first) : max(marker.end, n.end)].strip()
         return Money(value, "amount", written, marker.currencies, True, promise, reported, n.start)
     if n.k:  # "1K in store credit" is money; "a 4K screen" is not
-        if _credit_near(text, n, clause):
+        if _credit_near(w, text, n, clause):
             return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
         return None
-    if _not_money(text, n, left, right_at):
+    if _not_money(w, text, n, left, right_at):
         return None
-    if _credit_near(text, n, clause) or w.OFF_AFTER.match(text, right_at):
+    if _credit_near(w, text, n, clause) or w.OFF_AFTER.match(text, right_at):
         return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
     carried = not promise and read.promise(_around(read.reach, n.start))
@@ -319,3 +318,6 @@ def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
     if small_word or (not n.spelled and n.value in names) or not promise:
         return None
     return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start)
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

@@ -190,5 +190,13 @@ def _ambiguous() -> re.Pattern[str]:
 def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
     """Number words of every language in the data file; a language's ambiguous words only
     when ``text`` is written in it (``language``)."""
+    if not packs_words.compiled(_any_word).search(text):
+        return  # one scan for every language's words: most texts have none
     for lang, words in languages().items():
         yield from _numbers(text, words, ambiguous=language == lang)
+
+
+def _any_word() -> re.Pattern[str]:
+    """A number word of any language pack (each language's own pattern, as one)."""
+    patterns = [w.tokens.pattern for w in languages().values()]
+    return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)", re.I)

@@ -24,9 +24,9 @@ class _Words:
         further = alt("money", "wording.further")
         self.FURTHER_BEFORE = skipping(rf"(?:{further})\s*$", re.I)
         self.FURTHER_AFTER = re.compile(rf"\s*(?:{further})", re.I)
-        self.FUTURE = skipping(alt("money", "wording.future", end=False), re.I)
-        self.DONE = skipping(alt("money", "wording.done"), re.I)
-        self.WILL = skipping(alt("money", "wording.will"), re.I)
+        self.FUTURE = Sieved(alt("money", "wording.future", end=False), re.I)
+        self.DONE = Sieved(alt("money", "wording.done"), re.I)
+        self.WILL = Sieved(alt("money", "wording.will"), re.I)
         self.PAID_BEFORE = skipping(rf"(?:{alt('money', 'wording.paid_before')})\s*$", re.I)
         self.ORDER_NEXT = re.compile(
             rf"\s*(?:\w+\s+)?(?:{alt('money', 'wording.order_next', end=False)})", re.I
@@ -242,3 +242,6 @@ def _one(
             f"amount {m.written} is not in the currency of order {matched.order_id} "
             f"({matched.currency})"
         )
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

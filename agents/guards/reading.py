@@ -80,7 +80,9 @@ def allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
 def asks_for_secrets(text: str) -> list[str]:
     """Sentences of ``text`` that ask for card data or a password (not "we never ask for ...")."""
     w = _w()
-    found = []
+    found: list[str] = []
+    if not w.SENSITIVE.search(text):
+        return found  # most texts name no secret: one search, no sentences
     for sentence in _SENTENCE.split(text):
         for secret in w.SENSITIVE.finditer(sentence):
             before = sentence[max(0, secret.start() - _NEVER_REACH) : secret.start()]
@@ -117,3 +119,6 @@ def grouped_tracking(text: str) -> Iterator[str]:
         compact = re.sub(r"[ \u00a0-]", "", g.group())
         if sum(c.isdigit() for c in compact) >= 6:
             yield compact
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

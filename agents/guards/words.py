@@ -65,26 +65,43 @@ def cjk(entry: str) -> bool:
     return bool(_CJK.search(entry))
 
 
-def _bounded(entry: str, start: bool, end: bool) -> str:
-    body = f"(?:{entry})"
-    if cjk(entry):
-        return body
-    if start and (entry[:1].isalpha() or entry.startswith("(")):
-        body = r"(?<![^\W\d_])" + body
-    if end:
-        body += r"(?![^\W\d_])"
-    return body
-
-
 def alternation(
-    concern: str, key: str, *, start: bool = True, end: bool = True, extra: tuple[str, ...] = ()
+    concern: str,
+    key: str,
+    *,
+    start: bool = True,
+    end: bool = True,
+    script: str = "any",
 ) -> str:
     """Every entry of ``key`` as one alternation, longest first; words in Latin letters start
-    (``start``) and end (``end``) at a word boundary, Chinese and Japanese words anywhere."""
-    items = sorted({*entries(concern, key), *extra}, key=len, reverse=True)
-    if not items:
-        return "(?!)"
-    return "|".join(_bounded(e, start, end) for e in items)
+    (``start``) and end (``end``) at a word boundary, Chinese and Japanese words anywhere.
+
+    ``script`` "latin" or "cjk" keeps only the entries written in it.
+    """
+    items = sorted(entries(concern, key), key=len, reverse=True)
+    eastern = [e for e in items if cjk(e)]
+    western = [e for e in items if not cjk(e)]
+    if script == "latin":
+        eastern = []
+    elif script == "cjk":
+        western = []
+    # One boundary for the whole group: the engine then tries the words as one alternation.
+    after = r"(?![^\W\d_])" if end else ""
+    # An entry with its own lookbehind ("(?<=[^\W\d_])remos": any verb's ending) brings its start.
+    lettered = [
+        e
+        for e in western
+        if start and (e[:1].isalpha() or (e.startswith("(") and not e.startswith("(?<")))
+    ]
+    others = [e for e in western if e not in lettered]
+    parts = []
+    if lettered:
+        parts.append(rf"(?<![^\W\d_])(?:{'|'.join(lettered)}){after}")
+    if others:
+        parts.append(rf"(?:{'|'.join(others)}){after}")
+    if eastern:
+        parts.append("|".join(eastern))
+    return "|".join(parts) or "(?!)"
 
 
 def languages(concern: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
