@@ -21,7 +21,7 @@ def compiled(build: Callable[[], T]) -> T:
     hit = _cache.get(build)
     if hit is None or hit[0] is not token:
         hit = _cache[build] = (token, build())
-    return hit[1]  # type: ignore[no-any-return]
+    return hit[1]
 
 
 def _dig(words: Mapping[str, Any], key: str) -> Any:
