@@ -59,14 +59,13 @@ class _Words:
         self.NOT_MONEY_BEFORE = skipping(
             rf"(?:{alt('numbers', 'not_money_before')})\s*[:#]?\s*$", re.I
         )
+        ordinal = alt("numbers", "ordinal_suffixes", start=False)
         months = alt("numbers", "months")
-        self.MONTH_BEFORE = skipping(
-            rf"(?:{months})\.?\s*(?:\d{{1,2}}(?:st|nd|rd|th)?,?\s*)?$", re.I
-        )
+        self.MONTH_BEFORE = skipping(rf"(?:{months})\.?\s*(?:\d{{1,2}}(?:{ordinal})?,?\s*)?$", re.I)
         self.YEAR_BEFORE = skipping(rf"(?:{alt('numbers', 'year_before')})\s*$", re.I)
         joiners = alt("numbers", "month_joiners")
         self.DATE_AFTER = re.compile(
-            rf"\s*(?:st|nd|rd|th|\.)?\s*(?:(?:{joiners})\s+)?(?:{months})", re.I
+            rf"\s*(?:{ordinal}|\.)?\s*(?:(?:{joiners})\s+)?(?:{months})", re.I
         )
         contrast = alt("money", "sentences.contrast", script="latin")
         contrast_cjk = alt("money", "sentences.contrast", script="cjk")

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from baton_kafka.agents import packs
 from baton_kafka.agents.guards import words
 
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
@@ -331,7 +332,7 @@ def chinese_numbers(text: str) -> Iterator[Number]:
 
 # "1.000" with a currency: a thousand in German or Spanish, one in English.
 _DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
-_READ_IN = ("en", "zh", "ja", "de", "es", "fr")  # the languages whose reading differs
+_READ_IN = packs.LANGUAGES  # the shipped languages, whose separators differ
 
 
 @functools.lru_cache(maxsize=2048)
