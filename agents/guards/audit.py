@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from baton_kafka.agents.guards import offered, reading
+from baton_kafka.agents.guards import offered, reading, words
 from baton_kafka.agents.guards.identifiers import Identifier, identifiers, shape
 from baton_kafka.agents.guards.money import marked, money
 from baton_kafka.agents.guards.numbers import RUN, all_numbers
@@ -24,12 +24,13 @@ FIELDS = ("reply", "solution", "internal_note")
 CUSTOMER_FACING = ("reply", "solution")
 _CENT = 0.005
 _DIGIT_RUN = re.compile(r"\d+(?:[.,]\d+)*")
-# Right after a promise, a model number alone is an amount: "we will refund 42171 for it".
-_PROMISED_BEFORE = skipping(
-    r"(?:refund|reimburs|compensat|pay|credit|give|send|transfer|return|退|赔|补|返|付|给)\w*"
-    r"\s*(?:(?:you|u|us|me|them|back|of|a|an|total|the\s+sum\s+of|您|你)\s*)*$",
-    re.I,
-)
+
+
+def _promised_before() -> re.Pattern[str]:
+    """Right after a promise, a model number alone is an amount: "we will refund 42171 for it"."""
+    verbs = words.alternation("money", "promise.verbs", end=False)
+    fillers = words.alternation("money", "promise.fillers")
+    return skipping(rf"(?:{verbs})\w*\s*(?:(?:{fillers})\s*)*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ class CustomerOrders:
 @functools.lru_cache(maxsize=4096)
 def _phrase(phrase: str) -> re.Pattern[str]:
     """``phrase`` written alone, not inside a longer word or number."""
-    return re.compile(rf"(?<![\w.,]){re.escape(phrase)}(?![\w]|[.,]\d)")
+    # Letters and digits of Latin script bound it; a Chinese character after it does not.
+    return re.compile(rf"(?<![A-Za-z0-9.,]){re.escape(phrase)}(?![A-Za-z0-9]|[.,]\d)")
 
 
 def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
@@ -206,7 +208,8 @@ def _name_spans(text: str, names: Mapping[str, re.Pattern[str]]) -> list[tuple[i
             (a == start and marked(text, a, a)) or (b == end and marked(text, b, b))
             for a, b in edges
         )
-        bare = m.group().isdigit() and _PROMISED_BEFORE.search(text[max(0, start - 32) : start])
+        promised = words.compiled(_promised_before)
+        bare = m.group().isdigit() and promised.search(text[max(0, start - 32) : start])
         if not (priced or bare):
             spans.append((start, end))
     return spans

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.numbers import digit_runs
 from baton_kafka.agents.guards.skipping import skipping
 
@@ -15,19 +16,30 @@ IdKind = Literal["order id", "tracking number"]
 
 # O-1001, EV-101, ORD-88231: upper-case letters, a hyphen, digits, nothing after.
 _ORDER_SHAPE = re.compile(r"[A-Z]{1,5}-\d{3,}")
-_ORDER_WORDS = skipping(
-    r"(?:\border(?:\s+(?:number|no\.?|id|#))?|订单(?:号|编号)?|单号)\s*[:：#]?\s*$", re.I
-)
-_TRACKING_WORDS = skipping(
-    r"(?:\btracking(?:\s+(?:number|no\.?|code|id|#))?|\bwaybill|运单号?|快递单号|物流单号|单号)"
-    r"\s*[:：#]?\s*$",
-    re.I,
-)
 _DIGITS = re.compile(r"\d")
 _LONG = re.compile(r"[A-Za-z0-9]{10,}")
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
-_MONEY_NEXT = re.compile(r"\s*(?:元|块|美元|欧元|USD|CNY|EUR|RMB|dollars?|euros?)", re.I)
 _ID_CHARS = re.compile(r"[A-Za-z0-9-]+")  # ids have no decimal point: "order: 39.99" is a price
+
+
+class _Words:
+    """The words before an id and after an amount, of every language pack, compiled."""
+
+    def __init__(self) -> None:
+        alt = words.alternation
+        self.ORDER_WORDS = skipping(
+            rf"(?:{alt('numbers', 'ids.order', end=False)})\s*[:：#]?\s*$", re.I
+        )
+        tracking = alt("numbers", "ids.tracking", end=False)
+        self.TRACKING_WORDS = skipping(rf"(?:{tracking})\s*[:：#]?\s*$", re.I)
+        currency = sorted(words.table("money", "currency.after"), key=len, reverse=True)
+        self.MONEY_NEXT = re.compile(
+            rf"\s*(?:{'|'.join(map(re.escape, currency)) or '(?!)'})", re.I
+        )
+
+
+def _w() -> _Words:
+    return words.compiled(_Words)
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,7 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
     tokens of 10+ characters with 8+ digits, and any token with 6+ digits after "tracking" or
     "运单号".
     """
+    w = _w()
     patterns = [_ORDER_SHAPE, *shapes]
     found: list[Identifier] = []
     for token, start, end in digit_runs(text):
@@ -84,19 +97,22 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
         kind: IdKind | None = None
         if any(p.fullmatch(token) for p in patterns):
             kind = "order id"
-        elif digits >= 6 and _TRACKING_WORDS.search(before):
+        elif digits >= 6 and w.TRACKING_WORDS.search(before):
             kind = "tracking number"
         elif (
             digits >= 3
             and _ID_CHARS.fullmatch(token)
             and not _DATE.fullmatch(token)
-            and (_ORDER_WORDS.search(before) or before.endswith("#"))
+            and (w.ORDER_WORDS.search(before) or before.endswith("#"))
         ):
             kind = "order id"
         elif digits >= 8 and _LONG.fullmatch(token):
             kind = "tracking number"
-        if kind == "order id" and _MONEY_NEXT.match(text, end) and "-" not in token:
+        if kind == "order id" and w.MONEY_NEXT.match(text, end) and "-" not in token:
             kind = None  # "订单1299元": an amount after the word order, not an id
         if kind is not None:
             found.append(Identifier(kind, token, start, end))
     return found
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

@@ -1,17 +1,16 @@
-"""Number words of other languages than English and Chinese, read from ``number_words.toml``:
-German ("fünfhundert", "zweihundertfünfundzwanzig"), Spanish ("quinientos", "treinta y cinco")."""
+"""Number words of the language packs (``numbers.toml``, table ``words``): German
+("fünfhundert", "zweihundertfünfundzwanzig"), Spanish ("quinientos", "treinta y cinco"), ..."""
 
 from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-_FILE = Path(__file__).with_name("number_words.toml")
+from baton_kafka.agents.guards import words as packs_words
+
 _GAP = re.compile(r"[\s\u00a0-]+")
 
 
@@ -100,10 +99,17 @@ def _tree(words: frozenset[str]) -> str:
     return branch(root)
 
 
-@functools.cache
 def languages() -> dict[str, Words]:
-    """The number words of every language in the data file."""
-    data = tomllib.loads(_FILE.read_text("utf-8"))
+    """The number words of every language pack that has them."""
+    return packs_words.compiled(_languages)
+
+
+def _languages() -> dict[str, Words]:
+    data = {
+        lang: pack["words"]
+        for lang, pack in packs_words.languages("numbers")
+        if isinstance(pack.get("words"), dict)
+    }
     return {
         lang: Words(
             language=lang,
@@ -167,8 +173,15 @@ def _numbers(text: str, words: Words, ambiguous: bool) -> Iterator[Spelled]:
     yield from close()
 
 
+def ambiguous() -> re.Pattern[str]:
+    """A word that is a number in one language only: the text's language decides."""
+    return packs_words.compiled(_ambiguous)
+
+
 def _ambiguous() -> re.Pattern[str]:
     words = sorted({w for lang in languages().values() for w in lang.ambiguous}, key=len)
+    if not words:
+        return re.compile("(?!)")
     first = re.escape("".join(sorted({w[0] for w in words})))
     alternatives = "|".join(map(re.escape, words[::-1]))
     return re.compile(rf"(?<![^\W\d_])(?=[{first}])(?:{alternatives})(?![^\W\d_])", re.I)
@@ -177,9 +190,13 @@ def _ambiguous() -> re.Pattern[str]:
 def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
     """Number words of every language in the data file; a language's ambiguous words only
     when ``text`` is written in it (``language``)."""
+    if not packs_words.compiled(_any_word).search(text):
+        return  # one scan for every language's words: most texts have none
     for lang, words in languages().items():
         yield from _numbers(text, words, ambiguous=language == lang)
 
 
-# A word that is a number in one language only: the text's language decides.
-AMBIGUOUS = _ambiguous()
+def _any_word() -> re.Pattern[str]:
+    """A number word of any language pack (each language's own pattern, as one)."""
+    patterns = [w.tokens.pattern for w in languages().values()]
+    return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)", re.I)

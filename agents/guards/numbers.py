@@ -1,5 +1,5 @@
 """Reading numbers in text: digits with any separators, and number words (English, Chinese, and
-the languages of ``number_words.toml``)."""
+every language pack's ``numbers.toml``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from baton_kafka.agents import packs
+from baton_kafka.agents.guards import numerals, words
 
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
 # CJK characters end a run, so "补偿您80元" reads 80 (a \w boundary would not: 您 is a word char).
@@ -19,14 +22,42 @@ _PLAIN = re.compile(
 )
 _RANGE = re.compile(r"(\d+(?:\.\d+)?)[-–](\d+(?:\.\d+)?)")
 _THOUSANDS_K = re.compile(r"(\d+(?:\.\d+)?)[kK]")
-_CODES = "USD|CNY|RMB|EUR|GBP|HKD|JPY|AUD|CAD"
-# "RMB2000", "500USD": a currency code glued to the amount.
-_GLUED_CODE = re.compile(rf"(?:(?i:{_CODES}))(\d[\d,.]*)|(\d[\d,.]*)(?:(?i:{_CODES}))")
+
+
+def _codes() -> re.Pattern[str]:
+    """A currency code glued to an amount ("RMB2000", "500USD"): the packs' three-letter codes."""
+    codes = [c for c in words.table("money", "currency.after") if re.fullmatch("[A-Z]{3}", c)]
+    either = "|".join(codes) or "(?!)"
+    return re.compile(rf"(?:(?i:{either}))(\d[\d,.]*)|(\d[\d,.]*)(?:(?i:{either}))")
+
+
+def _scales() -> tuple[re.Pattern[str] | None, dict[str, float]]:
+    """Scale words written right after digits ("5万", "1.5千"), unless a unit follows ("千克")."""
+    scales = {k: float(v) for k, v in words.table("numbers", "scales").items()}
+    if not scales:
+        return None, {}
+    not_before = words.table("numbers", "scales_not_before")
+    parts = [
+        re.escape(k) + (f"(?![{re.escape(str(not_before[k]))}])" if not_before.get(k) else "")
+        for k in sorted(scales, key=len, reverse=True)
+    ]
+    return re.compile(f"({'|'.join(parts)})"), scales
+
+
+def _grouping() -> re.Pattern[str] | None:
+    """Digits grouped by the packs' other thousands separators ("1'000")."""
+    marks = [
+        g for g in words.entries("numbers", "group") if g not in (",", ".") and not g.isspace()
+    ]
+    if not marks:
+        return None
+    sep = "|".join(marks)
+    return re.compile(rf"\d{{1,3}}(?:(?:{sep})\d{{3}})+(?:[.,]\d{{1,2}})?")
+
+
 _SPACED = re.compile(
     r"(?<![A-Za-z0-9.,\-])\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+(?:[.,]\d{1,2})?(?![A-Za-z0-9])"
 )
-_ZH_SCALE_AFTER = re.compile(r"(万|千|亿)(?![克米瓦卡])")
-_ZH_SCALES = {"万": 10_000, "千": 1_000, "亿": 100_000_000}
 
 
 @dataclass(frozen=True)
@@ -50,6 +81,9 @@ _DIGIT = re.compile(r"\d")
 
 def plain_value(token: str) -> float | None:
     """The value of a digits-only token with thousands separators or a decimal comma, or None."""
+    grouped = words.compiled(_grouping)
+    if grouped is not None and grouped.fullmatch(token) and not _PLAIN.fullmatch(token):
+        token = re.sub(r"[^\d.,]", "", token)
     if not _PLAIN.fullmatch(token):
         return None
     if _EUROPEAN.fullmatch(token):
@@ -61,10 +95,11 @@ def plain_value(token: str) -> float | None:
 
 def _with_scale(text: str, number: Number) -> Number:
     """``5万`` / ``1.5千``: the Chinese scale word after digits multiplies them."""
-    scale = _ZH_SCALE_AFTER.match(text, number.end)
+    after, scales = words.compiled(_scales)
+    scale = after.match(text, number.end) if after is not None else None
     if not scale:
         return number
-    value = number.value * _ZH_SCALES[scale.group(1)]
+    value = number.value * scales[scale.group(1)]
     return Number(value, number.start, scale.end(), partner=number.partner)
 
 
@@ -116,7 +151,7 @@ def _read_run(text: str, token: str, at: int) -> Iterator[Number]:
         yield Number(float(r.group(1)), *a, partner=b)
         yield _with_scale(text, Number(float(r.group(2)), *b, partner=a))
         return
-    if glued := _GLUED_CODE.fullmatch(token):
+    if glued := words.compiled(_codes).fullmatch(token):
         group = 1 if glued.group(1) else 2
         if (v := plain_value(glued.group(group))) is not None:
             yield Number(v, at + glued.start(group), at + glued.end(group))
@@ -133,130 +168,23 @@ def _read_run(text: str, token: str, at: int) -> Iterator[Number]:
             offset += len(part) + 1
 
 
-# --- English number words ------------------------------------------------------------------
-
-_UNITS_TEXT = """zero one two three four five six seven eight nine ten eleven twelve thirteen
-fourteen fifteen sixteen seventeen eighteen nineteen"""
-_UNITS = _UNITS_TEXT.split()
-_TENS_TEXT = "twenty thirty forty fifty sixty seventy eighty ninety"
-_TENS = _TENS_TEXT.split()
-_WORD_VALUE = {w: i for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-_SCALE_VALUE = {"hundred": 100, "thousand": 1_000, "million": 1_000_000}
-_EN_WORD = re.compile(r"[A-Za-z]+")
-_EN_FIRST = "".join(sorted({w[0] for w in [*_WORD_VALUE, *_SCALE_VALUE]}))
-_EN_ANY = re.compile(
-    rf"(?<![A-Za-z])(?=[{_EN_FIRST}])(?:{'|'.join([*_WORD_VALUE, *_SCALE_VALUE])})(?![A-Za-z])",
-    re.I,
-)
-
-
-def _en_groups(text: str) -> Iterator[list[re.Match[str]]]:
-    """Runs of number words that make one number: "one hundred and twenty", "twenty-five"."""
-    group: list[re.Match[str]] = []
-    for m in _EN_WORD.finditer(text):
-        word = m.group().lower()
-        previous = group[-1].group().lower() if group else ""
-        joined = bool(group) and re.fullmatch(r"[\s-]+", text[group[-1].end() : m.start()])
-        if word in _WORD_VALUE or word in _SCALE_VALUE:
-            # "one two" are two numbers; "twenty five" and "hundred and five" are one.
-            small = _WORD_VALUE.get(word, 10) < 10
-            follows = previous in (*_SCALE_VALUE, "and", "a") or (previous in _TENS and small)
-            if joined and (follows or word in _SCALE_VALUE):
-                group.append(m)
-                continue
-        elif word == "and" and joined and previous in _SCALE_VALUE:
-            group.append(m)
-            continue
-        if group:
-            yield group
-        group = [m] if word in _WORD_VALUE or word in _SCALE_VALUE or word == "a" else []
-    if group:
-        yield group
-
-
-def _en_value(words: list[str]) -> float:
-    total, current = 0, 0
-    for word in words:
-        if word in _WORD_VALUE:
-            current += _WORD_VALUE[word]
-        elif word == "hundred":
-            current = (current or 1) * 100
-        elif word in _SCALE_VALUE:
-            total += (current or 1) * _SCALE_VALUE[word]
-            current = 0
-    return float(total + current)
-
-
 def english_numbers(text: str) -> Iterator[Number]:
     """Spelled-out English numbers: "fifty", "one hundred and twenty", "a thousand"."""
-    if not _EN_ANY.search(text):
-        return
-    for group in _en_groups(text):
-        while group and group[-1].group().lower() == "and":
-            group = group[:-1]
-        words = [m.group().lower() for m in group]
-        if words and words[0] == "a" and (len(words) == 1 or words[1] not in _SCALE_VALUE):
-            continue  # "a" alone, or "a" before anything but "hundred", "thousand", ...
-        yield Number(_en_value(words), group[0].start(), group[-1].end(), spelled=True)
-
-
-# --- Chinese numerals ------------------------------------------------------------------------
-
-_ZH_DIGITS = {
-    **dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)),
-    **dict(zip("壹贰叁肆伍陆柒捌玖", range(1, 10), strict=True)),
-}
-_ZH_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1_000, "仟": 1_000}
-_ZH_BIG = {"万": 10_000, "亿": 100_000_000}
-_ZH_RUN = re.compile(f"[{''.join(_ZH_DIGITS)}{''.join(_ZH_UNITS)}{''.join(_ZH_BIG)}]+")
-# Words made of numerals that are not numbers: "十分抱歉", "千万", "万一", "一一", "百分之".
-_ZH_IDIOMS = ("十分", "万分", "千万", "万万", "万一", "一一", "百分", "三三两两", "千千万万")
-
-
-def zh_value(run: str) -> float | None:
-    """The value of a Chinese numeral run ("一百二十", "两百", "一千五" = 1500), or None."""
-    total = section = digit = 0
-    last_unit = 0
-    seen = False
-    for ch in run:
-        if ch in _ZH_DIGITS:
-            if seen and last_unit == 0 and digit:
-                digit = digit * 10 + _ZH_DIGITS[ch]  # "一二三": read digit by digit
-            else:
-                digit = _ZH_DIGITS[ch]
-            if ch in "零〇":
-                last_unit = 0
-            seen = True
-        elif ch in _ZH_UNITS:
-            section += (digit or 1) * _ZH_UNITS[ch]
-            digit, last_unit, seen = 0, _ZH_UNITS[ch], True
-        elif ch in _ZH_BIG:
-            if not seen and not section:
-                return None
-            total = (total + section + digit) * _ZH_BIG[ch]
-            section = digit = 0
-            last_unit, seen = _ZH_BIG[ch], True
-    if not seen:
-        return None
-    # "一千五" is 1500 and "两百五" 250: a bare digit after a unit counts in the next unit down.
-    tail = digit * last_unit // 10 if digit and last_unit >= 100 and digit < 10 else digit
-    return float(total + section + tail)
+    return (Number(v, a, b, spelled=True) for v, a, b in numerals.english_numbers(text))
 
 
 def chinese_numbers(text: str) -> Iterator[Number]:
     """Chinese numerals ("五十", "一百二十", "两百"), idioms like "十分" and "千万" left out."""
-    for m in _ZH_RUN.finditer(text):
-        run = m.group()
-        if any(idiom in text[m.start() : m.end() + 1] for idiom in _ZH_IDIOMS):
-            continue
-        value = zh_value(run)
-        if value is not None:
-            yield Number(value, m.start(), m.end(), spelled=True)
+    return (Number(v, a, b, spelled=True) for v, a, b in numerals.chinese_numbers(text))
+
+
+english_any = numerals.english_any
+zh_value = numerals.zh_value
 
 
 # "1.000" with a currency: a thousand in German or Spanish, one in English.
 _DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
-_READ_IN = ("en", "zh", "ja", "de", "es")  # the languages whose reading differs
+_READ_IN = packs.LANGUAGES  # the shipped languages, whose separators differ
 
 
 @functools.lru_cache(maxsize=2048)
@@ -287,10 +215,10 @@ def all_numbers(
 ) -> list[Number]:
     """Every number in ``text`` outside ``skip``, in reading order: digits (with the
     separators of ``language``, the text's own when not given), and number words in English,
-    Chinese and every language of ``number_words.toml``."""
-    from baton_kafka.agents.guards.number_words import AMBIGUOUS, spelled_numbers
+    Chinese and every language pack's number words."""
+    from baton_kafka.agents.guards.number_words import ambiguous, spelled_numbers
 
-    if language is None and (_DOT_THOUSANDS.search(text) or AMBIGUOUS.search(text)):
+    if language is None and (_DOT_THOUSANDS.search(text) or ambiguous().search(text)):
         language = _language(text)  # only where the reading depends on it
     digits = [_grouped(text, n, language) for n in digit_numbers(text, skip)]
     found = [

@@ -6,85 +6,47 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from baton_kafka.agents.guards.money import PROMISE, Money, money, sentences
+from baton_kafka.agents.guards import words
+from baton_kafka.agents.guards.money import COMMITS, PROMISE, Money, clauses_of, money, sentences
 from baton_kafka.agents.guards.skipping import Sieved, skipping
 from baton_kafka.agents.policy.offer import CENT, cents
 from baton_kafka.schemas.records import OfferLine, Order
 
-_MULTIPLIER = Sieved(
-    r"(?<![A-Za-z])(?:double|triple|quadruple|twice\s+(?:the|what|your|that|as)|thrice"
-    r"|(?:\d+|two|three|four|five|ten|hundred)\s*(?:x|×|times)\s+(?:the|what|your|that|as|its"
-    r"|over|more)|\d+\s*[x×](?![A-Za-z0-9])|[x×]\s*\d+)"
-    r"|(?:the\s+)?same\s+(?:amount\s+)?again|(?:equal|equivalent|identical)\s+to\s+(?:your|the|what)"
-    r"|matching\s+(?:your|the)\s+(?:order|amount|payment|price)"
-    r"|[双两三四五六七八九十百千\d]+倍|翻倍|加倍|翻番|(?:和|与|跟)(?:订单|货款|实付)?金额(?:相同|一样|相等)"
-    r"|同等金额|等额|相同金额|一样多|等值|等价",
-    re.I,
-)
-_RECURRING = Sieved(
-    r"(?<![A-Za-z])(?:every|each|per)\s+(?:month|week|year|day)"
-    r"|(?<![A-Za-z])a\s+(?:month|week|year)\s+(?:for|until|over)|monthly|weekly|yearly|annually"
-    r"|daily|for\s+(?:a|one|the\s+next|\d+|twelve|six)\s+(?:years?|months?|weeks?)"
-    r"|each\s+time|every\s+time|recurring|instal?lments?"
-    r"|每[个]?[月周年天日]|按[月周年]|[一二两三四五六\d]+个?[月年]内每|连续[一二两三四五六七八九十\d]+个?[月周年]"
-    r"|分期|每次",
-    re.I,
-)
-_ADDITIVE = skipping(
-    r"(?<![A-Za-z])(?:plus|another|additional(?:ly)?|extra|on\s+top|in\s+addition|as\s+well"
-    r"|also|add(?:ed|ing|s)?|top\s+up|together\s+with)(?![A-Za-z])|再|另外|另|额外|加上|外加|还",
-    re.I,
-)
-_FUTURE = skipping(
-    r"(?<![A-Za-z])(?:next|future|upcoming|following)\s+(?:purchase|order|buy|visit|item)s?"
-    r"|下次|下一[单次笔]|今后|以后的订单|再次购买|下单时",
-    re.I,
-)
-_DONE = skipping(
-    r"(?<![A-Za-z])(?:has|have|had)\s+been|(?<![A-Za-z])(?:was|were|already)(?![A-Za-z])"
-    r"|已经?|过了",
-    re.I,
-)
-_WILL = skipping(
-    r"(?<![A-Za-z])(?:will|shall|can|going\s+to)(?![A-Za-z])|'ll|’ll|[会将]|可以|为您|给您", re.I
-)
-_PAID_BEFORE = skipping(
-    r"(?:实付|支付了?|付款|总价|paid|total\s+of|priced\s+at"
-    r"|\d+(?:\.\d+)?\s*%\s*of\s+(?:its|the|their|your))\s*$",
-    re.I,
-)
-_ORDER_NEXT = re.compile(r"\s*(?:\w+\s+)?(?:order|purchase|total|订单|货款)", re.I)
-_A_GRAND = skipping(
-    r"(?<![A-Za-z])(?:a|one|half\s+a|a\s+couple(?:\s+of)?|a\s+few)\s+grand(?![A-Za-z])", re.I
-)
+
+class _Words:
+    """The offer check's words of every language pack, compiled."""
+
+    def __init__(self) -> None:
+        alt = words.alternation
+        self.MULTIPLIER = Sieved(alt("money", "wording.multiples", end=False), re.I)
+        self.RECURRING = Sieved(alt("money", "wording.repeats", end=False), re.I)
+        self.ADDITIVE = skipping(alt("money", "wording.additive"), re.I)
+        further = alt("money", "wording.further")
+        self.FURTHER_BEFORE = skipping(rf"(?:{further})\s*$", re.I)
+        self.FURTHER_AFTER = re.compile(rf"\s*(?:{further})", re.I)
+        self.FUTURE = Sieved(alt("money", "wording.future", end=False), re.I)
+        self.DONE = Sieved(alt("money", "wording.done"), re.I)
+        self.WILL = Sieved(alt("money", "wording.will"), re.I)
+        self.PAID_BEFORE = skipping(rf"(?:{alt('money', 'wording.paid_before')})\s*$", re.I)
+        self.ORDER_NEXT = re.compile(
+            rf"\s*(?:\w+\s+)?(?:{alt('money', 'wording.order_next', end=False)})", re.I
+        )
+        self.A_GRAND = skipping(alt("money", "amounts.a_thousand"), re.I)
+        self.CHANNELS = {
+            channel: Sieved(alt("money", f"channels.{channel}", end=False), re.I)
+            for channel in ("store_credit", "voucher", "points", "original_payment")
+        }
+        denied = alt("money", "wording.denied_before")
+        self.DENIED_BEFORE = skipping(rf"(?:{denied})(?:\s+[\w-]+){{0,3}}\s*$", re.I)
+        self.DENIED_AFTER = re.compile(rf"\s*(?:{alt('money', 'wording.denied_after')})", re.I)
+        self.FREE_ORDER = Sieved(alt("money", "wording.free_order"), re.I)
+
+
+def _w() -> _Words:
+    return words.compiled(_Words)
+
+
 _ADDITIVE_REACH = 24
-# Where money goes, as text names it: a channel other than the offer's is promised money too.
-_CHANNELS = {
-    "store_credit": Sieved(
-        r"(?:store|shop|account)\s+credit|credit\s+(?:on|to|in)\s+your\s+(?:account|balance)"
-        r"|购物金|账户余额|余额|guthaben",
-        re.I,
-    ),
-    "voucher": Sieved(
-        r"vouchers?|coupons?|gift\s?cards?|gift\s+certificates?|e-?gift|promo(?:tional)?\s+code"
-        r"|discount\s+code|优惠券|代金券|礼品卡|现金券|抵用券|红包|购物卡|gutschein|cup[oó]n|クーポン",
-        re.I,
-    ),
-    "points": Sieved(r"(?:loyalty|bonus|reward)\s+points|积分|ポイント", re.I),
-}
-_DENIED_BEFORE = skipping(
-    r"(?<![A-Za-z])(?:not|no|never|nor|instead\s+of|rather\s+than|without|isn't|aren't|can't"
-    r"|cannot|can\s+not|unable\s+to|don't|do\s+not|doesn't"
-    r"|won't\s+be)\s+(?:[\w-]+\s+){0,3}$|(?:不是|并非|而非|不以|不用|无需|不需要|没有|不会|不发|不能|无法|不提供)"
-    r"[^，。,；;]{0,6}$",
-    re.I,
-)
-_FREE_ORDER = Sieved(
-    r"(?<![A-Za-z])(?:next|future|following)\s+(?:order|purchase|one|item)s?\s+(?:is|are|will\s+be)"
-    r"\s+(?:on\s+us|free|on\s+the\s+house)|free\s+(?:next|future)\s+(?:order|purchase)"
-    r"|免单|下[次单一](?:次|单)?(?:购物|购买)?免费",
-    re.I,
-)
 
 
 def problems(
@@ -100,8 +62,9 @@ def problems(
     promise must be an offer line; a mention without a promise may also be an order's price.
     Multiplied, recurring, added-on and future-order money is never within an offer.
     """
+    w = _w()
     yield from _channels(text, lines)
-    if hit := _FREE_ORDER.search(text):
+    if hit := w.FREE_ORDER.search(text):
         yield f"gives away a future order ({hit.group()}): never a free or discounted next order"
     amounts = [cents(line.amount) for line in lines if line.amount]
     # A share is of the order's amount or, for one item of a multi-item order, of its line.
@@ -110,20 +73,48 @@ def problems(
     spans = sentences(text)
     for m in found:
         around = next((text[a:b] for a, b in spans if a <= m.at <= b), text)
-        yield from _one(m, around, amounts, paid, prices, matched)
+        yield from _one(m, around, amounts, paid, prices, matched, _clause(text, m.at))
     for start, end in spans:
         sentence = text[start:end]
-        # "grand" is in every match: most sentences skip the search.
-        if "grand" in sentence.lower() and (hit := _A_GRAND.search(sentence)):
+        if hit := w.A_GRAND.search(sentence):
             yield f"mentions money ({hit.group()}) that is not a line of the offer"
         with_money = any(start <= m.at <= end for m in found)
         if not (with_money or PROMISE.search(sentence)):
             continue
-        if hit := _MULTIPLIER.search(sentence):
+        if hit := w.MULTIPLIER.search(sentence):
             yield f"multiplies money ({hit.group()}): state each amount as the offer's lines"
-        if hit := _RECURRING.search(sentence):
+        if hit := w.RECURRING.search(sentence):
             yield f"promises money repeatedly ({hit.group()}): an offer line is paid once"
-    # "59 now and another 59 later" promises two lines; "59 ... the 59" restates one.
+    yield from _on_top(text, found)
+    yield from _twice(text, found, spans, amounts)
+
+
+def _clause(text: str, at: int) -> str:
+    return next((text[a:b] for a, b in clauses_of(text) if a <= at <= b), text)
+
+
+def _on_top(text: str, found: Sequence[Money]) -> Iterator[str]:
+    """The first promised amount of the text said to come on top ("a further 28,35 €",
+    "28,35 € adicionales"): on top of money the text does not state, so no line of the offer."""
+    w = _w()
+    first = next((m for m in found if m.kind == "amount"), None)
+    if first is None or not first.promise:
+        return
+    before = w.FURTHER_BEFORE.search(text[max(0, first.at - _ADDITIVE_REACH) : first.at])
+    after = w.FURTHER_AFTER.match(text, first.at + len(first.written))
+    if hit := before or after:
+        yield (
+            f"promises {first.written} on top of other money ({hit.group().strip()}), which is "
+            "not a line of the offer: state each line once, as the whole amount"
+        )
+
+
+def _twice(
+    text: str, found: Sequence[Money], spans: Sequence[tuple[int, int]], amounts: list[float]
+) -> Iterator[str]:
+    """The same amount promised again: "59 now and another 59 later", or one sentence whose
+    two clauses each commit to it; "59 ... the 59" restates one."""
+    w = _w()
     needed: Counter[float] = Counter()
     last: dict[float, int] = {}
     for m in found:
@@ -132,8 +123,14 @@ def problems(
         value = cents(m.value)
         if value not in needed:
             needed[value] = 1
-        elif _ADDITIVE.search(text[max(0, m.at - _ADDITIVE_REACH) : m.at]) or (
-            _same_sentence(spans, last[value], m.at) and _ADDITIVE.search(text, last[value], m.at)
+        elif (
+            w.ADDITIVE.search(text[max(0, m.at - _ADDITIVE_REACH) : m.at])
+            or w.FURTHER_AFTER.match(text, m.at + len(m.written))
+        ) or (
+            _same_sentence(spans, last[value], m.at)
+            and (
+                w.ADDITIVE.search(text, last[value], m.at) or _both_commit(text, last[value], m.at)
+            )
         ):
             # "refund 59 EUR ... and top up your account with 59 EUR": said again, and added.
             needed[value] += 1
@@ -147,6 +144,16 @@ def problems(
             )
 
 
+def _both_commit(text: str, a: int, b: int) -> bool:
+    """Two places of one sentence in different clauses, each of which commits the shop."""
+    clauses = clauses_of(text)
+    first = next((c for c in clauses if c[0] <= a <= c[1]), None)
+    second = next((c for c in clauses if c[0] <= b <= c[1]), None)
+    if first is None or second is None or first == second:
+        return False
+    return bool(COMMITS.search(text, *first)) and bool(COMMITS.search(text, *second))
+
+
 def _same_sentence(spans: Sequence[tuple[int, int]], a: int, b: int) -> bool:
     return any(start <= a and b <= end for start, end in spans)
 
@@ -154,12 +161,14 @@ def _same_sentence(spans: Sequence[tuple[int, int]], a: int, b: int) -> bool:
 def _channels(text: str, lines: Sequence[OfferLine]) -> Iterator[str]:
     """Every channel ``text`` names for money ("a voucher", "购物金") that no line pays into;
     one it only denies ("not a voucher") is not named."""
+    w = _w()
     offered = {line.channel for line in lines if line.amount}
-    for channel, words in _CHANNELS.items():
-        if channel in offered:
-            continue
-        for hit in words.finditer(text):
-            if not _DENIED_BEFORE.search(text[max(0, hit.start() - 40) : hit.start()]):
+    for channel, pattern in w.CHANNELS.items():
+        if channel in offered or (channel == "original_payment" and not offered):
+            continue  # with no money offered, "your original payment method" pays nothing
+        for hit in pattern.finditer(text):
+            denied = w.DENIED_BEFORE.search(text[max(0, hit.start() - 40) : hit.start()])
+            if not (denied or w.DENIED_AFTER.match(text, hit.end())):
                 yield (
                     f"speaks of {hit.group()} ({channel}), which is no channel of the offer: "
                     "state only where the offer's money goes"
@@ -182,9 +191,11 @@ def _one(
     paid: Sequence[float] | None,
     prices: Sequence[float],
     matched: Order | None,
+    clause: str = "",
 ) -> Iterator[str]:
+    w = _w()
     if m.kind == "percent":
-        if hit := _FUTURE.search(sentence):
+        if hit := w.FUTURE.search(sentence):
             yield (
                 f"offers {m.written} of a {hit.group()}, which is not a line of the offer: "
                 "never a discount on a future order"
@@ -209,9 +220,10 @@ def _one(
     # has been processed", "已原路退回") or which order it was ("half of the 259.98 USD order").
     before, after = around(sentence, m)
     fact = (
-        (_DONE.search(sentence) and not _WILL.search(sentence))
-        or _ORDER_NEXT.match(after)
-        or _PAID_BEFORE.search(before)
+        (w.DONE.search(sentence) and not w.WILL.search(sentence))
+        or (w.DONE.search(clause) and not w.WILL.search(clause))
+        or w.ORDER_NEXT.match(after)
+        or w.PAID_BEFORE.search(before)
     )
     promised = m.promise and not (a_price and fact)
     if matched is None:
@@ -230,3 +242,6 @@ def _one(
             f"amount {m.written} is not in the currency of order {matched.order_id} "
             f"({matched.currency})"
         )
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
+from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.skipping import Sieved, skipping
 
 _URL = re.compile(
@@ -16,31 +17,30 @@ _URL = re.compile(
     r"|link|click|site|online|store|eu|uk|us|ly|gl|to|cc|tk)(?![\w-])))",
     re.I,
 )
-_SENSITIVE = Sieved(
-    r"card\s*(?:number|no\.?|details)|credit\s*card|debit\s*card|cvv|cvc|cv2|security\s+code"
-    r"|expiry\s+date|expiration\s+date|passwords?|passcode|\bpin\b|one-time\s+code|otp"
-    r"|verification\s+code|login\s+details|security\s+number|card\s+verification"
-    r"|(?:\d+|sixteen|three|four|long)[- ]?digits?\s+(?:number\s+)?(?:on|of|from|printed\s+on)"
-    r"\s+(?:the\s+)?(?:front\s+|back\s+)?(?:of\s+)?(?:your\s+|the\s+)?card"
-    r"|(?:numbers?|digits?|code)\s+on\s+(?:the\s+)?(?:(?:front|back|reverse)\s+of\s+)?(?:your|the)"
-    r"\s+card|(?:front|back|reverse)\s+(?:side\s+)?of\s+(?:your|the)\s+(?:credit\s+|debit\s+|bank\s+)?card"
-    r"|(?:three|3|four|4)[- ]digit\s+(?:security\s+)?(?:code|number)"
-    r"|卡号|银行卡|信用卡|安全码|(?<![修员品贺])卡(?:片)?的?有效期|有效期(?:和|及|与|、)|密码|验证码"
-    r"|动态码|(?<![修员品贺])卡(?:片)?(?:的)?(?:背面|正面|背后|后面|反面)(?:的)?(?:[三四3４4]|十六|16)?位?(?:数字|数|码)?"
-    r"|(?<![修员品贺])卡面(?:上的?)?(?:数字|号码)|(?<![修员品贺])卡(?:片)?上的?(?:数字|号码|有效日期|日期)|(?:十六|16)位(?:卡号|数字|号码)?|(?:三|3)位(?:安全)?(?:码|数字|数)",
-    re.I,
-)
-_ASKS = Sieved(
-    r"send|provide|share|give|enter|type|tell|reply\s+with|confirm|let\s+us\s+know|submit"
-    r"|need|require|verify|update|what(?:'s|’s|\s+is|\s+are)|read\s+(?:out|us|me)|write|note"
-    r"|photo|picture|ready|\?|提供|发送|发给|发我|告诉|输入|填写|回复|确认|核实|需要|报一下|念|拍|照片"
-    r"|麻烦|请(?!勿)|？",
-    re.I,
-)
-_NEVER = skipping(
-    r"never|not|don't|do\s+not|won't|no\s+need|without|不会|切勿|不要|请勿|无需|不需要|绝不|从不",
-    re.I,
-)
+
+
+class _Words:
+    """The credential and id words of every language pack, compiled."""
+
+    def __init__(self) -> None:
+        alt = words.alternation
+        self.SENSITIVE = Sieved(alt("credentials", "secrets", end=False), re.I)
+        self.ASKS = Sieved(alt("credentials", "asks", end=False), re.I)
+        self.NEVER = skipping(alt("credentials", "never"), re.I)
+        self.NEVER_AFTER = skipping(alt("credentials", "never_after"), re.I)
+        tracking = alt("numbers", "ids.tracking", end=False)
+        self.TRACKING_WORDS = skipping(rf"(?:{tracking})\s*[:：#]?\s*", re.I)
+        phone = alt("numbers", "ids.phone", end=False)
+        joiners = alt("numbers", "ids.phone_joiners")
+        self.PHONE_WORDS = skipping(rf"(?:{phone})\s*(?:(?:{joiners})\s*)?[:：]?\s*$", re.I)
+
+
+def _w() -> _Words:
+    return words.compiled(_Words)
+
+
+# A denial this close before a secret ("we will never ask for your PIN") takes the request back.
+_NEVER_REACH = 40
 # Every character of Unicode's "Cf" category (zero-width space and joiners, bidi marks, soft
 # hyphen, word joiner, BOM, tags, ...), as of Unicode 14; a test checks it against unicodedata.
 FORMAT_CHARACTERS = re.compile(
@@ -48,20 +48,11 @@ FORMAT_CHARACTERS = re.compile(
     "\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
-_TRACKING_WORDS = skipping(
-    r"(?:tracking(?:\s+(?:number|no\.?|code|id))?|waybill|运单号?|快递单号|物流单号)\s*[:：#]?\s*",
-    re.I,
-)
 _GROUPS = re.compile(r"[A-Za-z0-9]{1,6}(?:[ \u00a0-][A-Za-z0-9]{1,6}){2,}")
 # "+49 30 1234 5678", "+49 301234567", "0800 123 4567", "030 12345678": a country code or a
 # leading zero, then digits in groups. Amounts never start with either.
 _PHONE = skipping(
     r"(?<![\w.,+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)(?:[ \u00a0./-]?\(?\d{1,12}\)?){1,5}(?![\w]|[.,]\d)"
-)
-_PHONE_WORDS = skipping(
-    r"(?:\bcall(?:\s+us)?|\bphone|\btel\.?|telephone|hotline|helpline|\bfax|\bmobile|whatsapp"
-    r"|电话|致电|拨打|热线|手机|联系电话|客服电话)\s*(?:(?:us\s+)?(?:at|on)\s+|号码)?[:：]?\s*$",
-    re.I,
 )
 _DIGIT_GROUPS = re.compile(r"\+?\d[\d \u00a0./-]{4,}\d")
 _PHONE_DIGITS = 7
@@ -88,11 +79,17 @@ def allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
 
 def asks_for_secrets(text: str) -> list[str]:
     """Sentences of ``text`` that ask for card data or a password (not "we never ask for ...")."""
-    found = []
+    w = _w()
+    found: list[str] = []
+    if not w.SENSITIVE.search(text):
+        return found  # most texts name no secret: one search, no sentences
     for sentence in _SENTENCE.split(text):
-        secret = _SENSITIVE.search(sentence)
-        if secret and _ASKS.search(sentence) and not _NEVER.search(sentence):
-            found.append(secret.group())
+        for secret in w.SENSITIVE.finditer(sentence):
+            before = sentence[max(0, secret.start() - _NEVER_REACH) : secret.start()]
+            denied = w.NEVER.search(before) or w.NEVER_AFTER.search(sentence, secret.end())
+            if not denied and w.ASKS.search(sentence):
+                found.append(secret.group())
+                break
     return found
 
 
@@ -107,7 +104,7 @@ def phones(text: str) -> list[tuple[int, int]]:
         and (m.group().startswith("+") or not m.group().isdigit())
     ]
     for m in _DIGIT_GROUPS.finditer(text):
-        said = _PHONE_WORDS.search(text[max(0, m.start() - 24) : m.start()])
+        said = _w().PHONE_WORDS.search(text[max(0, m.start() - 24) : m.start()])
         if said and sum(c.isdigit() for c in m.group()) >= _PHONE_DIGITS:
             found.append(m.span())
     return sorted(set(found))
@@ -115,10 +112,13 @@ def phones(text: str) -> list[tuple[int, int]]:
 
 def grouped_tracking(text: str) -> Iterator[str]:
     """Tracking numbers written in groups after a tracking word ("1Z 84A 9E7 0312"), compacted."""
-    for m in _TRACKING_WORDS.finditer(text):
+    for m in _w().TRACKING_WORDS.finditer(text):
         g = _GROUPS.match(text, m.end())
         if g is None:
             continue
         compact = re.sub(r"[ \u00a0-]", "", g.group())
         if sum(c.isdigit() for c in compact) >= 6:
             yield compact
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words

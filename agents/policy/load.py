@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from baton_kafka.agents import packs
 from baton_kafka.agents.policy.model import Policy
 
 DEFAULT_FILE = Path(__file__).with_name("default.toml")
@@ -52,7 +53,7 @@ def load(path: Path | str | None = None) -> Policy:
     """The policy in the file at ``path``; the demo shop's when none is named.
 
     Its version is the hash of the file, and of the shop's handbook and tone files when it
-    names them.
+    names them. A folder ``packs`` beside the file adds the shop's words to the language packs.
     """
     file = Path(path) if path else DEFAULT_FILE
     try:
@@ -60,6 +61,8 @@ def load(path: Path | str | None = None) -> Policy:
     except OSError as exc:
         raise PolicyError(f"{file}: cannot read the policy file ({exc.strerror})") from None
     policy = parse(data, str(file))
+    if (file.parent / "packs").is_dir():  # the shop's own words, beside its policy
+        packs.extend(file.parent / "packs")
     hashed = data
     shop = policy.shop
     for key, name, target in (

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from baton_kafka.agents.guards import number_words, reading
+from baton_kafka.agents.guards import number_words, reading, words
 from baton_kafka.agents.guards.skipping import Sieved, plain, skipping
 from tests.fixtures.paths import TEST_DATA
 
@@ -28,6 +28,7 @@ CORPORA = (
     "lines_corpus.jsonl",
     "lines_blind_corpus.jsonl",
     "typo_corpus.jsonl",
+    "packs_corpus.jsonl",
 )
 # Letters a case-insensitive ASCII literal takes outside ASCII (Kelvin sign, long s, dotted I),
 # fullwidth forms, and words split across sentences.
@@ -52,7 +53,9 @@ def _texts() -> list[str]:
 def _patterns() -> list[tuple[str, Any]]:
     found = []
     for module in map(importlib.import_module, MODULES):
-        for name, value in vars(module).items():
+        # The packs' patterns, compiled for the words every shipped language pack holds.
+        built = vars(words.compiled(module._Words)) if hasattr(module, "_Words") else {}
+        for name, value in [*vars(module).items(), *built.items()]:
             for key, pattern in value.items() if isinstance(value, dict) else [("", value)]:
                 led = isinstance(pattern, re.Pattern) and pattern.pattern.startswith("(?=[")
                 if led or isinstance(pattern, Sieved):
@@ -66,7 +69,7 @@ def _spans(matches: Any) -> list[tuple[int, int]]:
 
 def test_the_guards_lead_their_long_alternations_and_sieve_some() -> None:
     names = {name.rsplit(".", 1)[1] for name, _ in _patterns()}
-    assert {"PROMISE", "_SENSITIVE", "_CLAUSE_END", "_MULTIPLIER", "_CHANNELS[voucher]"} <= names
+    assert {"PROMISE", "SENSITIVE", "CLAUSE_END", "MULTIPLIER", "CHANNELS[voucher]"} <= names
     assert sum(isinstance(p, Sieved) for _, p in _patterns()) >= 10
 
 
@@ -105,9 +108,9 @@ def test_number_words_as_a_tree_of_letters_find_the_words_the_alternation_finds(
         "FÜNFHUNDERT Euro, Zweihundertfünfundzwanzig, treinta y cinco, Elf, ONCE, Fifty",
         "siebzehn, sieben und vierzig, dreißig, doscientos veintiséis, cuatrocientas, mil",
     ]
-    for words in number_words.languages().values():
-        many = "+" if words.compound else ""
-        ordered = re.compile(rf"(?<![^\W\d_])(?:{words._compound.pattern}){many}(?![^\W\d_])", re.I)
-        assert ordered.pattern not in words.tokens.pattern  # the tree stands in its place
+    for lang in number_words.languages().values():
+        many = "+" if lang.compound else ""
+        ordered = re.compile(rf"(?<![^\W\d_])(?:{lang._compound.pattern}){many}(?![^\W\d_])", re.I)
+        assert ordered.pattern not in lang.tokens.pattern  # the tree stands in its place
         for text in texts:
-            assert _spans(words.tokens.finditer(text)) == _spans(ordered.finditer(text)), text
+            assert _spans(lang.tokens.finditer(text)) == _spans(ordered.finditer(text)), text

@@ -32,7 +32,7 @@ def test_number_words_skip_ahead_finds_what_the_plain_patterns_find() -> None:
     texts = [*_texts(), MIXED]
     assert len(texts) > 500
     compiled = [w.tokens for w in number_words.languages().values()]
-    compiled += [numbers._EN_ANY, number_words.AMBIGUOUS]
+    compiled += [numbers.english_any(), number_words.ambiguous()]
     for pattern in compiled:
         plain = re.compile(re.sub(r"\(\?=\[[^\]]*\]\)", "", pattern.pattern), re.I)
         assert plain.pattern != pattern.pattern

@@ -1,0 +1,109 @@
+"""The language packs' words as patterns: each list of every language compiled once, again only
+when a shop's folder is added (``packs.extend``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from baton_kafka.agents import packs
+
+T = TypeVar("T")
+# Words in these scripts need no word boundary: a Chinese or Japanese word ends where it ends.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_cache: dict[Callable[[], Any], tuple[object, Any]] = {}
+
+
+def compiled(build: Callable[[], T]) -> T:
+    """``build()``, made once per version of the packs (a shop's folder added makes it again)."""
+    token = packs.all_packs("money")  # a new object whenever the packs were read again
+    hit = _cache.get(build)
+    if hit is None or hit[0] is not token:
+        hit = _cache[build] = (token, build())
+    return hit[1]
+
+
+def _dig(words: Mapping[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(words, Mapping):
+            return None
+        words = words.get(part)  # type: ignore[assignment]
+    return words
+
+
+def entries(concern: str, key: str) -> list[str]:
+    """The entries of list ``key`` ("wording.repeats") in every language's ``concern`` pack."""
+    found: dict[str, None] = {}
+    for words in packs.all_packs(concern).values():
+        value = _dig(words, key)
+        if isinstance(value, list):
+            found.update((str(v), None) for v in value)
+    return list(found)
+
+
+def table(concern: str, key: str) -> dict[str, Any]:
+    """Table ``key`` of every language's ``concern`` pack, merged: lists joined, else the later
+    language's entry."""
+    merged: dict[str, Any] = {}
+    for words in packs.all_packs(concern).values():
+        value = _dig(words, key)
+        if not isinstance(value, Mapping):
+            continue
+        for k, v in value.items():
+            old = merged.get(k)
+            merged[k] = (
+                [*old, *(x for x in v if x not in old)]
+                if isinstance(old, list) and isinstance(v, list)
+                else v
+            )
+    return merged
+
+
+def cjk(entry: str) -> bool:
+    """Whether ``entry`` is written in Chinese or Japanese characters."""
+    return bool(_CJK.search(entry))
+
+
+def alternation(
+    concern: str,
+    key: str,
+    *,
+    start: bool = True,
+    end: bool = True,
+    script: str = "any",
+) -> str:
+    """Every entry of ``key`` as one alternation, longest first; words in Latin letters start
+    (``start``) and end (``end``) at a word boundary, Chinese and Japanese words anywhere.
+
+    ``script`` "latin" or "cjk" keeps only the entries written in it.
+    """
+    items = sorted(entries(concern, key), key=len, reverse=True)
+    eastern = [e for e in items if cjk(e)]
+    western = [e for e in items if not cjk(e)]
+    if script == "latin":
+        eastern = []
+    elif script == "cjk":
+        western = []
+    # One boundary for the whole group: the engine then tries the words as one alternation.
+    after = r"(?![^\W\d_])" if end else ""
+    # An entry with its own lookbehind ("(?<=[^\W\d_])remos": any verb's ending) brings its start.
+    lettered = [
+        e
+        for e in western
+        if start and (e[:1].isalpha() or (e.startswith("(") and not e.startswith("(?<")))
+    ]
+    others = [e for e in western if e not in lettered]
+    parts = []
+    if lettered:
+        parts.append(rf"(?<![^\W\d_])(?:{'|'.join(lettered)}){after}")
+    if others:
+        parts.append(rf"(?:{'|'.join(others)}){after}")
+    if eastern:
+        parts.append("|".join(eastern))
+    return "|".join(parts) or "(?!)"
+
+
+def languages(concern: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each language's ``concern`` pack."""
+    yield from packs.all_packs(concern).items()
