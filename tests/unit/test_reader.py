@@ -5,6 +5,7 @@ in the dead letter. The offline model is never read."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from baton_kafka.schemas.records import OfferLine, Order
 from baton_kafka.streams.runtime import dead_letters
 from tests.fixtures.agents import BATON, KETTLE_NEW, client, draft, matched, ticket
 from tests.fixtures.data import understanding
+from tests.fixtures.paths import TEST_DATA
 
 POLICY = default_policy()
 REFUND = OfferLine(kind="refund", order_id="O-2", amount=20.0, currency="USD")
@@ -294,3 +296,22 @@ async def test_the_offline_model_is_never_read(kettle_store: Any) -> None:
         read=True,
     )
     assert out.calls and all(c.stage == "strategy" for c in out.calls)
+
+
+BLIND = [json.loads(x) for x in (TEST_DATA / "reader_blind_corpus.jsonl").read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("case", BLIND, ids=[f"{c['language']}-{i}" for i, c in enumerate(BLIND)])
+def test_the_blind_corpus(case: dict[str, Any]) -> None:
+    """Written after the comparison, without reading it: what a reader would return for natural
+    and hostile replies in every shipped language, and whether the draft must pass."""
+    findings = ReaderFindings.model_validate({"lines": case["found"]})
+    offer = [OfferLine.model_validate(x) for x in case["offer"]]
+    reasons, _ = compare(
+        case["reply"],
+        findings,
+        offer,
+        earlier=frozenset(case.get("earlier", ())),
+        needs_human=case.get("needs_human", False),
+    )
+    assert ("reject" if reasons else "pass") == case["expect"], reasons
