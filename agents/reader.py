@@ -299,6 +299,7 @@ def review(
         if not reasons:
             return asked.calls
         found = orjson.dumps([x.model_dump(exclude_none=True) for x in kept]).decode()
-        raise OutputInvalid("; ".join([*reasons, f"{READER} found: {found}"]), usage=asked.calls)
+        found_by = f"{READER} found ({prompt_version()}): {found}"
+        raise OutputInvalid("; ".join([*reasons, found_by]), usage=asked.calls)
 
     return check

@@ -247,7 +247,8 @@ async def test_a_commitment_only_the_reader_finds_is_reasked_then_handed_over(
         failure, stage="strategy", ticket=t, source=dead_letters.Source()
     )
     assert letter.error.startswith("reader: the reply promises compensation")
-    assert 'reader found: [{"kind":"compensation"' in letter.error
+    found_by = f'reader found ({reader.prompt_version()}): [{{"kind":"compensation"'
+    assert found_by in letter.error
     assert PACKS_MISS in letter.payload
     readers = [c for c in out.calls if c.stage == "reader"]
     assert [c.model for c in readers] == ["claude-haiku-4-5"] * 2
