@@ -26,8 +26,11 @@ from baton_kafka.schemas import StrategyDraft
 from baton_kafka.schemas.records import OfferLine, Order
 from baton_kafka.streams.runtime import dead_letters
 from tests.fixtures.agents import BATON, KETTLE_NEW, client, draft, matched, ticket
+from tests.fixtures.data import ticket as data_ticket
 from tests.fixtures.data import understanding
 from tests.fixtures.paths import TEST_DATA
+from tests.fixtures.pipelines import dead_letters as pipeline_letters
+from tests.fixtures.pipelines import in_memory, run
 
 POLICY = default_policy()
 REFUND = OfferLine(kind="refund", order_id="O-2", amount=20.0, currency="USD")
@@ -316,3 +319,47 @@ def test_the_blind_corpus(case: dict[str, Any]) -> None:
         needs_human=case.get("needs_human", False),
     )
     assert ("reject" if reasons else "pass") == case["expect"], reasons
+
+
+# Through the pipeline: the reader is on by default, counted in the reply's usage; its
+# disagreement is a dead letter with its findings; BATON_READER=off leaves the packs alone.
+WORTH = " We'll make it worth your while."
+
+
+@pytest.fixture
+def worth_it() -> Responder:
+    def answer(request: Request) -> BaseModel | dict[str, Any]:
+        if request.stage == "reader" and SCRIPTED:
+            return SCRIPTED[0]
+        if request.stage == "strategy":
+            drafted = echo_responder(request)
+            assert isinstance(drafted, StrategyDraft)
+            return drafted.model_copy(update={"reply": drafted.reply + WORTH})
+        return echo_responder(request)
+
+    return answer
+
+
+@pytest.mark.parametrize("switch", ["on", "off"])
+async def test_the_pipeline_reads_each_reply_once_unless_turned_off(
+    own_standin: StandIn, worth_it: Responder, store: Any, switch: str
+) -> None:
+    own_standin.responder = worth_it
+    SCRIPTED[:] = [found(FoundLine(kind="compensation", evidence=WORTH.strip()))]
+    llm = client(own_standin)
+    p = in_memory(store, client=llm, reader=switch)
+    try:
+        (reply,) = await run(p, data_ticket("t1", "My kettle is leaking, order O-1."))
+    finally:
+        SCRIPTED.clear()
+        await llm.aclose()
+    letters = [(d.stage, d.reason, d.error) for d in pipeline_letters(p)]
+    if switch == "off":
+        assert "reader" not in reply.usage.by_stage and letters == []
+        assert reply.status == "answered" and reply.reply.endswith(WORTH)
+        return
+    assert reply.usage.by_stage["reader"] == 2 and reply.usage.by_stage["strategy"] == 2
+    assert reply.status == "handoff" and WORTH not in reply.reply
+    ((stage, reason, error),) = letters
+    assert (stage, reason) == ("strategy", "validation_failed")
+    assert error.startswith("reader: the reply promises compensation") and "reader found" in error
