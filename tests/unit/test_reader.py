@@ -288,6 +288,24 @@ async def test_an_invented_finding_cannot_reject(own_standin: StandIn, kettle_st
     assert out.failure is None and out.value.reply == PACKS_MISS
 
 
+async def test_a_reader_that_cannot_answer_does_not_pass_the_draft(
+    own_standin: StandIn, kettle_store: Any
+) -> None:
+    SCRIPTED[:] = [found(FoundLine(kind="apology", evidence="Sorry"))]
+    llm = client(own_standin)
+    u = understanding("Bosch Electric Kettle 1.7L")
+    t = ticket("my kettle leaks")
+    try:
+        out = await decide(t, BATON, u, matched(KETTLE_NEW), kettle_store, llm, read=True)
+    finally:
+        SCRIPTED.clear()
+        await llm.aclose()
+    assert _stages(own_standin) == ["strategy", "reader", "reader"]
+    assert out.failure is not None and out.failure.reason == "model_error" and out.degraded
+    assert out.failure.error.startswith("reader could not read the reply (validation_failed)")
+    assert out.value.reply != PACKS_MISS
+
+
 async def test_the_offline_model_is_never_read(kettle_store: Any) -> None:
     u = understanding("Bosch Electric Kettle 1.7L")
     out = await decide(
