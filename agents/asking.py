@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Protocol, TypeVar
 
@@ -22,11 +22,17 @@ from baton_kafka.agents.models.llm import (
     Unavailable,
 )
 from baton_kafka.agents.outcome import Asked, Failure
+from baton_kafka.schemas.records import CallUsage
 
 T = TypeVar("T", bound=BaseModel)
 
 Validator = Callable[[T], None]
 """A stage's business check on a model's output: raises ``OutputInvalid(reason)`` to ask again."""
+
+Review = Callable[[T, int | None], Awaitable[list[CallUsage]]]
+"""A check that asks a model itself, run once the validators pass, given the tokens left: returns
+its calls' usage, raises ``OutputInvalid`` (its calls in ``usage``) to ask again, or another
+``ModelFailure`` when it could not check."""
 
 
 class Tokens(Protocol):
@@ -89,11 +95,13 @@ async def ask(
     tokens_left: int | None = None,
     amend: Callable[[T], T] | None = None,
     feedback_note: str | None = None,
+    review: Review[T] | None = None,
 ) -> Asked[T]:
     """Ask ``llm``; re-ask up to ``reask_limit`` times with the errors, once more if truncated.
 
     ``amend`` fixes what the code knows better than the model (before the validators run);
-    ``feedback_note`` is added to every re-ask's errors (in the customer's language).
+    ``feedback_note`` is added to every re-ask's errors (in the customer's language);
+    ``review`` checks an answer the validators passed, with a model call of its own.
     """
     asked: Asked[T] = Asked(value=None)
     feedback: str | None = None
@@ -144,6 +152,18 @@ async def ask(
             if amend is not None:
                 answer = replace(answer, value=amend(answer.value))
             invalid = rejection(answer, validators)
+            if invalid is None and review is not None:
+                spent = sum(budget_tokens(c) for c in asked.calls)
+                left = None if tokens_left is None else max(tokens_left - spent, 0)
+                try:
+                    asked.calls.extend(await review(answer.value, left))
+                except OutputInvalid as exc:
+                    asked.calls.extend(exc.usage)
+                    invalid = OutputInvalid(exc.message, answer.raw, request_id=exc.request_id)
+                except ModelFailure as exc:
+                    asked.calls.extend(exc.usage)
+                    reason, handoff = classify(exc)
+                    return fail(reason, exc.message, answer.raw, handoff, exc.request_id)
             if invalid is None:
                 asked.value = answer.value
                 return asked

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from baton_kafka.agents import prompts
+from baton_kafka.agents import prompts, reader
 from baton_kafka.agents.asking import Validator, ask
 from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.guards import (
@@ -188,6 +188,7 @@ async def decide(
     policy: Policy | None = None,
     history: Sequence[OrderMemory] = (),
     stages: Mapping[str, Any] | None = None,
+    read: bool = False,
 ) -> Outcome[StrategyDraft]:
     """Write solution, reply, note, confidence and offer; re-ask on drift or broken rules.
 
@@ -200,6 +201,10 @@ async def decide(
 
     ``stages`` are the results of the shop's own earlier stages, by name: the prompt shows them
     as data (``prompts.StageResult``).
+
+    With ``read``, a draft that passed the deterministic checks is read again by the
+    independent reader (``agents.reader``, a model call of its own); the offline model, whose
+    texts are rendered from lines, is never read.
     """
     checked = await check(ticket, match, store)
     match = checked.match
@@ -232,6 +237,20 @@ async def decide(
     # What the store knows is never left to the model's copy: near-miss ids are corrected.
     products = (n for o in books.own for n in o.products())
     quoted = [*names, *products, *(o.carrier or "" for o in books.own)]
+    earlier = earlier_remedies(baton, order, already)
+    languages = (understanding.language, *policy.languages)
+    review = None
+    if read and llm.name != "offline":
+        review = reader.review(
+            llm,
+            policy,
+            order,
+            books.own,
+            earlier,
+            languages,
+            facts=prompt.facts,
+            reask_limit=reask_limit,
+        )
     asked = await ask(
         llm,
         prompt,
@@ -240,16 +259,13 @@ async def decide(
             within_policy(books),
             true_to_store(books),
             in_language(understanding.language, quoted, policy.languages),
-            keeps_its_word(
-                books,
-                earlier_remedies(baton, order, already),
-                (understanding.language, *policy.languages),
-            ),
+            keeps_its_word(books, earlier, languages),
         ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,
         amend=lambda draft: corrected(draft, books, understanding.language, names)[0],
         feedback_note=feedback_note(understanding.language, match.order_id),
+        review=review,
     )
     found = handoff_triggers(prompt.facts, understanding, policy)
     reasons: tuple[str, ...] = tuple(found)

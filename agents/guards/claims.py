@@ -32,6 +32,8 @@ _EARLIER: dict[str, frozenset[str]] = {
     "cancelled": frozenset({"cancellation"}),
     "credited": frozenset({"compensation"}),
 }
+# Every kind of deed a text may claim.
+KINDS: tuple[str, ...] = tuple(dict.fromkeys([*_STATUSES, *_EARLIER]))
 
 
 @dataclass(frozen=True)

@@ -54,17 +54,25 @@ class ModelSettings:
         "one model for every stage (required with `bedrock`, `vertex` and `openai`: the "
         "model's name there)",
         "claude-sonnet-4-6",
-        shown="`claude-sonnet-4-6` (strategy), `claude-haiku-4-5` (understand, look-up) at "
+        shown="`claude-sonnet-4-6` (strategy), `claude-haiku-4-5` (understand, look-up, reader) at "
         "Anthropic's API; elsewhere every stage gets `BATON_MODEL`",
     )
     stage_models: Mapping[str, str] = setting(
         "BATON_MODEL_<STAGE>",
-        "per-stage model: `BATON_MODEL_UNDERSTAND`, `_LOOKUP`, `_STRATEGY`",
+        "per-stage model: `BATON_MODEL_UNDERSTAND`, `_LOOKUP`, `_STRATEGY`, `_READER` (the "
+        "independent reader of each final reply)",
         factory=dict,
         read=v.read_stage_models,
         write=v.write_stage_models,
         shown="see `BATON_MODEL`",
         also=tuple(f"BATON_MODEL_{s.upper()}" for s in v.STAGES),
+    )
+    reader: str = setting(
+        "BATON_READER",
+        "`on` or `off`: the independent reader, a model call of its own that reads each final "
+        "reply into typed lines held to the offer (never with the offline model)",
+        "on",
+        parse=choice("on", "off"),
     )
     # The endpoint and key of a provider other than the first-party API (Bedrock's bearer
     # key, Vertex AI's access token, a self-hosted server's key).

@@ -21,8 +21,13 @@ from baton_kafka.streams.config.spec import SettingsError, cut
 
 # Providers whose model names are their own: BATON_MODEL must name one.
 NAMED_MODELS = ("bedrock", "vertex", "openai")
-DEFAULT_STAGE_MODELS = {"understand": "claude-haiku-4-5", "lookup": "claude-haiku-4-5"}
-STAGES = ("understand", "lookup", "strategy")
+# The reader (agents.reader) reads each final reply once: a cheap model is enough.
+DEFAULT_STAGE_MODELS = {
+    "understand": "claude-haiku-4-5",
+    "lookup": "claude-haiku-4-5",
+    "reader": "claude-haiku-4-5",
+}
+STAGES = ("understand", "lookup", "strategy", "reader")
 
 
 def broker(name: str, raw: str) -> str:

@@ -382,6 +382,7 @@ class Pipeline(Intake):
             tokens_left=allowance.tokens,
             policy=self.policy,
             given=self._given(stage, record),
+            read=self.settings.reader == "on",
         )
         outcome = self.budgets.settle(ticket.customer_id, allowance, await stage.run(inputs))
         await self._finish(stage, record, baton, outcome, source, started)

@@ -50,6 +50,8 @@ class Inputs:
     policy: Policy = field(default_factory=default_policy)
     # What the stage reads (its declared ``input``): the ticket, or an earlier stage's result.
     given: Any = None
+    # Whether the strategy's final reply is read again by the independent reader.
+    read: bool = False
 
     @property
     def ticket(self) -> Ticket:
@@ -183,6 +185,7 @@ async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
         policy=i.policy,
         history=i.history(),
         stages=i.record.results,
+        read=i.read,
     )
     return handed_over(outcome, i.record.results)
 

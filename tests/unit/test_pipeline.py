@@ -213,7 +213,8 @@ async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) 
     }
     p = Pipeline(
         settings=Settings(namespace="u"),
-        llm=ScriptedLLM([Refused("refusal", raw="I can't help with that."), draft]),
+        # The independent reader reads the draft and finds nothing.
+        llm=ScriptedLLM([Refused("refusal", raw="I can't help with that."), draft, {"lines": []}]),
         store=store,
         sink=MemorySink(),
         state=MemoryState(),

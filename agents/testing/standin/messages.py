@@ -16,6 +16,7 @@ from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
 from baton_kafka.agents.testing.standin.from_schema import answer_from_schema
 from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
+from baton_kafka.agents.testing.standin.reading import reader_rules
 
 # Where ``schema_text`` puts the answer's schema in a system prompt.
 ANSWER_FORMAT = "# Answer format\n"
@@ -24,6 +25,7 @@ STAGE_OF_TITLE = {
     "OrderChoice": "lookup",
     "StrategyDraft": "strategy",
     "JudgeVerdict": "judge",
+    "ReaderFindings": "reader",
 }
 _RULES: dict[str, Callable[[Facts], BaseModel]] = {
     "understand": understand_rules,
@@ -57,11 +59,14 @@ Responder = Callable[[Request], BaseModel | Mapping[str, Any] | str]
 
 def echo_responder(request: Request) -> BaseModel | Mapping[str, Any]:
     """Answer with the offline rules over the facts in the prompt, so it can only repeat them;
-    a judge's prompt with a verdict by fixed rules over its facts; a stage without rules (a
-    shop's own) with a valid answer built from the JSON Schema the request carries."""
+    a judge's prompt with a verdict by fixed rules over its facts; the reader's with the reply
+    read by the language packs; a stage without rules (a shop's own) with a valid answer built
+    from the JSON Schema the request carries."""
     judged = judge_block(request.text) if request.stage == "judge" else None
     if judged is not None:
         return judge_responder(judged, read_back(request.system))
+    if request.stage == "reader":
+        return reader_rules(request.text)
     # The structured output's schema, or the one the prompt states when the provider has none.
     schema = request.schema or answer_format(request.system)
     if request.stage not in _RULES and schema:
