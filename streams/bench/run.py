@@ -398,7 +398,10 @@ def notes(result: dict[str, Any]) -> list[str]:
         if (checks := row.get("audit_and_policy_ms_per_draft")) is not None:
             line = f"{name}: reply audit + policy check {checks} ms CPU per draft"
             if spread := row.get("audit_and_policy_us_per_draft"):
-                line += f" (p50 {spread['p50']} us, mean {spread['mean']} us)"
+                line += (
+                    f" (p50 {spread['p50']} us, p99 {spread.get('p99')} us, "
+                    f"max {spread.get('max')} us, mean {spread['mean']} us)"
+                )
             lines.append(line)
         if cost := row.get("cost_per_ticket"):
             lines.append(f"{name}: {describe_costs(cost)}")
