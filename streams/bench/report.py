@@ -15,6 +15,7 @@ from baton_kafka.streams.bench.kafka import (
     latest_values,
     read_topic,
     read_topics,
+    replicas,
     topics_named,
 )
 from baton_kafka.streams.bench.load import prompt_sizes
@@ -202,6 +203,9 @@ async def describe(
     ]
     row.extra["dead_letters"] = counts(d.reason for d in letters if d.ticket_id in wanted)
     topics = await topics_named(s, (f"{s.namespace}.", f"{s.app_id}-"))
+    if topics:
+        copies = (await replicas(s, topics)).values()
+        row.extra["topic_replicas"] = {"min": min(copies, default=None), "topics": len(topics)}
     written = Counter(topic for topic, _, _ in await read_topics(s, topics))
     per_ticket = records_per_ticket(written, len(tickets) + warm_tickets, s)
     if per_ticket is not None:

@@ -334,6 +334,38 @@ def test_the_result_names_its_broker_and_the_report_shows_it() -> None:
     assert broker_line(given) == "Apache Kafka (BATON_BROKER)"
 
 
+def test_the_three_node_cluster_replicates_three_times_with_acks_all() -> None:
+    args = parser().parse_args(["bench", "--broker", "kafka-cluster"])
+    assert args.broker == "kafka-cluster"
+    cluster = BrokerRun(
+        "kafka", "kafka://127.0.0.1:9092", "4.3.1", started=True, nodes=3, replication=3, acks="all"
+    )
+    assert cluster.describe() == {
+        "kind": "kafka",
+        "version": "4.3.1",
+        "started_by_bench": True,
+        "nodes": 3,
+        "replication": 3,
+        "acks": "all",
+    }
+    assert broker_line(cluster.describe()) == (
+        "Apache Kafka 4.3.1 (3 nodes, replication 3, acks=all, started by the bench)"
+    )
+    base = load({}).with_(producer_acks="1")
+    on_cluster = cluster.configure(base)
+    assert (on_cluster.replication_factor, on_cluster.producer_acks) == (3, "all")
+    assert on_cluster.broker_shown == "kafka://127.0.0.1:9092"
+    # One node keeps the settings' own replication and acks.
+    one = BrokerRun("kafka", "kafka://127.0.0.1:9093", started=True).configure(base)
+    assert (one.replication_factor, one.producer_acks) == (1, "1")
+
+
+def test_both_brokers_are_tansu_and_one_kafka_node_not_the_cluster() -> None:
+    from baton_kafka.streams.bench.run import BROKERS
+
+    assert BROKERS == ("tansu", "kafka")
+
+
 def test_broker_cpu_sums_every_process_and_is_unknown_once_one_is_gone() -> None:
     own = cpu_seconds(os.getpid())
     assert own is not None
