@@ -97,8 +97,8 @@ class Pipeline(Intake):
         self.admission = Admission(self.settings, self.signer, self.batons)
         self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
         # What the stages are given: their calls are waits, during which other work goes on.
-        self.paced_llm: LLM = Paced(self.llm, self.priority)  # type: ignore[assignment]
-        self.paced_store: OrderSource = Paced(self.store, self.priority)  # type: ignore[assignment]
+        self.paced_llm: LLM = Paced(self.llm, self.priority)
+        self.paced_store: OrderSource = Paced(self.store, self.priority)
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.role(r) for r in self.chain.internal_roles()}
         self.out = SignedSink(
@@ -259,8 +259,8 @@ class Pipeline(Intake):
             )
             # Waiting for the session's previous ticket, the chain's other work goes on; a
             # ticket that need not wait keeps its turn.
-            held = self.gate.held(ticket.session_id, ticket.ticket_id)
-            await (self.priority.waited(entering) if held else entering)
+            waits = self.gate.held(ticket.session_id, ticket.ticket_id)
+            await (self.priority.waited(entering) if waits else entering)
             gathering = self._gathered(record, source)
             record = await (self.priority.waited(gathering) if self.bursts else gathering)
         for attempt in range(1, STAGE_ATTEMPTS + 1):
