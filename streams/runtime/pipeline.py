@@ -95,8 +95,10 @@ class Pipeline(Intake):
         )
         self.signer = Signer(self.settings.signing_keys)
         self.admission = Admission(self.settings, self.signer, self.batons)
-        self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
-        # What the stages are given: their calls are waits, during which other work goes on.
+        # A send waits for the broker's acknowledgement; the model and the order source are
+        # asked over the network: waits, during which the chain's other work goes on.
+        sink: Sink = Paced(self.sink, self.priority)
+        self.raw = FramingSink(sink, self.schema_ids) if self.schema_ids else sink
         self.paced_llm: LLM = Paced(self.llm, self.priority)
         self.paced_store: OrderSource = Paced(self.store, self.priority)
         # What the stages read from each other is signed; replies and dead letters go to users.
