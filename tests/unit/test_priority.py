@@ -16,8 +16,12 @@ async def _spin(times: int = 5) -> None:
         await asyncio.sleep(0)
 
 
+# The waits here are counted in loop turns, not seconds: no test may hit ``max_wait_s`` on a
+# slow machine unless it means to.
+
+
 async def test_a_first_stage_record_waits_while_a_later_stage_works() -> None:
-    p = ChainPriority()
+    p = ChainPriority(max_wait_s=30)
     order: list[str] = []
     later_may_stop = asyncio.Event()
 
@@ -43,7 +47,7 @@ async def test_a_first_stage_record_waits_while_a_later_stage_works() -> None:
 
 
 async def test_later_stages_never_wait_for_the_first() -> None:
-    p = ChainPriority(first_lanes=1)
+    p = ChainPriority(first_lanes=1, max_wait_s=30)
     async with p.working(first=True):
         async with asyncio.timeout(1):
             async with p.working(first=False):
@@ -51,7 +55,7 @@ async def test_later_stages_never_wait_for_the_first() -> None:
 
 
 async def test_first_stage_records_take_their_lanes_and_step_aside_while_they_wait() -> None:
-    p = ChainPriority(first_lanes=1)
+    p = ChainPriority(first_lanes=1, max_wait_s=30)
     log: list[str] = []
     model = asyncio.Event()
 
@@ -79,7 +83,7 @@ async def test_first_stage_records_take_their_lanes_and_step_aside_while_they_wa
 
 
 async def test_the_oldest_waiting_ticket_goes_first() -> None:
-    p = ChainPriority(first_lanes=1)
+    p = ChainPriority(first_lanes=1, max_wait_s=30)
     started: list[int] = []
     hold = asyncio.Event()
 
@@ -123,7 +127,7 @@ async def test_a_record_kept_waiting_too_long_goes_on_anyway() -> None:
 
 
 async def test_a_cancelled_or_failing_record_gives_its_place_back() -> None:
-    p = ChainPriority(first_lanes=1)
+    p = ChainPriority(first_lanes=1, max_wait_s=30)
     hold = asyncio.Event()
 
     async def later() -> None:
@@ -177,7 +181,7 @@ async def test_a_record_that_gave_up_waiting_may_wait_again() -> None:
 
 
 async def test_a_task_started_from_a_record_does_not_move_its_count() -> None:
-    p = ChainPriority(first_lanes=1)
+    p = ChainPriority(first_lanes=1, max_wait_s=30)
     async with p.working(first=True):
         # It inherits the record's context; its waits are its own, not the record's.
         background = asyncio.create_task(p.waited(asyncio.sleep(0.01)))
@@ -193,7 +197,7 @@ async def _fails() -> None:
 
 
 async def test_paced_calls_are_waits_and_everything_else_passes_through() -> None:
-    p = ChainPriority(first_lanes=1)
+    p = ChainPriority(first_lanes=1, max_wait_s=30)
     seen: list[int] = []
 
     class Model:
@@ -255,7 +259,7 @@ def _burst(priority: ChainPriority | None) -> list[int]:
 
 def test_in_a_burst_tickets_finish_one_after_another_not_all_at_the_end() -> None:
     shared = _burst(None)
-    ordered = _burst(ChainPriority(first_lanes=1))
+    ordered = _burst(ChainPriority(first_lanes=1, max_wait_s=30))
     # Without priority every ticket shares the loop with the new ones: all finish late.
     assert statistics.median(shared) >= 80
     # With it, the tickets in the chain go first: the median ticket finishes halfway.
