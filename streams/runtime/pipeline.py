@@ -81,8 +81,9 @@ class Pipeline(Intake):
     # The sessions' queues at the first stage, when bursts are answered once (a scheduler tells
     # it of each record queued; none in-process, where nothing is queued).
     bursts: Bursts | None = None
-    # The stages' turns on the event loop: a ticket in the chain before a new one's first stage.
-    priority: ChainPriority = field(default_factory=ChainPriority)
+    # The stages' turns on the event loop: a ticket in the chain before a new one's first stage
+    # (None: as ``BATON_STAGE_PRIORITY`` says).
+    priority: ChainPriority | None = None
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
@@ -97,10 +98,13 @@ class Pipeline(Intake):
         self.admission = Admission(self.settings, self.signer, self.batons)
         # A send waits for the broker's acknowledgement; the model and the order source are
         # asked over the network: waits, during which the chain's other work goes on.
-        sink: Sink = Paced(self.sink, self.priority)
+        self.turns = self.priority or ChainPriority(enabled=self.settings.stage_priority)
+        sink: Sink = Paced(self.sink, self.turns) if self.turns.enabled else self.sink
         self.raw = FramingSink(sink, self.schema_ids) if self.schema_ids else sink
-        self.paced_llm: LLM = Paced(self.llm, self.priority)
-        self.paced_store: OrderSource = Paced(self.store, self.priority)
+        self.paced_llm: LLM = Paced(self.llm, self.turns) if self.turns.enabled else self.llm
+        self.paced_store: OrderSource = (
+            Paced(self.store, self.turns) if self.turns.enabled else self.store
+        )
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.role(r) for r in self.chain.internal_roles()}
         self.out = SignedSink(
@@ -186,7 +190,7 @@ class Pipeline(Intake):
         if self.bursts is not None and first:
             self.bursts.started(delivery)
         source = read_as(delivery.source, delivery.value, delivery.headers)
-        async with self.priority.working(first):
+        async with self.turns.working(first):
             with tracing.stage_span(stage, delivery.headers, source, self.consumer):
                 await self._run_stage(stage, delivery, source)
 
@@ -262,9 +266,9 @@ class Pipeline(Intake):
             # Waiting for the session's previous ticket, the chain's other work goes on; a
             # ticket that need not wait keeps its turn.
             waits = self.gate.held(ticket.session_id, ticket.ticket_id)
-            await (self.priority.waited(entering) if waits else entering)
+            await (self.turns.waited(entering) if waits else entering)
             gathering = self._gathered(record, source)
-            record = await (self.priority.waited(gathering) if self.bursts else gathering)
+            record = await (self.turns.waited(gathering) if self.bursts else gathering)
         for attempt in range(1, STAGE_ATTEMPTS + 1):
             try:
                 with tracing.agent_span(stage, ticket.session_id, self.llm.name):
@@ -280,7 +284,7 @@ class Pipeline(Intake):
                         attempt,
                         describe(exc),
                     )
-                    await self.priority.waited(asyncio.sleep(0.2 * 2**attempt))
+                    await self.turns.waited(asyncio.sleep(0.2 * 2**attempt))
                     continue
                 log.error("%s gave up on %s: %s", stage, shown(ticket.ticket_id), describe(exc))
                 log.debug("%s failed on %s", stage, shown(ticket.ticket_id), exc_info=True)
@@ -347,12 +351,12 @@ class Pipeline(Intake):
             return
         entry = own_entry(held, ticket)
         if stage.answers and held is not None and entry is not None and entry.pending:
-            await self._answered(*await self.priority.waited(self.redelivery.resume(entry, held)))
+            await self._answered(*await self.turns.waited(self.redelivery.resume(entry, held)))
             return
         taken_over = stage.opens_session and held is not None and held.taken_over
         if taken_over and held is not None and entry is not None and entry.pending:
             # A taken-over ticket's reply is pending: its first stage's copy is the only one.
-            await self._answered(*await self.priority.waited(self.redelivery.resume(entry, held)))
+            await self._answered(*await self.turns.waited(self.redelivery.resume(entry, held)))
             return
         target = self.topics.role(stage.target_role)
         if await self.redelivery.settle(stage.name, ticket, entry, target):
@@ -361,9 +365,7 @@ class Pipeline(Intake):
             # A person has the session: no agent answers until it is handed back.
             reply, held = people.silent(ticket, held, llm=self.llm.name, policy=self.policy)
             reply = reply.model_copy(update={"ticket_ids": turn_ids(record)})
-            await self._answered(
-                reply, await self.priority.waited(self.redelivery.reply(reply, held))
-            )
+            await self._answered(reply, await self.turns.waited(self.redelivery.reply(reply, held)))
             self.observer.stage_done(stage.name, "taken_over", 0.0)
             return
         if missing := self.chain.missing(stage, record):
@@ -439,7 +441,7 @@ class Pipeline(Intake):
                 policy=self.policy,
             )
             packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
-            answered = await self.priority.waited(self.redelivery.reply(reply, baton, packet))
+            answered = await self.turns.waited(self.redelivery.reply(reply, baton, packet))
             await self._answered(reply, answered)
         else:
             if stage.update is not None:

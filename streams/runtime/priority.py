@@ -44,9 +44,13 @@ class ChainPriority:
     halved the model calls in flight of the latency workload on a loaded machine).
     """
 
-    def __init__(self, first_lanes: int = 2, max_wait_s: float = 0.05) -> None:
+    def __init__(
+        self, first_lanes: int = 2, max_wait_s: float = 0.05, *, enabled: bool = True
+    ) -> None:
         if first_lanes < 1:
             raise ValueError("first_lanes must be at least 1")
+        # Off: every record goes on at once, as with no priority at all.
+        self.enabled = enabled
         self.first_lanes = first_lanes
         self.max_wait_s = max_wait_s
         # Records working now (not inside a wait), by side.
@@ -63,6 +67,9 @@ class ChainPriority:
     @asynccontextmanager
     async def working(self, first: bool) -> AsyncIterator[None]:
         """Hold one record's work on a stage: ``first`` for the chain's first stage."""
+        if not self.enabled:
+            yield
+            return
         work = _Work(first, next(self._seq), asyncio.current_task())
         token = _CURRENT.set(work)
         try:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import statistics
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
+from baton_kafka.streams.bench.inproc import measure
+from baton_kafka.streams.bench.load import Workload
 from baton_kafka.streams.runtime.priority import ChainPriority, Paced
+from baton_kafka.streams.settings import load
 
 
 async def _spin(times: int = 5) -> None:
@@ -219,6 +223,27 @@ async def test_paced_calls_are_waits_and_everything_else_passes_through() -> Non
         assert p.first == 1
     # During the call the record was not counted as working.
     assert seen == [0]
+
+
+async def test_switched_off_nothing_waits() -> None:
+    p = ChainPriority(enabled=False)
+    async with p.working(first=False):
+        async with asyncio.timeout(1):
+            async with p.working(first=True):
+                await p.waited(asyncio.sleep(0))
+    assert (p.first, p.later, p.overdue) == (0, 0, 0)
+
+
+async def test_the_setting_switches_it_and_the_pipeline_answers_alike(tmp_path: Path) -> None:
+    from tests.unit.test_bench import _store_with
+
+    assert load({}).stage_priority is False
+    assert load({"BATON_STAGE_PRIORITY": "1"}).stage_priority is True
+    workload = Workload("turns", sessions=3, per_session=2)
+    settings = await _store_with(tmp_path, workload)
+    off = await measure(settings, workload.tickets())
+    on = await measure(settings.with_(stage_priority=True), workload.tickets())
+    assert off.replies == on.replies == 6
 
 
 def _burst(priority: ChainPriority | None) -> list[int]:
