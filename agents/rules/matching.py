@@ -160,7 +160,22 @@ def _compile_terms() -> tuple[_Term, ...]:
 _TERMS = _compile_terms()
 
 
+# The word terms by their first word, the Chinese ones apart: a text is checked only for the
+# terms its words can start, and for Chinese terms only when it has a Chinese character.
+def _word_terms() -> dict[str, list[tuple[int, _Term]]]:
+    by_first: dict[str, list[tuple[int, _Term]]] = {}
+    for place, term in enumerate(_TERMS):
+        if not term.cjk:
+            by_first.setdefault(term.words[0], []).append((place, term))
+    return by_first
+
+
+_WORD_TERMS = _word_terms()
+_CJK_TERMS = tuple((place, term) for place, term in enumerate(_TERMS) if term.cjk)
+
+
 def _found_terms(text: str) -> list[tuple[int, _Term]]:
+    """``(where, term)`` of each term the text holds, in the order of ``_TERMS``."""
     norm = normalize(text)
     spans = [(m.start(), stem(m.group())) for m in _WORD_RE.finditer(norm)]
     stems = tuple(s for _, s in spans)
@@ -168,20 +183,21 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
     starts: dict[str, list[int]] = {}
     for i, s in enumerate(stems):
         starts.setdefault(s, []).append(i)
-    found: list[tuple[int, _Term]] = []
-    for term in _TERMS:
-        at = -1
-        if term.cjk:
-            at = norm.find(term.surface)
-        else:
+    found: list[tuple[int, int, _Term]] = []
+    for first, places in starts.items():
+        for place, term in _WORD_TERMS.get(first, ()):
             n = len(term.words)
-            for i in starts.get(term.words[0], ()):
+            for i in places:
                 if stems[i : i + n] == term.words:
-                    at = spans[i][0]
+                    found.append((place, spans[i][0], term))
                     break
-        if at >= 0:
-            found.append((at, term))
-    return found
+    if _CJK_RE.search(norm):
+        for place, term in _CJK_TERMS:
+            at = norm.find(term.surface)
+            if at >= 0:
+                found.append((place, at, term))
+    found.sort(key=lambda hit: hit[0])
+    return [(at, term) for _, at, term in found]
 
 
 @_cached_if_short

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_kafka.streams.bench.stats import percentile
+from baton_kafka.streams.bench.stats import tails
 
 # The chain's stages after intake, in order; each reads the previous one's output.
 STAGES = ("understand", "lookup", "strategy")
@@ -73,19 +73,12 @@ def ticket_breakdown(t: Timeline, model_ms_per_call: float = 0.0) -> dict[str, f
 
 
 def spread(breakdowns: Iterable[Mapping[str, float]]) -> dict[str, dict[str, float | None]]:
-    """p50 and p95 (ms, one decimal) of every part over the tickets that have it."""
+    """p50, p95, p99 and max (ms, one decimal) of every part over the tickets that have it."""
     values: dict[str, list[float]] = {}
     for parts in breakdowns:
         for name, ms in parts.items():
             values.setdefault(name, []).append(ms)
-    out: dict[str, dict[str, float | None]] = {}
-    for name, samples in values.items():
-        p50, p95 = percentile(samples, 50), percentile(samples, 95)
-        out[name] = {
-            "p50": round(p50, 1) if p50 is not None else None,
-            "p95": round(p95, 1) if p95 is not None else None,
-        }
-    return out
+    return {name: tails(samples, 1) for name, samples in values.items()}
 
 
 USAGE_TOKENS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
@@ -158,10 +151,13 @@ ORDER = (
 
 
 def describe_breakdown(parts: Mapping[str, Mapping[str, float | None]]) -> list[str]:
-    """The breakdown as lines ``  wait_before_lookup  p50 3.1 ms  p95 9.0 ms``, chain order."""
+    """The breakdown as lines ``  wait_before_lookup  p50 3.1  p95 9.0  p99 9.8  max 10.0
+    ms``, in chain order (a figure a part lacks is shown as ``-``)."""
     names = [n for n in ORDER if n in parts] + sorted(set(parts) - set(ORDER))
     width = max((len(n) for n in names), default=0)
     return [
-        f"  {name.ljust(width)}  p50 {parts[name]['p50']} ms  p95 {parts[name]['p95']} ms"
+        f"  {name.ljust(width)}  "
+        + "  ".join(f"{q} {parts[name].get(q, '-')}" for q in ("p50", "p95", "p99", "max"))
+        + " ms"
         for name in names
     ]

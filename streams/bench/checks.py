@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     spread = figures.get("audit_and_policy_us_per_draft", {})
     print(
         f"reply audit + policy check {figures.get('audit_and_policy_ms_per_draft')} ms CPU "
-        f"per draft (p50 {spread.get('p50')} us, mean {spread.get('mean')} us, "
+        f"per draft (p50 {spread.get('p50')} us, p99 {spread.get('p99')} us, "
+        f"max {spread.get('max')} us, mean {spread.get('mean')} us, "
         f"{spread.get('drafts')} drafts)"
     )
 

@@ -259,6 +259,22 @@ async def topics_named(settings: Settings, prefixes: tuple[str, ...]) -> list[st
         await admin.close()
 
 
+async def replicas(settings: Settings, topics: Iterable[str]) -> dict[str, int]:
+    """The fewest replicas any partition of each topic has (topics the broker does not know
+    are left out)."""
+    admin = new_admin(settings)
+    await admin.start()
+    try:
+        described = await admin.describe_topics(list(topics))
+    finally:
+        await admin.close()
+    return {
+        str(t["topic"]): min(len(p["replicas"]) for p in t["partitions"])
+        for t in described
+        if t.get("partitions")
+    }
+
+
 async def latest_values(settings: Settings, topic: str, idle_s: float = 2.0) -> dict[str, bytes]:
     """The last value per key of a (changelog) topic; tombstones remove the key."""
     latest: dict[str, bytes] = {}

@@ -15,6 +15,7 @@ from baton_kafka.streams.bench.kafka import (
     latest_values,
     read_topic,
     read_topics,
+    replicas,
     topics_named,
 )
 from baton_kafka.streams.bench.load import prompt_sizes
@@ -22,9 +23,9 @@ from baton_kafka.streams.bench.stats import (
     Row,
     check_delivery,
     counts,
-    percentile,
     split_sessions,
     steady_rate,
+    tails,
 )
 from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.runtime.worker import build_llm
@@ -64,15 +65,17 @@ def delivery_row(
     last = max(done_at, default=m.finished)
     seconds = last - m.started
     n = len(first)
+    spread = tails(latencies)
     row = Row(
         workload=name,
         tickets=len(tickets),
         seconds=round(seconds, 2),
         rate=n / seconds if seconds > 0 else None,
         steady_rate=steady_rate(done_at),
-        p50_s=percentile(latencies, 50),
-        p95_s=percentile(latencies, 95),
-        p99_s=percentile(latencies, 99),
+        p50_s=spread["p50"],
+        p95_s=spread["p95"],
+        p99_s=spread["p99"],
+        max_s=spread["max"],
         cpu_ms_per_ticket=1000 * m.cpu_s / n if n else None,
         order_violations=delivery.order_violations,
         lost=len(delivery.lost),
@@ -110,14 +113,15 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
 
 
 def check_figures(cost: InProcessCost) -> dict[str, Any]:
-    """The reply audit and policy check's CPU per draft: mean in ms, p50 and mean in µs."""
+    """The reply audit and policy check's CPU per draft: mean in ms; p50, p95, p99, max and mean
+    in µs."""
     figures: dict[str, Any] = {}
     if cost.drafts:
         figures["audit_and_policy_ms_per_draft"] = round(1000 * cost.checks_s / cost.drafts, 3)
     if cost.per_draft_s:
         micros = [1e6 * s for s in cost.per_draft_s]
         figures["audit_and_policy_us_per_draft"] = {
-            "p50": round(percentile(micros, 50) or 0.0, 1),
+            **tails(micros, 1),
             "mean": round(sum(micros) / len(micros), 1),
             "drafts": len(micros),
         }
@@ -125,9 +129,7 @@ def check_figures(cost: InProcessCost) -> dict[str, Any]:
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:
-    return {
-        f"p{q}": round(v, 3) if (v := percentile(values, q)) is not None else None for q in (50, 95)
-    }
+    return tails(values, 3)
 
 
 def phases(
@@ -201,6 +203,9 @@ async def describe(
     ]
     row.extra["dead_letters"] = counts(d.reason for d in letters if d.ticket_id in wanted)
     topics = await topics_named(s, (f"{s.namespace}.", f"{s.app_id}-"))
+    if topics:
+        copies = (await replicas(s, topics)).values()
+        row.extra["topic_replicas"] = {"min": min(copies, default=None), "topics": len(topics)}
     written = Counter(topic for topic, _, _ in await read_topics(s, topics))
     per_ticket = records_per_ticket(written, len(tickets) + warm_tickets, s)
     if per_ticket is not None:
@@ -254,8 +259,8 @@ async def breakdown(
     sent_at: Mapping[str, float],
     model_latency_s: float | None,
 ) -> dict[str, Any]:
-    """Per-ticket overhead (p50/p95 of each part, ms) and cost per ticket by stage, from the
-    stage topics, the baton changelog and the replies, read back after the run."""
+    """Per-ticket overhead (p50, p95, p99 and max of each part, ms) and cost per ticket by
+    stage, from the stage topics, the baton changelog and the replies, read back after the run."""
     import orjson
 
     from baton_kafka.streams.bench.breakdown import Timeline, cost_per_ticket, spread, stage_costs

@@ -3,8 +3,9 @@
 Workloads: ``latency`` (the Messages-API stand-in answering after ``--latency`` s), ``cpu`` (the
 offline model, next to a bare Faust chain and a plain aiokafka chain over the same records),
 ``tokens`` (prompt tokens against the smallest prompts with the same facts) and ``soak`` (worker
-memory at a steady rate). The run starts its own broker (``tansu``, the embedded one, or a one-node
-Apache Kafka) unless ``BATON_BROKER`` is set.
+memory at a steady rate). The run starts its own broker (``tansu``, the embedded one, a one-node
+Apache Kafka or a three-node one replicating every topic three times) unless ``BATON_BROKER`` is
+set.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ BURST_SESSIONS = 30
 SCALE_PARTITIONS = 12
 SCALE_WORKERS = (1, 2, 3)
 BROKERS = ("tansu", "kafka")
+# Besides: three Apache Kafka nodes, every topic replicated three times and written with
+# acks=all (two replicas in sync at least), as the cluster's integration tests run it. Not
+# part of ``--broker both``: three JVMs take a third of a run's start-up on their own.
+CLUSTER = "kafka-cluster"
+CLUSTER_NODES = 3
+BROKER_CHOICES = (*BROKERS, CLUSTER)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,10 @@ class BrokerRun:
     url: str
     version: str | None = None
     started: bool = False
+    # Nodes of an Apache Kafka the bench started, and how its topics were written.
+    nodes: int = 1
+    replication: int = 1
+    acks: str | None = None
     pids: Callable[[], list[int]] = list
     stop: Callable[[], None] = lambda: None
 
@@ -80,24 +91,49 @@ class BrokerRun:
         return self.kind == "tansu"
 
     def describe(self) -> dict[str, Any]:
-        """The result's ``broker`` field."""
-        return {"kind": self.kind, "version": self.version, "started_by_bench": self.started}
+        """The result's ``broker`` field (a cluster's nodes, replication and acks too)."""
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "version": self.version,
+            "started_by_bench": self.started,
+        }
+        if self.nodes > 1:
+            data.update(nodes=self.nodes, replication=self.replication, acks=self.acks)
+        return data
+
+    def configure(self, settings: Settings) -> Settings:
+        """``settings`` for this broker: its address and, on a cluster, its replication."""
+        settings = settings.with_(broker=self.url)
+        if self.nodes > 1:
+            settings = settings.with_(
+                replication_factor=self.replication, producer_acks=self.acks or "all"
+            )
+        return settings
 
 
 def start_broker(kind: str, workdir: Path) -> BrokerRun:
-    """Start the run's own broker: ``tansu`` (embedded) or a one-node Apache Kafka in
-    ``workdir``; ``KafkaUnavailable`` without java/mvn."""
-    if kind == "kafka":
+    """Start the run's own broker: ``tansu`` (embedded), a one-node Apache Kafka or a
+    three-node one (``kafka-cluster``) in ``workdir``; ``KafkaUnavailable`` without java/mvn."""
+    if kind in ("kafka", CLUSTER):
         from baton_kafka.streams.kafka.apache import ApacheKafka
 
-        # A one-node cluster with the settings `baton broker --engine kafka` uses: the worker
-        # tells it from the embedded broker by its cluster id and applies no workaround.
-        kafka = ApacheKafka(nodes=1, data_dir=workdir / "kafka").start()
+        # The settings `baton broker --engine kafka` uses: the worker tells it from the
+        # embedded broker by its cluster id and applies no workaround.
+        nodes = CLUSTER_NODES if kind == CLUSTER else 1
+        kafka = ApacheKafka(nodes=nodes, data_dir=workdir / "kafka").start()
         return BrokerRun(
-            "kafka", kafka.url, kafka.version, started=True, pids=kafka.pids, stop=kafka.stop
+            "kafka",
+            kafka.url,
+            kafka.version,
+            started=True,
+            pids=kafka.pids,
+            stop=kafka.stop,
+            nodes=nodes,
+            replication=nodes,
+            acks="all",
         )
     if kind != "tansu":
-        raise ValueError(f"unknown broker {kind!r}; known: {', '.join(BROKERS)}")
+        raise ValueError(f"unknown broker {kind!r}; known: {', '.join(BROKER_CHOICES)}")
     from baton_kafka.streams.kafka.embedded import EmbeddedBroker
 
     tansu = EmbeddedBroker(log=workdir / "broker.log").start()
@@ -257,13 +293,13 @@ async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
                 "overhead: one at a time",
             )
         )
-        say(f"overhead: a burst of {BURST_SESSIONS} tickets over {BURST_SESSIONS} sessions")
+        # ``--sessions`` sizes the burst too (a smoke test's few tickets).
+        burst = options.sessions or BURST_SESSIONS
+        say(f"overhead: a burst of {burst} tickets over {burst} sessions")
         rows.append(
             _named(
-                await w.pipeline(
-                    ctx, "burst", sessions=BURST_SESSIONS, per_session=1, latency=0.001
-                ),
-                f"overhead: burst of {BURST_SESSIONS}",
+                await w.pipeline(ctx, "burst", sessions=burst, per_session=1, latency=0.001),
+                f"overhead: burst of {burst}",
             )
         )
     if "scale" in chosen:
@@ -329,13 +365,15 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
         else:
             if options.broker == "kafka":
                 say("starting Apache Kafka (one node) in the run's folder")
+            elif options.broker == CLUSTER:
+                say(f"starting Apache Kafka ({CLUSTER_NODES} nodes) in the run's folder")
             try:
                 broker = start_broker(options.broker, workdir)
             except KafkaUnavailable:
                 # Nothing was started or written: no folder to keep.
                 shutil.rmtree(workdir, ignore_errors=True)
                 raise
-            settings = settings.with_(broker=broker.url)
+            settings = broker.configure(settings)
             say(f"{broker_line(broker.describe())} on {broker.url}")
         ctx = Context(
             settings=settings,
@@ -372,6 +410,8 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
             "max_buffered": settings.max_buffered,
             "model_latency_s": options.latency,
             "broker": "embedded" if broker.started and broker.embedded else settings.broker_shown,
+            "replication_factor": settings.replication_factor,
+            "producer_acks": settings.producer_acks,
         },
         "broker": broker.describe(),
         **result,
@@ -398,7 +438,10 @@ def notes(result: dict[str, Any]) -> list[str]:
         if (checks := row.get("audit_and_policy_ms_per_draft")) is not None:
             line = f"{name}: reply audit + policy check {checks} ms CPU per draft"
             if spread := row.get("audit_and_policy_us_per_draft"):
-                line += f" (p50 {spread['p50']} us, mean {spread['mean']} us)"
+                line += (
+                    f" (p50 {spread['p50']} us, p99 {spread.get('p99')} us, "
+                    f"max {spread.get('max')} us, mean {spread['mean']} us)"
+                )
             lines.append(line)
         if cost := row.get("cost_per_ticket"):
             lines.append(f"{name}: {describe_costs(cost)}")
@@ -451,6 +494,14 @@ def broker_line(broker: dict[str, Any] | None) -> str:
     if broker.get("version"):
         name = f"{name} {broker['version']}"
     if broker.get("started_by_bench"):
-        size = "one node, " if broker["kind"] == "kafka" else ""
+        size = ""
+        if broker["kind"] == "kafka":
+            nodes = broker.get("nodes", 1)
+            size = (
+                "one node, "
+                if nodes == 1
+                else f"{nodes} nodes, replication {broker.get('replication')}, "
+                f"acks={broker.get('acks')}, "
+            )
         return f"{name} ({size}started by the bench)"
     return f"{name} (BATON_BROKER)"

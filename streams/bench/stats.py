@@ -22,6 +22,22 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+# The spread every latency of the bench is reported with.
+TAILS = (50, 95, 99)
+
+
+def tails(values: Sequence[float], digits: int | None = None) -> dict[str, float | None]:
+    """p50, p95, p99 (linear interpolation, as ``percentile``) and the max of ``values``;
+    each None for no values, rounded to ``digits`` when given."""
+
+    def shown(value: float | None) -> float | None:
+        return round(value, digits) if value is not None and digits is not None else value
+
+    out = {f"p{q}": shown(percentile(values, q)) for q in TAILS}
+    out["max"] = shown(max(values)) if values else None
+    return out
+
+
 @dataclass(frozen=True)
 class Delivery:
     """How the replies matched what was published."""
@@ -205,6 +221,7 @@ class Row:
     p50_s: float | None = None
     p95_s: float | None = None
     p99_s: float | None = None
+    max_s: float | None = None
     cpu_ms_per_ticket: float | None = None
     peak_rss_mib: float | None = None
     calls_per_ticket: float | None = None
@@ -226,6 +243,7 @@ COLUMNS = (
     ("p50_s", "p50 s", "{:.2f}"),
     ("p95_s", "p95 s", "{:.2f}"),
     ("p99_s", "p99 s", "{:.2f}"),
+    ("max_s", "max s", "{:.2f}"),
     ("cpu_ms_per_ticket", "CPU ms/ticket", "{:.2f}"),
     ("peak_rss_mib", "peak RSS MiB", "{:.0f}"),
     ("calls_per_ticket", "calls/ticket", "{:.2f}"),

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from baton_kafka.streams.bench.run import BROKERS, WORKLOADS
+from baton_kafka.streams.bench.run import BROKER_CHOICES, BROKERS, WORKLOADS
 from baton_kafka.streams.cli.errors import Fail, UsageError
 from baton_kafka.streams.settings import Settings
 
@@ -26,11 +26,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
     p.add_argument(
         "--broker",
-        choices=(*BROKERS, "both"),
+        choices=(*BROKER_CHOICES, "both"),
         default=None,
         help="the broker the run starts for itself: tansu (embedded, default), kafka "
-        "(one-node Apache Kafka; needs java and mvn) or both, one after the other; "
-        "not with BATON_BROKER",
+        "(one-node Apache Kafka; needs java and mvn), kafka-cluster (three Apache Kafka "
+        "nodes, replication 3, acks=all) or both (tansu then kafka); not with BATON_BROKER",
     )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return p

@@ -334,6 +334,14 @@ class Settings(OrderSettings, ModelSettings):
         "uvloop",
         parse=choice("uvloop", "asyncio"),
     )
+    stage_priority: bool = setting(
+        "BATON_STAGE_PRIORITY",
+        "`1` runs a ticket already in the chain before a new ticket's first stage (a burst's "
+        "tickets finish one after another rather than all late)",
+        False,
+        parse=flag,
+        render=FLAG,
+    )
     processing_guarantee: Literal["at_least_once", "exactly_once"] = setting(
         "BATON_PROCESSING_GUARANTEE",
         "or `exactly_once` (Faust transactions; Apache Kafka only; not recommended: see "

@@ -47,6 +47,7 @@ from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.escalations import Escalations
 from baton_kafka.streams.runtime.index import CustomerIndex
 from baton_kafka.streams.runtime.intake import Intake
+from baton_kafka.streams.runtime.priority import ChainPriority, Paced
 from baton_kafka.streams.runtime.redelivery import Redelivery, own_entry
 from baton_kafka.streams.runtime.refusals import Refusals
 from baton_kafka.streams.runtime.scheduler import SessionGate
@@ -80,6 +81,9 @@ class Pipeline(Intake):
     # The sessions' queues at the first stage, when bursts are answered once (a scheduler tells
     # it of each record queued; none in-process, where nothing is queued).
     bursts: Bursts | None = None
+    # The stages' turns on the event loop: a ticket in the chain before a new one's first stage
+    # (None: as ``BATON_STAGE_PRIORITY`` says).
+    priority: ChainPriority | None = None
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
@@ -92,7 +96,15 @@ class Pipeline(Intake):
         )
         self.signer = Signer(self.settings.signing_keys)
         self.admission = Admission(self.settings, self.signer, self.batons)
-        self.raw = FramingSink(self.sink, self.schema_ids) if self.schema_ids else self.sink
+        # A send waits for the broker's acknowledgement; the model and the order source are
+        # asked over the network: waits, during which the chain's other work goes on.
+        self.turns = self.priority or ChainPriority(enabled=self.settings.stage_priority)
+        sink: Sink = Paced(self.sink, self.turns) if self.turns.enabled else self.sink
+        self.raw = FramingSink(sink, self.schema_ids) if self.schema_ids else sink
+        self.paced_llm: LLM = Paced(self.llm, self.turns) if self.turns.enabled else self.llm
+        self.paced_store: OrderSource = (
+            Paced(self.store, self.turns) if self.turns.enabled else self.store
+        )
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.role(r) for r in self.chain.internal_roles()}
         self.out = SignedSink(
@@ -175,11 +187,13 @@ class Pipeline(Intake):
 
     async def deliver(self, stage: StageName, delivery: Delivery) -> None:
         """``run_stage`` on a record as read, decoded once for every check that reads it."""
-        if self.bursts is not None and self.chain[stage].opens_session:
+        first = self.chain[stage].opens_session
+        if self.bursts is not None and first:
             self.bursts.started(delivery)
         source = read_as(delivery.source, delivery.value, delivery.headers)
-        with tracing.stage_span(stage, delivery.headers, source, self.consumer):
-            await self._run_stage(stage, delivery, source)
+        async with self.turns.working(first):
+            with tracing.stage_span(stage, delivery.headers, source, self.consumer):
+                await self._run_stage(stage, delivery, source)
 
     async def quiet(self, delivery: Delivery) -> None:
         """Wait out the coalescing window of the record's session before its turn takes a
@@ -247,10 +261,15 @@ class Pipeline(Intake):
                 await self._refuse(record, stage, problem, source)
                 return
             self.clocks.start(record)  # before the wait for its turn: the customer is waiting
-            await self.gate.enter(
+            entering = self.gate.enter(
                 ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
             )
-            record = await self._gathered(record, source)
+            # Waiting for the session's previous ticket, the chain's other work goes on; a
+            # ticket that need not wait keeps its turn.
+            waits = self.gate.held(ticket.session_id, ticket.ticket_id)
+            await (self.turns.waited(entering) if waits else entering)
+            gathering = self._gathered(record, source)
+            record = await (self.turns.waited(gathering) if self.bursts else gathering)
         for attempt in range(1, STAGE_ATTEMPTS + 1):
             try:
                 with tracing.agent_span(stage, ticket.session_id, self.llm.name):
@@ -266,7 +285,7 @@ class Pipeline(Intake):
                         attempt,
                         describe(exc),
                     )
-                    await asyncio.sleep(0.2 * 2**attempt)
+                    await self.turns.waited(asyncio.sleep(0.2 * 2**attempt))
                     continue
                 log.error("%s gave up on %s: %s", stage, shown(ticket.ticket_id), describe(exc))
                 log.debug("%s failed on %s", stage, shown(ticket.ticket_id), exc_info=True)
@@ -333,12 +352,12 @@ class Pipeline(Intake):
             return
         entry = own_entry(held, ticket)
         if stage.answers and held is not None and entry is not None and entry.pending:
-            await self._answered(*await self.redelivery.resume(entry, held))
+            await self._answered(*await self.turns.waited(self.redelivery.resume(entry, held)))
             return
         taken_over = stage.opens_session and held is not None and held.taken_over
         if taken_over and held is not None and entry is not None and entry.pending:
             # A taken-over ticket's reply is pending: its first stage's copy is the only one.
-            await self._answered(*await self.redelivery.resume(entry, held))
+            await self._answered(*await self.turns.waited(self.redelivery.resume(entry, held)))
             return
         target = self.topics.role(stage.target_role)
         if await self.redelivery.settle(stage.name, ticket, entry, target):
@@ -347,7 +366,7 @@ class Pipeline(Intake):
             # A person has the session: no agent answers until it is handed back.
             reply, held = people.silent(ticket, held, llm=self.llm.name, policy=self.policy)
             reply = reply.model_copy(update={"ticket_ids": turn_ids(record)})
-            await self._answered(reply, await self.redelivery.reply(reply, held))
+            await self._answered(reply, await self.turns.waited(self.redelivery.reply(reply, held)))
             self.observer.stage_done(stage.name, "taken_over", 0.0)
             return
         if missing := self.chain.missing(stage, record):
@@ -375,8 +394,8 @@ class Pipeline(Intake):
         inputs = Inputs(
             record=record,
             baton=baton,
-            llm=self.llm,
-            store=self.store,
+            llm=self.paced_llm,
+            store=self.paced_store,
             batons=self.batons,
             reask_limit=self.settings.reask_limit,
             tokens_left=allowance.tokens,
@@ -424,7 +443,8 @@ class Pipeline(Intake):
                 policy=self.policy,
             )
             packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
-            await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
+            answered = await self.turns.waited(self.redelivery.reply(reply, baton, packet))
+            await self._answered(reply, answered)
         else:
             if stage.update is not None:
                 baton = stage.update(baton, ticket, outcome.value)

@@ -232,6 +232,11 @@ class SessionGate:
         if held is None or held[0] != ticket_id:
             self._open[session_id] = (ticket_id, asyncio.Event())
 
+    def held(self, session_id: str, ticket_id: str) -> bool:
+        """Whether another ticket holds the session now (``enter`` would wait for it)."""
+        held = self._open.get(session_id)
+        return held is not None and held[0] != ticket_id
+
     def leave(self, session_id: str, ticket_id: str) -> None:
         """Release the session after ``ticket_id``'s reply (or final failure)."""
         held = self._open.get(session_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.fixtures.brokers import Broker
+from tests.fixtures.brokers import Broker, legs
 from tests.fixtures.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -94,3 +95,48 @@ def test_cpu_smoke_runs_the_pipeline_and_both_reference_chains(
     split = rows["cpu"]["cpu_split_ms_per_ticket"]
     assert split["in_process_replies"] == 20
     assert split["model"] > 0 and split["stages_without_model"] > 0
+
+
+# The bench starts the three-node cluster itself (three JVMs, replication 3, acks=all).
+@pytest.mark.timeout(600)
+def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> None:
+    if "kafka" not in legs():
+        pytest.skip("the Apache Kafka leg is not among BATON_TEST_BROKERS")
+    if shutil.which("java") is None and os.environ.get("CI") != "true":
+        pytest.skip("Apache Kafka needs java")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
+    env.update(BATON_DATA_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "baton_kafka.streams",
+            "bench",
+            "--broker",
+            "kafka-cluster",
+            "--workload",
+            "overhead",
+            "--sessions",
+            "4",
+            "--json",
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=580,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
+    result = orjson.loads(done.stdout)
+    assert result["broker"]["nodes"] == 3
+    assert (result["broker"]["replication"], result["broker"]["acks"]) == (3, "all")
+    assert result["settings"]["replication_factor"] == 3
+    assert result["settings"]["producer_acks"] == "all"
+    rows = {r["workload"]: r for r in result["rows"]}
+    assert set(rows) == {"overhead: one at a time", "overhead: burst of 4"}
+    for row in rows.values():
+        assert_delivered(row, 4)
+        assert 0 < row["p50_s"] <= row["p95_s"] <= row["p99_s"] <= row["max_s"]
+        reply = row["overhead_ms"]["publish_to_reply"]
+        assert 0 < reply["p50"] <= reply["p95"] <= reply["p99"] <= reply["max"]
+        # Every topic of the run, the workers' changelogs too, has three replicas.
+        assert row["topic_replicas"]["min"] == 3 and row["topic_replicas"]["topics"] >= 8

@@ -29,6 +29,7 @@ from baton_kafka.streams.bench.stats import (
     status_kib,
     steady_rate,
     table,
+    tails,
 )
 from baton_kafka.streams.bench.workloads import soak_expiry
 from baton_kafka.streams.cli.main import main, parser
@@ -49,6 +50,21 @@ def test_percentile_interpolates_between_ranks() -> None:
     assert percentile([], 50) is None
     with pytest.raises(ValueError):
         percentile(values, 101)
+
+
+def test_tails_are_the_interpolated_p50_p95_p99_and_the_max() -> None:
+    # 11 samples 0, 10, ..., 90 and one outlier of 1000: rank (n - 1) * q / 100 = 0.1 * q.
+    values = [10.0 * i for i in range(10)] + [1000.0]
+    assert tails(values) == {
+        "p50": 50.0,
+        "p95": pytest.approx(90.0 + (1000.0 - 90.0) * 0.5),
+        "p99": pytest.approx(90.0 + (1000.0 - 90.0) * 0.9),
+        "max": 1000.0,
+    }
+    # Rounded when asked; the max is a sample, never interpolated.
+    assert tails([1.0, 2.0, 4.0], 2) == {"p50": 2.0, "p95": 3.8, "p99": 3.96, "max": 4.0}
+    assert tails([7.0]) == {"p50": 7.0, "p95": 7.0, "p99": 7.0, "max": 7.0}
+    assert tails([]) == {"p50": None, "p95": None, "p99": None, "max": None}
 
 
 def test_in_order_replies_have_no_violations() -> None:
@@ -149,6 +165,18 @@ def test_table_has_a_column_per_metric_and_dashes_for_unknowns() -> None:
     assert "150.0" in text[2] and "1.23" in text[2]
     assert text[3].count("–") >= 10
     assert len({len(line) for line in text}) == 1
+
+
+def test_table_and_json_have_p99_and_max_after_p50_and_p95() -> None:
+    row = Row("burst", 30, 1.0, p50_s=0.1, p95_s=0.2, p99_s=0.25, max_s=0.3)
+    header, _, line = table([row]).splitlines()
+    titles = [c.strip() for c in header.strip("|").split("|")]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    at = titles.index("p50 s")
+    assert titles[at : at + 4] == ["p50 s", "p95 s", "p99 s", "max s"]
+    assert cells[at : at + 4] == ["0.10", "0.20", "0.25", "0.30"]
+    data = row.as_dict()
+    assert (data["p99_s"], data["max_s"]) == (0.25, 0.3)
 
 
 def test_workload_tickets_come_in_waves_with_private_customers() -> None:
@@ -304,6 +332,38 @@ def test_the_result_names_its_broker_and_the_report_shows_it() -> None:
     assert broker_line(tansu) == "Tansu (embedded) (started by the bench)"
     given = BrokerRun("kafka", "kafka://kafka:9092").describe()
     assert broker_line(given) == "Apache Kafka (BATON_BROKER)"
+
+
+def test_the_three_node_cluster_replicates_three_times_with_acks_all() -> None:
+    args = parser().parse_args(["bench", "--broker", "kafka-cluster"])
+    assert args.broker == "kafka-cluster"
+    cluster = BrokerRun(
+        "kafka", "kafka://127.0.0.1:9092", "4.3.1", started=True, nodes=3, replication=3, acks="all"
+    )
+    assert cluster.describe() == {
+        "kind": "kafka",
+        "version": "4.3.1",
+        "started_by_bench": True,
+        "nodes": 3,
+        "replication": 3,
+        "acks": "all",
+    }
+    assert broker_line(cluster.describe()) == (
+        "Apache Kafka 4.3.1 (3 nodes, replication 3, acks=all, started by the bench)"
+    )
+    base = load({}).with_(producer_acks="1")
+    on_cluster = cluster.configure(base)
+    assert (on_cluster.replication_factor, on_cluster.producer_acks) == (3, "all")
+    assert on_cluster.broker_shown == "kafka://127.0.0.1:9092"
+    # One node keeps the settings' own replication and acks.
+    one = BrokerRun("kafka", "kafka://127.0.0.1:9093", started=True).configure(base)
+    assert (one.replication_factor, one.producer_acks) == (1, "1")
+
+
+def test_both_brokers_are_tansu_and_one_kafka_node_not_the_cluster() -> None:
+    from baton_kafka.streams.bench.run import BROKERS
+
+    assert BROKERS == ("tansu", "kafka")
 
 
 def test_broker_cpu_sums_every_process_and_is_unknown_once_one_is_gone() -> None:

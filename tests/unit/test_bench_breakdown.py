@@ -99,11 +99,15 @@ def test_a_ticket_with_a_missing_record_keeps_only_what_its_records_show() -> No
     assert parts["work_strategy"] == 60.0
 
 
-def test_spread_gives_p50_and_p95_per_part_over_the_tickets_that_have_it() -> None:
+def test_spread_gives_p50_p95_p99_and_max_per_part_over_the_tickets_that_have_it() -> None:
     rows = [{"a": float(i), "b": 1.0} for i in range(1, 101)] + [{"a": 1000.0}]
     out = spread(rows)
-    assert out["a"] == {"p50": 51.0, "p95": 96.0}
-    assert out["b"] == {"p50": 1.0, "p95": 1.0}
+    # 101 samples: rank (n - 1) * q / 100 is q itself, so each percentile is a sample.
+    assert out["a"] == {"p50": 51.0, "p95": 96.0, "p99": 100.0, "max": 1000.0}
+    assert out["b"] == {"p50": 1.0, "p95": 1.0, "p99": 1.0, "max": 1.0}
+    # 100 samples: p99 interpolates between the 99th and the 100th (rank 98.01).
+    assert spread([{"c": float(i)} for i in range(1, 101)])["c"]["p99"] == 99.0
+    assert spread([{"c": float(i) * 10} for i in range(1, 101)])["c"]["p99"] == 990.1
     assert spread([]) == {}
 
 
@@ -161,19 +165,31 @@ def test_the_notes_print_the_breakdown_in_chain_order_and_the_costs() -> None:
     lines = describe_breakdown(parts)
     names = [line.split()[0] for line in lines]
     assert names.index("intake_hop") < names.index("wait_before_understand")
+    hop = lines[names.index("intake_hop")].split()
+    assert hop[1:] == ["p50", "20.0", "p95", "20.0", "p99", "20.0", "max", "20.0", "ms"]
     assert names.index("work_strategy") < names.index("end_to_end")
     row = {
         "workload": "overhead: one at a time",
         "overhead_ms": parts,
         "cost_per_ticket": cost_per_ticket([{"strategy": {"calls": 1.0, "cost_usd": 0.01}}]),
         "audit_and_policy_ms_per_draft": 0.42,
-        "audit_and_policy_us_per_draft": {"p50": 390.5, "mean": 420.0, "drafts": 30},
+        "audit_and_policy_us_per_draft": {
+            "p50": 390.5,
+            "p95": 500.0,
+            "p99": 610.2,
+            "max": 700.0,
+            "mean": 420.0,
+            "drafts": 30,
+        },
     }
     scale = {"partitions": 12, "tickets_per_s": {"1": 40.0, "2": 70.0}}
     scale["vs_one_worker"] = {"1": 1.0, "2": 1.75}
     text = "\n".join(notes({"broker": None, "rows": [row], "scale_out": scale}))
     assert "overhead: one at a time: cost per ticket: $0.01000" in text
-    assert "reply audit + policy check 0.42 ms CPU per draft (p50 390.5 us, mean 420.0 us)" in text
+    assert (
+        "reply audit + policy check 0.42 ms CPU per draft "
+        "(p50 390.5 us, p99 610.2 us, max 700.0 us, mean 420.0 us)"
+    ) in text
     assert "  publish_to_reply" in text
     assert "2 worker(s) 70.0/s (1.75x)" in text
 
