@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_kafka.schemas.topics import (
+    ACTIONS,
     DEAD_LETTERS,
     DECISIONS,
     HANDOFFS,
@@ -51,6 +52,7 @@ class TopicNames:
     memory_index: str
     handoffs: str
     decisions: str
+    actions: str
     # The output topics of the chain's stages of the shop's own: (stage name, full name).
     stages: tuple[tuple[str, str], ...] = ()
 
@@ -69,6 +71,7 @@ class TopicNames:
             memory_index=settings.topic(MEMORY_INDEX),
             handoffs=settings.topic(HANDOFFS),
             decisions=settings.topic(DECISIONS),
+            actions=settings.topic(ACTIONS),
             stages=tuple((role, settings.topic(name)) for role, name in own.items()),
         )
 
@@ -90,6 +93,7 @@ class TopicNames:
             self.memory_index,
             self.handoffs,
             self.decisions,
+            self.actions,
             *(name for _, name in self.stages),
         )
 

@@ -136,6 +136,7 @@ class Pipeline(Intake):
             self.redelivery.unfinished,
         )
         self.redelivery.parked = self.escalations.arm
+        self.redelivery.actions_topic = self.topics.actions
         self.refusals = Refusals(self.settings.refusals_per_minute)
         # People's decisions (support.decisions): applied between the session's tickets.
         self.people = decisions.Decisions(
@@ -152,6 +153,7 @@ class Pipeline(Intake):
             self.dead_letter,
             self.redelivery.unfinished,
             self.index,
+            self.topics.actions,
         )
 
     def source_topic(self, stage: Stage[Any]) -> str:
