@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,10 +70,11 @@ class Action(BaseModel):
 
 
 def actions_of(reply: Reply) -> list[Action]:
-    """One action per line of the reply's offer when it is approved; none otherwise (an offer
-    waiting for a person, or no offer)."""
+    """One action per line of the reply's offer when it is approved and promised; none
+    otherwise (an offer waiting for a person, a reply handed to a person, no offer)."""
     offer = reply.offer
-    if offer is None or offer.state != "approved":
+    # As the session's ledger of what was offered: a handed-off reply promised nothing.
+    if offer is None or offer.state != "approved" or reply.status == "handoff":
         return []
     return [
         Action(
@@ -93,3 +95,33 @@ def actions_of(reply: Reply) -> list[Action]:
         )
         for n, line in enumerate(offer.lines)
     ]
+
+
+ActionState = Literal["requested", "sent", "confirmed", "failed", "needs_person"]
+FINAL: frozenset[str] = frozenset({"confirmed", "failed", "needs_person"})
+
+
+class LedgerEntry(BaseModel):
+    """What is known of one action, bound to its session; kept in the session's ledger row."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    action: Action = Field(description="The action, as it was requested.")
+    state: ActionState = Field(
+        description="requested: not sent yet; sent: sent, the answer not known or not final; "
+        "confirmed: the shop's system did it; failed: it refused it; needs_person: baton "
+        "cannot carry it out, a person does."
+    )
+    remote_id: str | None = Field(default=None, description="The shop's system's reference.")
+    attempts: int = Field(default=0, ge=0, description="Requests sent for it so far.")
+    detail: str = Field(default="", description="The last answer or problem, readable.")
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def idempotency_key(self) -> str:
+        return self.action.idempotency_key
+
+    @classmethod
+    def of(cls, action: Action) -> LedgerEntry:
+        """A new entry: the action requested."""
+        return cls(action=action, state="requested")

@@ -24,6 +24,8 @@ from baton_kafka.streams.settings import Settings
 # The worker's changelog-backed tables: batons by session, the customer index.
 BATON_TABLE = "batons"
 CUSTOMER_TABLE = "customers"
+# The actions' ledger: each session's actions and their states (streams.actions.ledger).
+ACTION_TABLE = "actions"
 
 
 def changelog_topic(settings: Settings, table: str = BATON_TABLE) -> str:
@@ -36,6 +38,7 @@ def changelogs(settings: Settings) -> dict[str, int]:
     return {
         changelog_topic(settings, BATON_TABLE): settings.partitions,
         changelog_topic(settings, CUSTOMER_TABLE): 1,
+        changelog_topic(settings, ACTION_TABLE): settings.partitions,
     }
 
 

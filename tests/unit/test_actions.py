@@ -76,6 +76,7 @@ def test_the_key_is_the_same_on_every_retry_and_differs_for_any_other_line() -> 
 
 def test_an_offer_waiting_for_a_person_or_no_offer_makes_no_action() -> None:
     assert actions_of(offered("needs_approval", REFUND)) == []
+    assert actions_of(offered("approved", REFUND, status="handoff")) == []
     assert actions_of(data_reply("t1", session_id="S1")) == []
 
 
