@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import re
 from pathlib import Path
 
-from baton_kafka.streams.actions.executor import Executor
+from baton_kafka.streams.actions.executor import Executor, ExecutorRefused, ExecutorUnavailable
 from baton_kafka.streams.actions.http import HttpExecutor
 from baton_kafka.streams.actions.http_map import ActionMap, MapProblem
 
@@ -33,3 +34,28 @@ def open_executor(setting: str) -> Executor | None:
         return HttpExecutor(ActionMap.read(Path(setting)))
     except MapProblem as exc:
         raise ValueError(f"BATON_EXECUTOR={setting}: {exc}") from None
+
+
+def probe(setting: str, timeout: float) -> str | None:
+    """Why the executor ``setting`` names cannot be used now (one line), or None when it
+    answers (or none is set): what ``baton check`` prints."""
+    try:
+        executor = open_executor(setting)
+    except ValueError as exc:
+        return str(exc)
+    if executor is None:
+        return None
+
+    async def ask() -> None:
+        try:
+            await asyncio.wait_for(executor.check(), timeout)
+        finally:
+            await executor.close()
+
+    try:
+        asyncio.run(ask())
+    except (ExecutorUnavailable, ExecutorRefused) as exc:
+        return f"BATON_EXECUTOR={setting}: {exc}"
+    except (TimeoutError, OSError) as exc:
+        return f"BATON_EXECUTOR={setting}: did not answer ({type(exc).__name__})"
+    return None

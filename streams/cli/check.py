@@ -102,6 +102,15 @@ def _orders(settings: Settings, timeout: float) -> tuple[str, str, str]:
     return (OK, "orders", f"{where} answers")
 
 
+def _executor(settings: Settings, timeout: float) -> tuple[str, str, str]:
+    from baton_kafka.streams.actions.choose import probe
+
+    if not settings.executor:
+        return (OK, "executor", "none: approved offers are only written to their topic")
+    problem = probe(settings.executor, timeout)
+    return (FAIL, "executor", problem) if problem else (OK, "executor", "answers")
+
+
 def _broker(settings: Settings, timeout: float) -> tuple[str, str, str]:
     from baton_kafka.streams.kafka.connect import BrokerRefused, BrokerUnreachable, probe_broker
 
@@ -143,6 +152,7 @@ def check(config: Path | None, timeout: float, load: Callable[..., Settings]) ->
     lines += _policy(settings)
     lines.append(_stages(settings))
     lines.append(_orders(settings, timeout))
+    lines.append(_executor(settings, timeout))
     lines.append(_broker(settings, timeout))
     lines.append(_model(settings))
     if settings.llm != "offline":

@@ -220,3 +220,23 @@ def test_the_setting_chooses_none_a_map_or_a_factory(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match=why) as caught:
             open_executor(bad)
         assert str(caught.value).startswith(f"BATON_EXECUTOR={bad}: ")
+
+
+def test_baton_check_probes_the_executor(
+    payments: Payments, token: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton_kafka.streams.cli.check import _executor
+    from baton_kafka.streams.settings import Settings
+
+    def line(**map_changes: Any) -> tuple[str, str, str]:
+        path = tmp_path / "map.json"
+        path.write_text(json.dumps(mapped(SHOPIFY_MAP, payments.base()) | map_changes))
+        return _executor(Settings(executor=str(path)), 2.0)
+
+    assert line()[2] == "answers" and line()[0] != line(auth_env="SHOP_OLD_TOKEN")[0]
+    assert "HTTP 401 (check the map's auth_env)" in line(auth_env="SHOP_OLD_TOKEN")[2]
+    gone = line(base_url="http://127.0.0.1:9")[2]
+    assert gone.startswith("BATON_EXECUTOR=") and "\n" not in gone
+    monkeypatch.delenv("SHOP_ADMIN_TOKEN")
+    assert "auth_env SHOP_ADMIN_TOKEN is not set" in line()[2]
+    assert "only written to their topic" in _executor(Settings(), 1.0)[2]
