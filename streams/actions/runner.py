@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.schemas.action import Action, LedgerEntry
 from baton_kafka.schemas.codec import InvalidRecord, parse
 from baton_kafka.schemas.framing import unframe
@@ -35,6 +36,8 @@ class Runner:
     ledger: Ledger
     batons: BatonStore
     dead_letter: Callable[[DeadLetter, Source], Awaitable[None]]
+    # The order source: an action's money is checked against what the order still allows.
+    store: OrderSource | None = None
     backoff_s: float = 0.2
 
     async def handle(self, value: bytes | None, source: Source) -> LedgerEntry | None:
@@ -52,7 +55,7 @@ class Runner:
         if entry is None:
             entry = LedgerEntry.of(action)
             try:
-                problem = self.unauthorised(action)
+                problem = await self.refused(action)
             except Unverified as exc:
                 entry = entry.model_copy(update={"detail": str(exc)})
                 await self.ledger.save(entry)
@@ -96,6 +99,41 @@ class Runner:
             )
         return None
 
+    async def refused(self, action: Action) -> str | None:
+        """Why ``action`` must not be carried out (not backed by the session, or more money
+        than the order still allows), or None; ``Unverified`` when it cannot be told now."""
+        return self.unauthorised(action) or await self.too_much(action)
+
+    async def too_much(self, action: Action) -> str | None:
+        """Why the action's money exceeds what its order allows: paid (the item's amount for
+        an item), less what the store shows refunded, less the session's other actions on the
+        order not failed (in flight or done), or None."""
+        if not action.amount or self.store is None:
+            return None
+        try:
+            order = await self.store.get(action.order_id)
+        except StoreUnavailable as exc:
+            raise Unverified(f"the order store did not answer: {exc}") from None
+        if order is None:
+            return f"order {action.order_id} is not in the order store"
+        line = order.line(action.item) if action.item else None
+        paid = line.amount if line is not None and line.amount is not None else order.amount
+        others = sum(
+            e.action.amount or 0.0
+            for e in self.ledger.row(action.session_id).values()
+            if e.action.order_id == action.order_id
+            and e.idempotency_key != action.idempotency_key
+            and e.state != "failed"
+        )
+        allowed = paid - order.refunded - others
+        if action.amount > allowed + 0.005:
+            return (
+                f"{action.amount:.2f} is more than order {action.order_id} still allows "
+                f"({allowed:.2f}: paid {paid:.2f}, refunded {order.refunded:.2f}, "
+                f"{others:.2f} in other actions)"
+            )
+        return None
+
     async def sweep(self, mine: Callable[[str], bool]) -> int:
         """Carry the unfinished actions of the sessions ``mine`` owns forward (a restart, a
         rebalance, a timeout left them requested or sent); how many were tried."""
@@ -103,7 +141,7 @@ class Runner:
         for entry in self.ledger.open(mine):
             if entry.state == "requested":
                 try:
-                    problem = self.unauthorised(entry.action)
+                    problem = await self.refused(entry.action)
                 except Unverified:
                     continue
                 if problem is not None:

@@ -38,7 +38,7 @@ from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
 from baton_kafka.streams.runtime.stage_context import STAGE_EVENTS
 from baton_kafka.streams.runtime.stages import Stage
 from baton_kafka.streams.runtime.table_store import store_settings
-from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.app")
 
@@ -164,11 +164,14 @@ def acting(
     from baton_kafka.streams.actions.ledger import Ledger
     from baton_kafka.streams.actions.runner import Runner
 
-    executor = open_executor(settings.executor)
+    try:
+        executor = open_executor(settings.executor)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
     if executor is None:
         return
     table = FaustSessionTable(app, ACTION_TABLE, settings.partitions)
-    runner = Runner(executor, Ledger(table), pipeline.batons, pipeline.dead_letter)
+    runner = Runner(executor, Ledger(table), pipeline.batons, pipeline.dead_letter, pipeline.store)
     names = pipeline.topics
 
     @app.agent(sink.topics[names.actions], name="act")

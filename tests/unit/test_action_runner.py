@@ -44,7 +44,7 @@ async def executor(
 
 
 def runner_of(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
-    return Runner(executor, Ledger(table), p.batons, p.dead_letter, backoff_s=0)
+    return Runner(executor, Ledger(table), p.batons, p.dead_letter, p.store, backoff_s=0)
 
 
 def on_topic(p: Pipeline) -> list[tuple[Source, bytes]]:
@@ -135,3 +135,30 @@ async def test_an_action_whose_session_is_elsewhere_waits_and_is_swept_later(
     assert await runner.sweep(lambda _: True) == 1
     [entry] = Ledger(table).row("S1").values()
     assert entry.state == "confirmed" and payments.executed() == 1
+
+
+async def test_money_the_order_no_longer_allows_is_refused_not_sent(
+    shop: SQLiteOrderStore, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    # The shop refunded part of the order itself after the reply promised the whole.
+    [kettle] = [o for o in C1_ORDERS if o.order_id == "O-1"]
+    await shop.upsert([kettle.model_copy(update={"refunded": 20.0})])
+    done = await runner_of(p, executor, MemoryTable()).handle(value, source)
+    assert done is not None and done.state == "needs_person"
+    assert "39.90 is more than order O-1 still allows (19.90: paid 39.90, refunded 20.00" in (
+        done.detail
+    )
+    assert payments.posts == 0
+    # Another action of the session on the order, still in flight, counts against it too.
+    await shop.upsert([kettle])
+    table = MemoryTable()
+    action = Action.model_validate_json(value)
+    first = action.model_copy(update={"idempotency_key": "bt-earlier", "amount": 30.0})
+    await Ledger(table).save(LedgerEntry.of(first).model_copy(update={"state": "sent"}))
+    runner = runner_of(p, executor, table)
+    assert await runner.too_much(action) is not None
+    await Ledger(table).save(LedgerEntry.of(first).model_copy(update={"state": "failed"}))
+    assert await runner.too_much(action) is None
