@@ -14,8 +14,9 @@ import pytest
 
 from baton_kafka.schemas.action import Action, LedgerEntry
 from tests.fixtures import delivery
-from tests.fixtures.data import KETTLE, days_ago, order, ticket_record
+from tests.fixtures.data import KETTLE, days_ago, jacket, order, ticket_record
 from tests.fixtures.deployments import Deployment
+from tests.fixtures.paths import ROOT
 from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments
 
 __all__ = ["payments"]
@@ -23,6 +24,9 @@ __all__ = ["payments"]
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 WORDS = "My kettle is leaking, I want a refund."
+ALPINE = ROOT / "examples/shops/alpine/policy.toml"
+KEYS = "k1:a-signing-secret-of-32-characters"
+JACKET = jacket("c-ana")
 
 
 def kettle(customer: str) -> object:
@@ -153,3 +157,32 @@ async def test_a_500_after_the_commit_is_looked_up_not_resent(
     report("500 after commit", d, payments, len(requested), final)
     assert (payments.posts, payments.executed(), payments.duplicates()) == (1, 1, 0)
     assert payments.lookups == 1
+
+
+async def test_an_offer_approved_by_a_person_is_executed_once_and_a_parked_one_never(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    d.env_extra.update(BATON_POLICY=str(ALPINE), BATON_SIGNING_KEYS=KEYS)
+    with_executor(d, payments, tmp_path)
+    d.import_orders([JACKET])
+    d.start_worker()
+    t1 = f"t1-{d.namespace}"
+    await d.publish_tickets(
+        [ticket_record(t1, "s-park", "c-ana", "Please cancel my jacket order.")]
+    )
+    [held] = await d.replies(1)
+    assert held.offer is not None and held.offer.state == "needs_approval"
+    await asyncio.sleep(3)
+    assert payments.posts == 0  # parked: nothing is carried out
+    done = d.baton("decide", "s-park", t1, "approve", "--by", "ana", "--id", "d-1")
+    assert done.returncode == 0, done.stderr.decode()
+    await d.replies(2)
+    requested = await actions(d, 1)
+    money = [a for a in requested if a.amount]
+    assert money and all(a.decision_id == "d-1" for a in requested)
+    refunds = [a for a in requested if a.kind == "refund"]
+    final = await ledger(d, len(refunds)) if refunds else {}
+    await asyncio.sleep(2)
+    report("approved by a person", d, payments, len(refunds), final)
+    assert payments.executed() == len(refunds) and payments.duplicates() == 0
