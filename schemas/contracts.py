@@ -13,12 +13,14 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
+from baton_kafka.schemas.action import Action
 from baton_kafka.schemas.baton import Erasure, IndexUpdate
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import SCHEMA_VERSION, DeadLetter, Order, Reply, Ticket
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.schemas.topics import (
+    ACTIONS,
     DEAD_LETTERS,
     DECISIONS,
     HANDOFFS,
@@ -46,6 +48,7 @@ RECORDS: dict[str, tuple[type[BaseModel], Mode]] = {
     "erasure": (Erasure, "serialization"),
     "handoff-packet": (HandoffPacket, "serialization"),
     "decision": (Decision, "validation"),
+    "action": (Action, "serialization"),
 }
 
 # topic: (record, key, who writes it, what it is for)
@@ -59,6 +62,7 @@ TOPICS: dict[str, tuple[str, str, str, str]] = {
     MEMORY_INDEX: ("index-update", "customer_id", "baton", "session summaries for the index"),
     HANDOFFS: ("handoff-packet", "session_id", "baton", "one packet per ticket handed to a person"),
     DECISIONS: ("decision", "session_id", "users", "people's decisions and answers in, signed"),
+    ACTIONS: ("action", "session_id", "baton", "one action per approved offer line, out"),
 }
 
 
@@ -113,7 +117,7 @@ def _headers(topic: str) -> dict[str, Any]:
 # The topics baton writes for others to read: with a Schema Registry set, their schemas are
 # registered and their values written in the registry's framed form. The topics between the
 # stages are baton's own (signed byte for byte), tickets and decisions the producers'.
-FRAMED = (REPLIES, HANDOFFS, DEAD_LETTERS)
+FRAMED = (REPLIES, HANDOFFS, DEAD_LETTERS, ACTIONS)
 
 
 def _binding(topic: str, key: str) -> dict[str, Any]:

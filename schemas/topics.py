@@ -11,6 +11,7 @@ DEAD_LETTERS = "support.dead-letters"
 MEMORY_INDEX = "support.memory-index"
 HANDOFFS = "support.handoffs"
 DECISIONS = "support.decisions"
+ACTIONS = "support.actions"
 
 ALL = (
     TICKETS,
@@ -22,6 +23,7 @@ ALL = (
     MEMORY_INDEX,
     HANDOFFS,
     DECISIONS,
+    ACTIONS,
 )
 
 # Each topic's role (the ``BATON_TOPIC_<ROLE>`` setting that renames it) and its default name.
@@ -35,6 +37,7 @@ ROLES: dict[str, str] = {
     "memory_index": MEMORY_INDEX,
     "handoffs": HANDOFFS,
     "decisions": DECISIONS,
+    "actions": ACTIONS,
 }
 
 MAX_TOPIC_CHARS = 249

@@ -83,6 +83,15 @@ def _orders(settings: Settings, timeout: float, customer: str | None) -> list[tu
     return orders_lines(settings, timeout, customer)
 
 
+def _executor(settings: Settings, timeout: float) -> tuple[str, str, str]:
+    from baton_kafka.streams.actions.choose import probe
+
+    if not settings.executor:
+        return (OK, "executor", "none: approved offers are only written to their topic")
+    problem = probe(settings.executor, timeout)
+    return (FAIL, "executor", problem) if problem else (OK, "executor", "answers")
+
+
 def _broker(settings: Settings, timeout: float) -> tuple[str, str, str]:
     from baton_kafka.streams.kafka.connect import BrokerRefused, BrokerUnreachable, probe_broker
 
@@ -129,6 +138,7 @@ def check(
     lines += _policy(settings)
     lines.append(_stages(settings))
     lines += _orders(settings, timeout, customer)
+    lines.append(_executor(settings, timeout))
     lines.append(_broker(settings, timeout))
     lines.append(_model(settings))
     if settings.llm != "offline":

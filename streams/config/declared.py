@@ -36,6 +36,7 @@ from baton_kafka.streams.config.spec import (
     seconds_or_off,
     setting,
     spec_of,
+    stripped,
 )
 
 StoreKind = Literal["memory", "rocksdb"]
@@ -378,6 +379,16 @@ class Settings(OrderSettings, ModelSettings):
         False,
         parse=flag,
         render=FLAG,
+    )
+    # What carries approved offers out on the shop's systems: "" (none: the actions are only
+    # written to their topic), the path of an HTTP executor's JSON map, or module:factory.
+    executor: str = setting(
+        "BATON_EXECUTOR",
+        "what carries approved offers out: the path of an HTTP executor's JSON map, or "
+        "`module:factory` ([actions](actions.md))",
+        "",
+        parse=stripped,
+        shown="none: actions are only written to `support.actions`",
     )
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)

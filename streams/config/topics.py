@@ -23,7 +23,7 @@ def check_topics(settings: Settings) -> Settings:
     # The tables' changelogs are named by Faust: <app id>-<table>-changelog.
     names = {
         f"{settings.app_id}-{table}-changelog": f"the {table} table's changelog"
-        for table in ("batons", "customers")
+        for table in ("batons", "customers", "actions")
     }
     for name in names:
         _check_topic(name, "BATON_NAMESPACE", {})

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_kafka.schemas.topics import (
+    ACTIONS,
     DEAD_LETTERS,
     DECISIONS,
     HANDOFFS,
@@ -23,6 +24,8 @@ from baton_kafka.streams.settings import Settings
 # The worker's changelog-backed tables: batons by session, the customer index.
 BATON_TABLE = "batons"
 CUSTOMER_TABLE = "customers"
+# The actions' ledger: each session's actions and their states (streams.actions.ledger).
+ACTION_TABLE = "actions"
 
 
 def changelog_topic(settings: Settings, table: str = BATON_TABLE) -> str:
@@ -35,6 +38,7 @@ def changelogs(settings: Settings) -> dict[str, int]:
     return {
         changelog_topic(settings, BATON_TABLE): settings.partitions,
         changelog_topic(settings, CUSTOMER_TABLE): 1,
+        changelog_topic(settings, ACTION_TABLE): settings.partitions,
     }
 
 
@@ -51,6 +55,7 @@ class TopicNames:
     memory_index: str
     handoffs: str
     decisions: str
+    actions: str
     # The output topics of the chain's stages of the shop's own: (stage name, full name).
     stages: tuple[tuple[str, str], ...] = ()
 
@@ -69,6 +74,7 @@ class TopicNames:
             memory_index=settings.topic(MEMORY_INDEX),
             handoffs=settings.topic(HANDOFFS),
             decisions=settings.topic(DECISIONS),
+            actions=settings.topic(ACTIONS),
             stages=tuple((role, settings.topic(name)) for role, name in own.items()),
         )
 
@@ -90,6 +96,7 @@ class TopicNames:
             self.memory_index,
             self.handoffs,
             self.decisions,
+            self.actions,
             *(name for _, name in self.stages),
         )
 

@@ -16,7 +16,7 @@ from baton_kafka.streams.kafka.faust_auth import broker_credentials
 from baton_kafka.streams.kafka.faust_consumer import seeking_consumer
 from baton_kafka.streams.kafka.faust_producer import IdempotentProducer, configured_producer
 from baton_kafka.streams.kafka.registry import register_contract
-from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.kafka.topics import ACTION_TABLE, TopicNames
 from baton_kafka.streams.observe import web
 from baton_kafka.streams.observe.dashboard import Recent
 from baton_kafka.streams.observe.lag import LagSampler
@@ -30,7 +30,7 @@ from baton_kafka.streams.runtime.clocks import ClockGauges
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.escalations import EscalationGauges
-from baton_kafka.streams.runtime.faust_io import FaustSink, FaustState
+from baton_kafka.streams.runtime.faust_io import FaustSessionTable, FaustSink, FaustState
 from baton_kafka.streams.runtime.own_stages import chain_for
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
@@ -38,7 +38,7 @@ from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
 from baton_kafka.streams.runtime.stage_context import STAGE_EVENTS
 from baton_kafka.streams.runtime.stages import Stage
 from baton_kafka.streams.runtime.table_store import store_settings
-from baton_kafka.streams.settings import Settings
+from baton_kafka.streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.app")
 
@@ -155,6 +155,42 @@ def close_on_shutdown(app: faust.App, orders: OrderSource) -> None:
     app.on_before_shutdown.connect(close, weak=False)
 
 
+def acting(
+    app: faust.App, settings: Settings, pipeline: Pipeline, sink: FaustSink, owns: Any
+) -> None:
+    """With ``BATON_EXECUTOR`` set: the agent that carries the actions out, its ledger table,
+    and a sweep of the unfinished ones (a restart or a rebalance left them)."""
+    from baton_kafka.streams.actions.choose import open_executor
+    from baton_kafka.streams.actions.ledger import Ledger
+    from baton_kafka.streams.actions.runner import Runner
+
+    try:
+        executor = open_executor(settings.executor)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    if executor is None:
+        return
+    table = FaustSessionTable(app, ACTION_TABLE, settings.partitions)
+    runner = Runner(executor, Ledger(table), pipeline.batons, pipeline.dead_letter, pipeline.store)
+    names = pipeline.topics
+
+    @app.agent(sink.topics[names.actions], name="act")
+    async def act(stream: Any) -> None:
+        async for event in stream.events():
+            await runner.handle(event.value, _source(event))
+
+    @app.timer(interval=settings.expiry_interval_s)
+    async def reconcile() -> None:
+        tried = await runner.sweep(owns)
+        if tried:
+            log.info("reconciled %d unfinished actions", tried)
+
+    async def close(sender: Any, /, *_: Any, signal: Any, **__: Any) -> None:
+        await executor.close()
+
+    app.on_before_shutdown.connect(close, weak=False)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -184,7 +220,7 @@ def create_app(
     names = TopicNames.of(settings, chain)
     sources = frozenset({names.tickets, *(names.role(chain.source_role(s)) for s in chain)})
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
-        sources | {names.memory_index, names.decisions},
+        sources | {names.memory_index, names.decisions, names.actions},
         fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
         options=settings.kafka_client.consumer,
     )
@@ -322,5 +358,6 @@ def create_app(
 
     for stage in chain:
         stage_agent(stage)
+    acting(app, settings, pipeline, sink, owns)
 
     return Runtime(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)

@@ -18,6 +18,7 @@ from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
 from baton_kafka.schemas.decision import ON_OFFER, Decision
 from baton_kafka.schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
+from baton_kafka.streams.actions.publish import publish
 from baton_kafka.streams.observe.observer import Observer
 from baton_kafka.streams.observe.shown import shown
 from baton_kafka.streams.runtime import dead_letters
@@ -72,6 +73,8 @@ class Decisions:
     unfinished: Callable[[Ticket], str | None]
     index: CustomerIndex
     oldest: timedelta = field(default=timedelta(days=1))
+    # Where an approved offer's actions go, written with the decision's reply (empty: nowhere).
+    actions_topic: str = ""
 
     async def handle(
         self, value: bytes | None, source: Source, headers: Headers | None = None
@@ -181,6 +184,8 @@ class Decisions:
             sent = Reply.model_validate_json(reply)
             if not (resumed and await self._on_topic(sent, decision.decision_id)):
                 await self.sink.send(self.replies_topic, sent.session_id, reply.encode())
+            since = sent.replied_at - REPLY_SCAN_MARGIN if resumed else None
+            await publish(self.sink, self.actions_topic, sent, since)
             baton = people.delivered(baton, decision.decision_id)
             await self.batons.save_durably(baton)
         if sent is not None:

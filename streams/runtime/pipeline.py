@@ -148,6 +148,7 @@ class Pipeline(Intake):
             self.redelivery.unfinished,
         )
         self.redelivery.parked = self.escalations.arm
+        self.redelivery.actions_topic = self.topics.actions
         self.refusals = Refusals(self.settings.refusals_per_minute)
         # People's decisions (support.decisions): applied between the session's tickets.
         self.people = decisions.Decisions(
@@ -164,7 +165,10 @@ class Pipeline(Intake):
             self.dead_letter,
             self.redelivery.unfinished,
             self.index,
-            people_replays.max_age(self.settings.decision_max_age_s, self.settings.session_ttl_s),
+            oldest=people_replays.max_age(
+                self.settings.decision_max_age_s, self.settings.session_ttl_s
+            ),
+            actions_topic=self.topics.actions,
         )
 
     def source_topic(self, stage: Stage[Any]) -> str:

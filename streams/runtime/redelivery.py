@@ -13,6 +13,7 @@ from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import Reply, StageName, Ticket
 from baton_kafka.schemas.stages import StageRecord
+from baton_kafka.streams.actions.publish import publish
 from baton_kafka.streams.observe.observer import Observer
 from baton_kafka.streams.runtime.batons import BatonStore
 from baton_kafka.streams.runtime.bursts import coalesced, is_coalesced
@@ -46,6 +47,8 @@ class Redelivery:
     answering: Callable[[str], Awaitable[None]] | None = None
     # Called with the baton a reply parked on an offer waiting for approval (its deadline).
     parked: Callable[[Baton], None] | None = None
+    # Where an approved offer's actions go, written with the reply (empty: nowhere).
+    actions_topic: str = ""
 
     def entry(self, ticket: Ticket) -> InFlight | None:
         """The ticket's entry in flight, if its session's baton holds one."""
@@ -131,6 +134,7 @@ class Redelivery:
             await self.sink.send(self.replies_topic, reply.session_id, dumps(other))
         if handoff is not None:
             await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
+        await publish(self.sink, self.actions_topic, reply)
         return await self._answered(reply, baton)
 
     async def resume(self, entry: InFlight, baton: Baton) -> tuple[Reply, Baton]:
@@ -162,6 +166,7 @@ class Redelivery:
                 await self.sink.send(self.replies_topic, reply.session_id, dumps(other))
         if entry.handoff is not None:
             await self._resume_packet(entry.handoff, reply, since)
+        await publish(self.sink, self.actions_topic, reply, since)
         return reply, await self._answered(reply, baton)
 
     async def _answering(self, reply: Reply) -> None:

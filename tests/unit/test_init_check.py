@@ -126,6 +126,7 @@ def test_check_prints_one_line_per_check_and_fails_on_a_failure(
         "cache": "ok",
         "stages": "ok",
         "orders": "ok",
+        "executor": "ok",
         "broker": "FAIL",
         "model": "FAIL",
         "limits": "ok",

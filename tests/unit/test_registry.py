@@ -25,7 +25,7 @@ from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.schemas import Reply, dumps
 from baton_kafka.schemas.contracts import FRAMED, TOPICS, asyncapi, json_schema
 from baton_kafka.schemas.framing import VALUE_SCHEMA_ID_HEADER, frame, header_ref, unframe
-from baton_kafka.schemas.topics import DEAD_LETTERS, HANDOFFS, MEMORY_INDEX, REPLIES, ROLES
+from baton_kafka.schemas.topics import ACTIONS, DEAD_LETTERS, HANDOFFS, MEMORY_INDEX, REPLIES, ROLES
 from baton_kafka.streams.kafka.client import Message
 from baton_kafka.streams.kafka.registry import (
     OUTPUTS,
@@ -113,7 +113,12 @@ def test_outputs_are_registered_backward_compatible_under_the_topic_name_strateg
         ids = register_contract(settings)
         again = register_contract(settings)
     assert ids == again
-    outputs = {"ns.support.replies", "ns.support.handoffs", "ns.support.dead-letters"}
+    outputs = {
+        "ns.support.replies",
+        "ns.support.handoffs",
+        "ns.support.dead-letters",
+        "ns.support.actions",
+    }
     assert set(ids) == outputs
     state = server.state
     assert state.compatibility == {f"{topic}-value": "BACKWARD" for topic in outputs}
@@ -129,7 +134,7 @@ def test_every_topic_baton_writes_for_others_is_registered_and_framed() -> None:
     internal = {ROLES[role] for role in BUILTIN.internal_roles()} | {MEMORY_INDEX}
     written = {topic for topic, (_, _, writer, _) in TOPICS.items() if writer == "baton"}
     assert set(FRAMED) == written - internal
-    assert set(OUTPUTS) == set(FRAMED) == {REPLIES, HANDOFFS, DEAD_LETTERS}
+    assert set(OUTPUTS) == set(FRAMED) == {REPLIES, HANDOFFS, DEAD_LETTERS, ACTIONS}
     # The AsyncAPI document says where the schema id is, on those topics only.
     doc = asyncapi()
     messages = doc["components"]["messages"]
@@ -165,7 +170,8 @@ def _objects(schema: Any, path: str = "#") -> Iterator[tuple[str, dict[str, Any]
 def test_every_record_object_of_a_registered_schema_is_closed(record: str) -> None:
     schema = orjson.loads(schema_text(record))
     models = [(p, o) for p, o in _objects(schema) if "properties" in o]
-    assert len(models) > 1 and any(p.startswith("#/$defs/") for p, _ in models)
+    # A record of its own fields only (an action) has no nested models to close.
+    assert models and (len(models) == 1 or any(p.startswith("#/$defs/") for p, _ in models))
     still_open = [p for p, o in models if o.get("additionalProperties") is not False]
     assert not still_open, f"{record}: open content models at {still_open}"
     # Maps keep their values' schema: a reply's timings and the shop's stages' results.
@@ -352,7 +358,11 @@ def test_the_test_registry_judges_backward_compatibility_by_confluent_s_rules(
 def test_connect_format_dead_letters_are_not_registered() -> None:
     with registry_server() as server:
         settings = Settings(schema_registry_url=server.url, dead_letter_format="connect")
-        assert set(register_contract(settings)) == {"support.replies", "support.handoffs"}
+        assert set(register_contract(settings)) == {
+            "support.replies",
+            "support.handoffs",
+            "support.actions",
+        }
     assert "support.dead-letters-value" not in server.state.subjects
 
 

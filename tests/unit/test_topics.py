@@ -118,6 +118,7 @@ def test_changelogs_are_compacted_and_sized_like_their_tables() -> None:
     assert changelogs(settings) == {
         "baton-ns-batons-changelog": 6,
         "baton-ns-customers-changelog": 1,
+        "baton-ns-actions-changelog": 6,
     }
     assert topic_configs(settings, "baton-ns-batons-changelog") == {
         "cleanup.policy": "compact",

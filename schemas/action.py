@@ -1,0 +1,127 @@
+"""An action: one approved offer line to carry out on the shop's systems, on ``support.actions``."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from baton_kafka.schemas.records import SCHEMA_VERSION, OfferLine, Reply, utcnow
+
+KEY_CHARS = 40
+
+
+def idempotency_key(session_id: str, ticket_id: str, index: int, line: OfferLine) -> str:
+    """The action's key, the same on every retry: session, ticket, the line's place and what
+    it is for (never its amount, so a retry with a rounded amount is still the same action)."""
+    parts = (session_id, ticket_id, str(index), line.kind, line.order_id, line.item or "")
+    digest = hashlib.sha256(b"baton-action\0" + "\0".join(parts).encode()).hexdigest()
+    return f"bt-{digest[: KEY_CHARS - 3]}"
+
+
+class Action(BaseModel):
+    """One line of an approved offer to carry out, once (key: session_id)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Record layout version.")
+    idempotency_key: str = Field(
+        description="Derived from the session, the ticket and the line: every retry of this "
+        "action carries it, and the shop's system is asked to do it at most once under it."
+    )
+    session_id: str = Field(description="The session it belongs to (also the record key).")
+    customer_id: str | None = Field(default=None, description="The customer, if known.")
+    ticket_id: str = Field(description="The ticket whose reply promised the offer.")
+    decision_id: str | None = Field(
+        default=None,
+        description="The person's decision that approved the offer; null when the offer was "
+        "within the policy without one.",
+    )
+    line: int = Field(ge=0, description="The line's place in the offer, from 0.")
+    kind: str = Field(description="The remedy: refund, compensation, exchange, cancellation, ...")
+    order_id: str = Field(description="The order it is for.")
+    item: str | None = Field(
+        default=None, description="The item of a multi-item order it is for; null: the order."
+    )
+    amount: float | None = Field(default=None, ge=0, description="The money, if any.")
+    currency: str | None = Field(default=None, description="The amount's currency.")
+    channel: str | None = Field(
+        default=None, description="Where the money goes: original_payment, store_credit, ..."
+    )
+    policy_version: str | None = Field(
+        default=None, description="Hash of the policy file the offer was checked against."
+    )
+    requested_at: datetime = Field(
+        default_factory=utcnow, description="When the reply that promised it was written."
+    )
+
+    def offer_line(self) -> OfferLine:
+        """The offer line the action carries out."""
+        return OfferLine(
+            kind=self.kind,
+            order_id=self.order_id,
+            item=self.item,
+            amount=self.amount,
+            currency=self.currency,
+            channel=self.channel,
+        )
+
+
+def actions_of(reply: Reply) -> list[Action]:
+    """One action per line of the reply's offer when it is approved and promised; none
+    otherwise (an offer waiting for a person, a reply handed to a person, no offer)."""
+    offer = reply.offer
+    # As the session's ledger of what was offered: a handed-off reply promised nothing.
+    if offer is None or offer.state != "approved" or reply.status == "handoff":
+        return []
+    return [
+        Action(
+            idempotency_key=idempotency_key(reply.session_id, reply.ticket_id, n, line),
+            session_id=reply.session_id,
+            customer_id=reply.customer_id,
+            ticket_id=reply.ticket_id,
+            decision_id=reply.decision_id,
+            line=n,
+            kind=line.kind,
+            order_id=line.order_id,
+            item=line.item,
+            amount=line.amount,
+            currency=line.currency,
+            channel=line.channel,
+            policy_version=reply.policy_version,
+            requested_at=reply.replied_at,
+        )
+        for n, line in enumerate(offer.lines)
+    ]
+
+
+ActionState = Literal["requested", "sent", "confirmed", "failed", "needs_person"]
+FINAL: frozenset[str] = frozenset({"confirmed", "failed", "needs_person"})
+
+
+class LedgerEntry(BaseModel):
+    """What is known of one action, bound to its session; kept in the session's ledger row."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    action: Action = Field(description="The action, as it was requested.")
+    state: ActionState = Field(
+        description="requested: not sent yet; sent: sent, the answer not known or not final; "
+        "confirmed: the shop's system did it; failed: it refused it; needs_person: baton "
+        "cannot carry it out, a person does."
+    )
+    remote_id: str | None = Field(default=None, description="The shop's system's reference.")
+    attempts: int = Field(default=0, ge=0, description="Requests sent for it so far.")
+    detail: str = Field(default="", description="The last answer or problem, readable.")
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def idempotency_key(self) -> str:
+        return self.action.idempotency_key
+
+    @classmethod
+    def of(cls, action: Action) -> LedgerEntry:
+        """A new entry: the action requested."""
+        return cls(action=action, state="requested")

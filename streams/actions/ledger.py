@@ -1,0 +1,47 @@
+"""The ledger: each session's actions and their states, one durable table row per session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+
+from baton_kafka.schemas.action import FINAL, Action, LedgerEntry
+from baton_kafka.streams.runtime.batons import SessionTable
+
+
+class Ledger:
+    """Entries by idempotency key inside the row of their session (key: session_id), so the
+    row lives in the changelog partition of the session's actions and moves with them.
+    Every write is durable (acknowledged by the changelog) before it returns."""
+
+    def __init__(self, table: SessionTable) -> None:
+        self.table = table
+
+    def row(self, session_id: str) -> dict[str, LedgerEntry]:
+        """The session's entries by idempotency key."""
+        raw = self.table.get(session_id)
+        if raw is None:
+            return {}
+        return {k: LedgerEntry.model_validate(v) for k, v in orjson.loads(raw).items()}
+
+    def get(self, action: Action) -> LedgerEntry | None:
+        return self.row(action.session_id).get(action.idempotency_key)
+
+    async def save(self, entry: LedgerEntry) -> None:
+        """Record ``entry`` in its session's row, durably."""
+        row = self.row(entry.action.session_id)
+        row[entry.idempotency_key] = entry
+        data = {k: e.model_dump(mode="json") for k, e in row.items()}
+        await self.table.put_durably(entry.action.session_id, orjson.dumps(data))
+
+    def open(self, mine: Callable[[str], bool] = lambda _: True) -> list[LedgerEntry]:
+        """The entries not final of the sessions ``mine`` owns, oldest first."""
+        found = [
+            e
+            for session, _ in self.table.items()
+            if mine(session)
+            for e in self.row(session).values()
+            if e.state not in FINAL
+        ]
+        return sorted(found, key=lambda e: e.action.requested_at)

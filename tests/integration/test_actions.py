@@ -1,0 +1,188 @@
+"""An approved refund is carried out exactly once by real worker processes against a real
+payments server on loopback: through a kill -9 between send and confirm (reconciled, not
+resent) and a 500 after the server committed (looked up, not resent), on both brokers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from baton_kafka.schemas.action import Action, LedgerEntry
+from tests.fixtures import delivery
+from tests.fixtures.data import KETTLE, days_ago, jacket, order, ticket_record
+from tests.fixtures.deployments import Deployment
+from tests.fixtures.paths import ROOT
+from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments
+
+__all__ = ["payments"]
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+WORDS = "My kettle is leaking, I want a refund."
+ALPINE = ROOT / "examples/shops/alpine/policy.toml"
+KEYS = "k1:a-signing-secret-of-32-characters"
+JACKET = jacket("c-ana")
+
+
+def kettle(customer: str) -> object:
+    return order(
+        f"{customer}-K",
+        customer=customer,
+        product_name=KETTLE,
+        amount=39.9,
+        ordered_at=days_ago(20),
+        delivered_at=days_ago(17),
+    )
+
+
+def with_executor(d: Deployment, payments: Payments, tmp: Path, timeout_s: float = 2.0) -> None:
+    path = tmp / "executor.json"
+    path.write_bytes(orjson.dumps(mapped(SHOPIFY_MAP, payments.base(), timeout_s=timeout_s)))
+    d.env_extra.update(BATON_EXECUTOR=str(path), SHOP_ADMIN_TOKEN=TOKEN)
+
+
+async def until(check: Callable[[], bool], what: str, d: Deployment, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            logs = "\n".join(w.tail_log() for w in d.workers)
+            raise AssertionError(f"timed out waiting for {what}\n{logs}")
+        await asyncio.sleep(0.2)
+
+
+async def ledger(d: Deployment, want: int) -> dict[str, LedgerEntry]:
+    """The newest entry of every action in the ledger's changelog, once ``want`` are final."""
+    consumer = d.reader(f"baton-{d.namespace}-actions-changelog")
+    await consumer.start()
+    entries: dict[str, LedgerEntry] = {}
+    deadline = time.monotonic() + 60
+    try:
+        while sum(e.state == "confirmed" for e in entries.values()) < want:
+            assert time.monotonic() < deadline, f"ledger: {entries}"
+            batch = await consumer.getmany(timeout_ms=300)
+            for records in batch.values():
+                for r in records:
+                    if r.value:
+                        for key, raw in orjson.loads(r.value).items():
+                            entries[key] = LedgerEntry.model_validate(raw)
+    finally:
+        await consumer.stop()
+    return entries
+
+
+async def actions(d: Deployment, n: int) -> list[Action]:
+    records = await d.read("support.actions", lambda vs: len(vs) >= n)
+    return [Action.model_validate_json(v) for v, _ in records]
+
+
+def report(name: str, d: Deployment, payments: Payments, requested: int, final: dict) -> None:
+    confirmed = sum(e.state == "confirmed" for e in final.values())
+    delivery.figures(
+        f"{name}, {d.broker.kind}",
+        actions_requested=requested,
+        executed_on_server=payments.executed(),
+        duplicates_on_server=payments.duplicates(),
+        lost=requested - payments.executed(),
+        ledger_confirmed=confirmed,
+        posts=payments.posts,
+        lookups=payments.lookups,
+    )
+
+
+async def test_an_approved_refund_is_executed_exactly_once(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    with_executor(d, payments, tmp_path)
+    d.import_orders([kettle(f"c-{n}") for n in range(3)])
+    d.start_worker()
+    await d.publish_tickets(
+        [ticket_record(f"t{n}-{d.namespace}", f"s-{n}", f"c-{n}", WORDS) for n in range(3)]
+    )
+    replies = await d.replies(3)
+    assert all(r.offer is not None and r.offer.state == "approved" for r in replies), replies
+    requested = await actions(d, 3)
+    await until(lambda: payments.executed() >= 3, "three refunds", d)
+    final = await ledger(d, 3)
+    await asyncio.sleep(2)  # anything sent twice would arrive now
+    report("approved refunds", d, payments, len(requested), final)
+    assert len(requested) == 3 and payments.executed() == 3 and payments.duplicates() == 0
+    assert {e.remote_id for e in final.values()} == {str(r["id"]) for r in payments.refunds}
+    assert {r["note"] for r in payments.refunds} == {a.idempotency_key for a in requested}
+
+
+async def test_a_worker_killed_between_send_and_confirm_is_reconciled_not_resent(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    # The server commits, then answers after 60 s: the worker is killed while it waits.
+    payments.slow_s = 60.0
+    payments.honour_keys = False
+    payments.fail_next("slow")
+    with_executor(d, payments, tmp_path, timeout_s=90.0)
+    d.import_orders([kettle("c-k")])
+    worker = d.start_worker()
+    await d.publish_tickets([ticket_record(f"t-{d.namespace}", "s-k", "c-k", WORDS)])
+    await until(lambda: payments.executed() == 1, "the refund committed", d)
+    worker.kill()
+    d.start_worker()
+    final = await ledger(d, 1)
+    await asyncio.sleep(2)
+    requested = await actions(d, 1)
+    report("kill -9 between send and confirm", d, payments, len(requested), final)
+    assert (payments.posts, payments.executed(), payments.duplicates()) == (1, 1, 0)
+    assert payments.lookups >= 1
+    [entry] = final.values()
+    assert entry.remote_id == str(payments.refunds[0]["id"]) and entry.attempts == 1
+
+
+async def test_a_500_after_the_commit_is_looked_up_not_resent(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    payments.honour_keys = False
+    payments.fail_next("error")
+    with_executor(d, payments, tmp_path)
+    d.import_orders([kettle("c-e")])
+    d.start_worker()
+    await d.publish_tickets([ticket_record(f"t-{d.namespace}", "s-e", "c-e", WORDS)])
+    final = await ledger(d, 1)
+    await asyncio.sleep(2)
+    requested = await actions(d, 1)
+    report("500 after commit", d, payments, len(requested), final)
+    assert (payments.posts, payments.executed(), payments.duplicates()) == (1, 1, 0)
+    assert payments.lookups == 1
+
+
+async def test_an_offer_approved_by_a_person_is_executed_once_and_a_parked_one_never(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    d.env_extra.update(BATON_POLICY=str(ALPINE), BATON_SIGNING_KEYS=KEYS)
+    with_executor(d, payments, tmp_path)
+    d.import_orders([JACKET])
+    d.start_worker()
+    t1 = f"t1-{d.namespace}"
+    await d.publish_tickets(
+        [ticket_record(t1, "s-park", "c-ana", "Please cancel my jacket order.")]
+    )
+    [held] = await d.replies(1)
+    assert held.offer is not None and held.offer.state == "needs_approval"
+    await asyncio.sleep(3)
+    assert payments.posts == 0  # parked: nothing is carried out
+    done = d.baton("decide", "s-park", t1, "approve", "--by", "ana", "--id", "d-1")
+    assert done.returncode == 0, done.stderr.decode()
+    await d.replies(2)
+    requested = await actions(d, 1)
+    money = [a for a in requested if a.amount]
+    assert money and all(a.decision_id == "d-1" for a in requested)
+    refunds = [a for a in requested if a.kind == "refund"]
+    final = await ledger(d, len(refunds)) if refunds else {}
+    await asyncio.sleep(2)
+    report("approved by a person", d, payments, len(refunds), final)
+    assert payments.executed() == len(refunds) and payments.duplicates() == 0
