@@ -58,6 +58,12 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
+    "baton_kafka.streams.actions": [
+        "Executor",
+        "ExecutorRefused",
+        "ExecutorUnavailable",
+        "Outcome",
+    ],
     "baton_kafka.agents.packs": [
         "LANGUAGES",
         "SHIPPED",
