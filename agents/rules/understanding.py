@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime
 from typing import cast, get_args
 
@@ -19,20 +18,21 @@ from baton_kafka.agents.rules.matching import (
 )
 from baton_kafka.agents.rules.phrases import (
     CLAUSE_EN,
-    CLAUSE_ZH,
     DEFAULT_DEMAND,
     DEMANDS,
     EARLIER,
-    GENERAL,
     NEWS,
     NOUN,
     PROBLEM_RX,
-    PROBLEMS,
     RETURN_LOGISTICS,
+    SIZE,
     hits,
-    is_chinese,
-    pad,
+    named,
     problem_key,
+    problem_label,
+    problem_predicate,
+    words,
+    written_in,
 )
 from baton_kafka.agents.rules.recall import known, resolve
 from baton_kafka.agents.rules.time_hints import day_of, extract_time_hint
@@ -45,39 +45,31 @@ DEMAND_NAMES = frozenset(get_args(Demand))
 
 
 def _core_problem(
-    zh: bool, product: str | None, problem: str, key: str | None, demand: str, previous: str | None
+    lang: str, product: str | None, problem: str, key: str | None, demand: str, previous: str | None
 ) -> str:
-    name = product[:120] if product else None
-    if zh:
-        clause = CLAUSE_ZH[demand]
-        if demand == "information" and previous in NOUN:
-            clause = f"想知道{NOUN[previous][1]}需要多久"
-        subject = name or "订单"
-        if key == "general":
-            return f"客户需要{pad(subject)}方面的帮助，{clause}。"
-        if key:
-            return f"客户的{pad(subject)}{PROBLEMS[key][4]}，{clause}。"
-        return f"客户的{pad(subject).rstrip()}出现问题（{problem[:120]}），{clause}。"
-    clause = CLAUSE_EN[demand]
+    """The understanding's one sentence in ``lang``: the product, its problem, the request."""
+    pack = words(lang)
+    core, clauses = pack["core"], pack["clauses"]
+    clause = clauses[demand]
     if demand == "information" and previous in NOUN:
-        clause = f"they want to know how long the {NOUN[previous][0]} will take"
-    subject = f"Customer's {name}" if name else "Customer's order"
+        clause = core["clause_how_long"].format(noun=pack["nouns"][previous])
+    thing = named(product[:120] if product else core["order_word"], lang)
     if key == "general":
-        return f"Customer needs help with their {name or 'order'} and {clause}."
+        return str(core["core_general"].format(thing=thing, clause=clause))
     if key:
-        return f"{subject} {PROBLEMS[key][3]} and {clause}."
-    return f"{subject} has a problem ({problem[:120]}) and {clause}."
-
-
-_SIZE = re.compile(r"(?:size|us|eu|uk)\s*(\d{1,2}(?:\.5)?)(?!\d)|(\d{2})\s*码")
+        predicate = problem_predicate(key, lang)
+        return str(core["core_known"].format(thing=thing, predicate=predicate, clause=clause))
+    return str(
+        core["core_unknown"].format(bare=thing.rstrip(), problem=problem[:120], clause=clause)
+    )
 
 
 def _by_size(message: str, names: list[str]) -> str | None:
     """The one order name with the size the message names ("size 9", "42码"), if only one."""
-    sizes = {a or b for a, b in _SIZE.findall(normalize(message).replace(" s ", "s "))}
+    sizes = {a or b for a, b in SIZE.findall(normalize(message).replace(" s ", "s "))}
     if not sizes:
         return None
-    fits = [n for n in names if sizes & {a or b for a, b in _SIZE.findall(normalize(n))}]
+    fits = [n for n in names if sizes & {a or b for a, b in SIZE.findall(normalize(n))}]
     return fits[0] if len(fits) == 1 else None
 
 
@@ -126,7 +118,7 @@ def _continued(facts: Facts, recalled: Recall) -> Demand:
 def understand_rules(facts: Facts) -> Understanding:
     """Read product, problem, demand and time from the message, the session and the orders."""
     message, session = facts.message, facts.session
-    norm, zh = normalize(message), is_chinese(message)
+    norm, lang = normalize(message), written_in(message)
     names = list(dict.fromkeys(n for o in facts.orders for n in o.products()))
     said = message
     mentions = mentioned_products(said)
@@ -182,14 +174,14 @@ def understand_rules(facts: Facts) -> Understanding:
         keys = [k for k in map(problem_key, raised) if k and k != "general"]
         key = keys[-1] if keys else None
     if key:
-        problem = PROBLEMS[key][4] if zh else PROBLEMS[key][2]
+        problem = problem_label(key, lang)
     elif session.problem and same_topic:
         problem, key = session.problem, problem_key(session.problem)
     elif returned is not None and returned.problem:
         # "Back to the blender": the problem raised about it then still stands.
         problem, key = returned.problem, problem_key(returned.problem)
     else:
-        problem, key = GENERAL[zh], "general"
+        problem, key = problem_label("general", lang), "general"
     demands = [d for d, rx in DEMANDS.items() if hits(rx, norm)]
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if not demands and past is not None:
@@ -227,7 +219,7 @@ def understand_rules(facts: Facts) -> Understanding:
         time_hint=time_hint,
         keywords=list(dict.fromkeys(keywords))[:8],
         language=language,
-        core_problem=_core_problem(zh, product, problem, key, demand, previous)[:400],
+        core_problem=_core_problem(lang, product, problem, key, demand, previous)[:400],
         refers_to_earlier=refers,
         risks=risk.scan(message, language, names),
     )
