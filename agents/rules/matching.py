@@ -114,7 +114,8 @@ def _compile_terms() -> tuple[_Term, ...]:
     for group in KINDS:
         for surface in group:
             norm = normalize(surface)
-            cjk = bool(_CJK_RE.search(norm))
+            # Han or kana: found as written, since such text does not space its words.
+            cjk = bool(_CJK_RE.search(norm)) or not _WORD_RE.search(norm)
             terms.append(_Term(group[0], surface, () if cjk else tuple(_words(norm)), cjk))
     # Longer terms first, so "电热水壶" is reported before "水壶".
     return tuple(sorted(terms, key=lambda t: -len(t.surface)))

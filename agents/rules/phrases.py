@@ -3,8 +3,10 @@ what customers write in each language and what it answers in it."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from baton_kafka.agents import packs
@@ -49,26 +51,61 @@ def _bounded(words: Mapping[str, Any], pattern: str) -> str:
     return f"(?<!{boundary})(?:{pattern})(?!{boundary})" if boundary else pattern
 
 
-def _union(section: str, key: str, bounded: bool = True) -> re.Pattern[str]:
-    """One pattern for ``section.key`` in every language, each bounded by its own word class."""
-    parts = []
-    for by_language in _packs().values():
-        pattern = by_language.get(section, {}).get(key)
-        if pattern:
-            parts.append(_bounded(by_language, pattern) if bounded else pattern)
+# English and Chinese are read in every text (names, mixed text); another language's words only
+# in a text written in it, so the other packs never change how English or Chinese is read.
+ALWAYS = ("en", "zh")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The patterns a text is read with: its language's, English's and Chinese's, as one."""
+
+    problems: dict[str, re.Pattern[str]]
+    demands: dict[Demand, re.Pattern[str]]
+    news: re.Pattern[str]
+    negated: re.Pattern[str]
+    earlier: re.Pattern[str]
+    return_logistics: re.Pattern[str]
+    size: re.Pattern[str]
+
+
+def _join(parts: list[str]) -> re.Pattern[str]:
     return re.compile("|".join(parts) if parts else "(?!)")
 
 
-PROBLEM_RX = {
-    key: re.compile(
-        "|".join(
-            _bounded(p, p["problems"][key]["words"])
-            for p in _packs().values()
-            if p.get("problems", {}).get(key, {}).get("words")
-        )
+@functools.cache
+def reading(language: str) -> Reading:
+    """The patterns of ``language`` with English's and Chinese's (only those for en and zh)."""
+    by_language = _packs()
+    chosen = [
+        by_language[lang] for lang in dict.fromkeys((*ALWAYS, language)) if lang in by_language
+    ]
+
+    def union(section: str, key: str, bounded: bool = True) -> re.Pattern[str]:
+        found = [(p, p.get(section, {}).get(key)) for p in chosen]
+        return _join([_bounded(p, x) if bounded else x for p, x in found if x])
+
+    def problem(key: str) -> re.Pattern[str]:
+        found = [(p, p.get("problems", {}).get(key, {}).get("words")) for p in chosen]
+        return _join([_bounded(p, x) for p, x in found if x])
+
+    before = "|".join(
+        p["patterns"]["size_before"] for p in chosen if p["patterns"].get("size_before")
     )
-    for key in PROBLEM_ORDER
-}
+    after = "|".join(p["patterns"]["size_after"] for p in chosen if p["patterns"].get("size_after"))
+    return Reading(
+        problems={key: problem(key) for key in PROBLEM_ORDER},
+        demands={d: union("demands", d) for d in DEMAND_ORDER},
+        news=union("patterns", "news"),
+        negated=union("patterns", "negated", bounded=False),
+        earlier=union("patterns", "earlier"),
+        return_logistics=union("patterns", "return_logistics", bounded=False),
+        size=re.compile(rf"(?:{before})\s*(\d{{1,2}}(?:\.5)?)(?!\d)|(\d{{2}})\s*(?:{after})"),
+    )
+
+
+_BOTH = reading("en")
+PROBLEM_RX = _BOTH.problems
 
 
 def problem_label(key: str, language: str) -> str:
@@ -114,10 +151,10 @@ PROBLEM_BY_LABEL.update({label: key for key, row in PROBLEMS.items() for label i
 SAFETY = ("fire", "shock")
 DELIVERY = ("not_delivered", "late")
 
-DEMANDS: dict[Demand, re.Pattern[str]] = {d: _union("demands", d) for d in DEMAND_ORDER}
+DEMANDS = _BOTH.demands
 # Asking for news with no request of its own: it continues what was asked before, if anything.
-NEWS = _union("patterns", "news")
-NEGATED = _union("patterns", "negated", bounded=False)
+NEWS = _BOTH.news
+NEGATED = _BOTH.negated
 # Longer than any negation NEGATED matches in normalized text, where every run of spaces is a
 # single space: the longest, "rather than want the ", has 21 characters.
 NEGATION_REACH = 32
@@ -129,22 +166,10 @@ DEFAULT_DEMAND: dict[str, Demand] = {
     "overheat": "exchange", "refund_missing": "information", "display": "repair",
     "coming_apart": "exchange", "no_heat": "repair",
 }  # fmt: skip
-EARLIER = _union("patterns", "earlier")
-RETURN_LOGISTICS = _union("patterns", "return_logistics", bounded=False)
-
-
-def _sizes() -> re.Pattern[str]:
-    before = "|".join(
-        p["patterns"]["size_before"] for p in _packs().values() if p["patterns"].get("size_before")
-    )
-    after = "|".join(
-        p["patterns"]["size_after"] for p in _packs().values() if p["patterns"].get("size_after")
-    )
-    return re.compile(rf"(?:{before})\s*(\d{{1,2}}(?:\.5)?)(?!\d)|(\d{{2}})\s*(?:{after})")
-
-
-# A size the message names ("size 9", "42码", "Größe 42"): the number in group 1 or 2.
-SIZE = _sizes()
+EARLIER = _BOTH.earlier
+RETURN_LOGISTICS = _BOTH.return_logistics
+# A size the message names ("size 9", "42码"): the number in group 1 or 2.
+SIZE = _BOTH.size
 CLAUSE_EN: dict[str, str] = dict(_EN["clauses"])
 # The remedies whose duration a follow-up asks about.
 NOUN = {key: (_EN["nouns"][key], _ZH["nouns"][key]) for key in _EN["nouns"]}
@@ -168,7 +193,7 @@ def written_in(text: str) -> str:
     return "zh" if is_chinese(text) else "en"
 
 
-def hits(rx: re.Pattern[str], norm: str) -> list[str]:
+def hits(rx: re.Pattern[str], norm: str, negated: re.Pattern[str] = NEGATED) -> list[str]:
     """What ``rx`` finds in normalized text, leaving out negated finds ("not a refund").
 
     Only the ``NEGATION_REACH`` characters before a find can negate it, so the scan is linear
@@ -177,7 +202,7 @@ def hits(rx: re.Pattern[str], norm: str) -> list[str]:
     return [
         m.group(0)
         for m in rx.finditer(norm)
-        if not NEGATED.search(norm, max(0, m.start() - NEGATION_REACH), m.start())
+        if not negated.search(norm, max(0, m.start() - NEGATION_REACH), m.start())
     ]
 
 
@@ -187,8 +212,8 @@ def problem_key(text: str | None) -> str | None:
         return None
     if text in PROBLEM_BY_LABEL:
         return PROBLEM_BY_LABEL[text]
-    norm = normalize(text)
-    return next((key for key, rx in PROBLEM_RX.items() if rx.search(norm)), None)
+    norm, problems = normalize(text), reading(written_in(text)).problems
+    return next((key for key, rx in problems.items() if rx.search(norm)), None)
 
 
 def pad(name: str) -> str:
@@ -200,6 +225,6 @@ def pad(name: str) -> str:
     return f"{edge(name[:1])}{name}{edge(name[-1:])}"
 
 
-def named(name: str, language: str) -> str:
+def name_in(name: str, language: str) -> str:
     """``name`` as a sentence of ``language`` writes it: padded where the pack says so."""
     return pad(name) if words(language).get("pad_names") else name

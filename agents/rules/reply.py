@@ -12,7 +12,7 @@ from baton_kafka.agents.rules.matching import product_score
 from baton_kafka.agents.rules.phrases import (
     DELIVERY,
     NOUN,
-    named,
+    name_in,
     problem_key,
     problem_predicate,
     words,
@@ -284,7 +284,7 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
         issue = problem_predicate(key, lang)
     else:
         issue = texts["issue_unknown"].format(problem=u.problem[:80])
-    shown = named(what, lang)
+    shown = name_in(what, lang)
     parts = [texts["sorry"].format(what=shown, issue=issue)]
     if key == "general":
         parts = [texts["thanks"].format(what=shown)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from typing import cast, get_args
 
@@ -19,18 +20,13 @@ from baton_kafka.agents.rules.matching import (
 from baton_kafka.agents.rules.phrases import (
     CLAUSE_EN,
     DEFAULT_DEMAND,
-    DEMANDS,
-    EARLIER,
-    NEWS,
     NOUN,
-    PROBLEM_RX,
-    RETURN_LOGISTICS,
-    SIZE,
     hits,
-    named,
+    name_in,
     problem_key,
     problem_label,
     problem_predicate,
+    reading,
     words,
     written_in,
 )
@@ -53,7 +49,7 @@ def _core_problem(
     clause = clauses[demand]
     if demand == "information" and previous in NOUN:
         clause = core["clause_how_long"].format(noun=pack["nouns"][previous])
-    thing = named(product[:120] if product else core["order_word"], lang)
+    thing = name_in(product[:120] if product else core["order_word"], lang)
     if key == "general":
         return str(core["core_general"].format(thing=thing, clause=clause))
     if key:
@@ -64,12 +60,12 @@ def _core_problem(
     )
 
 
-def _by_size(message: str, names: list[str]) -> str | None:
+def _by_size(message: str, names: list[str], size: re.Pattern[str]) -> str | None:
     """The one order name with the size the message names ("size 9", "42码"), if only one."""
-    sizes = {a or b for a, b in SIZE.findall(normalize(message).replace(" s ", "s "))}
+    sizes = {a or b for a, b in size.findall(normalize(message).replace(" s ", "s "))}
     if not sizes:
         return None
-    fits = [n for n in names if sizes & {a or b for a, b in SIZE.findall(normalize(n))}]
+    fits = [n for n in names if sizes & {a or b for a, b in size.findall(normalize(n))}]
     return fits[0] if len(fits) == 1 else None
 
 
@@ -119,6 +115,7 @@ def understand_rules(facts: Facts) -> Understanding:
     """Read product, problem, demand and time from the message, the session and the orders."""
     message, session = facts.message, facts.session
     norm, lang = normalize(message), written_in(message)
+    read = reading(lang)
     names = list(dict.fromkeys(n for o in facts.orders for n in o.products()))
     said = message
     mentions = mentioned_products(said)
@@ -140,12 +137,12 @@ def understand_rules(facts: Facts) -> Understanding:
         alike = [n for n in names if fit[n] >= max(fit.values()) - 0.05]
         if len(alike) > 1:  # "the black one": the word only one of the alike products has
             product = distinct_name(said, alike) or product
-    sized = _by_size(message, names)
+    sized = _by_size(message, names, read.size)
     if sized and (product is None or product_score(product, sized) >= 0.5):
         product = sized  # "the size 10s": the one variant of the product with that size
     named = product is not None or bool(mentions)
     recalled = None if named else _recall(facts)
-    refers = not named and (recalled is not None or bool(EARLIER.search(norm)))
+    refers = not named and (recalled is not None or bool(read.earlier.search(norm)))
     past = next((e for e in facts.earlier if e.product), None) if refers else None
     if recalled is not None:
         past = None  # The clues chose an order; the latest session may be about another.
@@ -164,7 +161,7 @@ def understand_rules(facts: Facts) -> Understanding:
     ) or _discussed(facts, product)
     # A problem is read without the product names: a "Spark" sleeping bag is no fire.
     unnamed = normalize(risk.without_products(message, names).replace(risk.CUT, " "))
-    key = next((k for k, rx in PROBLEM_RX.items() if hits(rx, unnamed)), None)
+    key = next((k for k, rx in read.problems.items() if hits(rx, unnamed, read.negated)), None)
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
         key = problem_key(past.core_problem)
@@ -182,13 +179,18 @@ def understand_rules(facts: Facts) -> Understanding:
         problem, key = returned.problem, problem_key(returned.problem)
     else:
         problem, key = problem_label("general", lang), "general"
-    demands = [d for d, rx in DEMANDS.items() if hits(rx, norm)]
+    demands = [d for d, rx in read.demands.items() if hits(rx, norm, read.negated)]
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if not demands and past is not None:
-        demands = [d for d, rx in DEMANDS.items() if hits(rx, normalize(past.core_problem))]
+        past_norm = normalize(past.core_problem)
+        demands = [d for d, rx in read.demands.items() if hits(rx, past_norm, read.negated)]
     # What was agreed on about this product: its own topic's, when the session returns to it.
     agreed = returned.demand if returned is not None else previous
-    if demands == ["refund"] and agreed in ("exchange", "repair") and RETURN_LOGISTICS.search(norm):
+    if (
+        demands == ["refund"]
+        and agreed in ("exchange", "repair")
+        and read.return_logistics.search(norm)
+    ):
         # Shipping an item back is part of the exchange or repair already agreed on.
         demands = [cast(Demand, agreed)]
     if "information" in demands and previous in demands and previous != "information":
@@ -203,12 +205,12 @@ def understand_rules(facts: Facts) -> Understanding:
         if returned is not None and returned.demand in DEMAND_NAMES
         else cast(Demand, previous)
         if previous and (same_topic or not session.product)
-        else DEFAULT_DEMAND.get(key or "", "information" if NEWS.search(norm) else "other")
+        else DEFAULT_DEMAND.get(key or "", "information" if read.news.search(norm) else "other")
     )
     time_hint = extract_time_hint(message)
     keywords: list[str] = [*mentions]
-    for rx in (*PROBLEM_RX.values(), *DEMANDS.values()):
-        keywords += hits(rx, norm)
+    for rx in (*read.problems.values(), *read.demands.values()):
+        keywords += hits(rx, norm, read.negated)
     keywords += [time_hint] if time_hint else []
     keywords += content_words(message)
     language = customer_language(message, DEFAULT_LANGUAGES)
