@@ -14,7 +14,7 @@ import pytest
 
 from baton_kafka.agents.languages import customer_language
 from baton_kafka.agents.rules.offline import OfflineLLM
-from baton_kafka.agents.rules.phrases import words
+from baton_kafka.agents.rules.phrases import problem_key, reading, words
 from baton_kafka.schemas import Order, Reply, Ticket
 from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.pipeline import Pipeline
@@ -160,3 +160,54 @@ async def test_blind_corpus_per_language(tmp_path: Path) -> None:
 # against a product name that ends in the bare size, so the customer is asked which order.
 BLIND_WRONG_ORDERS = {"de": 0, "es": 1, "fr": 1, "ja": 0}
 BLIND_NOT_ANSWERED = {"de": 0, "es": 0, "fr": 0, "ja": 0}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem", "demand"),
+    [
+        ("Mein Aurora Wasserkocher leckt, ich möchte mein Geld zurück.", "leaking", "refund"),
+        (
+            "Ich möchte keine Erstattung, sondern einen Umtausch, er ist zu klein.",
+            "fit",
+            "exchange",
+        ),
+        ("Der Wasserkocher ist kaputt, bitte reparieren.", "broken", "repair"),
+        ("Mi hervidor gotea, quiero un reembolso.", "leaking", "refund"),
+        ("No quiero un reembolso, prefiero cambiarlo: es demasiado pequeño.", "fit", "exchange"),
+        ("Ma bouilloire fuit, je voudrais être remboursé.", "leaking", "refund"),
+        ("Pas de remboursement, je préfère un échange : elle est trop petite.", "fit", "exchange"),
+        ("ケトルから水漏れしています。返金してください。", "leaking", "refund"),
+        ("ケトルが壊れました。修理をお願いします。", "broken", "repair"),
+    ],
+)
+def test_each_language_is_read_into_its_problem_and_demand(
+    text: str, problem: str, demand: str
+) -> None:
+    from tests.unit.test_offline import _understand
+
+    u = _understand(text)
+    assert (problem_key(u.problem), u.demand) == (problem, demand), u
+    if any(
+        word in text.casefold() for word in ("wasserkocher", "hervidor", "bouilloire", "ケトル")
+    ):
+        assert u.product and "Kettle" in u.product, u  # the kettle in the customer's words
+
+
+def test_english_and_chinese_are_read_by_their_own_words_only() -> None:
+    """Another language's words never read an English or Chinese text."""
+    from tests.unit.test_offline import _understand
+
+    assert reading("en") == reading("zh")
+    assert reading("de").problems["broken"].pattern != reading("en").problems["broken"].pattern
+    assert problem_key("my kettle is kaputt") is None
+    assert problem_key("mein Wasserkocher ist kaputt") == "broken"
+    assert _understand("The kettle is late, says the tarde").demand == "information"
+
+
+def test_an_order_id_in_full_width_digits_is_the_orders() -> None:
+    from tests.unit.test_offline import ORDERS, _choose
+
+    oid = ORDERS[1].order_id
+    wide = oid.translate({ord(c): ord(c) + 0xFEE0 for c in "0123456789"})
+    assert wide != oid
+    assert _choose(f"注文番号：{wide} の件です。").order_id == oid
