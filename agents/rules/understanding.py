@@ -60,12 +60,20 @@ def _core_problem(
     )
 
 
+# A product name that ends in a bare number ("Trail Boots 41") names its size so.
+_LAST_NUMBER = re.compile(r"(?:^|\s)(\d{1,2})$")
+
+
+def _sizes_of(name: str, size: re.Pattern[str]) -> set[str]:
+    return {a or b for a, b in size.findall(name)} | set(_LAST_NUMBER.findall(name))
+
+
 def _by_size(message: str, names: list[str], size: re.Pattern[str]) -> str | None:
     """The one order name with the size the message names ("size 9", "42码"), if only one."""
     sizes = {a or b for a, b in size.findall(normalize(message).replace(" s ", "s "))}
     if not sizes:
         return None
-    fits = [n for n in names if sizes & {a or b for a, b in size.findall(normalize(n))}]
+    fits = [n for n in names if sizes & _sizes_of(normalize(n), size)]
     return fits[0] if len(fits) == 1 else None
 
 

@@ -90,6 +90,7 @@ def _tally(cases: list[dict[str, Any]], replies: dict[str, Reply]) -> dict[str, 
         tally["handed off"] += r.status != "answered"
         tally["wrong order"] += r.order_id != case["order_id"]
         tally["other language"] += not in_language
+        tally["not understood"] += _demand(r) == "other"
     return out
 
 
@@ -141,25 +142,35 @@ def test_every_pack_has_every_sentence_the_english_one_has(lang: str) -> None:
             assert said == set(re.findall(r"\{(\w+)\}", text)), (lang, section, key)
 
 
-async def test_blind_corpus_per_language(tmp_path: Path) -> None:
-    """Tickets written after the code, not tuned to: the figures are reported, and the floor
-    is what was measured when they were first run."""
-    cases = _cases("blind.jsonl")
+# Blind parts, written after the code and not tuned to, with what was measured when each was
+# first run: (wrong orders, not answered in language, requests not understood) per language.
+# blind.jsonl first had es 1 and fr 1 wrong orders ("mi frontal", "la pointure 41" against
+# "Boots 41") and the generic answer to "siguen sin llegar" and "j'attends toujours"; the packs
+# and the size reading were fixed after, so it is no longer blind and pins the fixed figures.
+# blind2.jsonl was written after those fixes.
+BLIND = {
+    "blind.jsonl": {"de": (0, 0, 0), "es": (0, 0, 0), "fr": (0, 0, 0), "ja": (0, 0, 0)},
+    # "la tienda 2P" is no tent to the rules (a "tienda" is also a shop): the customer is asked
+    # which order; three German requests ("einen neuen", "zurückbuchen", no shipping
+    # confirmation yet) get the "refund, exchange or repair?" answer.
+    "blind2.jsonl": {"de": (0, 0, 3), "es": (1, 0, 1), "fr": (0, 0, 0), "ja": (0, 0, 0)},
+}
+
+
+@pytest.mark.parametrize("name", BLIND)
+async def test_blind_corpus_per_language(tmp_path: Path, name: str) -> None:
+    """Tickets written after the code: the figures per language are held to what was measured."""
+    cases = _cases(name)
     replies, pipeline = await _replies(tmp_path, cases)
     assert dead_letters(pipeline) == []
     tally = _tally(cases, replies)
-    print({lang: dict(t) for lang, t in tally.items()})
+    print(name, {lang: dict(t) for lang, t in tally.items()})
     for lang, t in tally.items():
+        wrong, unanswered, generic = BLIND[name][lang]
         assert t["other language"] == 0, (lang, t)
-        assert t["wrong order"] <= BLIND_WRONG_ORDERS[lang], (lang, t)
-        assert t["answered in language"] >= t["tickets"] - BLIND_NOT_ANSWERED[lang], (lang, t)
-
-
-# Measured on the blind corpus when it was first run: in Spanish "mi frontal" names no product
-# kind the rules know, so a delivered order was taken; in French "la pointure 41" is not read
-# against a product name that ends in the bare size, so the customer is asked which order.
-BLIND_WRONG_ORDERS = {"de": 0, "es": 1, "fr": 1, "ja": 0}
-BLIND_NOT_ANSWERED = {"de": 0, "es": 0, "fr": 0, "ja": 0}
+        assert t["wrong order"] <= wrong, (lang, t)
+        assert t["answered in language"] >= t["tickets"] - unanswered, (lang, t)
+        assert t["not understood"] <= generic, (lang, t)
 
 
 @pytest.mark.parametrize(
