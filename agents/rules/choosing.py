@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, date, datetime
 
 from baton_kafka.agents.prompts import Facts, OrderFact
@@ -37,7 +38,8 @@ def choose_rules(facts: Facts, now: datetime | None = None) -> OrderChoice:
     by_id = {o.order_id: o for o in facts.orders}
     if not by_id:
         return OrderChoice(order_id=None, reason="The customer has no candidate orders.")
-    lowered = facts.message.casefold()
+    # Full-width digits ("注文番号：５００４…") are the id's own: compared in NFKC.
+    lowered = unicodedata.normalize("NFKC", facts.message).casefold()
     named = [oid for oid in by_id if oid.casefold() in lowered]
     if named:
         return OrderChoice(order_id=named[0], reason=f"The message names order {named[0]}.")

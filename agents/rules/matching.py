@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from baton_kafka.agents import packs
 from baton_kafka.agents.languages import HAN
 
 FIND_THRESHOLD = 0.4
@@ -29,57 +30,19 @@ want need sent send back will that take what when where there them actually inst
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
-# Product kinds, English and Chinese terms; the first English term names the kind.
-KINDS: tuple[tuple[str, ...], ...] = (
-    ("kettle", "electric kettle", "水壶", "热水壶", "电水壶", "烧水壶", "电热水壶"),
-    ("headphones", "headphone", "earbud", "earphone", "headset", "airpods", "耳机", "耳麦"),
-    ("controller", "gamepad", "joystick", "joycon", "dualsense", "手柄", "游戏手柄"),
-    ("phone", "smartphone", "iphone", "cellphone", "手机"),
-    ("laptop", "notebook", "macbook", "笔记本", "笔记本电脑"),
-    ("vacuum", "vacuum cleaner", "hoover", "吸尘器", "扫地机", "扫地机器人"),
-    ("shoes", "shoe", "sneaker", "trainers", "鞋", "鞋子", "球鞋", "运动鞋"),
-    ("jacket", "coat", "parka", "外套", "夹克", "羽绒服", "冲锋衣", "风衣"),
-    ("watch", "smartwatch", "wristwatch", "手表", "智能手表"),
-    ("keyboard", "键盘"),
-    ("mouse", "mice", "鼠标"),
-    ("charger", "charging adapter", "power adapter", "充电器", "充电头"),
-    ("power bank", "powerbank", "充电宝", "移动电源"),
-    ("coffee machine", "coffee maker", "espresso machine", "咖啡机"),
-    ("blender", "juicer", "搅拌机", "破壁机", "料理机", "榨汁机"),
-    ("rice cooker", "电饭煲", "电饭锅"),
-    ("air fryer", "空气炸锅", "炸锅"),
-    ("monitor", "显示器"),
-    ("tablet", "ipad", "平板", "平板电脑"),
-    ("speaker", "soundbar", "音箱", "音响"),
-    ("camera", "webcam", "相机", "照相机", "摄像头"),
-    ("tv", "television", "电视", "电视机"),
-    ("fridge", "refrigerator", "冰箱"),
-    ("washing machine", "washer", "洗衣机"),
-    ("microwave", "微波炉"),
-    ("hair dryer", "hairdryer", "吹风机", "电吹风"),
-    ("toothbrush", "牙刷", "电动牙刷"),
-    ("router", "路由器"),
-    ("printer", "打印机"),
-    ("backpack", "bag", "背包", "书包"),
-    ("air purifier", "空气净化器"),
-    ("humidifier", "加湿器"),
-    ("fan", "电风扇", "风扇"),
-    ("console", "game console", "游戏机"),
-    ("mixer", "stand mixer", "hand mixer", "厨师机", "和面机", "打蛋器"),
-    ("tumbler", "travel mug", "thermos", "insulated cup", "保温杯", "水杯", "杯子"),
-    ("water bottle", "bottle", "flask", "水瓶"),
-    ("towel", "bath towel", "towel set", "毛巾", "浴巾"),
-    ("electric blanket", "heated blanket", "电热毯"),
-    ("heater", "space heater", "电暖器", "取暖器", "暖风机", "电暖气"),
-    ("e-reader", "ereader", "kindle", "电子书阅读器", "阅读器"),
-    ("bedding", "duvet cover", "bed sheets", "bedding set", "四件套", "床单", "被套"),
-    ("pillow", "枕头"),
-    ("shaver", "razor", "剃须刀", "刮胡刀"),
-    ("fitness tracker", "activity tracker", "fitbit", "手环"),
-    ("massage gun", "按摩枪", "筋膜枪"),
-    ("serum", "精华", "精华液"),
-    ("dutch oven", "cocotte", "casserole dish", "铸铁锅"),
-)
+
+def _kinds_table() -> tuple[tuple[str, ...], ...]:
+    """Each product kind's words in every language, its English name first (the packs' kinds)."""
+    groups: dict[str, list[str]] = {}
+    for words in packs.all_packs("offline").values():
+        for kind, terms in words.get("kinds", {}).items():
+            group = groups.setdefault(kind, [kind])
+            group += [t for t in terms if t not in group]
+    return tuple(tuple(group) for group in groups.values())
+
+
+# Product kinds: the words for each in every language; the first names the kind.
+KINDS: tuple[tuple[str, ...], ...] = _kinds_table()
 
 
 # The rules normalize one message many times (each product score, mention and phrase scan):
@@ -151,7 +114,8 @@ def _compile_terms() -> tuple[_Term, ...]:
     for group in KINDS:
         for surface in group:
             norm = normalize(surface)
-            cjk = bool(_CJK_RE.search(norm))
+            # Han or kana: found as written, since such text does not space its words.
+            cjk = bool(_CJK_RE.search(norm)) or not _WORD_RE.search(norm)
             terms.append(_Term(group[0], surface, () if cjk else tuple(_words(norm)), cjk))
     # Longer terms first, so "电热水壶" is reported before "水壶".
     return tuple(sorted(terms, key=lambda t: -len(t.surface)))

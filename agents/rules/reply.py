@@ -10,17 +10,13 @@ from baton_kafka.agents.policy import offer as offers
 from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact, persons_asked
 from baton_kafka.agents.rules.matching import product_score
 from baton_kafka.agents.rules.phrases import (
-    ACTIONS,
-    CHANNELS,
-    CLOSING,
     DELIVERY,
-    DEMAND_ACK,
     NOUN,
-    PROBLEMS,
-    REMEDY_NAMES,
-    STATUS,
-    pad,
+    name_in,
     problem_key,
+    problem_predicate,
+    words,
+    writes,
 )
 from baton_kafka.agents.rules.understanding import understand_rules
 from baton_kafka.schemas.records import OfferLine, Order
@@ -49,8 +45,8 @@ _INSTEAD: dict[str, tuple[str, ...]] = {
 }
 
 
-def _status(status: str, zh: bool) -> str:
-    return STATUS.get(status, (status, status))[zh]
+def _status(status: str, lang: str) -> str:
+    return str(words(lang)["status"].get(status, status))
 
 
 def _case(demand: str, previous: str | None, key: str | None, status: str) -> str:
@@ -73,15 +69,6 @@ def _case(demand: str, previous: str | None, key: str | None, status: str) -> st
         table = {"shipped": "in_transit", "paid": "not_shipped", "pending": "not_shipped"}
         return {**table, "lost": "refund_lost"}.get(status, "status")
     return "other"
-
-
-# The order store could not be read: the reply says so instead of claiming no order exists.
-STORE_UNAVAILABLE = (
-    "I could not check your order right now because our order system is temporarily "
-    "unavailable. A colleague will check it and get back to you; if you have the order number "
-    "at hand, please send it.",
-    "我们的订单系统暂时无法访问，目前无法核实您的订单。同事会尽快核实后回复您；如方便，请提供订单号。",
-)
 
 
 def _as_order(o: OrderFact) -> Order:
@@ -168,7 +155,7 @@ def _decide_case(
 
 def _action(
     case: str,
-    zh: bool,
+    lang: str,
     oid: str | None,
     order: OrderFact | None,
     what: str,
@@ -176,58 +163,53 @@ def _action(
     lines: list[OfferLine],
     wanted: str,
 ) -> str:
+    """The sentence of ``case`` in ``lang``, its amounts and channels from the offer ``lines``."""
+    pack = words(lang)
+    texts = pack["texts"]
     paid = next((line for line in lines if line.kind == "refund"), None)
     comp = next((line for line in lines if line.kind == "compensation"), None)
     money = (
         f"{(paid.amount if paid and paid.amount is not None else order.amount):.2f} "
         f"{order.currency}"
         if order
-        else ("实付金额" if zh else "the amount paid")
+        else texts["amount_paid"]
     )
     kind = _REMEDIES.get(case, (case.removeprefix("time_"),))[-1]
     if case == "investigate":
         kind = "investigation"
     carrier = ""
     if order and order.carrier:
-        tracking = f", tracking number {order.tracking_no}" if order.tracking_no else ""
-        carrier = (
-            f"（{order.carrier} {order.tracking_no or ''}）"
-            if zh
-            else f" with {order.carrier}{tracking}"
+        no = order.tracking_no or ""
+        tracking = texts["tracking"].format(tracking_no=no) if no else ""
+        carrier = texts["carrier"].format(carrier=order.carrier, tracking=tracking, tracking_no=no)
+    channel = pack["channels"].get(comp.channel or "", "") if comp else ""
+    template = texts["store_unavailable"] if case == "store_unavailable" else pack["actions"][case]
+    return str(
+        template.format(
+            oid=oid,
+            what=what,
+            money=money,
+            comp=f"{comp.amount:.2f} {order.currency}" if comp and order else "",
+            channel=channel or (comp.channel if comp else ""),
+            carrier=carrier,
+            status=_status(order.status, lang) if order else "",
+            delivered=(order.delivered_at or order.ordered_at) if order else "",
+            turn=policy.turnaround("escalation" if case == "complaint" else kind, lang),
+            remedy=pack["remedies"].get(wanted, wanted),
         )
-    channel = CHANNELS.get(comp.channel or "", ("", "")) if comp else ("", "")
-    template = STORE_UNAVAILABLE if case == "store_unavailable" else ACTIONS[case]
-    return template[zh].format(
-        oid=oid,
-        what=what,
-        money=money,
-        comp=f"{comp.amount:.2f} {order.currency}" if comp and order else "",
-        channel=channel[zh] or (comp.channel if comp else ""),
-        carrier=carrier,
-        status=_status(order.status, zh) if order else "",
-        delivered=(order.delivered_at or order.ordered_at) if order else "",
-        turn=policy.turnaround("escalation" if case == "complaint" else kind, "zh" if zh else "en"),
-        remedy=REMEDY_NAMES.get(wanted, (wanted, wanted))[zh],
     )
 
 
-def _which(zh: bool, orders: list[OrderFact]) -> str:
+def _which(lang: str, orders: list[OrderFact]) -> str:
     """Ask which of the orders that fit equally the customer means; promise nothing yet."""
-    if zh:
-        listed = "、".join(
-            f"{o.product_name}（订单 {o.order_id}，{_status(o.status, zh)}）" for o in orders
+    texts = words(lang)["texts"]
+    listed = texts["which_separator"].join(
+        texts["which_item"].format(
+            product=o.product_name, oid=o.order_id, status=_status(o.status, lang)
         )
-        return (
-            f"您的账户中有几个订单都符合您的描述：{listed}。"
-            "请问您指的是哪一个？确认后我会马上为您处理。"
-        )
-    listed = "; ".join(
-        f"{o.product_name} (order {o.order_id}, {_status(o.status, zh)})" for o in orders
+        for o in orders
     )
-    return (
-        f"More than one order on your account fits what you describe: {listed}. Which one do "
-        "you mean? As soon as you tell me, I will take care of it."
-    )
+    return str(texts["which"].format(listed=listed))
 
 
 def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str]:
@@ -259,7 +241,9 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     """Decide by ``policy`` (the demo shop's by default) and write the reply and its offer."""
     policy = policy or default_policy()
     u = facts.understanding or understand_rules(facts)
-    zh = u.language == "zh"
+    lang = writes(u.language)
+    pack = words(lang)
+    texts, sep = pack["texts"], pack["joiner"]
     oid = facts.match.order_id if facts.match else None
     order = next((o for o in facts.orders if o.order_id == oid), None)
     key = problem_key(u.problem)
@@ -271,7 +255,7 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     needs_human = bool(found or asked)
     item = _item(order, u.product)
     product = item.product_name if item else order.product_name if order else u.product
-    what = product or ("商品" if zh else "item")
+    what = product or texts["item"]
     handoff = "safety" if safety else "legal" if legal or repeated or asked else None
     lines: list[OfferLine] = []
     wanted = ""
@@ -291,39 +275,31 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
     else:
         case = "no_order"
     actions = [
-        _which(zh, facts.orders)
+        _which(lang, facts.orders)
         if c == "which_order"
-        else _action(c, zh, oid, order, what, policy, lines, wanted)
+        else _action(c, lang, oid, order, what, policy, lines, wanted)
         for c in dict.fromkeys((handoff or case, case))
     ]
-    if zh:
-        issue = PROBLEMS[key][4] if key else f"出现的问题（{u.problem[:80]}）"
-        parts = [f"您好，很抱歉您的{pad(what)}{issue}。"]
-        if key == "general":
-            parts = [f"您好，感谢您就{pad(what)}联系我们。"]
-        if oid:
-            detail = f"{what}，{_status(order.status, zh)}" if order else what
-            parts.append(f"我查到了您的订单 {oid}（{detail}）。")
+    if key and key != "general":
+        issue = problem_predicate(key, lang)
     else:
-        issue = PROBLEMS[key][3] if key else f"has a problem ({u.problem[:80]})"
-        parts = [f"Hello, I'm sorry to hear that your {what} {issue}."]
-        if key == "general":
-            parts = [f"Hello, thank you for contacting us about your {what}."]
-        if oid:
-            detail = f"{what}, {_status(order.status, zh)}" if order else what
-            parts.append(f"I found your order {oid} ({detail}).")
+        issue = texts["issue_unknown"].format(problem=u.problem[:80])
+    shown = name_in(what, lang)
+    parts = [texts["sorry"].format(what=shown, issue=issue)]
+    if key == "general":
+        parts = [texts["thanks"].format(what=shown)]
+    if oid:
+        status = _status(order.status, lang) if order else ""
+        detail = texts["detail"].format(what=what, status=status) if order else what
+        parts.append(texts["found"].format(oid=oid, detail=detail))
     silent = ("no_order", "which_order", "store_unavailable", "closed", "other", "not_covered")
-    if (handoff or case in silent) and u.demand in DEMAND_ACK:
-        parts.append(DEMAND_ACK[u.demand][zh])
+    if (handoff or case in silent) and u.demand in pack["ack"]:
+        parts.append(pack["ack"][u.demand])
     if facts.match is not None and facts.match.method == "history":
         past = next((e for e in facts.earlier if e.order_id == oid), None)
         if past is not None and past.core_problem:
-            parts.append(
-                f"您之前咨询过这个订单：{past.core_problem}"
-                if zh
-                else f"You asked about this order before: {past.core_problem}"
-            )
-    reply = ("" if zh else " ").join([*parts, *actions, CLOSING[zh]])
+            parts.append(texts["asked_before"].format(core=past.core_problem))
+    reply = sep.join([*parts, *actions, texts["closing"]])
     history = [*facts.session.core_problems[-5:]]
     if u.core_problem not in history:
         history.append(u.core_problem)
@@ -352,7 +328,7 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
         note += " The message tried to override instructions; it was ignored."
     confidence = 0.3 if needs_human else 0.9 if oid else 0.5
     return StrategyDraft(
-        solution=" ".join(actions) if not zh else "".join(actions),
+        solution=sep.join(actions),
         reply=reply,
         internal_note=note,
         confidence=confidence,

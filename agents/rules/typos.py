@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from baton_kafka.agents.rules.matching import KINDS, STOPWORDS, normalize, stem
+from baton_kafka.agents import packs
+from baton_kafka.agents.rules.matching import STOPWORDS, normalize, stem
 
 _WORD_RE = re.compile(r"[a-z0-9\u00df-\u024f]+")
 _ASCII_LETTERS = re.compile(r"[a-z]+")
@@ -32,7 +33,9 @@ def _kind_vocabulary() -> dict[str, str]:
     """Stemmed English words of the product-kind table, and multi-word terms written as one word
     ("airfryer", "vacuumcleaner"), each to the words it stands for."""
     vocabulary: dict[str, str] = {}
-    for group in KINDS:
+    # English only: a word of another language's pack is no spelling of an English one.
+    english = [[kind, *terms] for kind, terms in packs.pack("offline", "en")["kinds"].items()]
+    for group in english:
         for surface in group:
             words = [stem(w) for w in _WORD_RE.findall(normalize(surface)) if _spelled(w)]
             vocabulary.update({w: w for w in words})

@@ -19,20 +19,16 @@ from baton_kafka.agents.rules.matching import (
 )
 from baton_kafka.agents.rules.phrases import (
     CLAUSE_EN,
-    CLAUSE_ZH,
     DEFAULT_DEMAND,
-    DEMANDS,
-    EARLIER,
-    GENERAL,
-    NEWS,
     NOUN,
-    PROBLEM_RX,
-    PROBLEMS,
-    RETURN_LOGISTICS,
     hits,
-    is_chinese,
-    pad,
+    name_in,
     problem_key,
+    problem_label,
+    problem_predicate,
+    reading,
+    words,
+    written_in,
 )
 from baton_kafka.agents.rules.recall import known, resolve
 from baton_kafka.agents.rules.time_hints import day_of, extract_time_hint
@@ -45,39 +41,39 @@ DEMAND_NAMES = frozenset(get_args(Demand))
 
 
 def _core_problem(
-    zh: bool, product: str | None, problem: str, key: str | None, demand: str, previous: str | None
+    lang: str, product: str | None, problem: str, key: str | None, demand: str, previous: str | None
 ) -> str:
-    name = product[:120] if product else None
-    if zh:
-        clause = CLAUSE_ZH[demand]
-        if demand == "information" and previous in NOUN:
-            clause = f"想知道{NOUN[previous][1]}需要多久"
-        subject = name or "订单"
-        if key == "general":
-            return f"客户需要{pad(subject)}方面的帮助，{clause}。"
-        if key:
-            return f"客户的{pad(subject)}{PROBLEMS[key][4]}，{clause}。"
-        return f"客户的{pad(subject).rstrip()}出现问题（{problem[:120]}），{clause}。"
-    clause = CLAUSE_EN[demand]
+    """The understanding's one sentence in ``lang``: the product, its problem, the request."""
+    pack = words(lang)
+    core, clauses = pack["core"], pack["clauses"]
+    clause = clauses[demand]
     if demand == "information" and previous in NOUN:
-        clause = f"they want to know how long the {NOUN[previous][0]} will take"
-    subject = f"Customer's {name}" if name else "Customer's order"
+        clause = core["clause_how_long"].format(noun=pack["nouns"][previous])
+    thing = name_in(product[:120] if product else core["order_word"], lang)
     if key == "general":
-        return f"Customer needs help with their {name or 'order'} and {clause}."
+        return str(core["core_general"].format(thing=thing, clause=clause))
     if key:
-        return f"{subject} {PROBLEMS[key][3]} and {clause}."
-    return f"{subject} has a problem ({problem[:120]}) and {clause}."
+        predicate = problem_predicate(key, lang)
+        return str(core["core_known"].format(thing=thing, predicate=predicate, clause=clause))
+    return str(
+        core["core_unknown"].format(bare=thing.rstrip(), problem=problem[:120], clause=clause)
+    )
 
 
-_SIZE = re.compile(r"(?:size|us|eu|uk)\s*(\d{1,2}(?:\.5)?)(?!\d)|(\d{2})\s*码")
+# A product name that ends in a bare number ("Trail Boots 41") names its size so.
+_LAST_NUMBER = re.compile(r"(?:^|\s)(\d{1,2})$")
 
 
-def _by_size(message: str, names: list[str]) -> str | None:
+def _sizes_of(name: str, size: re.Pattern[str]) -> set[str]:
+    return {a or b for a, b in size.findall(name)} | set(_LAST_NUMBER.findall(name))
+
+
+def _by_size(message: str, names: list[str], size: re.Pattern[str]) -> str | None:
     """The one order name with the size the message names ("size 9", "42码"), if only one."""
-    sizes = {a or b for a, b in _SIZE.findall(normalize(message).replace(" s ", "s "))}
+    sizes = {a or b for a, b in size.findall(normalize(message).replace(" s ", "s "))}
     if not sizes:
         return None
-    fits = [n for n in names if sizes & {a or b for a, b in _SIZE.findall(normalize(n))}]
+    fits = [n for n in names if sizes & _sizes_of(normalize(n), size)]
     return fits[0] if len(fits) == 1 else None
 
 
@@ -126,7 +122,8 @@ def _continued(facts: Facts, recalled: Recall) -> Demand:
 def understand_rules(facts: Facts) -> Understanding:
     """Read product, problem, demand and time from the message, the session and the orders."""
     message, session = facts.message, facts.session
-    norm, zh = normalize(message), is_chinese(message)
+    norm, lang = normalize(message), written_in(message)
+    read = reading(lang)
     names = list(dict.fromkeys(n for o in facts.orders for n in o.products()))
     said = message
     mentions = mentioned_products(said)
@@ -148,12 +145,12 @@ def understand_rules(facts: Facts) -> Understanding:
         alike = [n for n in names if fit[n] >= max(fit.values()) - 0.05]
         if len(alike) > 1:  # "the black one": the word only one of the alike products has
             product = distinct_name(said, alike) or product
-    sized = _by_size(message, names)
+    sized = _by_size(message, names, read.size)
     if sized and (product is None or product_score(product, sized) >= 0.5):
         product = sized  # "the size 10s": the one variant of the product with that size
     named = product is not None or bool(mentions)
     recalled = None if named else _recall(facts)
-    refers = not named and (recalled is not None or bool(EARLIER.search(norm)))
+    refers = not named and (recalled is not None or bool(read.earlier.search(norm)))
     past = next((e for e in facts.earlier if e.product), None) if refers else None
     if recalled is not None:
         past = None  # The clues chose an order; the latest session may be about another.
@@ -172,7 +169,7 @@ def understand_rules(facts: Facts) -> Understanding:
     ) or _discussed(facts, product)
     # A problem is read without the product names: a "Spark" sleeping bag is no fire.
     unnamed = normalize(risk.without_products(message, names).replace(risk.CUT, " "))
-    key = next((k for k, rx in PROBLEM_RX.items() if hits(rx, unnamed)), None)
+    key = next((k for k, rx in read.problems.items() if hits(rx, unnamed, read.negated)), None)
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
         key = problem_key(past.core_problem)
@@ -182,21 +179,26 @@ def understand_rules(facts: Facts) -> Understanding:
         keys = [k for k in map(problem_key, raised) if k and k != "general"]
         key = keys[-1] if keys else None
     if key:
-        problem = PROBLEMS[key][4] if zh else PROBLEMS[key][2]
+        problem = problem_label(key, lang)
     elif session.problem and same_topic:
         problem, key = session.problem, problem_key(session.problem)
     elif returned is not None and returned.problem:
         # "Back to the blender": the problem raised about it then still stands.
         problem, key = returned.problem, problem_key(returned.problem)
     else:
-        problem, key = GENERAL[zh], "general"
-    demands = [d for d, rx in DEMANDS.items() if hits(rx, norm)]
+        problem, key = problem_label("general", lang), "general"
+    demands = [d for d, rx in read.demands.items() if hits(rx, norm, read.negated)]
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if not demands and past is not None:
-        demands = [d for d, rx in DEMANDS.items() if hits(rx, normalize(past.core_problem))]
+        past_norm = normalize(past.core_problem)
+        demands = [d for d, rx in read.demands.items() if hits(rx, past_norm, read.negated)]
     # What was agreed on about this product: its own topic's, when the session returns to it.
     agreed = returned.demand if returned is not None else previous
-    if demands == ["refund"] and agreed in ("exchange", "repair") and RETURN_LOGISTICS.search(norm):
+    if (
+        demands == ["refund"]
+        and agreed in ("exchange", "repair")
+        and read.return_logistics.search(norm)
+    ):
         # Shipping an item back is part of the exchange or repair already agreed on.
         demands = [cast(Demand, agreed)]
     if "information" in demands and previous in demands and previous != "information":
@@ -211,12 +213,12 @@ def understand_rules(facts: Facts) -> Understanding:
         if returned is not None and returned.demand in DEMAND_NAMES
         else cast(Demand, previous)
         if previous and (same_topic or not session.product)
-        else DEFAULT_DEMAND.get(key or "", "information" if NEWS.search(norm) else "other")
+        else DEFAULT_DEMAND.get(key or "", "information" if read.news.search(norm) else "other")
     )
     time_hint = extract_time_hint(message)
     keywords: list[str] = [*mentions]
-    for rx in (*PROBLEM_RX.values(), *DEMANDS.values()):
-        keywords += hits(rx, norm)
+    for rx in (*read.problems.values(), *read.demands.values()):
+        keywords += hits(rx, norm, read.negated)
     keywords += [time_hint] if time_hint else []
     keywords += content_words(message)
     language = customer_language(message, DEFAULT_LANGUAGES)
@@ -227,7 +229,7 @@ def understand_rules(facts: Facts) -> Understanding:
         time_hint=time_hint,
         keywords=list(dict.fromkeys(keywords))[:8],
         language=language,
-        core_problem=_core_problem(zh, product, problem, key, demand, previous)[:400],
+        core_problem=_core_problem(lang, product, problem, key, demand, previous)[:400],
         refers_to_earlier=refers,
         risks=risk.scan(message, language, names),
     )
