@@ -11,7 +11,6 @@ from baton_kafka.schemas import Order, Ticket
 from baton_kafka.streams.testing import MemoryOrders, TestPipeline
 from examples.stages.priority import PRIORITY
 
-
 KETTLE = Order(
     order_id="K-1002",
     customer_id="C-7",
