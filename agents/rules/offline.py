@@ -11,7 +11,9 @@ from baton_kafka.agents.models.capabilities import OFFLINE
 from baton_kafka.agents.models.llm import Answer, OutputInvalid, Prompt, T
 from baton_kafka.agents.policy.render import read_back
 from baton_kafka.agents.prompts import Facts, parse_context
+from baton_kafka.agents.reader import ReaderFindings
 from baton_kafka.agents.rules.choosing import choose_rules
+from baton_kafka.agents.rules.reading import reader_rules
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
 from baton_kafka.schemas.records import CallUsage, StageName
@@ -40,6 +42,11 @@ class OfflineLLM:
             StrategyDraft: strategy_rules,
         }
         rule = rules.get(prompt.output_type)
+        if prompt.output_type is ReaderFindings:
+            # The pipeline never asks the offline model to read, but a model built on it may.
+            value: BaseModel = reader_rules(prompt.context)
+            usage = CallUsage(stage=prompt.stage, model=MODEL)
+            return Answer(value=cast(T, value), usage=usage, raw=value.model_dump_json())
         if rule is None:
             raise OutputInvalid(f"offline model cannot produce {prompt.output_type.__name__}")
         try:

@@ -18,10 +18,10 @@ from baton_kafka.agents.models.llm import OutputInvalid
 from baton_kafka.agents.policy import default_policy
 from baton_kafka.agents.reader import FoundLine, ReaderFindings
 from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.rules.reading import reader_rules
 from baton_kafka.agents.strategy import decide
 from baton_kafka.agents.testing import Request, Responder, StandIn
 from baton_kafka.agents.testing.standin import echo_responder
-from baton_kafka.agents.testing.standin.reading import reader_rules
 from baton_kafka.schemas import StrategyDraft
 from baton_kafka.schemas.records import OfferLine, Order
 from baton_kafka.streams.runtime import dead_letters

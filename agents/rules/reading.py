@@ -1,5 +1,5 @@
-"""The stand-in's answer to the independent reader: the reply read with the language packs, so
-the two layers agree unless a test scripts otherwise."""
+"""The offline rule for the independent reader: the reply read with the language packs, so the
+two layers agree (the offline model and the stand-in), unless a test scripts otherwise."""
 
 from __future__ import annotations
 
