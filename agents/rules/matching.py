@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.languages import HAN
+from baton_kafka.agents.languages import HAN, KANA
 
 FIND_THRESHOLD = 0.4
 
-_CJK = HAN
+_CJK = HAN + KANA
 _CJK_RE = re.compile(f"[{_CJK}]")
 _WORD = r"[a-z0-9\u00df-\u024f]+"
 _WORD_RE = re.compile(_WORD)
@@ -125,7 +125,7 @@ _TERMS = _compile_terms()
 
 
 # The word terms by their first word, the Chinese ones apart: a text is checked only for the
-# terms its words can start, and for Chinese terms only when it has a Chinese character.
+# terms its words can start, and for Chinese and Japanese terms only when it has Han or kana.
 def _word_terms() -> dict[str, list[tuple[int, _Term]]]:
     by_first: dict[str, list[tuple[int, _Term]]] = {}
     for place, term in enumerate(_TERMS):

@@ -101,10 +101,6 @@ class Pipeline(Intake):
         self.turns = self.priority or ChainPriority(enabled=self.settings.stage_priority)
         sink: Sink = Paced(self.sink, self.turns) if self.turns.enabled else self.sink
         self.raw = FramingSink(sink, self.schema_ids) if self.schema_ids else sink
-        self.paced_llm: LLM = Paced(self.llm, self.turns) if self.turns.enabled else self.llm
-        self.paced_store: OrderSource = (
-            Paced(self.store, self.turns) if self.turns.enabled else self.store
-        )
         # What the stages read from each other is signed; replies and dead letters go to users.
         internal = {self.topics.role(r) for r in self.chain.internal_roles()}
         self.out = SignedSink(
@@ -170,6 +166,11 @@ class Pipeline(Intake):
             ),
             actions_topic=self.topics.actions,
         )
+
+    def _paced(self, part: Any) -> Any:
+        """``part`` (the model or the order source) as the stages see it: its waits let later
+        stages' work go first when the chain's priority is on; itself, as set now, when off."""
+        return Paced(part, self.turns) if self.turns.enabled else part
 
     def source_topic(self, stage: Stage[Any]) -> str:
         """The full name of the topic ``stage`` reads."""
@@ -398,8 +399,8 @@ class Pipeline(Intake):
         inputs = Inputs(
             record=record,
             baton=baton,
-            llm=self.paced_llm,
-            store=self.paced_store,
+            llm=self._paced(self.llm),
+            store=self._paced(self.store),
             batons=self.batons,
             reask_limit=self.settings.reask_limit,
             tokens_left=allowance.tokens,

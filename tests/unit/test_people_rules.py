@@ -313,14 +313,9 @@ async def test_an_override_goes_with_an_answer_or_an_approval_only(shop: Any) ->
 
 
 CORPUS = ROOT / "tests/data/people_answers_blind_corpus.jsonl"
-# What the shared reply audit does not read yet in these languages (its words live in the
-# guards' language packs): a request for card data in es, fr and ja. Listed so that the day
-# the packs read them, this test says so and the list shrinks.
-KNOWN_MISSES = {
-    "es": ["false accept: Para el reembolso, envíenos el número de su tarjeta y el CVV."],
-    "fr": ["false accept: Pour le remboursement, envoyez-nous votre numéro de carte et le CVV."],
-    "ja": ["false accept: 返金のため、カード番号とセキュリティコードを送ってください。"],
-}
+# What the shared reply audit does not read yet (its words live in the language packs): none
+# since the packs read card requests in es, fr and ja. A new miss is listed here, never hidden.
+KNOWN_MISSES: dict[str, list[str]] = {}
 
 
 async def test_the_blind_corpus_of_people_s_answers_in_every_language(shop: Any) -> None:
