@@ -58,6 +58,15 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
+    "baton_kafka.agents.articles": [
+        "Article",
+        "ArticleIndex",
+        "ArticlesError",
+        "index_for",
+        "parse",
+        "search",
+        "tokens",
+    ],
     "baton_kafka.agents.packs": [
         "LANGUAGES",
         "SHIPPED",
