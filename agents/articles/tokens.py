@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 
@@ -21,9 +20,9 @@ def _fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-@functools.cache
 def _stopwords() -> frozenset[str]:
-    """The words of every language's ``articles`` pack too common to tell articles apart."""
+    """The words of every language's ``articles`` pack too common to tell articles apart (read
+    each time: a shop's packs added with ``packs.extend`` count from then on)."""
     words = (w for p in packs.all_packs("articles").values() for w in p.get("stopwords", ()))
     return frozenset(_fold(w) for w in words)
 

@@ -174,3 +174,17 @@ def test_the_judge_is_shown_the_fitting_articles() -> None:
     context = judge_context(case, reply, None, (), articles)
     assert "Gutscheine einlösen" in context and "3 Jahre" in context
     assert "articles" in judge_system(policy)
+
+
+def test_a_shops_own_pack_adds_stop_words(tmp_path: Path) -> None:
+    from baton_kafka.agents import packs
+
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en" / "articles.toml").write_text('stopwords = ["leselicht"]\n', "utf-8")
+    assert tokens("Leselicht voucher") == ["leselicht", "voucher"]
+    packs.extend(tmp_path)
+    try:
+        assert tokens("Leselicht voucher") == ["voucher"]
+    finally:
+        packs.reset()
+    assert tokens("Leselicht voucher") == ["leselicht", "voucher"]
