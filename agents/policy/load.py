@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import articles, packs
 from baton_kafka.agents.policy.model import Policy
 
 DEFAULT_FILE = Path(__file__).with_name("default.toml")
@@ -76,6 +76,15 @@ def load(path: Path | str | None = None) -> Policy:
         text = _COMMENT.sub(b"", raw).decode("utf-8", "replace").strip()
         shop = shop.model_copy(update={target: text})
         hashed += b"\0" + raw
+    if shop.articles is not None:
+        # The articles' index version joins the policy's: a reply names both in one version.
+        folder = _articles(file, shop.articles)
+        shop = shop.model_copy(update={"articles_dir": str(folder)})
+        try:
+            version = articles.index_for(folder).version
+        except articles.ArticlesError as exc:
+            raise PolicyError(f"{file}: shop.articles: {exc}") from None
+        hashed += b"\0" + version.encode()
     if hashed is data:
         return policy
     version = hashlib.sha256(hashed).hexdigest()[:12]
@@ -89,6 +98,14 @@ def _beside(file: Path, key: str, name: str) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise PolicyError(f"{file}: shop.{key}: cannot read {path} ({exc.strerror})") from None
+
+
+def _articles(file: Path, name: str) -> Path:
+    """The articles folder ``name`` beside the policy ``file`` (its ``shop.articles``)."""
+    folder = (file.parent / name).resolve()
+    if not folder.is_dir():
+        raise PolicyError(f"{file}: shop.articles: {folder} is not a directory")
+    return folder
 
 
 def default() -> Policy:
