@@ -1,0 +1,143 @@
+"""``baton check`` tells every mistake of the configuration in one run, and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from baton_kafka.agents.policy import PolicyError, parse
+from baton_kafka.streams.cli.main import main
+from baton_kafka.streams.settings import SettingsError, load
+
+# The new user's mistakes, each made in the policy `baton init` writes.
+MISTAKES = (
+    ('demands = ["compensation", "complaint"]', 'demands = ["compensations", "complaint"]'),
+    (
+        'statuses = ["delivered"]\ndemands = ["exchange"',
+        'statuses = ["deliverd"]\ndemands = ["exchange"',
+    ),
+    ('languages = ["en", "zh"]', 'languages = ["en", "zh", "jp"]'),
+    ('turnaround = { en = "right away", zh = "立即" }', 'turnaround = { en = "right away" }'),
+    ('channels = ["original_payment"]\nshare', 'channels = ["store_voucher"]\nshare'),
+    ("window_days = 730", 'window_days = 730\nturnround = "x"'),
+)
+EXPECTED = (
+    "remedies.compensation.demands[0]: unknown demand 'compensations' "
+    "(did you mean 'compensation'?)",
+    "remedies.exchange.statuses[0]: unknown order status 'deliverd' (did you mean 'delivered'?)",
+    "shop.languages[2]: 'jp' is not a known language code (did you mean 'ja'?)",
+    "remedies.cancellation.turnaround: no text in zh, jp",
+    "remedies.compensation.channels[0]: unknown channel 'store_voucher' (did you mean "
+    "'voucher'?): the reply audit knows original_payment, store_credit, voucher, points",
+    "remedies.repair.turnround: unknown key (did you mean 'turnaround'?)",
+)
+
+
+@pytest.fixture
+def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in list(__import__("os").environ):
+        if name.startswith(("BATON_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+    assert main(["init", str(tmp_path)]) == 0
+    return tmp_path
+
+
+def test_every_mistake_of_the_policy_and_settings_in_one_run(
+    shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = shop / "policy.toml"
+    text = policy.read_text("utf-8")
+    for before, after in MISTAKES:
+        assert before in text, before
+        text = text.replace(before, after, 1)
+    policy.write_text(text, "utf-8")
+    with (shop / "baton.toml").open("a", encoding="utf-8") as f:
+        f.write("web_prot = 1\nparttions = 3\n")
+    capsys.readouterr()
+    assert main(["check", "--timeout", "0.5"]) == 2
+    out = capsys.readouterr().out.splitlines()
+    for expected in EXPECTED:
+        assert f"FAIL settings: {policy}: {expected}" in out, (expected, out)
+    toml = shop / "baton.toml"
+    assert f"FAIL settings: {toml}: unknown key 'web_prot' (did you mean 'web_port'?)" in out
+    assert f"FAIL settings: {toml}: unknown key 'parttions' (did you mean 'partitions'?)" in out
+    assert all(line.startswith("FAIL settings: ") for line in out), out
+    assert "Traceback" not in "\n".join(out)
+
+
+def test_settings_errors_all_come_in_one_error() -> None:
+    env = {
+        "BATON_WEB_PORT": "99999",
+        "BATON_PARTITIONS": "0",
+        "BATON_MAX_IN_FLIGHT": "many",
+        "BATON_COALESCE_WINDOW": "-1",
+        "BATON_TURN_TIMEOUT": "0",
+        "BATON_LANGUAGES": "en,jp",
+    }
+    with pytest.raises(SettingsError) as caught:
+        load(env)
+    assert sorted(caught.value.lines) == sorted(
+        [
+            "BATON_WEB_PORT must be at most 65535, got 99999",
+            "BATON_PARTITIONS must be at least 1, got 0",
+            "BATON_MAX_IN_FLIGHT must be an integer, got 'many'",
+            "BATON_COALESCE_WINDOW must be positive, got '-1'",
+            "BATON_TURN_TIMEOUT must be positive, got '0'",
+            "BATON_LANGUAGES: 'jp' is not a known language code (did you mean 'ja'?)",
+        ]
+    )
+    assert load({"BATON_WEB_PORT": "65535"}).web_port == 65535
+
+
+def test_a_port_out_of_range_is_one_line_at_the_worker_start(
+    shop: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_WEB_PORT", "99999")
+    assert main(["worker"]) == 2
+    err = capsys.readouterr().err
+    assert err == "baton: BATON_WEB_PORT must be at most 65535, got 99999\n"
+
+
+def test_the_policy_lists_every_error_pydantic_finds() -> None:
+    data = b"[shop]\nnam = 'x'\n[remedies.refund]\ntext = 'a'\nmoney = true\ncap = 'lots'\n"
+    with pytest.raises(PolicyError) as caught:
+        parse(data, "p.toml")
+    assert str(caught.value).splitlines() == [
+        "p.toml: shop.nam: unknown key (did you mean 'name'?)",
+        "p.toml: remedies.refund.cap: Input should be a valid number, unable to parse string "
+        "as a number",
+    ]
+
+
+def test_the_vocabulary_of_the_check_is_the_code_s() -> None:
+    from baton_kafka.agents.guards.offered import _CHANNELS
+    from baton_kafka.agents.policy.vocabulary import CHANNELS, DEMANDS, STATUSES
+
+    assert ("original_payment", *_CHANNELS) == CHANNELS
+    assert "compensation" in DEMANDS and "delivered" in STATUSES
+
+
+def test_a_language_without_a_pack_is_a_warning_not_a_failure(
+    shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = shop / "policy.toml"
+    text = policy.read_text("utf-8").replace('languages = ["en", "zh"]', 'languages = ["en", "it"]')
+    policy.write_text(text.replace('zh = "', 'it = "'), "utf-8")
+    capsys.readouterr()
+    main(["check", "--timeout", "0.5"])
+    out = capsys.readouterr().out
+    assert (
+        f"warn policy: {policy}: shop.languages[1]: 'it' has no language pack "
+        "(packs ship for en, zh, de, ja, es, fr)"
+    ) in out, out
+
+
+def test_check_creates_no_state(shop: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = sorted(p.relative_to(shop) for p in shop.rglob("*"))
+    main(["check", "--timeout", "0.5"])
+    out = capsys.readouterr().out
+    assert sorted(p.relative_to(shop) for p in shop.rglob("*")) == before
+    assert not (shop / ".baton").exists()
+    assert "ok   orders: no order store yet at" in out, out
