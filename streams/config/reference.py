@@ -35,6 +35,11 @@ In `{CONFIG_NAME}` a variable's key is its name without `BATON_`, in lower case
 key, a bad value or a bad combination stops the command with one line naming the file and
 key (or the variable); a secret's value is never shown.
 
+A relative path is read from the directory of the file that names it: in `{CONFIG_NAME}`
+(`policy`, `data_dir`, `store_dir`, `orders_map`, a `*_file`) from that file's directory,
+wherever the command runs; in `.env` or the environment from the working directory, as is
+a default (`.baton`). `baton check` reads every file and creates none.
+
 Every secret (marked 🔒) can be read from a file instead: `<VARIABLE>{FILE_SUFFIX}` (or the key
 `<key>_file`) names the file, as container secrets are mounted. baton's own child processes
 then get the file's variable, never the secret.

@@ -141,3 +141,40 @@ def test_check_creates_no_state(shop: Path, capsys: pytest.CaptureFixture[str]) 
     assert sorted(p.relative_to(shop) for p in shop.rglob("*")) == before
     assert not (shop / ".baton").exists()
     assert "ok   orders: no order store yet at" in out, out
+
+
+def test_relative_paths_are_read_from_the_file_that_names_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shop, elsewhere = tmp_path / "shop", tmp_path / "elsewhere"
+    shop.mkdir()
+    elsewhere.mkdir()
+    assert main(["init", str(shop)]) == 0
+    toml = shop / "baton.toml"
+    toml.write_text(toml.read_text("utf-8") + 'data_dir = "state"\nstore_dir = "tables"\n', "utf-8")
+    monkeypatch.chdir(elsewhere)
+    # baton.toml's paths: from baton.toml's directory, wherever the command runs.
+    s = load({}, config=toml)
+    assert s.policy_file == shop / "policy.toml"
+    assert s.data_dir == shop / "state" and s.store_dir == shop / "tables"
+    # The environment's (and .env's) paths and the defaults: from the working directory.
+    s = load({"BATON_DATA_DIR": "here", "BATON_POLICY": "../shop/policy.toml"})
+    assert s.data_dir.resolve() == elsewhere / "here"
+    assert s.policy_file is not None and s.policy_file.resolve() == shop / "policy.toml"
+    assert load({}).data_dir.resolve() == elsewhere / ".baton"
+    (elsewhere / ".env").write_text("BATON_DATA_DIR=fromdotenv\n", "utf-8")
+    assert load().data_dir.resolve() == elsewhere / "fromdotenv"
+
+
+def test_the_policy_reference_lists_every_vocabulary_as_the_code_has_it() -> None:
+    from baton_kafka.agents.policy import reference
+
+    text = reference.PATH.read_text("utf-8")
+    assert reference.document(text) == text, (
+        "docs/policy.md is stale: run python -m baton_kafka.agents.policy.reference"
+    )
+    section = text[text.index(reference.DOC_BEGIN) : text.index(reference.DOC_END)]
+    for name in ("compensation", "delivered", "store_credit", "needs_approval", "turnaround"):
+        assert f"`{name}`" in section, name
+    for lang in ("en", "zh", "de", "ja", "es", "fr"):
+        assert f"`{lang}`" in section, lang
