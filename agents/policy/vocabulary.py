@@ -35,7 +35,8 @@ def known_languages() -> frozenset[str]:
     """The ISO 639 language subtags baton knows a name for (CLDR's, through Babel)."""
     from babel import Locale
 
-    return frozenset(k for k in Locale("en").languages if "_" not in k)
+    names: dict[str, str] = dict(Locale("en").languages)
+    return frozenset(k for k in names if "_" not in k)
 
 
 def with_packs() -> tuple[str, ...]:

@@ -113,8 +113,8 @@ def read_toml(
                 walk(value, here + ".", name + "_")
                 continue
             if variable is None:
-                table = flat.rstrip("_")
-                near = [k[len(flat) :] for k in keys.by_key if k.startswith(flat)] if table else []
+                # In a table, the keys of that table are the near ones.
+                near = [k[len(flat) :] for k in keys.by_key if k.startswith(flat)] if flat else []
                 message = (
                     f"{path}: unknown key {here!r}{close(str(key).lower(), near or keys.by_key)}"
                 )
