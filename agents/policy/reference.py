@@ -16,6 +16,7 @@ from baton_kafka.agents.policy.vocabulary import (
     DEMANDS,
     HANDOFF_REASONS,
     STATUSES,
+    known_remedies,
     with_packs,
 )
 
@@ -51,6 +52,8 @@ nearest known one.
   language is an ISO 639 one; language packs ship for {_codes(with_packs())}, a language
   without one is served with a warning. Every served language needs a `turnaround` text in
   each remedy that has any.
+- **Remedies** baton's own rules and audits know by name (a shop may name its own; one a
+  letter or two from these is warned about): {_codes(known_remedies())}.
 - **Hand-off reasons** (a hand-off packet's `reason`): {_codes(HANDOFF_REASONS)}.
 
 A remedy's fields (`[remedies.<name>]`, the name the shop's own, lower-case words):

@@ -31,6 +31,17 @@ def channels() -> tuple[str, ...]:
 
 
 @functools.cache
+def known_remedies() -> tuple[str, ...]:
+    """The remedies baton's own rules and audits know by name: the demo shop's. A shop may
+    name its own, but one spelled like these by a letter or two is almost always a typo."""
+    import tomllib
+    from pathlib import Path
+
+    data = tomllib.loads(Path(__file__).with_name("default.toml").read_text("utf-8"))
+    return tuple(data["remedies"])
+
+
+@functools.cache
 def known_languages() -> frozenset[str]:
     """The ISO 639 language subtags baton knows a name for (CLDR's, through Babel)."""
     from babel import Locale
@@ -121,6 +132,14 @@ def warnings(policy: Policy) -> list[str]:
         for at, tag in enumerate(policy.languages)
         if (why := language_warning(tag))
     ]
+    for name in policy.remedies:
+        if name not in known_remedies():
+            found = difflib.get_close_matches(name, known_remedies(), n=1, cutoff=0.8)
+            if found:
+                lines.append(
+                    f"remedies.{name}: a name of the shop's own, which baton's rules do not "
+                    f"know (did you mean {found[0]!r}?)"
+                )
     served = {primary(lang) for lang in policy.languages}
     for language in policy.handoff.triggers:
         if language not in served:

@@ -178,3 +178,18 @@ def test_the_policy_reference_lists_every_vocabulary_as_the_code_has_it() -> Non
         assert f"`{name}`" in section, name
     for lang in ("en", "zh", "de", "ja", "es", "fr"):
         assert f"`{lang}`" in section, lang
+
+
+def test_a_remedy_spelled_like_a_known_one_is_a_warning(
+    shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = shop / "policy.toml"
+    text = policy.read_text("utf-8").replace("[remedies.cancellation]", "[remedies.cancelation]")
+    policy.write_text(text, "utf-8")
+    capsys.readouterr()
+    main(["check", "--timeout", "0.5"])
+    out = capsys.readouterr().out
+    assert (
+        f"warn policy: {policy}: remedies.cancelation: a name of the shop's own, which baton's "
+        "rules do not know (did you mean 'cancellation'?)"
+    ) in out, out
