@@ -146,12 +146,20 @@ def _limits(settings: Settings) -> tuple[str, str, str]:
     return (OK, "model limits", limits_line(settings))
 
 
-def _no_store_yet(settings: Settings) -> tuple[str, str, str] | None:
-    """The local SQLite order store before the worker's first start: told, not created."""
-    if settings.orders_source or settings.orders_dsn:
+def _local_store(settings: Settings) -> Path | None:
+    """The SQLite file of baton's own order store, when the orders are read from one."""
+    url = settings.orders_url
+    if settings.orders_source or settings.orders_map or url.startswith(("http", "postgres")):
         return None
-    file = settings.data_dir / "orders.sqlite3"
-    if file.exists():
+    if url.startswith("sqlite:///"):
+        return Path("/" + url.removeprefix("sqlite:///").lstrip("/"))
+    return None if "://" in url else Path(url)
+
+
+def _no_store_yet(settings: Settings) -> tuple[str, str, str] | None:
+    """Baton's own order store before the worker's first start: told, not created."""
+    file = _local_store(settings)
+    if file is None or file.exists():
         return None
     return (OK, "orders", f"no order store yet at {file.resolve()} (the worker creates it)")
 

@@ -193,3 +193,18 @@ def test_a_remedy_spelled_like_a_known_one_is_a_warning(
         f"warn policy: {policy}: remedies.cancelation: a name of the shop's own, which baton's "
         "rules do not know (did you mean 'cancellation'?)"
     ) in out, out
+
+
+@pytest.mark.parametrize(
+    "dsn", ["sqlite:///{tmp}/elsewhere/o.db", "{tmp}/plain/o.db", "http://127.0.0.1:1/orders"]
+)
+def test_check_creates_no_store_for_any_order_source(
+    dsn: str, shop: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_ORDERS_DSN", dsn.format(tmp=shop))
+    if dsn.startswith("http"):
+        monkeypatch.setenv("BATON_ORDERS_MAP", "orders-map.json")
+    before = sorted(p.relative_to(shop) for p in shop.rglob("*"))
+    main(["check", "--timeout", "0.5"])
+    capsys.readouterr()
+    assert sorted(p.relative_to(shop) for p in shop.rglob("*")) == before
