@@ -73,7 +73,12 @@ def parse(data: bytes, source: str = "<policy>") -> Policy:
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as exc:
-        problems = [*_lines(exc), *problems]
+        # The vocabulary tells a bad language by its place in the list, with a near name.
+        told = any(line.startswith("shop.languages[") for line in problems)
+        pydantic = [
+            line for line in _lines(exc) if not (told and line.startswith("shop.languages:"))
+        ]
+        problems = [*pydantic, *problems]
     if problems:
         # A name pydantic and the vocabulary both refuse (a language) is told once.
         unique = dict.fromkeys(problems)

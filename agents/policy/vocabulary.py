@@ -63,22 +63,59 @@ def near(name: str, known: Iterable[str]) -> str:
     return f" (did you mean {found[0]!r}?)" if found else ""
 
 
+def _country_language(subtag: str) -> str | None:
+    """The first official language of the country ``subtag`` names ("jp" is Japan's "ja")."""
+    from babel.languages import get_official_languages
+
+    found = get_official_languages(subtag.upper())
+    return found[0] if found else None
+
+
 def language_problem(tag: str) -> str | None:
     """Why ``tag`` is not a language baton can serve, or None."""
     try:
-        code(tag)
+        subtag = primary(code(tag))
     except LanguageError as exc:
-        return str(exc)
-    if primary(tag) not in known_languages():
-        return f"{tag!r} is not a known language code{near(primary(tag), with_packs())}"
-    return None
+        named = _by_name().get(tag.strip().casefold())
+        return f"{exc}{f' (did you mean {named!r}?)' if named else ''}"
+    if subtag in known_languages():
+        return None
+    country = _country_language(subtag)
+    hint = f" (did you mean {country!r}?)" if country else near(subtag, with_packs())
+    return f"{tag!r} is not a known language code{hint}"
+
+
+@functools.cache
+def _by_name() -> dict[str, str]:
+    """Language names, in English and in each packed language itself, to their codes."""
+    from babel import Locale
+
+    names = {str(n).casefold(): c for c, n in Locale("en").languages.items() if "_" not in c}
+    for lang in with_packs():
+        names[str(Locale(lang).get_display_name(lang)).casefold()] = lang
+    return names
+
+
+def _name(subtag: str) -> str:
+    from babel import Locale
+
+    return str(Locale("en").languages.get(subtag, subtag))
 
 
 def language_warning(tag: str) -> str | None:
     """A served language with no shipped language pack: its words are the model's alone."""
-    if primary(tag) in with_packs() or language_problem(tag):
+    if language_problem(tag):
         return None
-    return f"{tag!r} has no language pack (packs ship for {', '.join(with_packs())})"
+    subtag = primary(code(tag))
+    if subtag in with_packs():
+        return None
+    # A country's code may be a language's too ("se" is Northern Sami, not Sweden's "sv").
+    country = _country_language(subtag)
+    also = f"; did you mean {country!r}?" if country and country != subtag else ""
+    return (
+        f"{tag!r} ({_name(subtag)}) has no language pack (packs ship for "
+        f"{', '.join(with_packs())}{also})"
+    )
 
 
 def _names(value: object) -> list[str]:

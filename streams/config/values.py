@@ -154,14 +154,13 @@ def languages(name: str, raw: str) -> tuple[str, ...]:
     """Comma-separated BCP 47 codes, the default first; empty: the policy's."""
     if not raw.strip():
         return ()
-    try:
-        found = codes(raw.split(","))
-    except LanguageError as exc:
-        raise SettingsError(f"{name}: {exc}") from None
-    bad = [why for tag in found if (why := language_problem(tag))]
+    bad = [why for tag in raw.split(",") if tag.strip() and (why := language_problem(tag))]
     if bad:
         raise SettingsError("\n".join(f"{name}: {why}" for why in bad))
-    return found
+    try:
+        return codes(raw.split(","))
+    except LanguageError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
 
 
 def policy_file(name: str, raw: str) -> Path | None:

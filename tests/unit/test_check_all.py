@@ -129,7 +129,7 @@ def test_a_language_without_a_pack_is_a_warning_not_a_failure(
     main(["check", "--timeout", "0.5"])
     out = capsys.readouterr().out
     assert (
-        f"warn policy: {policy}: shop.languages[1]: 'it' has no language pack "
+        f"warn policy: {policy}: shop.languages[1]: 'it' (Italian) has no language pack "
         "(packs ship for en, zh, de, ja, es, fr)"
     ) in out, out
 
