@@ -54,7 +54,8 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
     return _kafka(env)
 
 
-def _build(sourced: Sourced) -> Settings:
+def _build(sourced: Sourced) -> tuple[Settings, list[str]]:
+    """The settings, a failed one at its default, and every problem found (located)."""
     values = sourced.values
     done: dict[str, Any] = {}
     problems = [*sourced.problems]
@@ -83,14 +84,14 @@ def _build(sourced: Sourced) -> Settings:
         kafka = _kafka(values)
     except SettingsError as exc:
         problems.extend(sourced.locate(line) for line in exc.lines)
-    if problems:
-        raise SettingsError("\n".join(dict.fromkeys(problems)))
-    return Settings(
+        kafka = KafkaSecurity()
+    settings = Settings(
         **done,
         kafka=kafka,
         broker_given="BATON_BROKER" in values,
         secret_files=dict(sourced.secret_files),
     )
+    return settings, problems
 
 
 def load(
@@ -104,11 +105,15 @@ def load(
     the files of the working directory); raises ``SettingsError`` with every problem found,
     one line each naming the file and key or the variable, never a secret."""
     sourced = gather(env, specs(), config, cwd)
-    settings = _build(sourced)
+    settings, problems = _build(sourced)
+    unknown = set(overrides) - {f.name for f in fields(Settings)}
+    if unknown:
+        raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
+    settings = replace(settings, **overrides)  # type: ignore[arg-type]
     try:
-        unknown = set(overrides) - {f.name for f in fields(Settings)}
-        if unknown:
-            raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
-        return check_topics(replace(settings, **overrides))  # type: ignore[arg-type]
+        check_topics(settings)
     except SettingsError as exc:
-        raise SettingsError(sourced.locate(str(exc))) from None
+        problems.extend(sourced.locate(line) for line in exc.lines)
+    if problems:
+        raise SettingsError("\n".join(dict.fromkeys(problems)))
+    return settings

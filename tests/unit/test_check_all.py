@@ -75,6 +75,7 @@ def test_settings_errors_all_come_in_one_error() -> None:
         "BATON_COALESCE_WINDOW": "-1",
         "BATON_TURN_TIMEOUT": "0",
         "BATON_LANGUAGES": "en,jp",
+        "BATON_TOPIC_TICKETS": "bad name",
     }
     with pytest.raises(SettingsError) as caught:
         load(env)
@@ -86,6 +87,8 @@ def test_settings_errors_all_come_in_one_error() -> None:
             "BATON_COALESCE_WINDOW must be positive, got '-1'",
             "BATON_TURN_TIMEOUT must be positive, got '0'",
             "BATON_LANGUAGES: 'jp' is not a known language code (did you mean 'ja'?)",
+            "BATON_TOPIC_TICKETS: the topic name 'bad name' holds ' ': Kafka allows only ASCII "
+            "letters, digits, '.', '_' and '-'",
         ]
     )
     assert load({"BATON_WEB_PORT": "65535"}).web_port == 65535
