@@ -155,8 +155,14 @@ def problems(raw: Mapping[str, Any], served: Sequence[str] = ()) -> list[str]:
                 )
         turnaround = remedy.get("turnaround")
         if isinstance(turnaround, Mapping) and turnaround:
+            for lang in turnaround:
+                if why := language_problem(str(lang)):
+                    lines.append(f"{key}.turnaround.{lang}: {why}")
             given = {primary(str(lang)) for lang in turnaround}
-            missing = [lang for lang in served if primary(lang) not in given]
+            # A served language that is no language is told once, above.
+            missing = [
+                lang for lang in served if primary(lang) not in given and not language_problem(lang)
+            ]
             if missing:
                 lines.append(f"{key}.turnaround: no text in {', '.join(missing)}")
     return lines

@@ -58,3 +58,20 @@ def test_a_country_code_that_is_a_language_too_is_a_warning_naming_both() -> Non
         "'it' (Italian) has no language pack (packs ship for en, zh, de, ja, es, fr)"
     )
     assert language_warning("uk") is not None and "(Ukrainian)" in language_warning("uk")
+
+
+def test_a_turnaround_in_no_language_is_told_once_where_it_is_written() -> None:
+    from baton_kafka.agents.policy import PolicyError, parse
+
+    data = (
+        b"[shop]\nlanguages = ['en', 'jp']\n[remedies.refund]\ntext = 'a'\n"
+        b"turnaround = { en = 'now', jp = 'x' }\n[remedies.exchange]\ntext = 'b'\n"
+        b"turnaround = { en = 'soon' }\n"
+    )
+    with pytest.raises(PolicyError) as caught:
+        parse(data, "p.toml")
+    assert str(caught.value).splitlines() == [
+        "p.toml: shop.languages[1]: 'jp' is not a known language code (did you mean 'ja'?)",
+        "p.toml: remedies.refund.turnaround.jp: 'jp' is not a known language code "
+        "(did you mean 'ja'?)",
+    ]
