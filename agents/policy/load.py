@@ -8,10 +8,11 @@ import re
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from baton_kafka.agents.policy import vocabulary
 from baton_kafka.agents.policy.model import Policy
+from baton_kafka.agents.policy.vocabulary import near
+from baton_kafka.agents.policy.vocabulary import problems as vocabulary_problems
 
 DEFAULT_FILE = Path(__file__).with_name("default.toml")
 # baton's shared handbook (with {{POLICY}} and {{TONE}} to fill in) and its default tone.
@@ -34,7 +35,7 @@ def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
     """The keys the table at ``loc`` may have (a model's fields), for a "did you mean"."""
     model: object = Policy
     for part in loc:
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        if not hasattr(model, "model_fields"):
             return []
         field = model.model_fields.get(str(part))
         if field is None:
@@ -43,9 +44,7 @@ def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
         annotation = field.annotation
         args = getattr(annotation, "__args__", ())
         model = args[-1] if args and isinstance(args[-1], type) else annotation
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return list(model.model_fields)
-    return []
+    return list(getattr(model, "model_fields", ()))
 
 
 def _lines(exc: ValidationError) -> list[str]:
@@ -55,7 +54,7 @@ def _lines(exc: ValidationError) -> list[str]:
         loc = tuple(error["loc"])
         if error["type"] == "extra_forbidden":
             known = [f for f in _fields_at(loc[:-1]) if f not in ("notes", "tone_text", "version")]
-            msg = f"unknown key{vocabulary.near(str(loc[-1]), known)}"
+            msg = f"unknown key{near(str(loc[-1]), known)}"
         else:
             msg = error["msg"].removeprefix("Value error, ")
         lines.append(f"{_where(loc)}: {msg}")
@@ -69,7 +68,7 @@ def parse(data: bytes, source: str = "<policy>") -> Policy:
         raw = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PolicyError(f"{source}: not valid TOML ({exc})") from None
-    problems = vocabulary.problems(raw)
+    problems = vocabulary_problems(raw)
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as exc:
