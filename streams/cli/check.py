@@ -41,6 +41,24 @@ def _sources(config: Path | None) -> str:
     return ", ".join([*read, "the environment"])
 
 
+def _local_store(settings: Settings) -> Path | None:
+    """The SQLite file of baton's own order store, when the orders are read from one."""
+    url = settings.orders_url
+    if settings.orders_source or settings.orders_map or url.startswith(("http", "postgres")):
+        return None
+    if url.startswith("sqlite:///"):
+        return Path("/" + url.removeprefix("sqlite:///").lstrip("/"))
+    return None if "://" in url else Path(url)
+
+
+def _no_store_yet(settings: Settings) -> tuple[str, str, str] | None:
+    """Baton's own order store before the worker's first start: told, not created."""
+    file = _local_store(settings)
+    if file is None or file.exists():
+        return None
+    return (OK, "orders", f"no order store yet at {file.resolve()} (the worker creates it)")
+
+
 def _policy(settings: Settings) -> list[tuple[str, str, str]]:
     from baton_kafka.agents.cache_fit import cache_fits
     from baton_kafka.agents.policy import PolicyError
@@ -144,24 +162,6 @@ def _limits(settings: Settings) -> tuple[str, str, str]:
     from baton_kafka.streams.runtime.llms import limits_line
 
     return (OK, "model limits", limits_line(settings))
-
-
-def _local_store(settings: Settings) -> Path | None:
-    """The SQLite file of baton's own order store, when the orders are read from one."""
-    url = settings.orders_url
-    if settings.orders_source or settings.orders_map or url.startswith(("http", "postgres")):
-        return None
-    if url.startswith("sqlite:///"):
-        return Path("/" + url.removeprefix("sqlite:///").lstrip("/"))
-    return None if "://" in url else Path(url)
-
-
-def _no_store_yet(settings: Settings) -> tuple[str, str, str] | None:
-    """Baton's own order store before the worker's first start: told, not created."""
-    file = _local_store(settings)
-    if file is None or file.exists():
-        return None
-    return (OK, "orders", f"no order store yet at {file.resolve()} (the worker creates it)")
 
 
 def check(config: Path | None, timeout: float, load: Callable[..., Settings]) -> int:
