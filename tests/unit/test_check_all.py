@@ -169,6 +169,12 @@ def test_relative_paths_are_read_from_the_file_that_names_them(
     assert load({}).data_dir.resolve() == elsewhere / ".baton"
     (elsewhere / ".env").write_text("BATON_DATA_DIR=fromdotenv\n", "utf-8")
     assert load().data_dir.resolve() == elsewhere / "fromdotenv"
+    # The rule is the one the configuration reference states.
+    from baton_kafka.streams.config import reference
+
+    stated = " ".join(reference.render().split())
+    assert "A relative path is read from the directory of the file that names it" in stated
+    assert "in `.env` or the environment from the working directory, as is a default" in stated
 
 
 def test_the_policy_reference_lists_every_vocabulary_as_the_code_has_it() -> None:
