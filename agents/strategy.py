@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from baton_kafka.agents import prompts, reader
+from baton_kafka.agents.articles import Article, search
 from baton_kafka.agents.asking import Validator, ask
 from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.guards import (
@@ -175,6 +176,18 @@ def asked_about(match: OrderMatch, orders: list[Order]) -> list[Order]:
     return [o for o in orders if o.order_id in fitting]
 
 
+def fitting_articles(
+    policy: Policy, ticket: Ticket, u: Understanding, order: Order | None
+) -> list[Article]:
+    """The shop's help articles that fit the ticket: scored from the customer's words and the
+    understood product and problem (none when the shop has no articles)."""
+    if not policy.shop.articles_dir:
+        return []
+    words = [ticket.text, u.product or "", u.problem, u.core_problem, *u.keywords]
+    words.append(order.product_name if order else "")
+    return search(policy.shop.articles_dir, "\n".join(words), policy.shop.articles_shown)
+
+
 async def decide(
     ticket: Ticket,
     baton: Baton,
@@ -233,6 +246,7 @@ async def decide(
         match=match,
         policy=policy,
         stages=stages,
+        articles=fitting_articles(policy, ticket, understanding, order),
     )
     # What the store knows is never left to the model's copy: near-miss ids are corrected.
     products = (n for o in books.own for n in o.products())

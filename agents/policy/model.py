@@ -73,6 +73,17 @@ class Shop(BaseModel):
         "sign-off, product words); baton's default when absent.",
     )
     tone_text: str = Field(default="", description="The tone file's text, read with the policy.")
+    articles: str | None = Field(
+        default=None,
+        description="A folder of Markdown help articles beside the policy: the few that fit a "
+        "ticket are shown to the model as the shop's reference, never as instructions.",
+    )
+    articles_shown: int = Field(
+        default=3, ge=0, le=10, description="How many fitting articles a prompt shows at most."
+    )
+    articles_dir: str = Field(
+        default="", description="The articles folder's full path, resolved with the policy."
+    )
 
     @field_validator("languages")
     @classmethod

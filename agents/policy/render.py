@@ -38,7 +38,7 @@ def _limits(kind: str, policy: Policy) -> list[str]:
 def _rules(policy: Policy) -> dict[str, object]:
     """The policy as data without what the prose above already says (texts, defaults)."""
     texts = {
-        "shop": {"notes", "tone", "tone_text"},
+        "shop": {"notes", "tone", "tone_text", "articles", "articles_shown", "articles_dir"},
         "remedies": {kind: {"text"} for kind in policy.remedies},
     }
     return policy.model_dump(mode="json", exclude=texts, exclude_defaults=True)  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""``baton check``: the whole configuration checked, one line per check, non-zero on a failure."""
+"""``baton check``: the whole configuration checked, one line per check or problem; exit code 2
+when the configuration has problems (every one told), 1 when a service fails; it writes nothing."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 from baton_kafka.streams.settings import Settings, SettingsError
 
 OK, WARN, FAIL = "ok  ", "warn", "FAIL"
+# The exit code of a configuration with problems (a usage error's), apart from a failed service.
+CONFIGURATION = 2
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -44,6 +47,24 @@ def _sources(config: Path | None) -> str:
     return ", ".join([*read, "the environment"])
 
 
+def _local_store(settings: Settings) -> Path | None:
+    """The SQLite file of baton's own order store, when the orders are read from one."""
+    url = settings.orders_url
+    if settings.orders_source or settings.orders_map or url.startswith(("http", "postgres")):
+        return None
+    if url.startswith("sqlite:///"):
+        return Path("/" + url.removeprefix("sqlite:///").lstrip("/"))
+    return None if "://" in url else Path(url)
+
+
+def _no_store_yet(settings: Settings) -> tuple[str, str, str] | None:
+    """Baton's own order store before the worker's first start: told, not created."""
+    file = _local_store(settings)
+    if file is None or file.exists():
+        return None
+    return (OK, "orders", f"no order store yet at {file.resolve()} (the worker creates it)")
+
+
 def _policy(settings: Settings) -> list[tuple[str, str, str]]:
     from baton_kafka.agents.cache_fit import cache_fits
     from baton_kafka.agents.policy import PolicyError
@@ -54,10 +75,21 @@ def _policy(settings: Settings) -> list[tuple[str, str, str]]:
         policy = load_policy(settings.policy_file)
     except PolicyError as exc:
         return [(FAIL, "policy", str(exc))]
+    from baton_kafka.agents.policy import vocabulary
+
     shop = policy.shop
-    base = (settings.policy_file or DEFAULT_FILE).parent
+    file = settings.policy_file or DEFAULT_FILE
+    base = file.parent
+    served = policy.serving(settings.languages)
     lines = [
-        (OK, "policy", f"{settings.policy_file or DEFAULT_FILE} ({shop.name}, {policy.version})"),
+        (OK, "policy", f"{file} ({shop.name}, {policy.version})"),
+        *((WARN, "policy", f"{file}: {line}") for line in vocabulary.warnings(served)),
+        # BATON_LANGUAGES may serve a language the policy has no texts in: the first is used.
+        *(
+            (WARN, "policy", f"BATON_LANGUAGES: {file}: {line} (its first language's is used)")
+            for line in vocabulary.problems(policy.model_dump(), settings.languages)
+            if settings.languages
+        ),
         (OK, "handbook", str(base / shop.handbook) if shop.handbook else "none"),
         (OK, "tone", str(base / shop.tone) if shop.tone else "baton's default"),
     ]
@@ -128,16 +160,19 @@ def check(
     load: Callable[..., Settings],
     customer: str | None = None,
 ) -> int:
-    """Print one line per check; 1 when any failed, else 0."""
+    """Print one line per check, and one per problem of the configuration; 2 when the
+    configuration has any, else 1 when a check failed, else 0."""
     try:
         settings = load(config=config)
     except SettingsError as exc:
-        print(_line(FAIL, "settings", str(exc)))
-        return 1
+        for problem in exc.lines:
+            print(_line(FAIL, "settings", problem))
+        return CONFIGURATION
     lines = [(OK, "settings", _sources(config))]
     lines += _policy(settings)
     lines.append(_stages(settings))
-    lines += _orders(settings, timeout, customer)
+    no_store = _no_store_yet(settings)
+    lines += [no_store] if no_store else _orders(settings, timeout, customer)
     lines.append(_executor(settings, timeout))
     lines.append(_broker(settings, timeout))
     lines.append(_model(settings))
@@ -145,6 +180,8 @@ def check(
         lines.append(_limits(settings))
     for status, what, detail in lines:
         print(_line(status, what, detail), flush=True)
+    if any(status == FAIL and what in ("policy", "stages") for status, what, _ in lines):
+        return CONFIGURATION
     return 1 if any(status == FAIL for status, _, _ in lines) else 0
 
 

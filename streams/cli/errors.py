@@ -33,7 +33,9 @@ def reported(command: Callable[[], int]) -> int:
         print(str(exc), file=sys.stderr)
         return exc.exit_code
     except SettingsError as exc:
-        print(f"baton: {exc}", file=sys.stderr)
+        # Every problem of the configuration, one line each.
+        for line in exc.lines:
+            print(f"baton: {line}", file=sys.stderr)
         return UsageError.exit_code
     except (BrokerUnreachable, BrokerError, TopicMismatch, RegistryError) as exc:
         print(f"baton: {exc}", file=sys.stderr)

@@ -86,7 +86,7 @@ class Settings(OrderSettings, ModelSettings):
         "BATON_WEB_PORT",
         "the worker's HTTP port (`/metrics`, `/health`, `/dashboard`)",
         6066,
-        parse=integer(1),
+        parse=integer(1, 65535),
     )
     web_bind: str = setting(
         "BATON_WEB_BIND",

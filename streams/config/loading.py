@@ -54,25 +54,44 @@ def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
     return _kafka(env)
 
 
-def _build(sourced: Sourced) -> Settings:
+def _build(sourced: Sourced) -> tuple[Settings, list[str]]:
+    """The settings, a failed one at its default, and every problem found (located)."""
     values = sourced.values
     done: dict[str, Any] = {}
+    problems = [*sourced.problems]
     declared = [(f, spec) for f in fields(Settings) if (spec := spec_of(f))]
+
+    def read(f: Field[Any], spec: Spec) -> None:
+        # Every setting is read even after one failed: all problems are told in one run.
+        try:
+            done[f.name] = _read(f, spec, values, done)
+        except SettingsError as exc:
+            problems.extend(sourced.locate(line) for line in exc.lines)
+            done[f.name] = _default(f)
+
     # Settings whose defaults follow others (the provider's limits) are read after them.
     for f, spec in declared:
         if spec.derived is None and spec.read is None:
-            done[f.name] = _read(f, spec, values, done)
+            read(f, spec)
     for f, spec in declared:
         if f.name not in done:
-            done[f.name] = _read(f, spec, values, done)
+            read(f, spec)
     if done["llm"] in NAMED_MODELS and not values.get("BATON_MODEL"):
-        raise SettingsError(f"BATON_LLM={done['llm']} needs BATON_MODEL: the model's name there")
-    return Settings(
+        problems.append(
+            sourced.locate(f"BATON_LLM={done['llm']} needs BATON_MODEL: the model's name there")
+        )
+    try:
+        kafka = _kafka(values)
+    except SettingsError as exc:
+        problems.extend(sourced.locate(line) for line in exc.lines)
+        kafka = KafkaSecurity()
+    settings = Settings(
         **done,
-        kafka=_kafka(values),
+        kafka=kafka,
         broker_given="BATON_BROKER" in values,
         secret_files=dict(sourced.secret_files),
     )
+    return settings, problems
 
 
 def load(
@@ -83,14 +102,18 @@ def load(
     **overrides: object,
 ) -> Settings:
     """Build settings from ``baton.toml`` < ``.env`` < ``env`` (default: ``os.environ``, and
-    the files of the working directory); raises ``SettingsError``, one line naming the file
-    and key or the variable, never a secret."""
+    the files of the working directory); raises ``SettingsError`` with every problem found,
+    one line each naming the file and key or the variable, never a secret."""
     sourced = gather(env, specs(), config, cwd)
+    settings, problems = _build(sourced)
+    unknown = set(overrides) - {f.name for f in fields(Settings)}
+    if unknown:
+        raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
+    settings = replace(settings, **overrides)  # type: ignore[arg-type]
     try:
-        settings = _build(sourced)
-        unknown = set(overrides) - {f.name for f in fields(Settings)}
-        if unknown:
-            raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
-        return check_topics(replace(settings, **overrides))  # type: ignore[arg-type]
+        check_topics(settings)
     except SettingsError as exc:
-        raise SettingsError(sourced.locate(str(exc))) from None
+        problems.extend(sourced.locate(line) for line in exc.lines)
+    if problems:
+        raise SettingsError("\n".join(dict.fromkeys(problems)))
+    return settings

@@ -31,9 +31,16 @@ baton reads its settings once, when a command starts, from three places; a later
 
 In `{CONFIG_NAME}` a variable's key is its name without `BATON_`, in lower case
 (`BATON_WEB_PORT` is `web_port`); a table's name joins its keys (`[kafka]` `username` is
-`BATON_KAFKA_USERNAME`, `[kafka.client]` `linger_ms` is `BATON_KAFKA_CLIENT_LINGER_MS`). An unknown
-key, a bad value or a bad combination stops the command with one line naming the file and
-key (or the variable); a secret's value is never shown.
+`BATON_KAFKA_USERNAME`, `[kafka.client]` `linger_ms` is `BATON_KAFKA_CLIENT_LINGER_MS`). Unknown
+keys, bad values and bad combinations stop the command (exit code 2), every one told in the
+same run, one line each naming the file and key (or the variable) and the nearest known key;
+a secret's value is never shown. Ports are 1 to 65535, times in seconds above 0 (0 turns off
+the few that say so), shares fractions below 1.
+
+A relative path is read from the directory of the file that names it: in `{CONFIG_NAME}`
+(`policy`, `data_dir`, `store_dir`, `orders_map`, a `*_file`) from that file's directory,
+wherever the command runs; in `.env` or the environment from the working directory, as is
+a default (`.baton`). `baton check` reads every file and creates none.
 
 Every secret (marked 🔒) can be read from a file instead: `<VARIABLE>{FILE_SUFFIX}` (or the key
 `<key>_file`) names the file, as container secrets are mounted. baton's own child processes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -28,6 +29,8 @@ class Sourced:
     origin: dict[str, str] = field(default_factory=dict)
     # secret's variable -> the (absolute) file it was read from.
     secret_files: dict[str, Path] = field(default_factory=dict)
+    # Problems of the files found while reading them (unknown keys), one line each.
+    problems: list[str] = field(default_factory=list)
 
     def locate(self, message: str) -> str:
         """``message`` prefixed with the file (and key) of the first setting it names that
@@ -81,8 +84,17 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def read_toml(path: Path, keys: Keys) -> tuple[dict[str, str], dict[str, str]]:
-    """``path``'s settings as variables, and each variable's key; raises ``SettingsError``."""
+def close(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when ``known`` has a name close to ``name``, else ``""``."""
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def read_toml(
+    path: Path, keys: Keys, problems: list[str] | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``path``'s settings as variables, and each variable's key; raises ``SettingsError``, or
+    adds each unknown key to ``problems`` when given."""
     try:
         data = tomllib.loads(path.read_text("utf-8"))
     except OSError as exc:
@@ -101,7 +113,15 @@ def read_toml(path: Path, keys: Keys) -> tuple[dict[str, str], dict[str, str]]:
                 walk(value, here + ".", name + "_")
                 continue
             if variable is None:
-                raise SettingsError(f"{path}: unknown key {here!r}")
+                # In a table, the keys of that table are the near ones.
+                near = [k[len(flat) :] for k in keys.by_key if k.startswith(flat)] if flat else []
+                message = (
+                    f"{path}: unknown key {here!r}{close(str(key).lower(), near or keys.by_key)}"
+                )
+                if problems is None:
+                    raise SettingsError(message)
+                problems.append(message)
+                continue
             text = _text(value)
             if variable in keys.paths and _relative(text):
                 text = str(path.parent / text)
@@ -157,6 +177,7 @@ def gather(
     if env is None:
         env, cwd = os.environ, cwd or Path.cwd()
     layers: list[tuple[dict[str, str], dict[str, str]]] = []
+    problems: list[str] = []
     dotenv: dict[str, str] = {}
     no_files = env.get(CONFIG_VARIABLE) == "" and config is None
     if cwd is not None and not no_files and (cwd / DOTENV_NAME).is_file():
@@ -166,14 +187,14 @@ def gather(
         path = Path(named) if cwd is None or Path(named).is_absolute() else cwd / named
         if not path.is_file():
             raise SettingsError(f"{CONFIG_VARIABLE}: no such file {named}")
-        layers.append(read_toml(path, keys))
+        layers.append(read_toml(path, keys, problems))
     elif cwd is not None and not no_files and (cwd / CONFIG_NAME).is_file():
-        layers.append(read_toml(cwd / CONFIG_NAME, keys))
+        layers.append(read_toml(cwd / CONFIG_NAME, keys, problems))
     if dotenv:
         label = str(cwd / DOTENV_NAME) if cwd else DOTENV_NAME
         layers.append((dotenv, dict.fromkeys(dotenv, label)))
     layers.append((dict(env), {}))
-    sourced = Sourced()
+    sourced = Sourced(problems=problems)
     for values, origin in layers:
         for secret in keys.secrets:
             if values.get(secret) and values.get(secret + FILE_SUFFIX):

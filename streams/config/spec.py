@@ -10,7 +10,13 @@ from typing import Any
 
 
 class SettingsError(ValueError):
-    """A setting has a value baton cannot use (one line, naming the setting, no secret)."""
+    """A setting has a value baton cannot use (one line, naming the setting, no secret); several
+    problems found at once are one line each."""
+
+    @property
+    def lines(self) -> list[str]:
+        """Each problem, one line."""
+        return [line for line in str(self).splitlines() if line.strip()]
 
 
 # (variable name, raw text) -> value; raises SettingsError naming the variable.
@@ -65,7 +71,7 @@ def render_number(value: Any) -> str:
     return repr(value)
 
 
-def integer(minimum: int = 0) -> Parser:
+def integer(minimum: int = 0, maximum: int | None = None) -> Parser:
     def parse(name: str, raw: str) -> int:
         try:
             value = int(raw)
@@ -73,6 +79,8 @@ def integer(minimum: int = 0) -> Parser:
             raise SettingsError(f"{name} must be an integer, got {cut(raw)}") from None
         if value < minimum:
             raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise SettingsError(f"{name} must be at most {maximum}, got {value}")
         return value
 
     return parse

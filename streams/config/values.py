@@ -16,6 +16,7 @@ from baton_kafka.agents.models.prices import Price, parse_cache_minimums, parse_
 from baton_kafka.agents.models.providers import ProviderError, check_name, default_limits
 from baton_kafka.agents.policy import PolicyError
 from baton_kafka.agents.policy import load as load_policy
+from baton_kafka.agents.policy.vocabulary import language_problem
 from baton_kafka.schemas.topics import ROLES
 from baton_kafka.streams.config.spec import SettingsError, cut
 
@@ -158,6 +159,9 @@ def languages(name: str, raw: str) -> tuple[str, ...]:
     """Comma-separated BCP 47 codes, the default first; empty: the policy's."""
     if not raw.strip():
         return ()
+    bad = [why for tag in raw.split(",") if tag.strip() and (why := language_problem(tag))]
+    if bad:
+        raise SettingsError("\n".join(f"{name}: {why}" for why in bad))
     try:
         return codes(raw.split(","))
     except LanguageError as exc:
@@ -172,7 +176,11 @@ def policy_file(name: str, raw: str) -> Path | None:
     try:
         load_policy(path)
     except PolicyError as exc:
-        raise SettingsError(f"{name}: {exc}") from None
+        # The policy's own problems name its file and key; only a file not read names the setting.
+        text = str(exc)
+        raise SettingsError(
+            text if "\n" in text or ": cannot read" not in text else f"{name}: {text}"
+        ) from None
     return path
 
 

@@ -40,8 +40,9 @@ def build_store(settings: Settings) -> WritableStore:
 def build_source(settings: Settings) -> OrderSource:
     """The source the pipeline reads: ``BATON_ORDERS_SOURCE``'s factory (called with the
     settings), else the one ``BATON_ORDERS_DSN`` and ``BATON_ORDERS_MAP`` describe."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
     if settings.orders_source:
+        # A shop's own source may keep files there; baton's own store makes its directory.
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             factory = load_factory(settings.orders_source)
         except ValueError as exc:

@@ -34,6 +34,7 @@ def test_init_then_check_passes_on_a_running_broker(tmp_path: Path, broker: Brok
         "ok   cache",
         "ok   stages",
         "ok   orders",
+        "ok   executor",
         "ok   broker",
         "ok   model",
     ]

@@ -88,6 +88,8 @@ def test_the_shop_guide_takes_a_new_shop_to_answered_tickets(tmp_path: Path) -> 
     version = load(shop / "policy.toml").version
     assert {r.policy_version for r in replies} == {version}
     assert version != load(None).version
+    # The guide's help articles are indexed with the policy: their version is in the policy's.
+    assert load(shop / "policy.toml").shop.articles_dir == str((shop / "articles").resolve())
     assert by_id["A-1"].order_id == "400918270"
     assert by_id["L-1"].order_id == "400918275"
     assert by_id["M-1"].order_id == "400918280"

@@ -68,7 +68,7 @@ def test_tables_join_their_keys_and_config_names_the_file(tmp_path: Path) -> Non
 def test_errors_name_the_file_and_key_in_one_line(tmp_path: Path) -> None:
     toml = tmp_path / "baton.toml"
     _write(toml, "web_prot = 1\n")
-    assert _error(tmp_path) == f"{toml}: unknown key 'web_prot'"
+    assert _error(tmp_path) == f"{toml}: unknown key 'web_prot' (did you mean 'web_port'?)"
     _write(toml, '[kafka]\nusername = "u"\n')
     assert _error(tmp_path).startswith(f"{toml}: key kafka.username: ")
     _write(toml, 'web_port = "soon"\n')

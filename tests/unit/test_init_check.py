@@ -139,7 +139,7 @@ def test_check_prints_one_line_per_check_and_fails_on_a_failure(
     assert "ok   stages: understand -> lookup -> strategy" in out
     # A bad setting is the one line check prints, naming the file and key.
     (tmp_path / "baton.toml").write_text('web_port = "soon"\n', "utf-8")
-    assert main(["check"]) == 1
+    assert main(["check"]) == 2
     assert capsys.readouterr().out == (
         f"FAIL settings: {tmp_path / 'baton.toml'}: key web_port: BATON_WEB_PORT must be an "
         "integer, got 'soon'\n"
@@ -147,6 +147,6 @@ def test_check_prints_one_line_per_check_and_fails_on_a_failure(
     # --config names another file.
     other = tmp_path / "other.toml"
     other.write_text('web_port = "later"\n', "utf-8")
-    assert main(["--config", str(other), "check"]) == 1
+    assert main(["--config", str(other), "check"]) == 2
     assert "key web_port" in capsys.readouterr().out
     assert isinstance(load({}), Settings)

@@ -72,7 +72,7 @@ def test_the_version_is_the_hash_of_the_file() -> None:
         ),
         (
             b"[remedies.refund]\ntext='a'\nmoney=true",
-            "f.toml: remedies: Value error, refund: a money remedy needs",
+            "f.toml: remedies: refund: a money remedy needs",
         ),
         (
             b"[remedies.c]\ntext='a'\nshare=1.5",
@@ -97,7 +97,7 @@ def test_a_wrong_key_or_value_is_one_line_naming_the_file_and_the_key(
 def test_a_worker_will_not_start_on_a_bad_policy(tmp_path: Path) -> None:
     bad = tmp_path / "policy.toml"
     bad.write_text("[remedies.refund]\ntext = 'x'\nmoney = true\ncap = 'lots'\n", "utf-8")
-    with pytest.raises(SettingsError, match=r"^BATON_POLICY: .*policy.toml: remedies.refund"):
+    with pytest.raises(SettingsError, match=r"^\S*policy.toml: remedies.refund"):
         load_settings({"BATON_POLICY": str(bad)})
     with pytest.raises(SettingsError, match="cannot read the policy file"):
         load_settings({"BATON_POLICY": str(tmp_path / "missing.toml")})

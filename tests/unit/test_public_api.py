@@ -64,6 +64,15 @@ PINNED: dict[str, list[str]] = {
         "ExecutorUnavailable",
         "Outcome",
     ],
+    "baton_kafka.agents.articles": [
+        "Article",
+        "ArticleIndex",
+        "ArticlesError",
+        "index_for",
+        "parse",
+        "search",
+        "tokens",
+    ],
     "baton_kafka.agents.packs": [
         "LANGUAGES",
         "SHIPPED",

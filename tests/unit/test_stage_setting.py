@@ -195,7 +195,8 @@ def test_the_commands_say_it_in_one_line_without_a_traceback(
         "BATON_STAGES: examples.stages.priority:NOPE: examples.stages.priority has no attribute"
     )
     if command == ["check"]:
-        assert code == 1 and f"FAIL stages: {wanted}" in out.out
+        # A configuration problem: exit code 2, as the worker's.
+        assert code == 2 and f"FAIL stages: {wanted}" in out.out
     else:
         assert code == 2 and out.err.startswith(f"baton: {wanted}"), out.err
         assert len(out.err.splitlines()) == 1 and "Traceback" not in out.err
