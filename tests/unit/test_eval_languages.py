@@ -110,8 +110,10 @@ def test_a_reply_is_read_in_its_own_language_whatever_the_ticket_s() -> None:
 
 def test_a_shops_pack_adds_demand_words(tmp_path: Path) -> None:
     (tmp_path / "de").mkdir()
-    (tmp_path / "de" / "eval.toml").write_text('[demand]\nrefund = ["geld retour"]\n', "utf-8")
-    text = reply("Sie bekommen Ihr Geld retour, versprochen.")
+    (tmp_path / "de" / "eval.toml").write_text(
+        '[demand]\nrefund = ["geld kommt retour"]\n', "utf-8"
+    )
+    text = reply("Das Geld kommt retour, versprochen.")
     assert not demand_carried("refund", text, "de")
     packs.extend(tmp_path)
     try:
