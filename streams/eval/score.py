@@ -11,7 +11,9 @@ Facts, per ticket (a fact whose label is null or empty is not labelled and canno
 - product: the label's ``product`` or one of its ``product_terms`` is found in the reply;
 - problem: one of the label's ``problem`` terms (synonyms in both languages) is found in the
   reply;
-- demand: one of ``DEMAND_TERMS[demand]`` is found in the reply or the solution;
+- demand: one of the demand's words (``demand_terms``: the ``eval`` language pack's
+  ``[demand]`` table in English, Chinese, the reply's language and the ticket's) is found in
+  the reply or the solution;
 - order: ``Reply.order_id`` equals the label's ``order_id`` and, when that is not null, the id
   occurs in the reply as a whole token.
 
@@ -48,6 +50,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from baton_kafka.agents import packs
 from baton_kafka.agents.languages import DEFAULT_LANGUAGES, HAN, customer_language
 from baton_kafka.agents.rules.matching import mentioned_products
 from baton_kafka.schemas.records import Order, Reply, Ticket
@@ -55,24 +58,8 @@ from baton_kafka.schemas.stages import Demand
 
 FACTS = ("product", "problem", "demand", "order")
 
-DEMAND_TERMS: dict[str, tuple[str, ...]] = {
-    "refund": ("refund", "money back", "reimburse", "退款", "退货", "退钱", "退还"),
-    "exchange": (
-        "exchange", "replace", "new one", "换货", "换新", "更换", "调换", "新品", "换一个",
-    ),
-    "repair": ("repair", "fix", "warranty", "维修", "修理", "保修", "修好"),
-    "compensation": (
-        "compensat", "voucher", "coupon", "goodwill", "补偿", "赔偿", "优惠券", "代金券",
-    ),
-    "cancel": ("cancel", "取消"),
-    "information": (
-        "business day", "days", "hours", "status", "on its way", "in transit", "tracking",
-        "is currently", "工作日", "天内", "几天", "小时", "状态", "运输", "物流", "单号", "进度",
-        "预计",
-    ),
-    "complaint": ("complaint", "escalat", "投诉"),
-    "other": ("help", "assist", "帮助", "协助", "为您安排"),
-}  # fmt: skip
+# Mixed English and Chinese text is read in both, whatever its detected language.
+ALWAYS_READ = ("en", "zh")
 
 ID_SHAPE = re.compile(r"(?<![A-Za-z0-9-])[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[0-9]+(?![A-Za-z0-9-])")
 _LATIN_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
@@ -302,6 +289,24 @@ def language(text: str, languages: Sequence[str] = DEFAULT_LANGUAGES) -> str:
     return customer_language(text, languages)
 
 
+def demand_terms(demand: str, languages: Iterable[str] = ()) -> list[str]:
+    """The words that carry ``demand``: the eval packs' in English, Chinese and ``languages``."""
+    terms: list[str] = []
+    for lang in dict.fromkeys((*ALWAYS_READ, *languages)):
+        words = packs.pack("eval", lang).get("demand", {}).get(demand, [])
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise packs.PackError(f"{lang}/eval.toml: demand.{demand} must be a list of words")
+        terms += words
+    return list(dict.fromkeys(terms))
+
+
+def demand_carried(demand: str, reply: Reply, ticket_language: str) -> bool:
+    """True when the reply or its solution holds a word of ``demand`` in its language."""
+    text = f"{reply.reply}\n{reply.solution}"
+    written_in = customer_language(reply.reply, packs.languages("eval") or ALWAYS_READ)
+    return bool(found_terms(text, demand_terms(demand, (written_in, ticket_language))))
+
+
 def invented_orders(reply: Reply, customer_id: str | None, world: World) -> list[str]:
     """Order ids in the reply record that are not orders of ``customer_id``."""
     own = world.own_ids.get(customer_id, frozenset()) if customer_id else frozenset()
@@ -336,22 +341,22 @@ def score(
     """Score one reply against its case's label (its language among the shop's ``languages``)."""
     label, ticket = case.label, case.ticket
     product_terms = [label.product, *label.product_terms] if label.product else []
-    demand_text = f"{reply.reply}\n{reply.solution}"
     expected = label.order_id
     resolved = reply.order_id == expected
+    lang = language(ticket.text, languages)
     return TicketScore(
         ticket_id=ticket.ticket_id,
         session_id=ticket.session_id,
         customer_id=ticket.customer_id,
         phase=label.phase,
-        language=language(ticket.text, languages),
+        language=lang,
         tags=list(label.tags),
         status=reply.status,
         expected_order=expected,
         order_id=reply.order_id,
         product=bool(found_terms(reply.reply, product_terms)) if product_terms else None,
         problem=bool(found_terms(reply.reply, label.problem)) if label.problem else None,
-        demand=bool(found_terms(demand_text, DEMAND_TERMS[label.demand])),
+        demand=demand_carried(label.demand, reply, lang),
         order=resolved and (expected is None or has_token(reply.reply, expected)),
         order_resolved=resolved,
         invented=invented_orders(reply, ticket.customer_id, world),
