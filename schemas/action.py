@@ -56,6 +56,11 @@ class Action(BaseModel):
     requested_at: datetime = Field(
         default_factory=utcnow, description="When the reply that promised it was written."
     )
+    language: str | None = Field(
+        default=None,
+        description="The language of the reply that promised it, for the customer's follow-up; "
+        "null: the shop's default language.",
+    )
 
     def offer_line(self) -> OfferLine:
         """The offer line the action carries out."""
@@ -92,6 +97,7 @@ def actions_of(reply: Reply) -> list[Action]:
             channel=line.channel,
             policy_version=reply.policy_version,
             requested_at=reply.replied_at,
+            language=reply.language,
         )
         for n, line in enumerate(offer.lines)
     ]
@@ -115,6 +121,11 @@ class LedgerEntry(BaseModel):
     remote_id: str | None = Field(default=None, description="The shop's system's reference.")
     attempts: int = Field(default=0, ge=0, description="Requests sent for it so far.")
     detail: str = Field(default="", description="The last answer or problem, readable.")
+    told: bool = Field(
+        default=False,
+        description="The customer's follow-up (and a failed action's hand-off packet) was "
+        "written for this final state.",
+    )
     updated_at: datetime = Field(default_factory=utcnow)
 
     @property
