@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from baton_kafka.agents.instructions import handbook, stage_text
 from baton_kafka.agents.models.llm import Prompt
 from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.schemas.action import ActionNote
 from baton_kafka.schemas.baton import Baton, OrderMemory, SessionSummary
 from baton_kafka.schemas.decision import PersonNote
 from baton_kafka.schemas.records import Offer, Order, StageName, Ticket
@@ -313,6 +314,11 @@ class Facts(BaseModel):
         default_factory=list,
         description="The results of the shop's own earlier stages, in the chain's order.",
     )
+    actions: list[ActionNote] = Field(
+        default_factory=list,
+        description="What the shop's system did with the session's approved offers: each "
+        "action's kind, amount, state, reference and when, newest last.",
+    )
     from_customer: list[str] = Field(
         default_factory=list,
         description="The fields above that were derived from what the customer wrote.",
@@ -357,6 +363,7 @@ FROM_SHOP = (
     "session.offered",  # from validated offers of earlier replies, not from customer text
     "session.repeats",  # a count the shop makes
     "session.pending_offer",  # a validated offer of an earlier reply
+    "actions",  # the shop's system's answers to typed actions
     "orders",
     "match.order_id",
     "match.order",
@@ -490,6 +497,7 @@ def build(
         understanding=understanding,
         match=match.model_copy(update={"candidates": [], "order": None}) if match else None,
         stages=stage_results(stages),
+        actions=list(baton.actions),
     )
     facts.from_customer = from_customer(facts)
     return Prompt(

@@ -4,16 +4,18 @@ happen, a hand-off packet for the person who takes it over."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from baton_kafka.agents import staff_notes
 from baton_kafka.agents.fixed_texts import fixed
-from baton_kafka.schemas.action import LedgerEntry
+from baton_kafka.schemas.action import ActionNote, LedgerEntry, noted
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.handoff import HandoffPacket
-from baton_kafka.schemas.records import OfferLine, Reply, utcnow
+from baton_kafka.schemas.records import OfferLine, Reply, Ticket, utcnow
 from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.scheduler import SessionGate
 from baton_kafka.streams.runtime.sink import Sink
 
 DETAIL_CHARS = 300
@@ -146,3 +148,27 @@ class Teller:
             handed = packet(entry, reply, self.deadline_s, version)
             await self.sink.send(self.handoffs_topic, session, dumps(handed))
         return reply
+
+
+@dataclass
+class Noting:
+    """Records an ended action in its session's baton (``actions``), between the session's
+    tickets, so that the next ticket's prompt states it."""
+
+    batons: BatonStore
+    gate: SessionGate
+    unfinished: Callable[[Ticket], str | None]
+
+    async def __call__(self, entry: LedgerEntry) -> None:
+        session = entry.action.session_id
+        name = f"action:{entry.idempotency_key}"
+        probe = Ticket.model_construct(ticket_id=name, session_id=session, text="")
+        await self.gate.enter(session, name, lambda: self.unfinished(probe))
+        try:
+            baton = self.batons.get(session)
+            if baton is None:
+                return  # expired or erased: nothing to tell a next ticket
+            notes = noted(baton.actions, ActionNote.of(entry))
+            await self.batons.save_durably(baton.model_copy(update={"actions": notes}))
+        finally:
+            self.gate.leave(session, name)

@@ -42,6 +42,8 @@ class Runner:
     backoff_s: float = 0.2
     # Tells the customer an action ended (follow_up.Teller); None: the ledger only.
     tell: Callable[[LedgerEntry], Awaitable[object]] | None = None
+    # Records it in the session's baton for the next ticket's prompt (follow_up.Noting).
+    note: Callable[[LedgerEntry], Awaitable[None]] | None = None
 
     async def handle(self, value: bytes | None, source: Source) -> LedgerEntry | None:
         """Record and carry out one action of the topic; an invalid one is a dead letter."""
@@ -81,6 +83,8 @@ class Runner:
         if self.tell is None or not tells(entry):
             return entry
         await self.tell(entry)
+        if self.note is not None:
+            await self.note(entry)
         entry = entry.model_copy(update={"told": True})
         await self.ledger.save(entry)
         return entry

@@ -161,7 +161,7 @@ def acting(
     """With ``BATON_EXECUTOR`` set: the agent that carries the actions out, its ledger table,
     and a sweep of the unfinished ones (a restart or a rebalance left them)."""
     from baton_kafka.streams.actions.choose import open_executor
-    from baton_kafka.streams.actions.follow_up import Teller
+    from baton_kafka.streams.actions.follow_up import Noting, Teller
     from baton_kafka.streams.actions.ledger import Ledger
     from baton_kafka.streams.actions.runner import Runner
 
@@ -182,7 +182,13 @@ def acting(
         settings.handoff_deadline_s,
     )
     runner = Runner(
-        executor, Ledger(table), pipeline.batons, pipeline.dead_letter, pipeline.store, tell=teller
+        executor,
+        Ledger(table),
+        pipeline.batons,
+        pipeline.dead_letter,
+        pipeline.store,
+        tell=teller,
+        note=Noting(pipeline.batons, pipeline.gate, pipeline.redelivery.unfinished),
     )
 
     @app.agent(sink.topics[names.actions], name="act")

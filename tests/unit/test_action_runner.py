@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from baton_kafka.agents import prompts
 from baton_kafka.agents.orders import OrderSource, SQLiteOrderStore
 from baton_kafka.schemas import dumps
-from baton_kafka.schemas.action import Action, LedgerEntry
+from baton_kafka.schemas.action import ACTIONS_KEEP, Action, LedgerEntry, noted
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import Reply
-from baton_kafka.streams.actions.follow_up import Teller
+from baton_kafka.schemas.stages import StrategyDraft
+from baton_kafka.streams.actions.follow_up import Noting, Teller
 from baton_kafka.streams.actions.http import HttpExecutor
 from baton_kafka.streams.actions.http_map import ActionMap
 from baton_kafka.streams.actions.ledger import Ledger
@@ -170,7 +172,10 @@ async def test_money_the_order_no_longer_allows_is_refused_not_sent(
 def telling(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
     n = names(p)
     teller = Teller(p.out, n.replies, n.handoffs, p.batons, "en", 600)
-    return Runner(executor, Ledger(table), p.batons, p.dead_letter, p.store, 0, tell=teller)
+    noting = Noting(p.batons, p.gate, p.redelivery.unfinished)
+    return Runner(
+        executor, Ledger(table), p.batons, p.dead_letter, p.store, 0, tell=teller, note=noting
+    )
 
 
 def follow_ups(p: Pipeline) -> list[Reply]:
@@ -237,3 +242,31 @@ async def test_an_ended_action_not_yet_told_is_told_by_the_sweep(
     assert told.status == "action_confirmed" and payments.posts == 1
     [entry] = Ledger(table).row("S1").values()
     assert entry.told
+
+
+async def test_the_next_tickets_prompt_states_the_refund_and_its_reference(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    done = await telling(p, executor, MemoryTable()).handle(value, source)
+    assert done is not None and done.remote_id is not None
+    baton = p.batons.get("S1")
+    assert baton is not None
+    [note] = baton.actions
+    assert (note.kind, note.amount, note.state, note.reference) == (
+        "refund",
+        39.9,
+        "confirmed",
+        done.remote_id,
+    )
+    later = ticket("t2", "Where is my refund?")
+    prompt = prompts.build("strategy", StrategyDraft, ticket=later, baton=baton, orders=[])
+    assert prompt.facts.actions == [note] and "actions" not in prompt.facts.from_customer
+    assert f'"reference":"{done.remote_id}"' in prompt.context
+    # The baton keeps a few, the newest: the prompt stays bounded.
+    many = baton.actions
+    for n in range(12):
+        many = noted(many, note.model_copy(update={"idempotency_key": f"bt-{n}"}))
+    assert len(many) == ACTIONS_KEEP and many[-1].idempotency_key == "bt-11"
