@@ -270,3 +270,19 @@ async def test_the_next_tickets_prompt_states_the_refund_and_its_reference(
     for n in range(12):
         many = noted(many, note.model_copy(update={"idempotency_key": f"bt-{n}"}))
     assert len(many) == ACTIONS_KEEP and many[-1].idempotency_key == "bt-11"
+
+
+async def test_where_is_my_refund_is_answered_with_its_date_and_reference_not_a_new_offer(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    done = await telling(p, executor, MemoryTable()).handle(value, source)
+    assert done is not None and done.remote_id is not None
+    replies = await run(p, ticket("t2", "Where is my refund for the kettle?"))
+    reply = replies[-1]
+    assert reply.ticket_id == "t2", replies
+    assert done.remote_id in reply.reply and done.updated_at.date().isoformat() in reply.reply
+    assert reply.offer is None or reply.offer.lines == []
+    assert len(on_topic(p)) == 1 and payments.posts == 1
