@@ -56,6 +56,11 @@ class Action(BaseModel):
     requested_at: datetime = Field(
         default_factory=utcnow, description="When the reply that promised it was written."
     )
+    language: str | None = Field(
+        default=None,
+        description="The language of the reply that promised it, for the customer's follow-up; "
+        "null: the shop's default language.",
+    )
 
     def offer_line(self) -> OfferLine:
         """The offer line the action carries out."""
@@ -92,6 +97,7 @@ def actions_of(reply: Reply) -> list[Action]:
             channel=line.channel,
             policy_version=reply.policy_version,
             requested_at=reply.replied_at,
+            language=reply.language,
         )
         for n, line in enumerate(offer.lines)
     ]
@@ -115,6 +121,11 @@ class LedgerEntry(BaseModel):
     remote_id: str | None = Field(default=None, description="The shop's system's reference.")
     attempts: int = Field(default=0, ge=0, description="Requests sent for it so far.")
     detail: str = Field(default="", description="The last answer or problem, readable.")
+    told: bool = Field(
+        default=False,
+        description="The customer's follow-up (and a failed action's hand-off packet) was "
+        "written for this final state.",
+    )
     updated_at: datetime = Field(default_factory=utcnow)
 
     @property
@@ -125,3 +136,43 @@ class LedgerEntry(BaseModel):
     def of(cls, action: Action) -> LedgerEntry:
         """A new entry: the action requested."""
         return cls(action=action, state="requested")
+
+
+ACTIONS_KEEP = 8
+
+
+class ActionNote(BaseModel):
+    """An action of the session as the shop's system last reported it, for the next ticket's
+    prompt (what was done, not what was promised)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: str = Field(description="The remedy carried out: refund, exchange, ...")
+    order_id: str = Field(description="The order it is for.")
+    amount: float | None = Field(default=None, description="The money, if any.")
+    currency: str | None = None
+    state: ActionState = Field(description="confirmed, failed or needs_person.")
+    reference: str | None = Field(default=None, description="The shop's system's reference.")
+    at: datetime = Field(description="When the shop's system answered.")
+    idempotency_key: str = Field(description="The action's key: one note per action.")
+
+    @classmethod
+    def of(cls, entry: LedgerEntry) -> ActionNote:
+        a = entry.action
+        return cls(
+            kind=a.kind,
+            order_id=a.order_id,
+            amount=a.amount,
+            currency=a.currency,
+            state=entry.state,
+            reference=entry.remote_id,
+            at=entry.updated_at,
+            idempotency_key=a.idempotency_key,
+        )
+
+
+def noted(notes: list[ActionNote], note: ActionNote) -> list[ActionNote]:
+    """``notes`` with ``note`` in place of any earlier note of its action, the newest last,
+    at most ``ACTIONS_KEEP``."""
+    kept = [n for n in notes if n.idempotency_key != note.idempotency_key]
+    return [*kept, note][-ACTIONS_KEEP:]

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from baton_kafka.schemas.action import ActionNote
 from baton_kafka.schemas.decision import AppliedDecision, Escalation, PendingOffer, PersonNote
 from baton_kafka.schemas.records import SCHEMA_VERSION, OfferLine, StageName, UsageTotals, utcnow
 from baton_kafka.schemas.stages import Demand
@@ -133,6 +134,11 @@ class Baton(BaseModel):
     pending: PendingOffer | None = Field(
         default=None,
         description="The offer waiting for a person's approval (the session is parked).",
+    )
+    actions: list[ActionNote] = Field(
+        default_factory=list,
+        description="The session's actions the shop's system finished (confirmed, failed, or "
+        "given to a person), newest last, at most 8.",
     )
     escalated: list[Escalation] = Field(
         default_factory=list,

@@ -43,6 +43,8 @@ HandoffReason = Literal[
     "stage_error",
     "context_broken",
     "order_store_unavailable",
+    # an approved offer's action was refused by the shop's system or cannot be carried out
+    "action_failed",
     "other",
 ]
 Urgency = Literal["normal", "high"]

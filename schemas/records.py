@@ -25,7 +25,16 @@ from baton_kafka.schemas.lines import MAX_LINES, OrderLine, lines_problem
 SCHEMA_VERSION = 2
 MAX_TEXT_CHARS = 20_000
 
-ReplyStatus = Literal["answered", "degraded", "handoff", "taken_over", "holding", "coalesced"]
+ReplyStatus = Literal[
+    "answered",
+    "degraded",
+    "handoff",
+    "taken_over",
+    "holding",
+    "coalesced",
+    "action_confirmed",
+    "action_failed",
+]
 OrderStatus = Literal[
     "pending", "paid", "shipped", "delivered", "cancelled", "refunded", "returned", "lost"
 ]
@@ -413,7 +422,10 @@ class Reply(BaseModel):
         "first-reply deadline passed: a fixed text that promises nothing, sent at most once; "
         "the ticket's own reply follows and is the one that counts), or coalesced (the ticket "
         "was answered together with the earlier tickets of its burst by the reply to "
-        "answered_by: the reply text is empty)."
+        "answered_by: the reply text is empty), or action_confirmed / action_failed (a "
+        "follow-up: the shop's system carried out an action of the ticket's approved offer, "
+        "with its reference, or did not, an apology that promises nothing new while a person "
+        "takes it over)."
     )
     reply: str = Field(description="Customer-facing text.")
     solution: str = Field(description="What will be done.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from baton_kafka.agents import risk
+from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
 from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact, persons_asked
@@ -42,6 +43,16 @@ _INSTEAD: dict[str, tuple[str, ...]] = {
     "cancel_delivered": ("exchange",),
     "repair": ("exchange",),
     "exchange": ("repair",),
+}
+
+
+# The action kind a question about a remedy's timing, or a demand, is about.
+_ASKED: dict[str, str] = {
+    "time_refund": "refund",
+    "refund": "refund",
+    "cancel": "cancellation",
+    "exchange": "exchange",
+    "compensation": "compensation",
 }
 
 
@@ -212,6 +223,29 @@ def _which(lang: str, orders: list[OrderFact]) -> str:
     return str(texts["which"].format(listed=listed))
 
 
+def _done_before(
+    facts: Facts, oid: str | None, wanted: str, lang: str, policy: Policy
+) -> str | None:
+    """The sentence telling that the remedy asked for was already carried out on the order
+    (the newest confirmed action of that kind, from the shop's system), or None."""
+    if not oid or not wanted:
+        return None
+    done = [a for a in facts.actions if a.order_id == oid and a.kind == wanted]
+    if not done or done[-1].state != "confirmed":
+        return None
+    last = done[-1]
+    amount = f" ({last.amount:.2f} {last.currency or ''})".replace(" )", ")") if last.amount else ""
+    return fixed(
+        "action_done_before",
+        lang,
+        policy.languages[0],
+        order=oid,
+        amount=amount,
+        date=last.at.date().isoformat(),
+        reference=last.reference or "",
+    )
+
+
 def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str]:
     """The policy's hand-off triggers the ticket sets off (safety, legal, self-harm, injection,
     repeats): the understanding's risk flags its words ground, and the language packs' and the
@@ -280,6 +314,12 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
         else _action(c, lang, oid, order, what, policy, lines, wanted)
         for c in dict.fromkeys((handoff or case, case))
     ]
+    asked_for = wanted or _ASKED.get(case) or _ASKED.get(u.demand, "")
+    done = _done_before(facts, oid, asked_for, lang, policy) if not handoff else None
+    if done is not None:
+        # Already carried out: the customer is told when and under which reference, and
+        # nothing is offered again.
+        case, lines, actions = "done_before", [], [done]
     if key and key != "general":
         issue = problem_predicate(key, lang)
     else:

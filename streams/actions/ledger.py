@@ -45,3 +45,14 @@ class Ledger:
             if e.state not in FINAL
         ]
         return sorted(found, key=lambda e: e.action.requested_at)
+
+    def untold(self, mine: Callable[[str], bool] = lambda _: True) -> list[LedgerEntry]:
+        """The final entries of the sessions ``mine`` owns whose customer was not told yet."""
+        found = [
+            e
+            for session, _ in self.table.items()
+            if mine(session)
+            for e in self.row(session).values()
+            if e.state in FINAL and e.attempts > 0 and not e.told
+        ]
+        return sorted(found, key=lambda e: e.action.requested_at)

@@ -13,6 +13,7 @@ from baton_kafka.schemas.codec import InvalidRecord, parse
 from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import DeadLetter, OfferLine, Reply, StageName
 from baton_kafka.streams.actions.executor import Executor
+from baton_kafka.streams.actions.follow_up import tells
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.reconcile import carry_out
 from baton_kafka.streams.runtime import dead_letters
@@ -39,6 +40,10 @@ class Runner:
     # The order source: an action's money is checked against what the order still allows.
     store: OrderSource | None = None
     backoff_s: float = 0.2
+    # Tells the customer an action ended (follow_up.Teller); None: the ledger only.
+    tell: Callable[[LedgerEntry], Awaitable[object]] | None = None
+    # Records it in the session's baton for the next ticket's prompt (follow_up.Noting).
+    note: Callable[[LedgerEntry], Awaitable[None]] | None = None
 
     async def handle(self, value: bytes | None, source: Source) -> LedgerEntry | None:
         """Record and carry out one action of the topic; an invalid one is a dead letter."""
@@ -67,9 +72,22 @@ class Runner:
                 await self._refuse(value, "untrusted_record", problem, source)
                 return entry
             await self.ledger.save(entry)
-        return await carry_out(
+        done = await carry_out(
             self.executor, action, entry, self.ledger.save, backoff_s=self.backoff_s
         )
+        return await self.told(done)
+
+    async def told(self, entry: LedgerEntry) -> LedgerEntry:
+        """Tell the customer an action that was sent has ended, once it is final; recorded in
+        the ledger after the follow-up is acknowledged (a crash in between tells again)."""
+        if self.tell is None or not tells(entry):
+            return entry
+        await self.tell(entry)
+        if self.note is not None:
+            await self.note(entry)
+        entry = entry.model_copy(update={"told": True})
+        await self.ledger.save(entry)
+        return entry
 
     def unauthorised(self, action: Action) -> str | None:
         """Why the session does not back ``action`` (its line is not in an approved offer its
@@ -148,10 +166,14 @@ class Runner:
                     done = entry.model_copy(update={"state": "needs_person", "detail": problem})
                     await self.ledger.save(done)
                     continue
-            await carry_out(
+            done = await carry_out(
                 self.executor, entry.action, entry, self.ledger.save, backoff_s=self.backoff_s
             )
+            await self.told(done)
             tried += 1
+        if self.tell is not None:
+            for entry in self.ledger.untold(mine):
+                await self.told(entry)
         return tried
 
     async def _refuse(self, value: bytes | None, reason: str, error: str, source: Source) -> None:

@@ -161,6 +161,7 @@ def acting(
     """With ``BATON_EXECUTOR`` set: the agent that carries the actions out, its ledger table,
     and a sweep of the unfinished ones (a restart or a rebalance left them)."""
     from baton_kafka.streams.actions.choose import open_executor
+    from baton_kafka.streams.actions.follow_up import Noting, Teller
     from baton_kafka.streams.actions.ledger import Ledger
     from baton_kafka.streams.actions.runner import Runner
 
@@ -171,8 +172,24 @@ def acting(
     if executor is None:
         return
     table = FaustSessionTable(app, ACTION_TABLE, settings.partitions)
-    runner = Runner(executor, Ledger(table), pipeline.batons, pipeline.dead_letter, pipeline.store)
     names = pipeline.topics
+    teller = Teller(
+        pipeline.out,
+        names.replies,
+        names.handoffs,
+        pipeline.batons,
+        pipeline.policy.languages[0],
+        settings.handoff_deadline_s,
+    )
+    runner = Runner(
+        executor,
+        Ledger(table),
+        pipeline.batons,
+        pipeline.dead_letter,
+        pipeline.store,
+        tell=teller,
+        note=Noting(pipeline.batons, pipeline.gate, pipeline.redelivery.unfinished),
+    )
 
     @app.agent(sink.topics[names.actions], name="act")
     async def act(stream: Any) -> None:

@@ -13,6 +13,8 @@ import orjson
 import pytest
 
 from baton_kafka.schemas.action import Action, LedgerEntry
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import Reply
 from tests.fixtures import delivery
 from tests.fixtures.data import KETTLE, days_ago, jacket, order, ticket_record
 from tests.fixtures.deployments import Deployment
@@ -55,14 +57,17 @@ async def until(check: Callable[[], bool], what: str, d: Deployment, timeout: fl
         await asyncio.sleep(0.2)
 
 
-async def ledger(d: Deployment, want: int) -> dict[str, LedgerEntry]:
-    """The newest entry of every action in the ledger's changelog, once ``want`` are final."""
+async def ledger(
+    d: Deployment, want: int, state: str = "confirmed", told: bool = False
+) -> dict[str, LedgerEntry]:
+    """The newest entry of every action in the ledger's changelog, once ``want`` are in
+    ``state`` (and recorded as told, with ``told``)."""
     consumer = d.reader(f"baton-{d.namespace}-actions-changelog")
     await consumer.start()
     entries: dict[str, LedgerEntry] = {}
     deadline = time.monotonic() + 60
     try:
-        while sum(e.state == "confirmed" for e in entries.values()) < want:
+        while sum(e.state == state and e.told >= told for e in entries.values()) < want:
             assert time.monotonic() < deadline, f"ledger: {entries}"
             batch = await consumer.getmany(timeout_ms=300)
             for records in batch.values():
@@ -186,3 +191,64 @@ async def test_an_offer_approved_by_a_person_is_executed_once_and_a_parked_one_n
     await asyncio.sleep(2)
     report("approved by a person", d, payments, len(refunds), final)
     assert payments.executed() == len(refunds) and payments.duplicates() == 0
+
+
+def _is_follow_up(value: bytes) -> bool:
+    return b'"status":"action_' in value
+
+
+async def follow_ups(d: Deployment, at_least: int) -> list[Reply]:
+    """Every follow-up of an action on the replies topic, read on after ``at_least`` arrived
+    so that a copy would show up."""
+    records = await delivery.drain(
+        d, "support.replies", at_least=at_least, quiet=3.0, counted=_is_follow_up
+    )
+    return [Reply.model_validate_json(r.value) for r in records if _is_follow_up(r.value)]
+
+
+async def test_a_confirmed_refund_is_told_once_with_the_systems_reference(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    with_executor(d, payments, tmp_path)
+    d.import_orders([kettle("c-t")])
+    d.start_worker()
+    t = f"t-{d.namespace}"
+    await d.publish_tickets([ticket_record(t, "s-t", "c-t", WORDS)])
+    [told] = await follow_ups(d, 1)
+    [refund] = payments.refunds
+    delivery.figures(
+        f"confirmed refund told, {d.broker.kind}",
+        executed_on_server=payments.executed(),
+        follow_ups=1,
+    )
+    assert told.status == "action_confirmed" and told.session_id == "s-t"
+    assert str(refund["id"]) in told.reply and "39.90" in told.reply
+    assert told.ticket_ids == [t] and payments.duplicates() == 0
+
+
+async def test_a_refused_refund_is_an_apology_and_one_packet_for_a_person(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    payments.fail_next("refuse")
+    with_executor(d, payments, tmp_path)
+    d.import_orders([kettle("c-f")])
+    d.start_worker()
+    t = f"t-{d.namespace}"
+    await d.publish_tickets([ticket_record(t, "s-f", "c-f", WORDS)])
+    [told] = await follow_ups(d, 1)
+    handed = await delivery.drain(d, "support.handoffs", at_least=1, quiet=3.0)
+    packets = [HandoffPacket.model_validate_json(r.value) for r in handed]
+    delivery.figures(
+        f"refused refund told, {d.broker.kind}",
+        executed_on_server=payments.executed(),
+        follow_ups=1,
+        packets=len(packets),
+    )
+    assert told.status == "action_failed" and told.ticket_ids == [t]
+    assert [(p.reason, p.ticket_id) for p in packets] == [("action_failed", t)]
+    assert packets[0].reply == told.reply
+    assert (payments.posts, payments.executed()) == (1, 0)
+    [entry] = (await ledger(d, 1, "failed", told=True)).values()
+    assert entry.detail.startswith("HTTP 422") or "422" in entry.detail

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from baton_kafka.agents import prompts
 from baton_kafka.agents.orders import OrderSource, SQLiteOrderStore
 from baton_kafka.schemas import dumps
-from baton_kafka.schemas.action import Action, LedgerEntry
+from baton_kafka.schemas.action import ACTIONS_KEEP, Action, LedgerEntry, noted
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import Reply
+from baton_kafka.schemas.stages import StrategyDraft
+from baton_kafka.streams.actions.follow_up import Noting, Teller
 from baton_kafka.streams.actions.http import HttpExecutor
 from baton_kafka.streams.actions.http_map import ActionMap
 from baton_kafka.streams.actions.ledger import Ledger
@@ -162,3 +167,122 @@ async def test_money_the_order_no_longer_allows_is_refused_not_sent(
     assert await runner.too_much(action) is not None
     await Ledger(table).save(LedgerEntry.of(first).model_copy(update={"state": "failed"}))
     assert await runner.too_much(action) is None
+
+
+def telling(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
+    n = names(p)
+    teller = Teller(p.out, n.replies, n.handoffs, p.batons, "en", 600)
+    noting = Noting(p.batons, p.gate, p.redelivery.unfinished)
+    return Runner(
+        executor, Ledger(table), p.batons, p.dead_letter, p.store, 0, tell=teller, note=noting
+    )
+
+
+def follow_ups(p: Pipeline) -> list[Reply]:
+    replies = [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+    return [r for r in replies if r.status.startswith("action_")]
+
+
+def packets(p: Pipeline) -> list[HandoffPacket]:
+    return [HandoffPacket.model_validate_json(v) for _, v in sink(p).sent[names(p).handoffs]]
+
+
+async def test_a_confirmed_refund_is_told_once_with_the_systems_reference(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    table = MemoryTable()
+    runner = telling(p, executor, table)
+    done = await runner.handle(value, source)
+    assert done is not None and done.state == "confirmed" and done.told
+    # Read again and swept: told already, nothing more is written.
+    await runner.handle(value, source)
+    await runner.sweep(lambda _: True)
+    [told] = follow_ups(p)
+    [refund] = payments.refunds
+    assert told.status == "action_confirmed" and str(refund["id"]) in told.reply
+    assert "39.90" in told.reply and told.ticket_ids == ["t1"] and told.session_id == "S1"
+    assert packets(p) == []
+
+
+async def test_a_refused_refund_is_an_apology_and_one_packet_for_a_person(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    payments.fail_next("refuse")
+    runner = telling(p, executor, MemoryTable())
+    done = await runner.handle(value, source)
+    assert done is not None and done.state == "failed" and payments.executed() == 0
+    await runner.handle(value, source)
+    await runner.sweep(lambda _: True)
+    [told] = follow_ups(p)
+    assert told.status == "action_failed" and "O-1" in told.reply
+    [handed] = packets(p)
+    assert handed.reason == "action_failed" and handed.ticket_id == "t1"
+    assert handed.reply == told.reply and "422" in handed.reason_text
+
+
+async def test_an_ended_action_not_yet_told_is_told_by_the_sweep(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    table = MemoryTable()
+    # A worker died after the ledger recorded the confirmation, before the follow-up.
+    done = await runner_of(p, executor, table).handle(value, source)
+    assert done is not None and done.state == "confirmed" and not done.told
+    assert follow_ups(p) == []
+    await telling(p, executor, table).sweep(lambda _: True)
+    [told] = follow_ups(p)
+    assert told.status == "action_confirmed" and payments.posts == 1
+    [entry] = Ledger(table).row("S1").values()
+    assert entry.told
+
+
+async def test_the_next_tickets_prompt_states_the_refund_and_its_reference(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    done = await telling(p, executor, MemoryTable()).handle(value, source)
+    assert done is not None and done.remote_id is not None
+    baton = p.batons.get("S1")
+    assert baton is not None
+    [note] = baton.actions
+    assert (note.kind, note.amount, note.state, note.reference) == (
+        "refund",
+        39.9,
+        "confirmed",
+        done.remote_id,
+    )
+    later = ticket("t2", "Where is my refund?")
+    prompt = prompts.build("strategy", StrategyDraft, ticket=later, baton=baton, orders=[])
+    assert prompt.facts.actions == [note] and "actions" not in prompt.facts.from_customer
+    assert f'"reference":"{done.remote_id}"' in prompt.context
+    # The baton keeps a few, the newest: the prompt stays bounded.
+    many = baton.actions
+    for n in range(12):
+        many = noted(many, note.model_copy(update={"idempotency_key": f"bt-{n}"}))
+    assert len(many) == ACTIONS_KEEP and many[-1].idempotency_key == "bt-11"
+
+
+async def test_where_is_my_refund_is_answered_with_its_date_and_reference_not_a_new_offer(
+    shop: OrderSource, payments: Payments, executor: HttpExecutor
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(source, value)] = on_topic(p)
+    done = await telling(p, executor, MemoryTable()).handle(value, source)
+    assert done is not None and done.remote_id is not None
+    replies = await run(p, ticket("t2", "Where is my refund for the kettle?"))
+    reply = replies[-1]
+    assert reply.ticket_id == "t2", replies
+    assert done.remote_id in reply.reply and done.updated_at.date().isoformat() in reply.reply
+    assert reply.offer is None or reply.offer.lines == []
+    assert len(on_topic(p)) == 1 and payments.posts == 1

@@ -65,6 +65,11 @@ def _texts(lang: str) -> Iterator[tuple[set[str], str]]:
     yield {"holding", "holding_about_problem"}, fixed("holding", lang, about=about)
     about = fixed("holding_about_request", lang, order=order)
     yield {"holding", "holding_about_request"}, fixed("holding", lang, about=about)
+    action = {"order": ORDER_ID, "amount": " (39.90 EUR)"}
+    yield {"action_confirmed"}, fixed("action_confirmed", lang, **action, reference="900001")
+    yield {"action_failed"}, fixed("action_failed", lang, **action)
+    when = {"date": "2026-12-05", "reference": "900001"}
+    yield {"action_done_before"}, fixed("action_done_before", lang, **action, **when)
     for key in keys():
         if key.startswith("status_"):
             yield {"order_line", key}, facts_line(_order(key.removeprefix("status_")), lang)

@@ -1,0 +1,174 @@
+"""What the customer is told when an action ends: a follow-up reply from the typed action (its
+reference when confirmed, an apology that promises nothing new otherwise) and, when it did not
+happen, a hand-off packet for the person who takes it over."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from baton_kafka.agents import staff_notes
+from baton_kafka.agents.fixed_texts import fixed
+from baton_kafka.schemas.action import ActionNote, LedgerEntry, noted
+from baton_kafka.schemas.codec import dumps
+from baton_kafka.schemas.handoff import HandoffPacket
+from baton_kafka.schemas.records import OfferLine, Reply, Ticket, utcnow
+from baton_kafka.streams.runtime.batons import BatonStore
+from baton_kafka.streams.runtime.scheduler import SessionGate
+from baton_kafka.streams.runtime.sink import Sink
+
+DETAIL_CHARS = 300
+
+
+def follow_up_id(entry: LedgerEntry) -> str:
+    """The follow-up's ticket id: one per action, so a consumer can drop a copy."""
+    return f"action:{entry.idempotency_key}"
+
+
+def _amount(entry: LedgerEntry) -> str:
+    action = entry.action
+    if action.amount is None:
+        return ""
+    currency = f" {action.currency}" if action.currency else ""
+    return f" ({action.amount:.2f}{currency})"
+
+
+def tells(entry: LedgerEntry) -> bool:
+    """The entry ended in a state the customer hears about (it was sent, then confirmed,
+    failed or given to a person) and has not been told yet."""
+    return (
+        entry.state in ("confirmed", "failed", "needs_person")
+        and entry.attempts > 0
+        and (not entry.told)
+    )
+
+
+def follow_up(entry: LedgerEntry, default_language: str = "en") -> Reply:
+    """The customer's follow-up of a final entry: ``action_confirmed`` with the system's
+    reference, or ``action_failed``; every figure from the action, never from prose."""
+    action = entry.action
+    language = action.language or default_language
+    confirmed = entry.state == "confirmed"
+    fill = {"order": action.order_id, "amount": _amount(entry)}
+    if confirmed:
+        text = fixed(
+            "action_confirmed",
+            language,
+            default_language,
+            **fill,
+            reference=entry.remote_id or action.idempotency_key,
+        )
+    else:
+        text = fixed("action_failed", language, default_language, **fill)
+    line = action.offer_line()
+    return Reply(
+        ticket_id=follow_up_id(entry),
+        session_id=action.session_id,
+        customer_id=action.customer_id,
+        status="action_confirmed" if confirmed else "action_failed",
+        reply=text,
+        solution=_solution(line, entry),
+        internal_note=f"Action {action.idempotency_key} of ticket {action.ticket_id}: "
+        f"{entry.state}. {entry.detail[:DETAIL_CHARS]}".strip(),
+        confidence=1.0,
+        order_id=action.order_id,
+        language=language,
+        decision_id=action.decision_id,
+        policy_version=action.policy_version,
+        ticket_ids=[action.ticket_id],
+    )
+
+
+def _what(line: OfferLine) -> str:
+    money = f" {line.amount:.2f} {line.currency or ''}".rstrip() if line.amount is not None else ""
+    return f"{line.kind}{money} for order {line.order_id}"
+
+
+def _solution(line: OfferLine, entry: LedgerEntry) -> str:
+    ref = f", reference {entry.remote_id}" if entry.remote_id else ""
+    return f"{_what(line)}: {entry.state}{ref}"
+
+
+def packet(
+    entry: LedgerEntry, reply: Reply, deadline_s: float, baton_version: int = 0
+) -> HandoffPacket:
+    """The hand-off packet of an action that did not happen: a person carries it out or
+    answers the customer; ``reply`` is the apology the customer was sent."""
+    action = entry.action
+    now = utcnow()
+    note = staff_notes.note(reply.internal_note, "baton")
+    return HandoffPacket(
+        packet_id=f"action:{action.idempotency_key}",
+        ticket_id=action.ticket_id,
+        session_id=action.session_id,
+        customer_id=action.customer_id,
+        reason="action_failed",
+        reason_text=f"The approved {_what(action.offer_line())} was not carried out "
+        f"({entry.state}: {entry.detail[:DETAIL_CHARS] or 'no detail'}); the customer was "
+        "told it could not be completed and that a person will contact them. Carry it out "
+        "or answer.",
+        reasons=["action_failed"],
+        urgency="high",
+        handed_off_at=now,
+        opened_at=action.requested_at,
+        deadline=now + timedelta(seconds=deadline_s),
+        language=reply.language,
+        text="",
+        core_problem=None,
+        order_id=action.order_id,
+        order=None,
+        reply=reply.reply,
+        internal_note=note.labelled(),
+        note=note,
+        baton_version=baton_version,
+        policy_version=action.policy_version,
+    )
+
+
+@dataclass
+class Teller:
+    """Writes an ended action's follow-up to the replies topic and, when it did not happen,
+    its hand-off packet after it; both acknowledged before the ledger records it told."""
+
+    sink: Sink
+    replies_topic: str
+    handoffs_topic: str
+    batons: BatonStore
+    default_language: str = "en"
+    deadline_s: float = 3600.0
+
+    async def __call__(self, entry: LedgerEntry) -> Reply:
+        reply = follow_up(entry, self.default_language)
+        session = entry.action.session_id
+        await self.sink.send(self.replies_topic, session, dumps(reply))
+        if reply.status == "action_failed":
+            baton = self.batons.get(session)
+            version = baton.version if baton is not None else 0
+            handed = packet(entry, reply, self.deadline_s, version)
+            await self.sink.send(self.handoffs_topic, session, dumps(handed))
+        return reply
+
+
+@dataclass
+class Noting:
+    """Records an ended action in its session's baton (``actions``), between the session's
+    tickets, so that the next ticket's prompt states it."""
+
+    batons: BatonStore
+    gate: SessionGate
+    unfinished: Callable[[Ticket], str | None]
+
+    async def __call__(self, entry: LedgerEntry) -> None:
+        session = entry.action.session_id
+        name = f"action:{entry.idempotency_key}"
+        probe = Ticket.model_construct(ticket_id=name, session_id=session, text="")
+        await self.gate.enter(session, name, lambda: self.unfinished(probe))
+        try:
+            baton = self.batons.get(session)
+            if baton is None:
+                return  # expired or erased: nothing to tell a next ticket
+            notes = noted(baton.actions, ActionNote.of(entry))
+            await self.batons.save_durably(baton.model_copy(update={"actions": notes}))
+        finally:
+            self.gate.leave(session, name)
