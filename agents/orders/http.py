@@ -197,19 +197,7 @@ class HttpOrderSource:
             table[key] = value
 
     async def _fetch_customer(self, customer_id: str, limit: int) -> list[Order]:
-        m = self.mapping
-        path = m.customer_orders.replace("{customer_id}", segment(customer_id))
-        params = {m.limit_param: str(limit)} if m.limit_param else {}
-        try:
-            body = await self._get_json(path, params)
-        except _Absent:
-            return []
-        items = paths.read(body, m.list)
-        if not isinstance(items, list):
-            raise StoreUnavailable(
-                f"order source {self._say('GET ' + self.base_url + path)}: the body has no list "
-                f"at {m.list or 'its top'} (see 'list' in BATON_ORDERS_MAP)"
-            )
+        items = await self._items(customer_id, limit)
         where = f"the order source ({customer_id}'s orders)"
         orders = []
         for item in items:
@@ -271,6 +259,10 @@ class HttpOrderSource:
     async def raw_orders(self, customer_id: str, limit: int = 5) -> list[Any]:
         """The customer's order objects as the API writes them, before the map (never cached:
         ``baton check`` shows what the map makes of them)."""
+        return (await self._items(customer_id, limit))[:limit]
+
+    async def _items(self, customer_id: str, limit: int) -> list[Any]:
+        """The customer's order objects in the answer, where the map's ``list`` says."""
         m = self.mapping
         path = m.customer_orders.replace("{customer_id}", segment(customer_id))
         params = {m.limit_param: str(limit)} if m.limit_param else {}
@@ -284,7 +276,7 @@ class HttpOrderSource:
                 f"order source {self._say('GET ' + self.base_url + path)}: the body has no list "
                 f"at {m.list or 'its top'} (see 'list' in BATON_ORDERS_MAP)"
             )
-        return items[:limit]
+        return items
 
     async def close(self) -> None:
         """Close the HTTP client; later calls raise ``StoreUnavailable``."""
