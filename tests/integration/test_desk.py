@@ -64,7 +64,7 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     async with chromium_tab(url, tmp_path / "profile") as tab:
         started = time.monotonic()
         # The person signs in once with the desk's token: never in the URL.
-        await tab.until("!document.getElementById('signin').hidden", "the sign-in")
+        await tab.until("document.getElementById('signin')?.hidden === false", "the sign-in")
         await tab.evaluate(
             f"document.getElementById('signin_token').value = {orjson.dumps(TOKEN).decode()};"
             "document.getElementById('signin_button').click(); true"
