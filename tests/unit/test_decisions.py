@@ -5,7 +5,7 @@ a dead letter and changes nothing; a redelivered one sends its reply once."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,18 +186,19 @@ def test_a_denial_without_a_lower_option_hands_the_ticket_to_a_person() -> None:
 @pytest.mark.parametrize(
     ("made", "error"),
     [
-        (decision("d9", "approve", item="t0"), "ticket t1's, not t0"),
-        (decision("d9", "deny", amount=5.0), "a denial carries no amount"),
-        (decision("d9", "handback"), "not taken over"),
-        (decision("d9", "answer", text="   "), "needs the text"),
+        # Made when the test runs: a decision's age is checked against the worker's clock.
+        (lambda: decision("d9", "approve", item="t0"), "ticket t1's, not t0"),
+        (lambda: decision("d9", "deny", amount=5.0), "a denial carries no amount"),
+        (lambda: decision("d9", "handback"), "not taken over"),
+        (lambda: decision("d9", "answer", text="   "), "needs the text"),
     ],
 )
 async def test_a_decision_for_nothing_open_is_a_dead_letter(
-    shop: SQLiteOrderStore, made: Decision, error: str
+    shop: SQLiteOrderStore, made: Callable[[], Decision], error: str
 ) -> None:
     p = pipeline_on(shop)
     before = await parked(p)
-    await feed(p, made, 0)
+    await feed(p, made(), 0)
     [dl] = dead_letters(p)
     assert dl.reason in ("decision_not_pending", "decision_invalid") and error in dl.error
     assert baton_of(p, "S1") == before and len(replies(p)) == 1
