@@ -23,7 +23,7 @@ from baton_kafka.streams.testing import MemorySink
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import hop, in_memory, names, run, sink
+from tests.fixtures.pipelines import FailingOnce, hop, in_memory, names, run, sink
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -149,28 +149,10 @@ async def test_a_parked_offer_acts_only_once_approved_and_never_when_denied(
     assert all(a.decision_id == "d0" for a in actions(denied))
 
 
-class LosingSink(MemorySink):
-    """A sink whose first action is lost: the worker died after the reply went out."""
-
-    lost = False
-
-    async def send(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        if topic.endswith("support.actions") and not self.lost:
-            self.lost = True
-            raise ConnectionError("the broker went away")
-        await super().send(topic, key, value, headers)
-
-
 async def test_an_action_lost_after_the_reply_is_sent_on_the_retry_and_once(
     shop: OrderSource,
 ) -> None:
-    out = LosingSink()
+    out = FailingOnce(suffix="support.actions")
     p = in_memory(shop, sink=out)
     n = names(p)
     words = "My kettle is leaking, I want a refund."
@@ -182,7 +164,7 @@ async def test_an_action_lost_after_the_reply_is_sent_on_the_retry_and_once(
     # The reply went out, its action was lost: the stage's retry finds the reply pending in
     # the baton, does not send it again, and sends the action.
     await hop(p, last.name, p.source_topic(last))
-    assert out.lost and len(sink(p).sent[n.replies]) == 1
+    assert out.failed and len(sink(p).sent[n.replies]) == 1
     [action] = actions(p)
     baton = p.batons.get("S1")
     assert baton is not None and "t1" in baton.answered

@@ -41,6 +41,7 @@ from tests.fixtures.data import C1_ORDERS, handoff_packet, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import (
+    FailingOnce,
     baton_of,
     dead_letters,
     hop,
@@ -54,24 +55,6 @@ from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 JACKET = jacket("C1")
-
-
-class FlakySink(MemorySink):
-    """A sink whose first send to the handoffs topic fails: a crash between reply and packet."""
-
-    failed: bool = False
-
-    async def send(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        if topic.endswith("support.handoffs") and not self.failed:
-            self.failed = True
-            raise ConnectionError("the broker went away")
-        await super().send(topic, key, value, headers)
 
 
 def pipeline_on(
@@ -422,9 +405,9 @@ async def test_a_redelivered_handed_off_ticket_sends_no_second_packet(
 async def test_a_crash_between_reply_and_packet_sends_the_packet_once(
     shop: SQLiteOrderStore,
 ) -> None:
-    p = pipeline_on(shop, sink=FlakySink())
+    p = pipeline_on(shop, sink=FailingOnce(suffix="support.handoffs"))
     [reply] = await run(p, ticket("t1", "I will sue you over this kettle."))
-    assert isinstance(p.sink, FlakySink) and p.sink.failed
+    assert isinstance(p.sink, FailingOnce) and p.sink.failed
     assert reply.status == "handoff" and len(replies(p)) == 1
     assert one_packet(p, "t1").reason == "legal"
     assert "t1" in baton_of(p, "S1").answered
