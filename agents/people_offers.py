@@ -75,7 +75,7 @@ def next_option(
 ) -> Offer | None:
     """What a denial offers instead: the one money line lowered to the approval threshold
     when the policy allows that without approval; None: a person follows up."""
-    threshold = policy.money.approval_above
+    threshold = policy.approval_threshold(pending.offer.currency)
     money = money_lines(pending.offer.lines)
     if threshold is None or threshold <= CENT or len(money) != 1:
         return None

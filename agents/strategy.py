@@ -230,6 +230,7 @@ async def decide(
         ticket,
         policy=policy,
         demand=understanding.demand,
+        reason=understanding.reason,
         already=(already := already_offered(baton, order, history)),
     )
     if order is not None and already:
@@ -322,7 +323,7 @@ def _approved_first(
 ) -> tuple[StrategyDraft, tuple[str, ...]]:
     """``draft``, promising nothing when its offer is above the approval threshold, whichever
     path wrote it; the reasons then name the approval."""
-    offer = settle(draft.offer, policy, order)
+    offer = settle(draft.offer, policy, order, u.reason)
     if offer is None or offer.state != "needs_approval":
         return draft, reasons
     return awaiting_approval(u, draft), (*reasons, "approval")

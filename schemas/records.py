@@ -35,6 +35,8 @@ ReplyStatus = Literal[
     "action_confirmed",
     "action_failed",
 ]
+# Why the customer wants a remedy: a shop's windows and remedies may depend on it.
+Reason = Literal["change_of_mind", "defect", "damaged_in_transit", "not_as_described"]
 OrderStatus = Literal[
     "pending", "paid", "shipped", "delivered", "cancelled", "refunded", "returned", "lost"
 ]
@@ -364,6 +366,19 @@ class UsageTotals(BaseModel):
         )
 
 
+class LineCondition(BaseModel):
+    """A condition of an offer line that the reply must state, as the policy types it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = Field(
+        description="photo_first (a photo before anything is done), item_back (the item sent "
+        "back within ``days``), voucher_valid (valid ``years``), or a shop's own kind."
+    )
+    days: int | None = Field(default=None, ge=1, le=3650, description="Within this many days.")
+    years: int | None = Field(default=None, ge=1, le=100, description="Valid this many years.")
+
+
 class OfferLine(BaseModel):
     """One thing a reply commits the shop to, as a typed line a rule can check."""
 
@@ -389,6 +404,18 @@ class OfferLine(BaseModel):
         default=None,
         description="Where the money goes: original_payment, store_credit, voucher, ...; "
         "null for a line without an amount.",
+    )
+    reason: Reason | None = Field(
+        default=None,
+        description="Why the customer wants it: change_of_mind, defect, damaged_in_transit or "
+        "not_as_described; the policy's window and remedies for that reason apply. Null: the "
+        "understood reason of the ticket, if any.",
+    )
+    conditions: list[LineCondition] = Field(
+        default_factory=list,
+        description="What the customer must do or know for it (a photo first, the item back "
+        "within N days, a voucher valid N years), copied by baton from the policy; the reply "
+        "states each. Leave empty: it is filled in.",
     )
 
 

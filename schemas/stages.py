@@ -12,6 +12,7 @@ from baton_kafka.schemas.records import (
     LanguageCode,
     OfferLine,
     Order,
+    Reason,
     Ticket,
     UsageTotals,
     utcnow,
@@ -55,6 +56,13 @@ class Understanding(BaseModel):
     )
     problem: NonBlank = Field(description="The problem, in a few words.")
     demand: Demand = Field(description="What the customer wants.")
+    reason: Reason | None = Field(
+        default=None,
+        description="Why they want it: change_of_mind (they no longer want it), defect (it "
+        "does not work or broke in use), damaged_in_transit (it arrived damaged), "
+        "not_as_described (not what the listing said: wrong size, colour, item); null when "
+        "the message does not say or no remedy is asked for.",
+    )
     time_hint: str | None = Field(description="Any time reference, e.g. 'last month', '上周'.")
     keywords: list[str] = Field(description="Up to 8 salient keywords.", max_length=8)
     language: Language = Field(

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from baton_kafka.agents.guards import offered, reading, words
+from baton_kafka.agents.guards import conditions, offered, reading, shop_terms, words
 from baton_kafka.agents.guards.identifiers import Identifier, identifiers, shape
 from baton_kafka.agents.guards.money import marked, money
 from baton_kafka.agents.guards.numbers import RUN, all_numbers
@@ -41,8 +41,9 @@ class CustomerOrders:
     copy); ``discussed`` the ids of the orders the session talked about before; ``message`` the
     customer's own words (an amount they wrote may be reported back, never promised);
     ``known_ids`` the ticket's, session's and customer's ids, which a note may name;
-    ``policy`` the shop's rules the offer is held to, for the customer's ``demand`` on ``today``,
-    with ``already`` offered for the matched order in earlier replies.
+    ``policy`` the shop's rules the offer is held to, for the customer's ``demand`` (and
+    understood ``reason``) on ``today``, with ``already`` offered for the matched order in
+    earlier replies.
     """
 
     matched: Order | None = None
@@ -54,6 +55,7 @@ class CustomerOrders:
     demand: str = "other"
     today: date = field(default_factory=date.today)
     already: Mapping[str, float] = field(default_factory=dict)
+    reason: str | None = None
     own: tuple[Order, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +75,7 @@ class CustomerOrders:
         policy: Policy | None = None,
         demand: str = "other",
         already: Mapping[str, float] | None = None,
+        reason: str | None = None,
     ) -> CustomerOrders:
         """The customer's orders, with the ones ``baton``'s session discussed marked as such."""
         discussed = {baton.order_id, *baton.order_history, *(t.order_id for t in baton.tickets)}
@@ -87,12 +90,13 @@ class CustomerOrders:
             demand=demand,
             today=ticket.written_at().date(),
             already=dict(already or {}),
+            reason=reason,
         )
 
     @property
     def context(self) -> offers.OfferContext:
         """What the draft's offer is checked against besides the policy."""
-        return offers.OfferContext(self.matched, self.demand, self.today, self.already)
+        return offers.OfferContext(self.matched, self.demand, self.today, self.already, self.reason)
 
     @property
     def talked_about(self) -> list[Order]:
@@ -149,6 +153,8 @@ class CustomerOrders:
         """What the talked-about orders cost: each order's amount, each line's and unit price,
         and what the shop already refunded on it (a fact to state, never to promise again)."""
         found = [o.amount for o in self.talked_about]
+        # The policy's return shipping costs are facts a reply may state.
+        found += [cost for cost, _ in shop_terms.shipping_costs(self.policy) if cost]
         found += [o.refunded for o in self.talked_about if o.refunded]
         for item in (i for o in self.talked_about for i in o.items):
             found += [item.total, *([item.unit_price] if item.unit_price is not None else [])]
@@ -176,6 +182,9 @@ def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
     report what the customer asked for. No text names an id that is not the customer's.
     """
     problems = [f"offer: {p}" for p in offers.problems(draft.offer, books.policy, books.context)]
+    if draft.offer and not draft.needs_human:
+        said = conditions.problems(draft.reply, draft.offer, books.policy, books.reason)
+        problems += [f"reply: {p}" for p in said]
     for name in FIELDS:
         text = reading.normalise(getattr(draft, name))
         if not text.strip():
@@ -235,7 +244,12 @@ def _customer_facing(
     prices = books.prices
     if books.matched is not None and draft.offer:
         yield from _whole_for_one(text, draft, books.matched)
-    yield from offered.problems(text, draft.offer, books.matched, prices, skip)
+    policy = books.policy
+    yield from shop_terms.never_promised(text, policy)
+    yield from shop_terms.shipping(text, policy, books.matched)
+    yield from shop_terms.channels(text, draft.offer, policy)
+    plain = shop_terms.masked(text, draft.offer, policy)
+    yield from offered.problems(plain, draft.offer, books.matched, prices, skip)
 
 
 def _whole_for_one(text: str, draft: StrategyDraft, order: Order) -> Iterator[str]:

@@ -6,10 +6,19 @@ import functools
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from baton_kafka.agents import risk
 from baton_kafka.agents.languages import codes, primary
+from baton_kafka.agents.policy.shape import Approval, Channel, Condition, Shipping
+from baton_kafka.schemas.records import Reason
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
 # Where offered money goes. Open: a shop may name its own channel ("bank_transfer").
@@ -44,6 +53,33 @@ class Remedy(BaseModel):
     turnaround: dict[str, Text] = Field(
         default_factory=dict, description="What it promises about time, per language."
     )
+    reasons: tuple[Reason, ...] = Field(
+        default=(),
+        description="The customer's reasons it answers (change_of_mind, defect, "
+        "damaged_in_transit, not_as_described); empty: any reason.",
+    )
+    windows: dict[Reason, int] = Field(
+        default_factory=dict,
+        description="Days from delivery by reason (`{ change_of_mind = 30, defect = 730 }`); a "
+        "reason not named has `window_days`, a line of no known reason the shortest.",
+    )
+    conditions: tuple[Condition, ...] = Field(
+        default=(),
+        description="What its line requires or promises (photo_first, item_back with days, "
+        "voucher_valid with years): copied onto the line, and the reply states each.",
+    )
+
+    def allows_reason(self, reason: str | None) -> bool:
+        return not self.reasons or reason in self.reasons
+
+    def window(self, reason: str | None) -> int | None:
+        """Days from delivery within which a line of ``reason`` applies; None: no window."""
+        if reason is not None and reason in self.windows:
+            return self.windows[reason]  # type: ignore[index]
+        if reason is None and self.windows:
+            # Not knowing why, the strictest window holds.
+            return min([*self.windows.values(), *([self.window_days] if self.window_days else [])])
+        return self.window_days
 
     def allows_status(self, status: str) -> bool:
         return not self.statuses or status in self.statuses
@@ -197,6 +233,17 @@ class Policy(BaseModel):
     orders: OrderIds = Field(default_factory=OrderIds)
     money: MoneyRules = Field(default_factory=MoneyRules)
     remedies: dict[str, Remedy] = Field(min_length=1)
+    never: tuple[str, ...] = Field(
+        default=(),
+        description='Remedies the shop never gives (`never = ["repair"]`): a line of one is '
+        "refused, a reply promising one is rejected.",
+    )
+    approval: Approval = Field(default_factory=Approval)
+    shipping: Shipping = Field(default_factory=Shipping)
+    channels: dict[str, Channel] = Field(
+        default_factory=dict,
+        description="The shop's own money channels, with the words a reply names each by.",
+    )
     handoff: Handoff = Field(default_factory=Handoff)
     links: Links = Field(default_factory=Links)
     people: People = Field(default_factory=People)
@@ -211,6 +258,34 @@ class Policy(BaseModel):
             if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
                 raise ValueError(f"{name!r}: remedy names are lower-case words")
         return remedies
+
+    @field_validator("channels")
+    @classmethod
+    def _own_channels(cls, channels: dict[str, Channel]) -> dict[str, Channel]:
+        for name in channels:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+                raise ValueError(f"{name!r}: channel names are lower-case words")
+        return channels
+
+    @model_validator(mode="after")
+    def _never_given(self) -> Policy:
+        for name in self.never:
+            if name in self.remedies:
+                raise ValueError(f"never: {name!r} is also a remedy of the policy; name it once")
+        return self
+
+    def approval_threshold(self, currency: str | None) -> float | None:
+        """The amount above which an offer in ``currency`` waits for a person; None: never.
+
+        A currency the per-currency table does not name falls back to ``money.approval_above``;
+        with a table and no fallback, an unnamed currency always waits (0).
+        """
+        above = self.approval.above
+        if currency is not None and currency.upper() in above:
+            return above[currency.upper()]
+        if self.money.approval_above is not None:
+            return self.money.approval_above
+        return 0.0 if above else None
 
     def __hash__(self) -> int:
         return hash(self.version or self.model_dump_json())

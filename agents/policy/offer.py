@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from baton_kafka.agents.policy.model import Policy, Remedy
-from baton_kafka.schemas.records import Offer, OfferLine, Order
+from baton_kafka.schemas.records import LineCondition, Offer, OfferLine, Order
 
 CENT = 0.005
 
@@ -21,6 +21,7 @@ def cents(value: float) -> float:
 class OfferContext:
     """What an offer is checked against besides the policy.
 
+    ``reason``: why the customer wants a remedy, as understood (a line may state its own).
     ``already``: money offered for the matched order in earlier answered replies, by remedy. A
     later line of the same remedy restates that commitment (the larger amount counts); lines of
     other remedies add to it, and all of it counts against what was paid, less what the shop
@@ -31,6 +32,7 @@ class OfferContext:
     demand: str
     today: date
     already: Mapping[str, float] = field(default_factory=dict)
+    reason: str | None = None  # the understood reason of the ticket, for a line without its own
 
     def committed(self, lines: Sequence[OfferLine]) -> float:
         """The money committed for the order with ``lines``: per remedy the larger amount."""
@@ -116,10 +118,20 @@ def _line(line: OfferLine, policy: Policy, ctx: OfferContext) -> Iterator[str]:
     if line.order_id != order.order_id:
         yield f"{what} is for {line.order_id}, not the matched order {order.order_id}"
         return
+    if kind in policy.never:
+        yield f"{what}: the shop never gives {kind} (policy: never); leave it out"
+        return
     remedy = policy.remedy(kind)
     if remedy is None:
         yield f"{what}: not a remedy of this shop (allowed: {', '.join(policy.remedies)})"
         return
+    reason = line.reason or ctx.reason
+    if not remedy.allows_reason(reason):
+        why = f"a {reason.replace('_', ' ')} request" if reason else "a request of no known reason"
+        yield (
+            f"{what}: does not answer {why} (only {', '.join(remedy.reasons)}); state the "
+            "line's reason, or offer what the policy gives for it"
+        )
     if not remedy.allows_status(str(order.status)):
         yield (
             f"{what}: not allowed for an order that is {order.status} (only "
@@ -127,7 +139,7 @@ def _line(line: OfferLine, policy: Policy, ctx: OfferContext) -> Iterator[str]:
         )
     if not remedy.allows_demand(ctx.demand):
         yield f"{what}: does not answer a {ctx.demand} request (only {', '.join(remedy.demands)})"
-    if (late := _past_window(remedy, order, ctx.today)) is not None:
+    if (late := _past_window(remedy, order, ctx.today, reason)) is not None:
         yield late.format(what=what)
     paid = order.amount
     if line.item is not None:
@@ -159,6 +171,8 @@ def hypothetical(kind: str, policy: Policy, ctx: OfferContext) -> list[str]:
     The remedy must be the shop's and, for an order that has arrived, allow its status and be
     within its window; the customer's demand and money are not asked (nothing is promised yet).
     """
+    if kind in policy.never:
+        return [f"the shop never gives {kind}"]
     remedy = policy.remedy(kind)
     if remedy is None:
         return [f"{kind} is not a remedy of this shop (allowed: {', '.join(policy.remedies)})"]
@@ -170,18 +184,20 @@ def hypothetical(kind: str, policy: Policy, ctx: OfferContext) -> list[str]:
             f"{kind} is not allowed for an order that is {order.status} (only "
             f"{', '.join(remedy.statuses)})"
         ]
-    late = _past_window(remedy, order, ctx.today)
+    late = _past_window(remedy, order, ctx.today, ctx.reason)
     return [late.format(what=kind)] if late else []
 
 
-def _past_window(remedy: Remedy, order: Order, today: date) -> str | None:
-    if remedy.window_days is None or order.status != "delivered":
+def _past_window(remedy: Remedy, order: Order, today: date, reason: str | None) -> str | None:
+    days = remedy.window(reason)
+    if days is None or order.status != "delivered":
         return None
     since = (order.delivered_at or order.ordered_at).date()
-    if (today - since).days <= remedy.window_days:
+    if (today - since).days <= days:
         return None
+    why = f" for {reason.replace('_', ' ')}" if reason and reason in remedy.windows else ""
     return (
-        f"{{what}}: past its {remedy.window_days}-day window (order {order.order_id} was "
+        f"{{what}}: past its {days}-day window{why} (order {order.order_id} was "
         f"delivered on {since.isoformat()}, {(today - since).days} days ago)"
     )
 
@@ -212,12 +228,42 @@ def _money(line: OfferLine, remedy: Remedy, order: Order, what: str, paid: float
         )
 
 
-def settle(lines: Sequence[OfferLine], policy: Policy, order: Order | None) -> Offer | None:
-    """The validated ``lines`` as the reply's offer: approved, or waiting for a person."""
+def settle(
+    lines: Sequence[OfferLine],
+    policy: Policy,
+    order: Order | None,
+    reason: str | None = None,
+) -> Offer | None:
+    """The validated ``lines`` as the reply's offer: approved, or waiting for a person.
+
+    Each line carries the conditions its remedy states for its reason (``reason`` when the line
+    names none). The approval threshold is the order's currency's, compared with the offer's
+    money or, with ``approval.basis = "order"``, with the order's amount (any line then waits).
+    """
     if not lines:
         return None
+    lines = [with_conditions(line, policy, reason) for line in lines]
     money = total(lines)
-    threshold = policy.money.approval_above
-    state = "needs_approval" if threshold is not None and money > threshold + CENT else "approved"
     currency = order.currency if order is not None else None
+    threshold = policy.approval_threshold(currency)
+    basis = policy.approval.basis
+    amount = order.amount if basis == "order" and order is not None else money
+    waits = threshold is not None and amount > threshold + CENT
+    if basis == "offer" and not money:
+        waits = False  # an offer of no money has nothing to approve
+    state = "needs_approval" if waits else "approved"
     return Offer(state=state, lines=list(lines), total=money, currency=currency)
+
+
+def conditions(line: OfferLine, policy: Policy, reason: str | None = None) -> list[LineCondition]:
+    """The conditions the policy attaches to ``line`` for its reason (``reason`` by default)."""
+    remedy = policy.remedy(line.kind)
+    if remedy is None:
+        return []
+    why = line.reason or reason
+    return [c.line() for c in remedy.conditions if c.applies(why)]
+
+
+def with_conditions(line: OfferLine, policy: Policy, reason: str | None = None) -> OfferLine:
+    """``line`` carrying its policy conditions (whatever the model wrote into them)."""
+    return line.model_copy(update={"conditions": conditions(line, policy, reason)})

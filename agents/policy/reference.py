@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from baton_kafka.agents.policy.model import Remedy
+from baton_kafka.agents.policy.shape import Approval, Channel, Condition, ReturnTerms, Shipping
 from baton_kafka.agents.policy.vocabulary import (
     CHANNELS,
     DEMANDS,
     HANDOFF_REASONS,
+    REASONS,
     STATUSES,
+    condition_kinds,
     known_remedies,
     with_packs,
 )
@@ -31,11 +36,29 @@ def _codes(names: Iterable[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
+def _rows(model: type[BaseModel]) -> str:
+    return "\n".join(
+        f"| `{name}` | {(field.description or '').replace('|', '/')} |"
+        for name, field in model.model_fields.items()
+    )
+
+
+def _table(title: str, model: type[BaseModel]) -> str:
+    return f"{title}\n\n| field | meaning |\n|---|---|\n{_rows(model)}"
+
+
 def reference() -> str:
     """The closed vocabularies as the policy reference (``docs/policy.md``) lists them."""
-    rows = "\n".join(
-        f"| `{name}` | {(field.description or '').replace('|', '/')} |"
-        for name, field in Remedy.model_fields.items()
+    rows = _rows(Remedy)
+    tables = "\n\n".join(
+        _table(title, model)
+        for title, model in (
+            ("A condition's fields (`conditions = [{ kind = ..., ... }]` of a remedy):", Condition),
+            ("`[approval]`:", Approval),
+            ("`[shipping]`:", Shipping),
+            ("Return terms (`[shipping.returns.<country, region or other>]`):", ReturnTerms),
+            ("A channel of the shop's own (`[channels.<name>]`):", Channel),
+        )
     )
     return f"""{DOC_BEGIN}
 
@@ -55,12 +78,22 @@ nearest known one.
 - **Remedies** baton's own rules and audits know by name (a shop may name its own; one a
   letter or two from these is warned about): {_codes(known_remedies())}.
 - **Hand-off reasons** (a hand-off packet's `reason`): {_codes(HANDOFF_REASONS)}.
+- **Reasons** (why the customer wants a remedy: a remedy's `reasons`, the keys of its
+  `windows`, a condition's `reasons`; `Understanding.reason`, `OfferLine.reason`):
+  {_codes(REASONS)}.
+- **Conditions** (a condition's `kind`; the words of each per language are the `conditions`
+  language packs, a shop's packs may add kinds): {_codes(condition_kinds())}.
+- **Never** (the top-level `never` list): the remedies above, by name.
+- **Return places** (the keys of `[shipping.returns]`): an ISO 3166 country code (`DE`), a
+  region named in `[shipping.regions]`, or `other`.
 
 A remedy's fields (`[remedies.<name>]`, the name the shop's own, lower-case words):
 
 | field | meaning |
 |---|---|
 {rows}
+
+{tables}
 
 {DOC_END}"""
 

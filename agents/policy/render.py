@@ -23,7 +23,13 @@ def _limits(kind: str, policy: Policy) -> list[str]:
         parts.append(f"for orders that are {', '.join(r.statuses)}")
     if r.demands:
         parts.append(f"answering a demand of {', '.join(r.demands)}")
-    if r.window_days is not None:
+    if r.reasons:
+        parts.append(f"for a reason of {', '.join(r.reasons)}")
+    if r.windows:
+        by = ", ".join(f"{days} days for {reason}" for reason, days in r.windows.items())
+        also = f", else {r.window_days} days" if r.window_days is not None else ""
+        parts.append(f"within {by}{also} of delivery")
+    elif r.window_days is not None:
         parts.append(f"within {r.window_days} days of delivery")
     if r.money:
         bounds = [f"{r.share:.0%} of the amount paid" if r.share is not None else ""]
@@ -32,7 +38,45 @@ def _limits(kind: str, policy: Policy) -> list[str]:
         if said:
             parts.append(f"at most {said}")
         parts.append(f"paid to {' or '.join(c.replace('_', ' ') for c in r.channels)} only")
+    for c in r.conditions:
+        number = f" {c.days} days" if c.days else f" {c.years} years" if c.years else ""
+        only = f" (for {', '.join(c.reasons)})" if c.reasons else ""
+        parts.append(f"on condition {c.kind}{number}{only}, which the reply states")
     return parts
+
+
+def _terms(policy: Policy) -> list[str]:
+    """The policy's own terms beyond its remedies, as prose lines."""
+    lines = []
+    if policy.never:
+        lines.append(
+            f"- The shop never gives: {', '.join(policy.never)}. Never offer or promise it."
+        )
+    for name, channel in policy.channels.items():
+        lines.append(f"- Channel {name}: {(channel.text or name).rstrip('.')}.")
+    above = policy.approval.above
+    if above or policy.approval.basis == "order":
+        per = ", ".join(f"{amount:g} {currency}" for currency, amount in above.items())
+        basis = "the order's amount" if policy.approval.basis == "order" else "the offer's money"
+        lines.append(
+            f"- Approval: when {basis} is above {per or 'the threshold'}, a person approves "
+            "the offer first."
+        )
+    shipping = policy.shipping
+    for place, t in shipping.returns.items():
+        where = (
+            place
+            if place not in shipping.regions
+            else (f"{place} ({', '.join(shipping.regions[place])})")
+        )
+        cost = (
+            "free for the customer"
+            if t.payer == "shop"
+            else (f"paid by the customer, {t.cost:g} {t.currency or ''}".rstrip())
+        )
+        duties = "" if t.duties == "none" else f"; customs duties paid by the {t.duties}"
+        lines.append(f"- Return shipping from {where}: {cost}{duties}.")
+    return lines
 
 
 def _rules(policy: Policy) -> dict[str, object]:
@@ -62,6 +106,7 @@ def render(policy: Policy) -> str:
         lines.append(f"- {kind}: {r.text or kind}" + (f" Allowed {when}." if when else ""))
         if time:
             lines.append(f"  Turnaround ({time}).")
+    lines += _terms(policy)
     m = policy.money
     if m.total_at_most_paid:
         lines.append(

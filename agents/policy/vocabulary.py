@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from baton_kafka.agents.languages import DEFAULT_LANGUAGES, LanguageError, code, primary
 from baton_kafka.schemas.handoff import HandoffReason
-from baton_kafka.schemas.records import OrderStatus
+from baton_kafka.schemas.records import OrderStatus, Reason
 from baton_kafka.schemas.stages import Demand
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 DEMANDS: tuple[str, ...] = get_args(Demand)
 STATUSES: tuple[str, ...] = get_args(OrderStatus)
 HANDOFF_REASONS: tuple[str, ...] = get_args(HandoffReason)
+REASONS: tuple[str, ...] = get_args(Reason)
 # The money channels the reply audit (agents.guards.offered) knows by name: a reply naming
 # another channel than its offer's is rejected, so a remedy's channel must be one of these. The
 # audit imports the policy, so the names are kept here; a test holds them to the audit's.
@@ -28,6 +29,25 @@ CHANNELS: tuple[str, ...] = ("original_payment", "store_credit", "voucher", "poi
 def channels() -> tuple[str, ...]:
     """The money channels a remedy may name: the ones the reply audit knows."""
     return CHANNELS
+
+
+def condition_kinds() -> tuple[str, ...]:
+    """The condition kinds the language packs have words for (a shop's packs may add some)."""
+    from baton_kafka.agents import packs
+
+    found: dict[str, None] = {}
+    for words in packs.all_packs("conditions").values():
+        kinds = words.get("kinds", {})
+        found.update(dict.fromkeys(kinds if isinstance(kinds, Mapping) else ()))
+    return tuple(found)
+
+
+@functools.cache
+def countries() -> frozenset[str]:
+    """The ISO 3166 country codes baton knows a name for (CLDR's, through Babel)."""
+    from babel import Locale
+
+    return frozenset(k for k in Locale("en").territories if k.isalpha() and len(k) == 2)
 
 
 @functools.cache
@@ -140,6 +160,9 @@ def problems(raw: Mapping[str, Any], served: Sequence[str] = ()) -> list[str]:
         for at, tag in enumerate(served):
             if why := language_problem(tag):
                 lines.append(f"shop.languages[{at}]: {why}")
+    own_channels = raw.get("channels")
+    own = tuple(own_channels) if isinstance(own_channels, Mapping) else ()
+    known_channels = (*CHANNELS, *own)
     remedies = raw.get("remedies")
     for name, remedy in remedies.items() if isinstance(remedies, Mapping) else ():
         if not isinstance(remedy, Mapping):
@@ -148,11 +171,13 @@ def problems(raw: Mapping[str, Any], served: Sequence[str] = ()) -> list[str]:
         lines += _unknown(f"{key}.demands", remedy.get("demands"), DEMANDS, "demand")
         lines += _unknown(f"{key}.statuses", remedy.get("statuses"), STATUSES, "order status")
         for at, channel in enumerate(_names(remedy.get("channels"))):
-            if channel not in CHANNELS:
+            if channel not in known_channels:
                 lines.append(
-                    f"{key}.channels[{at}]: unknown channel {channel!r}{near(channel, CHANNELS)}: "
-                    f"the reply audit knows {', '.join(CHANNELS)}"
+                    f"{key}.channels[{at}]: unknown channel {channel!r}"
+                    f"{near(channel, known_channels)}: the reply audit knows "
+                    f"{', '.join(known_channels)}"
                 )
+        lines += _shape(key, remedy)
         turnaround = remedy.get("turnaround")
         if isinstance(turnaround, Mapping) and turnaround:
             for lang in turnaround:
@@ -165,7 +190,82 @@ def problems(raw: Mapping[str, Any], served: Sequence[str] = ()) -> list[str]:
             ]
             if missing:
                 lines.append(f"{key}.turnaround: no text in {', '.join(missing)}")
+    lines += _never(raw.get("never"))
+    lines += _channels(own_channels, served)
+    lines += _shipping(raw.get("shipping"))
     return lines
+
+
+def _shape(key: str, remedy: Mapping[str, Any]) -> Iterator[str]:
+    """A remedy's reasons, windows by reason and conditions, by name."""
+    yield from _unknown(f"{key}.reasons", remedy.get("reasons"), REASONS, "reason")
+    windows = remedy.get("windows")
+    for reason in windows if isinstance(windows, Mapping) else ():
+        if reason not in REASONS:
+            yield f"{key}.windows.{reason}: unknown reason {reason!r}{near(reason, REASONS)}"
+    conditions = remedy.get("conditions")
+    kinds = condition_kinds()
+    for at, c in enumerate(conditions if isinstance(conditions, list) else ()):
+        if not isinstance(c, Mapping):
+            continue
+        kind = c.get("kind")
+        if isinstance(kind, str) and kind not in kinds:
+            yield (
+                f"{key}.conditions[{at}].kind: unknown condition {kind!r}{near(kind, kinds)}: "
+                f"the conditions packs have {', '.join(kinds)}"
+            )
+        yield from _unknown(f"{key}.conditions[{at}].reasons", c.get("reasons"), REASONS, "reason")
+
+
+def _never(never: object) -> Iterator[str]:
+    for at, name in enumerate(_names(never)):
+        if name not in known_remedies():
+            yield (
+                f"never[{at}]: unknown remedy {name!r}{near(name, known_remedies())}: the reply "
+                f"audit knows {', '.join(known_remedies())}"
+            )
+
+
+def _channels(channels: object, served: Sequence[str]) -> Iterator[str]:
+    """The shop's own channels: not a shipped one's name, words in every served language."""
+    for name, channel in channels.items() if isinstance(channels, Mapping) else ():
+        if name in CHANNELS:
+            yield f"channels.{name}: a channel baton ships; name your own differently"
+        words = channel.get("words") if isinstance(channel, Mapping) else None
+        if not isinstance(words, Mapping):
+            continue
+        for lang in words:
+            if why := language_problem(str(lang)):
+                yield f"channels.{name}.words.{lang}: {why}"
+        given = {primary(str(lang)) for lang in words}
+        missing = [
+            lang for lang in served if primary(lang) not in given and not language_problem(lang)
+        ]
+        if missing:
+            yield f"channels.{name}.words: no words in {', '.join(missing)}"
+
+
+def _shipping(shipping: object) -> Iterator[str]:
+    """Return terms keyed by a country code, a region the shop names, or ``other``."""
+    if not isinstance(shipping, Mapping):
+        return
+    regions = shipping.get("regions")
+    named = tuple(regions) if isinstance(regions, Mapping) else ()
+    for region, members in regions.items() if isinstance(regions, Mapping) else ():
+        for at, country in enumerate(_names(members)):
+            if country not in countries():
+                yield (
+                    f"shipping.regions.{region}[{at}]: unknown country {country!r}"
+                    f"{near(country.upper(), countries())}"
+                )
+    returns = shipping.get("returns")
+    for place in returns if isinstance(returns, Mapping) else ():
+        if place != "other" and place not in named and place not in countries():
+            choices = (*named, "other", *countries())
+            yield (
+                f"shipping.returns.{place}: not a country code, a region of shipping.regions or "
+                f"'other'{near(place, choices)}"
+            )
 
 
 def warnings(policy: Policy) -> list[str]:

@@ -89,7 +89,8 @@ def _text(reason: HandoffReason, reply: Reply, error: str, policy: Policy | None
     if reason == "repeated_contact":
         return "The customer has raised the same problem again in this session."
     if reason == "needs_approval":
-        limit = policy.money.approval_above if policy is not None else None
+        currency = reply.offer.currency if reply.offer is not None else None
+        limit = policy.approval_threshold(currency) if policy is not None else None
         above = f" ({limit:g})" if limit is not None else ""
         return (
             f"The proposed offer{_offer_text(reply)} is above the policy's approval "

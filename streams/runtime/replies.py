@@ -71,7 +71,7 @@ def answer(
         raise ValueError("a reply needs the record's understanding and order match")
     order = match.order if order_trusted else None
     policy = policy or default_policy()
-    offer = settle(draft.offer, policy, order) if order is not None else None
+    offer = settle(draft.offer, policy, order, u.reason) if order is not None else None
     if offer is not None and offer.state == "needs_approval":
         # Whichever path wrote the draft, an offer a person must approve is not promised yet.
         held = awaiting_approval(u, draft)

@@ -1,0 +1,133 @@
+"""Customer-facing text against the policy's own terms: no promise of a remedy the shop never
+gives, a return shipping cost only as the policy states it, and the shop's own money channels
+named only when a line pays into them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+
+from baton_kafka.agents import packs
+from baton_kafka.agents.guards import commitments, offered
+from baton_kafka.agents.guards.clauses import marks, readable, sentences
+from baton_kafka.agents.guards.money import money
+from baton_kafka.agents.policy import Policy
+from baton_kafka.schemas.records import OfferLine, Order
+
+NEVER = "never"
+SHIPPING = "shipping"
+_CENT = 0.005
+_compiled: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _any(entries: Sequence[str]) -> re.Pattern[str]:
+    key = tuple(entries)
+    if key not in _compiled:
+        _compiled[key] = re.compile("|".join(f"(?:{e})" for e in entries) or "(?!)", re.I)
+    return _compiled[key]
+
+
+def _languages(languages: Iterable[str] | None) -> tuple[str, ...]:
+    return tuple(languages) if languages is not None else packs.languages("conditions")
+
+
+def never_promised(
+    text: str, policy: Policy, languages: Iterable[str] | None = None
+) -> Iterator[str]:
+    """Every promise in ``text`` of a remedy the policy says the shop never gives."""
+    if not policy.never:
+        return
+    for c in commitments.read(text, _languages(languages)):
+        remedies = commitments.covering(c.kind, policy)
+        if c.kind in policy.never or (remedies and all(r in policy.never for r in remedies)):
+            yield (
+                f"{NEVER}: the reply promises {c.kind} ({c.words!r}), which the shop never "
+                "gives: do not offer it"
+            )
+
+
+def shipping_costs(policy: Policy) -> list[tuple[float, str | None]]:
+    """Every return shipping cost the policy states, with its currency."""
+    return [(t.cost, t.currency) for t in policy.shipping.returns.values()]
+
+
+def _shipping_problems(
+    text: str, policy: Policy, order: Order | None, languages: tuple[str, ...]
+) -> Iterator[str]:
+    """A sentence about return shipping states a cost the policy has, and calls it free only
+    where the shop pays."""
+    terms = policy.shipping.returns
+    if not terms:
+        return
+    body = readable(text)
+    costs = shipping_costs(policy)
+    shop_pays = any(t.payer == "shop" for t in terms.values())
+    for language in languages:
+        words = packs.pack("conditions", language).get("shipping", {})
+        grammar = marks("commitments", language, "kinds")
+        if not words.get("words") or grammar is None:
+            continue
+        about, free = _any(words["words"]), _any(words.get("free", []))
+        for sentence in sentences(body, grammar):
+            if not about.search(sentence.text):
+                continue
+            for m in money(sentence.text, []):
+                if m.kind != "amount":
+                    continue
+                currency = order.currency.upper() if order is not None else None
+                if not any(
+                    abs(m.value - cost) < _CENT
+                    and (not m.currencies or (c or currency or "") in m.currencies)
+                    for cost, c in costs
+                ):
+                    stated = ", ".join(f"{cost:g} {c or ''}".strip() for cost, c in costs)
+                    yield (
+                        f"{SHIPPING}: the reply gives {m.written} for shipping, which is not a "
+                        f"cost of the policy's return shipping ({stated})"
+                    )
+            if not shop_pays and free.search(sentence.text):
+                yield (
+                    f"{SHIPPING}: the reply says shipping is free, but the policy has the "
+                    "customer pay every return"
+                )
+
+
+def shipping(
+    text: str, policy: Policy, order: Order | None, languages: Iterable[str] | None = None
+) -> list[str]:
+    """Every return shipping cost ``text`` states that the policy does not."""
+    return list(dict.fromkeys(_shipping_problems(text, policy, order, _languages(languages))))
+
+
+def _own_channels(policy: Policy) -> dict[str, re.Pattern[str]]:
+    return {
+        name: _any([w for ws in c.words.values() for w in ws])
+        for name, c in policy.channels.items()
+    }
+
+
+def channels(text: str, lines: Sequence[OfferLine], policy: Policy) -> Iterator[str]:
+    """Every channel of the shop's own ``text`` names that no line of the offer pays into."""
+    paid = {line.channel for line in lines if line.amount}
+    w = offered._w()  # the shipped channels' denials hold for the shop's own
+    for name, pattern in _own_channels(policy).items():
+        if name in paid:
+            continue
+        for hit in pattern.finditer(text):
+            denied = w.DENIED_BEFORE.search(text[max(0, hit.start() - 40) : hit.start()])
+            if not (denied or w.DENIED_AFTER.match(text, hit.end())):
+                yield (
+                    f"speaks of {hit.group()} ({name}), which is no channel of the offer: "
+                    "state only where the offer's money goes"
+                )
+                break
+
+
+def masked(text: str, lines: Sequence[OfferLine], policy: Policy) -> str:
+    """``text`` with the words of the shop's own channels that the offer pays into blanked (same
+    length), so the shipped channels' words inside them ("Geschenkgutschein") are not read."""
+    paid = {line.channel for line in lines if line.amount}
+    for name, pattern in _own_channels(policy).items():
+        if name in paid:
+            text = pattern.sub(lambda m: "_" * len(m.group()), text)
+    return text
