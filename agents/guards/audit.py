@@ -245,6 +245,7 @@ def _customer_facing(
     if books.matched is not None and draft.offer:
         yield from _whole_for_one(text, draft, books.matched)
     policy = books.policy
+    skip += shop_terms.stated_costs(text, policy)
     yield from shop_terms.never_promised(text, policy)
     yield from shop_terms.shipping(text, policy, books.matched)
     yield from shop_terms.channels(text, draft.offer, policy)

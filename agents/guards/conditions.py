@@ -79,7 +79,17 @@ def _numbers_with(unit: re.Pattern[str] | None, clause: str) -> list[float]:
     return found
 
 
-def _stated(text: str, c: LineCondition, languages: Iterable[str]) -> tuple[bool, float | None]:
+def _denied(clause: str, start: int, end: int, languages: Sequence[str]) -> bool:
+    """Whether any language's negation denies ``clause[start:end]`` ("No photo is needed"):
+    a word of several languages ("photo") is read by each, and one denial is enough."""
+    for language in languages:
+        grammar = marks("commitments", language, "kinds")
+        if grammar is not None and denied(grammar, clause, start, end):
+            return True
+    return False
+
+
+def _stated(text: str, c: LineCondition, languages: Sequence[str]) -> tuple[bool, float | None]:
     """Whether ``text`` states ``c``, and a different number it gives for it instead."""
     wanted = _wanted(c)
     wrong: float | None = None
@@ -91,8 +101,8 @@ def _stated(text: str, c: LineCondition, languages: Iterable[str]) -> tuple[bool
         unit = pack.units.get(wanted[0]) if wanted else None
         for sentence in sentences(text, grammar):
             for clause in sentence.clauses:
-                hits = [h for h in words.finditer(clause)]
-                if not any(not denied(grammar, clause, h.start(), h.end()) for h in hits):
+                hits = list(words.finditer(clause))
+                if all(_denied(clause, h.start(), h.end(), languages) for h in hits):
                     continue
                 if wanted is None:
                     return True, None

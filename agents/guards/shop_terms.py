@@ -92,6 +92,35 @@ def _shipping_problems(
                 )
 
 
+def stated_costs(
+    text: str, policy: Policy, languages: Iterable[str] | None = None
+) -> list[tuple[int, int]]:
+    """Where ``text`` (normalised) states one of the policy's return shipping costs in a
+    sentence about shipping: a fact of the policy, not money the reply promises."""
+    costs = [cost for cost, _ in shipping_costs(policy) if cost]
+    if not costs:
+        return []
+    body = readable(text)
+    spans: list[tuple[int, int]] = []
+    for language in _languages(languages):
+        words = packs.pack("conditions", language).get("shipping", {})
+        grammar = marks("commitments", language, "kinds")
+        if not words.get("words") or grammar is None:
+            continue
+        about, at = _any(words["words"]), 0
+        for sentence in sentences(body, grammar):
+            start = body.find(sentence.text, at)
+            if start < 0:
+                continue
+            at = start + len(sentence.text)
+            if not about.search(sentence.text):
+                continue
+            for m in money(sentence.text, []):
+                if m.kind == "amount" and any(abs(m.value - c) < _CENT for c in costs):
+                    spans.append((start + m.at, start + m.at + len(m.written)))
+    return spans
+
+
 def shipping(
     text: str, policy: Policy, order: Order | None, languages: Iterable[str] | None = None
 ) -> list[str]:
