@@ -79,7 +79,7 @@ def _numbers_with(unit: re.Pattern[str] | None, clause: str) -> list[float]:
     return found
 
 
-def _denied(clause: str, start: int, end: int, languages: Sequence[str]) -> bool:
+def denied_in_any(clause: str, start: int, end: int, languages: Sequence[str]) -> bool:
     """Whether any language's negation denies ``clause[start:end]`` ("No photo is needed"):
     a word of several languages ("photo") is read by each, and one denial is enough."""
     for language in languages:
@@ -102,7 +102,7 @@ def _stated(text: str, c: LineCondition, languages: Sequence[str]) -> tuple[bool
         for sentence in sentences(text, grammar):
             for clause in sentence.clauses:
                 hits = list(words.finditer(clause))
-                if all(_denied(clause, h.start(), h.end(), languages) for h in hits):
+                if all(denied_in_any(clause, h.start(), h.end(), languages) for h in hits):
                     continue
                 if wanted is None:
                     return True, None

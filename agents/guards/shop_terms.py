@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from baton_kafka.agents import packs
 from baton_kafka.agents.guards import commitments, offered
 from baton_kafka.agents.guards.clauses import marks, readable, sentences
+from baton_kafka.agents.guards.conditions import denied_in_any
 from baton_kafka.agents.guards.money import money
 from baton_kafka.agents.policy import Policy
 from baton_kafka.schemas.records import OfferLine, Order
@@ -34,16 +35,40 @@ def _languages(languages: Iterable[str] | None) -> tuple[str, ...]:
 def never_promised(
     text: str, policy: Policy, languages: Iterable[str] | None = None
 ) -> Iterator[str]:
-    """Every promise in ``text`` of a remedy the policy says the shop never gives."""
+    """Every mention in ``text`` of a remedy the policy says the shop never gives that no
+    negation denies: a promise, an offer, a question ("shall we repair it?") alike."""
     if not policy.never:
         return
-    for c in commitments.read(text, _languages(languages)):
-        remedies = commitments.covering(c.kind, policy)
-        if c.kind in policy.never or (remedies and all(r in policy.never for r in remedies)):
-            yield (
-                f"{NEVER}: the reply promises {c.kind} ({c.words!r}), which the shop never "
-                "gives: do not offer it"
-            )
+    langs = _languages(languages)
+    body = readable(text)
+    told: set[str] = set()
+    for language in langs:
+        grammar = marks("commitments", language, "kinds")
+        if grammar is None:
+            continue
+        for kind, words in grammar.words.items():
+            remedies = commitments.covering(kind, policy)
+            if kind in told or not (
+                kind in policy.never or (remedies and all(r in policy.never for r in remedies))
+            ):
+                continue
+            for sentence in sentences(body, grammar):
+                hit = next(
+                    (
+                        h
+                        for clause in sentence.clauses
+                        for h in words.finditer(clause)
+                        if not denied_in_any(clause, h.start(), h.end(), langs)
+                    ),
+                    None,
+                )
+                if hit is not None:
+                    told.add(kind)
+                    yield (
+                        f"{NEVER}: the reply speaks of {kind} ({hit.group().strip()!r}), which "
+                        "the shop never gives: do not offer it"
+                    )
+                    break
 
 
 def shipping_costs(policy: Policy) -> list[tuple[float, str | None]]:
