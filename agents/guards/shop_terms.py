@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.guards import commitments, offered
 from baton_kafka.agents.guards.clauses import marks, readable, sentences
 from baton_kafka.agents.guards.conditions import denied_in_any
-from baton_kafka.agents.guards.money import money
+from baton_kafka.agents.guards.money import Money, clauses_of, money
 from baton_kafka.agents.policy import Policy
 from baton_kafka.schemas.records import OfferLine, Order
 
@@ -76,74 +77,82 @@ def shipping_costs(policy: Policy) -> list[tuple[float, str | None]]:
     return [(t.cost, t.currency) for t in policy.shipping.returns.values()]
 
 
+@dataclass(frozen=True)
+class _Stated:
+    """An amount a clause about return shipping states, where it stands in the text."""
+
+    money: Money
+    start: int
+    end: int
+
+
+def _about_shipping(
+    body: str, languages: tuple[str, ...]
+) -> Iterator[tuple[str, list[_Stated], bool]]:
+    """Each clause of ``body`` about return shipping (in any of ``languages``): its text, the
+    amounts it states, and whether it calls shipping free (a clause ends at a comma, not
+    inside "4,90 €")."""
+    amounts = [m for m in money(body, []) if m.kind == "amount"]
+    seen: set[tuple[int, int]] = set()
+    for language in languages:
+        words = packs.pack("conditions", language).get("shipping", {})
+        if not words.get("words"):
+            continue
+        about, free = _any(words["words"]), _any(words.get("free", []))
+        for a, b in clauses_of(body):
+            clause = body[a:b]
+            if (a, b) in seen or not about.search(clause):
+                continue
+            seen.add((a, b))
+            stated = [_Stated(m, m.at, m.at + len(m.written)) for m in amounts if a <= m.at < b]
+            yield clause, stated, bool(free.search(clause))
+
+
 def _shipping_problems(
     text: str, policy: Policy, order: Order | None, languages: tuple[str, ...]
 ) -> Iterator[str]:
-    """A sentence about return shipping states a cost the policy has, and calls it free only
+    """A clause about return shipping states a cost the policy has, and calls it free only
     where the shop pays."""
     terms = policy.shipping.returns
     if not terms:
         return
-    body = readable(text)
     costs = shipping_costs(policy)
     shop_pays = any(t.payer == "shop" for t in terms.values())
-    for language in languages:
-        words = packs.pack("conditions", language).get("shipping", {})
-        grammar = marks("commitments", language, "kinds")
-        if not words.get("words") or grammar is None:
-            continue
-        about, free = _any(words["words"]), _any(words.get("free", []))
-        for sentence in sentences(body, grammar):
-            if not about.search(sentence.text):
-                continue
-            for m in money(sentence.text, []):
-                if m.kind != "amount":
-                    continue
-                currency = order.currency.upper() if order is not None else None
-                if not any(
-                    abs(m.value - cost) < _CENT
-                    and (not m.currencies or (c or currency or "") in m.currencies)
-                    for cost, c in costs
-                ):
-                    stated = ", ".join(f"{cost:g} {c or ''}".strip() for cost, c in costs)
-                    yield (
-                        f"{SHIPPING}: the reply gives {m.written} for shipping, which is not a "
-                        f"cost of the policy's return shipping ({stated})"
-                    )
-            if not shop_pays and free.search(sentence.text):
+    currency = order.currency.upper() if order is not None else ""
+    for _, stated, free in _about_shipping(readable(text), languages):
+        for s in stated:
+            m = s.money
+            if not any(
+                abs(m.value - cost) < _CENT
+                and (not m.currencies or (c or currency) in m.currencies)
+                for cost, c in costs
+            ):
+                listed = ", ".join(f"{cost:g} {c or ''}".strip() for cost, c in costs)
                 yield (
-                    f"{SHIPPING}: the reply says shipping is free, but the policy has the "
-                    "customer pay every return"
+                    f"{SHIPPING}: the reply gives {m.written} for shipping, which is not a "
+                    f"cost of the policy's return shipping ({listed})"
                 )
+        if free and not shop_pays:
+            yield (
+                f"{SHIPPING}: the reply says shipping is free, but the policy has the "
+                "customer pay every return"
+            )
 
 
 def stated_costs(
     text: str, policy: Policy, languages: Iterable[str] | None = None
 ) -> list[tuple[int, int]]:
     """Where ``text`` (normalised) states one of the policy's return shipping costs in a
-    sentence about shipping: a fact of the policy, not money the reply promises."""
+    clause about shipping: a fact of the policy, not money the reply promises."""
     costs = [cost for cost, _ in shipping_costs(policy) if cost]
     if not costs:
         return []
-    body = readable(text)
-    spans: list[tuple[int, int]] = []
-    for language in _languages(languages):
-        words = packs.pack("conditions", language).get("shipping", {})
-        grammar = marks("commitments", language, "kinds")
-        if not words.get("words") or grammar is None:
-            continue
-        about, at = _any(words["words"]), 0
-        for sentence in sentences(body, grammar):
-            start = body.find(sentence.text, at)
-            if start < 0:
-                continue
-            at = start + len(sentence.text)
-            if not about.search(sentence.text):
-                continue
-            for m in money(sentence.text, []):
-                if m.kind == "amount" and any(abs(m.value - c) < _CENT for c in costs):
-                    spans.append((start + m.at, start + m.at + len(m.written)))
-    return spans
+    return [
+        (s.start, s.end)
+        for _, stated, _ in _about_shipping(readable(text), _languages(languages))
+        for s in stated
+        if any(abs(s.money.value - c) < _CENT for c in costs)
+    ]
 
 
 def shipping(
