@@ -75,7 +75,7 @@ class Remedy(BaseModel):
     def window(self, reason: str | None) -> int | None:
         """Days from delivery within which a line of ``reason`` applies; None: no window."""
         if reason is not None and reason in self.windows:
-            return self.windows[reason]  # type: ignore[index]
+            return self.windows[reason]
         if reason is None and self.windows:
             # Not knowing why, the strictest window holds.
             return min([*self.windows.values(), *([self.window_days] if self.window_days else [])])

@@ -47,7 +47,8 @@ def countries() -> frozenset[str]:
     """The ISO 3166 country codes baton knows a name for (CLDR's, through Babel)."""
     from babel import Locale
 
-    return frozenset(k for k in Locale("en").territories if k.isalpha() and len(k) == 2)
+    names: dict[str, str] = dict(Locale("en").territories)
+    return frozenset(k for k in names if k.isalpha() and len(k) == 2)
 
 
 @functools.cache
