@@ -223,3 +223,14 @@ def test_baton_check_names_each_mistake_in_the_new_keys(
     lines = str(caught.value).splitlines()
     assert any(expected.removeprefix("approval.above: Value error, ") in x for x in lines), lines
     assert all(x.startswith("policy.toml: ") for x in lines)
+
+
+def test_the_bookshops_own_trigger_words_hand_off() -> None:
+    from tests.fixtures.risk import triggers
+
+    policy = load(BOOKSHOP)
+    assert triggers("Das Buch kam an und riecht stark nach Schimmel.", policy=policy) == {"safety"}
+    assert triggers("The audiobook CD case gave off a strong solvent smell.", policy=policy) == {
+        "safety"
+    }
+    assert triggers("Das Buch kam an und riecht stark nach Schimmel.") == set()
