@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from baton_kafka.agents import risk
+from baton_kafka.agents import packs, risk
 from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
@@ -149,11 +149,12 @@ def _decide_case(
     today: date,
     offered: dict[str, float],
     item: ItemFact | None = None,
+    reason: str | None = None,
 ) -> tuple[str, list[OfferLine]]:
     """``case`` or what the policy allows instead, with its offer lines."""
     if case not in _REMEDIES:
         return case, []
-    context = offers.OfferContext(_as_order(order), demand, today, offered)
+    context = offers.OfferContext(_as_order(order), demand, today, offered, reason)
     for option in (case, *_INSTEAD.get(case, ())):
         lines = _lines(option, order, policy, context, item)
         money = any(line.amount is not None for line in lines)
@@ -201,7 +202,7 @@ def _action(
             what=what,
             money=money,
             comp=f"{comp.amount:.2f} {order.currency}" if comp and order else "",
-            channel=channel or (comp.channel if comp else ""),
+            channel=channel or ((comp.channel or "").replace("_", " ") if comp else ""),
             carrier=carrier,
             status=_status(order.status, lang) if order else "",
             delivered=(order.delivered_at or order.ordered_at) if order else "",
@@ -209,6 +210,19 @@ def _action(
             remedy=pack["remedies"].get(wanted, wanted),
         )
     )
+
+
+def conditions_said(
+    lines: list[OfferLine], policy: Policy, reason: str | None, lang: str
+) -> list[str]:
+    """A sentence per condition of ``lines`` in ``lang`` (the conditions pack's), each once."""
+    said = packs.pack("conditions", lang).get("sentences", {})
+    out: dict[str, None] = {}
+    for line in lines:
+        for c in offers.conditions(line, policy, reason):
+            if c.kind in said:
+                out[str(said[c.kind]).format(days=c.days, years=c.years)] = None
+    return list(out)
 
 
 def _which(lang: str, orders: list[OrderFact]) -> str:
@@ -301,7 +315,9 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
             today = date.fromisoformat(facts.today) if facts.today else date.today()
             offered = facts.session.offered.get(order.order_id, {})
             wanted = _REMEDIES.get(case, ("",))[-1]
-            case, lines = _decide_case(case, u.demand, order, policy, today, offered, item)
+            case, lines = _decide_case(
+                case, u.demand, order, policy, today, offered, item, u.reason
+            )
     elif facts.match is not None and facts.match.method == "unavailable":
         case = "store_unavailable"
     elif facts.match is not None and facts.match.recall and facts.orders:
@@ -314,6 +330,8 @@ def strategy_rules(facts: Facts, policy: Policy | None = None) -> StrategyDraft:
         else _action(c, lang, oid, order, what, policy, lines, wanted)
         for c in dict.fromkeys((handoff or case, case))
     ]
+    # The conditions the policy attaches to the lines, stated as the reply audit wants them.
+    actions += conditions_said(lines, policy, u.reason, lang)
     asked_for = wanted or _ASKED.get(case) or _ASKED.get(u.demand, "")
     done = _done_before(facts, oid, asked_for, lang, policy) if not handoff else None
     if done is not None:

@@ -34,7 +34,7 @@ from baton_kafka.agents.rules.recall import known, resolve
 from baton_kafka.agents.rules.time_hints import day_of, extract_time_hint
 from baton_kafka.agents.rules.typos import corrected
 from baton_kafka.schemas.baton import OrderMemory
-from baton_kafka.schemas.records import utcnow
+from baton_kafka.schemas.records import Reason, utcnow
 from baton_kafka.schemas.stages import Demand, Recall, Understanding
 
 DEMAND_NAMES = frozenset(get_args(Demand))
@@ -117,6 +117,34 @@ def _continued(facts: Facts, recalled: Recall) -> Demand:
     entry = next((h for h in facts.history if h.order_id == recalled.order_id), None)
     asked = [d for d in ([entry.decided] if entry else []) + (entry.asked if entry else []) if d]
     return cast(Demand, asked[0]) if asked and asked[0] in DEMAND_NAMES else "information"
+
+
+# Why a customer wants a remedy, by the problem read (a problem not named here says nothing
+# about why): the windows and remedies a policy gives by reason then apply offline too.
+REASON_OF: dict[str, Reason] = {
+    **dict.fromkeys(
+        (
+            "fire",
+            "shock",
+            "overheat",
+            "leaking",
+            "display",
+            "coming_apart",
+            "missing_parts",
+            "drifting",
+            "noise",
+            "battery",
+            "no_heat",
+            "broken",
+            "quality",
+        ),
+        "defect",
+    ),
+    "damaged": "damaged_in_transit",
+    "wrong_item": "not_as_described",
+    "fit": "not_as_described",
+    "unwanted": "change_of_mind",
+}
 
 
 def understand_rules(facts: Facts) -> Understanding:
@@ -229,6 +257,7 @@ def understand_rules(facts: Facts) -> Understanding:
         time_hint=time_hint,
         keywords=list(dict.fromkeys(keywords))[:8],
         language=language,
+        reason=REASON_OF.get(key or ""),
         core_problem=_core_problem(lang, product, problem, key, demand, previous)[:400],
         refers_to_earlier=refers,
         risks=risk.scan(message, language, names),

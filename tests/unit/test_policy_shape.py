@@ -234,3 +234,43 @@ def test_the_bookshops_own_trigger_words_hand_off() -> None:
         "safety"
     }
     assert triggers("Das Buch kam an und riecht stark nach Schimmel.") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "stated"),
+    [
+        (
+            "Mein Buch LL-100200 kam an, aber im Zauberberg fehlen die Seiten 40 bis 56. "
+            "Ich möchte ein neues Exemplar.",
+            "exchange",
+            "Bitte schicken Sie uns zuerst ein Foto des Schadens.",
+        ),
+        (
+            "My order LL-100200 arrived late, I want compensation.",
+            "compensation",
+            "It is valid for 3 years.",
+        ),
+    ],
+)
+async def test_the_offline_rules_state_the_conditions_of_their_lines(
+    text: str, kind: str, stated: str
+) -> None:
+    from baton_kafka.streams.runtime.worker import build_llm
+    from baton_kafka.streams.settings import load as load_settings
+    from baton_kafka.streams.testing import MemoryOrders, TestPipeline
+    from tests.fixtures.data import ticket
+
+    settings = load_settings({"BATON_LLM": "offline", "BATON_POLICY": str(BOOKSHOP)})
+    pipeline = TestPipeline(
+        orders=MemoryOrders(BOOK.model_copy(update={"order_id": "LL-100200"})),
+        settings=settings,
+        llm=build_llm(settings),
+    )
+    [reply] = await pipeline.send(
+        ticket("t1", text).model_copy(update={"created_at": datetime(2026, 11, 30, tzinfo=UTC)})
+    )
+    await pipeline.aclose()
+    assert reply.status == "answered", reply.internal_note
+    assert reply.offer is not None and [x.kind for x in reply.offer.lines] == [kind]
+    assert reply.offer.lines[0].conditions
+    assert stated in reply.reply
