@@ -163,7 +163,8 @@ def test_the_understanding_and_the_offer_line_carry_the_reason() -> None:
         (
             "windows = { change_of_mind = 14,",
             "windows = { change_of_mnd = 14,",
-            "remedies.refund.windows.change_of_mnd: unknown reason 'change_of_mnd' (did you mean 'change_of_mind'?)",
+            "remedies.refund.windows.change_of_mnd: unknown reason 'change_of_mnd' "
+            "(did you mean 'change_of_mind'?)",
         ),
         (
             'reasons = ["defect", "damaged_in_transit"',
@@ -173,12 +174,14 @@ def test_the_understanding_and_the_offer_line_carry_the_reason() -> None:
         (
             '{ kind = "photo_first" }',
             '{ kind = "photo_frist" }',
-            "remedies.exchange.conditions[0].kind: unknown condition 'photo_frist' (did you mean 'photo_first'?)",
+            "remedies.exchange.conditions[0].kind: unknown condition 'photo_frist' "
+            "(did you mean 'photo_first'?)",
         ),
         (
             'channels = ["gift_card"]',
             'channels = ["gift_crad"]',
-            "remedies.compensation.channels[0]: unknown channel 'gift_crad' (did you mean 'gift_card'?)",
+            "remedies.compensation.channels[0]: unknown channel 'gift_crad' "
+            "(did you mean 'gift_card'?)",
         ),
         (
             "words = { de = ['leselicht-geschenkkarte', 'geschenkkarte'], ",
