@@ -79,6 +79,8 @@ def next_option(
     money = money_lines(pending.offer.lines)
     if threshold is None or threshold <= CENT or len(money) != 1:
         return None
+    if policy.approval.basis == "order":
+        return None  # the order's amount is above it, whatever the offer: a person follows up
     lowered = money[0].model_copy(update={"amount": cents(threshold)})
     lines = [lowered if line is money[0] else line for line in pending.offer.lines]
     if total(lines) > threshold + CENT:
