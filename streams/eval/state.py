@@ -111,6 +111,20 @@ def _group(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"scored": len(scored), "exact": exact, "exact_rate": _rate(exact, len(scored))}
 
 
+def _mark_repeats(
+    cases: Sequence[Case], replies: Mapping[str, Reply], rows: list[dict[str, Any]]
+) -> None:
+    """Set each row's ``repeated``: its actions that an earlier ticket of the same customer
+    (of the session, without one) already wrote, in publication order."""
+    written: dict[str, Counter[Key]] = {}
+    for i in sorted(range(len(cases)), key=lambda i: (cases[i].label.phase, i)):
+        t = cases[i].ticket
+        before = written.setdefault(t.customer_id or f"session:{t.session_id}", Counter())
+        actual = actual_keys(replies[t.ticket_id])
+        rows[i]["repeated"] = _listed(actual & before)
+        before.update(actual)
+
+
 def final_state(
     cases: Sequence[Case],
     replies: Mapping[str, Reply],
@@ -121,6 +135,7 @@ def final_state(
     """The report's ``final_state`` section: tickets in exactly the labelled state, overall,
     per language and per session, with every ticket's verdict."""
     rows = [score_ticket(c, replies[c.ticket.ticket_id], languages) for c in cases]
+    _mark_repeats(cases, replies, rows)
     sessions: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         sessions.setdefault(row["session_id"], []).append(row)
@@ -132,6 +147,8 @@ def final_state(
         "unlabelled": sum(r["exact"] is None for r in rows),
         "actions": sum(len(r["actual"]) for r in rows),
         "waiting_for_approval": sum(r["offer"] == "needs_approval" for r in rows),
+        "repeated": sum(len(r["repeated"]) for r in rows),
+        "tickets_with_repeats": sum(bool(r["repeated"]) for r in rows),
         "by_language": {
             lang: _group([r for r in rows if r["language"] == lang])
             for lang in sorted({r["language"] for r in rows})
@@ -159,6 +176,8 @@ def render_final_state(section: Mapping[str, Any], pct: Callable[[float | None],
             f"{lang} {g['exact']}/{g['scored']} {pct(g['exact_rate'])}"
             for lang, g in s["by_language"].items()
         ),
+        f"repeated actions: {s['repeated']} (in {s['tickets_with_repeats']} tickets: an action "
+        "an earlier ticket of the customer already wrote, written again)",
         f"final state by session: {pct(s['sessions']['exact_rate'])} "
         f"({s['sessions']['exact']} of {s['sessions']['scored']} fully labelled sessions)",
     ]

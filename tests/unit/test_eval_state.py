@@ -175,11 +175,16 @@ def test_the_summary_counts_only_labelled_tickets_per_language_and_session() -> 
     assert s["by_language"]["en"] == {"scored": 2, "exact": 1, "exact_rate": 0.5}
     assert s["by_language"]["zh"] == {"scored": 1, "exact": 1, "exact_rate": 1.0}
     assert s["sessions"] == {"scored": 2, "exact": 1, "exact_rate": 0.5}
+    # The customer's refund, written for t1, is written again for t2 and (another session) t4.
+    repeated = {r["ticket_id"]: r["repeated"] for r in s["per_ticket"]}
+    assert repeated == {"t1": [], "t2": ["refund EV-1 39.90 CNY"], "t3": [], "t4": repeated["t2"]}
+    assert (s["repeated"], s["tickets_with_repeats"]) == (2, 2)
     text = "\n".join(render_final_state(s, lambda r: "n/a" if r is None else f"{100 * r:.1f}%"))
     assert "final state (Test shop): 66.7% (2 of 3 labelled tickets" in text
     assert "1 not labelled" in text
     assert "t2: extra refund EV-1 39.90 CNY" in text
     assert "en 1/2 50.0%; zh 1/1 100.0%" in text
+    assert "repeated actions: 2 (in 2 tickets" in text
 
 
 def test_the_text_report_carries_the_final_state() -> None:
