@@ -33,6 +33,7 @@ from baton_kafka.streams.eval.score import (
     score,
     summarize,
 )
+from baton_kafka.streams.eval.state import final_state, label_problems, render_final_state
 from baton_kafka.streams.runtime.spawn import spawn_worker, stop_worker
 from baton_kafka.streams.settings import OWN_ORDERS, Settings
 
@@ -73,6 +74,13 @@ def _languages(settings: Settings) -> tuple[str, ...]:
     from baton_kafka.agents.policy import load
 
     return settings.languages or load(settings.policy_file).languages
+
+
+def _shop(settings: Settings) -> str:
+    """The evaluated shop's name, as its policy gives it."""
+    from baton_kafka.agents.policy import load
+
+    return load(settings.policy_file).shop.name
 
 
 def load_cases(path: Path) -> list[Case]:
@@ -123,6 +131,7 @@ def check(cases: Sequence[Case], orders: Sequence[Order], source: str) -> None:
         if last is not None and last.label.phase > label.phase:
             errors.append(f"{where}: phase {label.phase} comes after phase {last.label.phase}")
         sessions[t.session_id] = c
+        errors += [f"{where}: {p}" for p in label_problems(c, by_id)]
         if label.order_id is None:
             continue
         order = by_id.get(label.order_id)
@@ -300,6 +309,8 @@ def render_text(report: dict[str, Any]) -> str:
         from baton_kafka.streams.batched import cost_line
 
         lines.append(cost_line(report["batch"]))
+    if "final_state" in report:
+        lines += render_final_state(report["final_state"], pct)
     if "judge" in report:
         from baton_kafka.streams.eval.judge import render_judge
 
@@ -355,6 +366,7 @@ def evaluate(
         "facts": list(FACTS),
         "summary": summarize(scores),
         "tickets": [s.as_dict() for s in scores],
+        "final_state": final_state(cases, replies, languages, shop=_shop(settings)),
         **({"batch": batches} if batches is not None else {}),
         **({"judge": judged} if judged is not None else {}),
     }

@@ -55,6 +55,7 @@ from baton_kafka.agents.languages import DEFAULT_LANGUAGES, HAN, customer_langua
 from baton_kafka.agents.rules.matching import mentioned_products
 from baton_kafka.schemas.records import Order, Reply, Ticket
 from baton_kafka.schemas.stages import Demand
+from baton_kafka.streams.eval.expected import ExpectedAction
 
 FACTS = ("product", "problem", "demand", "order")
 
@@ -84,6 +85,11 @@ class Label(BaseModel):
     demand: Demand
     order_id: str | None = Field(description="The order the reply must resolve, or null.")
     tags: list[Term] = Field(default_factory=list, description="Kinds of case, for breakdowns.")
+    final_state: list[ExpectedAction] | None = Field(
+        default=None,
+        description="The actions the reply to this ticket should leave on the shop's side (its "
+        "approved offer lines); [] = nothing should be done; null = not labelled, not scored.",
+    )
 
 
 class Case(BaseModel):
