@@ -191,6 +191,14 @@ def acting(
         note=Noting(pipeline.batons, pipeline.gate, pipeline.redelivery.unfinished),
     )
 
+    if settings.action_webhook_secret:
+        from baton_kafka.streams.actions import webhook
+
+        try:
+            webhook.route(app, runner, settings.action_webhook_secret, owns)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+
     @app.agent(sink.topics[names.actions], name="act")
     async def act(stream: Any) -> None:
         async for event in stream.events():
