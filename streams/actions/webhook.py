@@ -82,6 +82,8 @@ class ActionReport(BaseModel):
     @field_validator("detail")
     @classmethod
     def _readable(cls, value: str) -> str:
+        # Line breaks and tabs are a system's layout: folded to spaces, not refused.
+        value = " ".join(value.replace("\t", " ").replace("\r", " ").split("\n"))
         if any(unicodedata.category(c) == "Cc" or c in _BIDI for c in value):
             raise ValueError("holds control or direction characters")
         return value.strip()
@@ -142,13 +144,19 @@ def find(
     return None, elsewhere
 
 
-async def apply(runner: Runner, report: ActionReport, mine: Callable[[str], bool]) -> Answer:
+async def apply(
+    runner: Runner,
+    report: ActionReport,
+    mine: Callable[[str], bool],
+    alone: Callable[[], bool] = lambda: True,
+) -> Answer:
     """Apply ``report`` to the ledger: a ``sent`` action becomes final and its customer is told
-    once; anything else (never sent, final already, unknown) changes nothing."""
+    once; anything else (never sent, final already, unknown) changes nothing. ``alone``: this
+    worker owns every session (an action not found here is unknown, not elsewhere)."""
     entry, elsewhere = find(runner.ledger, report, mine)
     if entry is None:
-        if elsewhere:
-            return Answer(503, {"error": "the action's session is on another worker: retry"})
+        if elsewhere or not alone():
+            return Answer(503, {"error": "the action may be on another worker: retry"})
         return Answer(404, {"error": "no such action"})
     key = entry.idempotency_key
     if report.remote_id and entry.remote_id and report.remote_id != entry.remote_id:
@@ -170,7 +178,12 @@ async def apply(runner: Runner, report: ActionReport, mine: Callable[[str], bool
 
 
 async def receive(
-    runner: Runner, secret: bytes, mine: Callable[[str], bool], headers: Any, body: bytes
+    runner: Runner,
+    secret: bytes,
+    mine: Callable[[str], bool],
+    headers: Any,
+    body: bytes,
+    alone: Callable[[], bool] = lambda: True,
 ) -> Answer:
     """One webhook request: 401 unsigned, forged or stale; 422 not a report; then ``apply``."""
     if signed_at(secret, body, headers.get(HEADER), time.time()) is None:
@@ -179,10 +192,16 @@ async def receive(
         report = report_of(body)
     except ValueError as exc:
         return Answer(422, {"error": str(exc)})
-    return await apply(runner, report, mine)
+    return await apply(runner, report, mine, alone)
 
 
-def route(app: Any, runner: Runner, secret: str, mine: Callable[[str], bool]) -> None:
+def route(
+    app: Any,
+    runner: Runner,
+    secret: str,
+    mine: Callable[[str], bool],
+    alone: Callable[[], bool],
+) -> None:
     """``POST /actions/webhook`` on the worker's web port (the path is open to the port's
     guard: each request carries its own signature)."""
     from aiohttp import web as aioweb
@@ -206,7 +225,7 @@ def route(app: Any, runner: Runner, secret: str, mine: Callable[[str], bool]) ->
             answer = (
                 Answer(400, {"error": "the body is shorter than its Content-Length"})
                 if body is None
-                else await receive(runner, key, mine, request.headers, body)
+                else await receive(runner, key, mine, request.headers, body, alone)
             )
         return aioweb.Response(
             body=orjson.dumps(answer.body),

@@ -167,6 +167,71 @@ def test_bodies_that_are_not_a_report_are_refused_with_one_line(body: bytes) -> 
     assert "\n" not in str(exc.value)
 
 
+# A second corpus, written after the validator as a blind check (it found line breaks and
+# tabs refused: they are folded to spaces now).
+BLIND_NATURAL = {
+    "en": [
+        "Refund processed — card ending 4242, 2–5 business days.",
+        "Partial refund: $12.50 (item SKU-88X, size 10½)",
+        "Return label RMA-2026/0042 issued; ship by Dec 19",
+        "Refund failed:\nthe card has expired",
+    ],
+    "zh": [
+        "退款已处理，预计3-5个工作日到账。",
+        "部分退款：¥88.00（商品编号 A12，尺码 XL）",
+        "退款失败：\t银行卡已过期",
+    ],
+    "de": [
+        "Rückerstattung über 12,50 € veranlasst (Größe 42, Artikel „Lux 400“)",
+        "Teilerstattung – 3 von 5 Artikeln",
+        "Rücksendeetikett erstellt 📦",
+    ],
+    "ja": [
+        "返金処理が完了しました（3〜5営業日）。",
+        "一部返金：¥1,280（サイズ M）",
+        "返品ラベル RMA-00042 を発行しました",
+    ],
+    "es": [
+        "Reembolso procesado: 12,50 € a la tarjeta terminada en 4242",
+        "Reembolso parcial – talla 38½",
+    ],
+    "fr": [
+        "Remboursement partiel — taille 40, « Lux 400 »",
+        "Échec du remboursement : carte expirée",
+    ],
+}
+BLIND_HOSTILE = {
+    "en": [
+        "ok\x1b]8;;http://evil.example\x07click\x1b]8;;\x07",
+        "done\u2066hidden\u2069",
+        "x" * 301,
+    ],
+    "zh": ["退款\x1b[2J完成", "退款\u202e成功", "退款\u200f成功", "退" * 301],
+    "de": ["Erstattung\x08\x08\x08", "Erstattung\u202d ok", "ok\u061c", "ä" * 301],
+    "ja": ["返金\x1b[0m完了", "返金\u202b完了", "返金\x7f", "返" * 301],
+    "es": ["Reembolso\x0b", "Reembolso\u202a ok", "ok\u200e", "ñ" * 301],
+    "fr": ["Remboursé\x0c", "Remboursé\u202c", "ok\u2068", "é" * 301],
+}
+
+
+def _detail(detail: str) -> bytes:
+    return orjson.dumps({"idempotency_key": KEY, "state": "failed", "detail": detail})
+
+
+@pytest.mark.parametrize("language", sorted(BLIND_NATURAL))
+def test_blind_natural_details_pass_with_their_layout_folded(language: str) -> None:
+    for detail in BLIND_NATURAL[language]:
+        folded = report_of(_detail(detail)).detail
+        assert "\n" not in folded and "\t" not in folded and folded.split() == detail.split()
+
+
+@pytest.mark.parametrize("language", sorted(BLIND_HOSTILE))
+def test_blind_hostile_details_are_refused(language: str) -> None:
+    for detail in BLIND_HOSTILE[language]:
+        with pytest.raises(ValueError):
+            report_of(_detail(detail))
+
+
 # --- applied to the ledger ------------------------------------------------------------------
 
 
@@ -236,7 +301,7 @@ async def test_an_action_the_ledger_never_sent_cannot_be_confirmed() -> None:
     assert told == []
 
 
-async def test_an_unknown_action_is_404_and_another_workers_503() -> None:
+async def test_an_unknown_action_is_404_alone_and_503_beside_other_workers() -> None:
     table, told = MemoryTable(), []
     other = idempotency_key("S2", "t9", 0, LINE)
     await sent(table, "S2", other)
@@ -245,6 +310,8 @@ async def test_an_unknown_action_is_404_and_another_workers_503() -> None:
     elsewhere = report_of(orjson.dumps({"idempotency_key": other, "state": "confirmed"}))
     assert (await apply(r, elsewhere, mine)).status == 503
     assert Ledger(table).row("S2")[other].state == "sent" and told == []
+    # Not found, but another worker owns some sessions: it may be there.
+    assert (await apply(r, confirmed(), mine, alone=lambda: False)).status == 503
 
 
 async def test_a_report_by_remote_id_finds_the_action_and_a_wrong_one_is_refused() -> None:
