@@ -359,3 +359,11 @@ async def test_the_ledger_keeps_a_final_state_and_its_telling_against_a_late_wri
     assert ledger.get(other.action).state == "needs_person"  # type: ignore[union-attr]
     await ledger.save(other.model_copy(update={"state": "confirmed"}))
     assert ledger.get(other.action).state == "confirmed"  # type: ignore[union-attr]
+
+
+def test_the_path_is_served_on_the_port_and_open_to_its_token_check() -> None:
+    from baton_kafka.streams.actions.webhook import PATH
+    from baton_kafka.streams.observe import guard, web
+
+    # Its signature is the check: a bearer token would 401 the shop's system first.
+    assert PATH in web.PATHS and PATH in guard.OPEN_PATHS
