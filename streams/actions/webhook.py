@@ -172,6 +172,8 @@ async def apply(
         report.state, report.remote_id or entry.remote_id, f"webhook: {report.detail}"
     )
     done = settled(entry, outcome)
+    # No await from ``find`` to the row's write (``save`` puts it before awaiting the
+    # changelog): a copy of the report arriving meanwhile finds the entry final already.
     await runner.ledger.save(done)
     done = await runner.told(done)
     return Answer(200, {"idempotency_key": key, "state": done.state, "applied": True})
