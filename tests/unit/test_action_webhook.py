@@ -260,6 +260,7 @@ async def test_a_webhook_delivered_twice_confirms_once_and_tells_once() -> None:
     first, again = await asyncio.gather(apply(r, confirmed(), mine), apply(r, confirmed(), mine))
     [entry] = Ledger(table).row("S1").values()
     assert (first.status, again.status) == (200, 200)
+    assert sorted(a.body["applied"] for a in (first, again)) == [False, True]
     assert entry.state == "confirmed" and entry.told and entry.remote_id == "900001"
     assert [e.state for e in told] == ["confirmed"]
     late = await apply(r, confirmed(), mine)
