@@ -10,6 +10,14 @@ from baton_kafka.schemas.action import FINAL, Action, LedgerEntry
 from baton_kafka.streams.runtime.batons import SessionTable
 
 
+def moves(old: LedgerEntry, new: LedgerEntry) -> bool:
+    """Whether ``new`` may replace ``old``: not from a final state to an open one, and not
+    from confirmed or failed to any other state."""
+    if old.state in FINAL and new.state not in FINAL:
+        return False
+    return old.state not in ("confirmed", "failed") or new.state == old.state
+
+
 class Ledger:
     """Entries by idempotency key inside the row of their session (key: session_id), so the
     row lives in the changelog partition of the session's actions and moves with them.
@@ -29,8 +37,14 @@ class Ledger:
         return self.row(action.session_id).get(action.idempotency_key)
 
     async def save(self, entry: LedgerEntry) -> None:
-        """Record ``entry`` in its session's row, durably."""
+        """Record ``entry`` in its session's row, durably; a final state is never moved back to
+        an open one, nor a confirmed or failed one to another (a late answer, a stale report)."""
         row = self.row(entry.action.session_id)
+        old = row.get(entry.idempotency_key)
+        if old is not None and not moves(old, entry):
+            return
+        if old is not None and old.told and old.state == entry.state:
+            entry = entry.model_copy(update={"told": True})  # told stays told
         row[entry.idempotency_key] = entry
         data = {k: e.model_dump(mode="json") for k, e in row.items()}
         await self.table.put_durably(entry.action.session_id, orjson.dumps(data))

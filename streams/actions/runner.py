@@ -3,9 +3,10 @@ claims to come from, recorded, carried out; the unfinished ones swept again."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.schemas.action import Action, LedgerEntry
@@ -44,6 +45,8 @@ class Runner:
     tell: Callable[[LedgerEntry], Awaitable[object]] | None = None
     # Records it in the session's baton for the next ticket's prompt (follow_up.Noting).
     note: Callable[[LedgerEntry], Awaitable[None]] | None = None
+    # One telling at a time: the topic, a sweep and a webhook may end the same action at once.
+    _telling: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
     async def handle(self, value: bytes | None, source: Source) -> LedgerEntry | None:
         """Record and carry out one action of the topic; an invalid one is a dead letter."""
@@ -82,11 +85,16 @@ class Runner:
         the ledger after the follow-up is acknowledged (a crash in between tells again)."""
         if self.tell is None or not tells(entry):
             return entry
-        await self.tell(entry)
-        if self.note is not None:
-            await self.note(entry)
-        entry = entry.model_copy(update={"told": True})
-        await self.ledger.save(entry)
+        async with self._telling:
+            # As the ledger holds it now: another path may have told it meanwhile.
+            entry = self.ledger.get(entry.action) or entry
+            if not tells(entry):
+                return entry
+            await self.tell(entry)
+            if self.note is not None:
+                await self.note(entry)
+            entry = entry.model_copy(update={"told": True})
+            await self.ledger.save(entry)
         return entry
 
     def unauthorised(self, action: Action) -> str | None:

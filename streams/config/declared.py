@@ -109,6 +109,14 @@ class Settings(OrderSettings, ModelSettings):
         parse=optional_text,
         secret=True,
     )
+    action_webhook_secret: str | None = setting(
+        "BATON_ACTION_WEBHOOK_SECRET",
+        "HMAC secret (16+ characters) the shop's system signs its reports of actions with, "
+        "on `POST /actions/webhook` ([actions](actions.md)); unset, the webhook is off",
+        None,
+        parse=optional_text,
+        secret=True,
+    )
     namespace: str = setting(
         "BATON_NAMESPACE",
         "prefix of every topic, the consumer group and the tables (isolation)",

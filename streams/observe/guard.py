@@ -136,7 +136,9 @@ def scope_of(request: Any, tokens: Mapping[str, str]) -> str | None:
 # its script signs in) and the sign-in itself, which checks the token it is given.
 LOGIN_PATH = "/dashboard/login"
 LOGOUT_PATH = "/dashboard/logout"
-OPEN_PATHS = frozenset({"/health", "/dashboard", LOGIN_PATH, LOGOUT_PATH})
+# The shop's system reports actions here; each request is signed with a secret of its own.
+ACTION_WEBHOOK_PATH = "/actions/webhook"
+OPEN_PATHS = frozenset({"/health", "/dashboard", LOGIN_PATH, LOGOUT_PATH, ACTION_WEBHOOK_PATH})
 # Set on every request: whether it may see details (no token configured, or a right one), and
 # with which scope (None when no token is configured).
 AUTHORIZED = aioweb.RequestKey("baton.authorized", bool)

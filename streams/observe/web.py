@@ -1,4 +1,5 @@
-"""The worker's HTTP views: /metrics, /health, /dashboard and its desk; nothing else on the port."""
+"""The worker's HTTP views: /metrics, /health, /dashboard and its desk (and the actions' webhook,
+routed with the executor); nothing else on the port."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from prometheus_client.exposition import choose_encoder
 from baton_kafka.streams.observe import desk
 from baton_kafka.streams.observe.dashboard import Recent, summary
 from baton_kafka.streams.observe.guard import (
+    ACTION_WEBHOOK_PATH,
     AUTHORIZED,
     DESK,
     LOGIN_PATH,
@@ -39,6 +41,7 @@ PATHS = (
     "/dashboard/data.json",
     LOGIN_PATH,
     LOGOUT_PATH,
+    ACTION_WEBHOOK_PATH,
     *desk.PATHS,
 )
 # Faust's built-in views: tables read key by key (a whole baton, ticket text included), the

@@ -191,6 +191,20 @@ def acting(
         note=Noting(pipeline.batons, pipeline.gate, pipeline.redelivery.unfinished),
     )
 
+    def alone() -> bool:
+        """This worker owns every session's partition (no other worker holds one)."""
+        actives = app.assignor.assigned_actives()
+        owned = {tp.partition for tp in actives if tp.topic == names.sessions}
+        return len(owned) >= settings.partitions
+
+    if settings.action_webhook_secret:
+        from baton_kafka.streams.actions import webhook
+
+        try:
+            webhook.route(app, runner, settings.action_webhook_secret, owns, alone)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+
     @app.agent(sink.topics[names.actions], name="act")
     async def act(stream: Any) -> None:
         async for event in stream.events():
