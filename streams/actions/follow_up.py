@@ -130,9 +130,9 @@ def packet(
         ticket_id=action.ticket_id,
         session_id=action.session_id,
         customer_id=action.customer_id,
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,
         reason_text=text + (CLOSE if entry.state == "needs_person" else ""),
-        reasons=[reason],  # type: ignore[list-item]
+        reasons=[reason],
         urgency="high",
         handed_off_at=now,
         opened_at=action.requested_at,

@@ -274,3 +274,20 @@ def test_the_desk_and_cli_builder_make_done_and_failed() -> None:
         build("done", "S1", item="bt-1")
     with pytest.raises(BadDecision, match="reference"):
         build("failed", "S1", item="bt-1", reference="RF-9")
+
+
+async def test_the_desk_s_queue_shows_an_action_packet_until_a_person_closes_it(
+    shop: OrderSource,
+) -> None:
+    from baton_kafka.streams.observe.handoff_queue import Read, open_handoffs
+
+    p = in_memory(shop)
+    source, value = await approved_refund(p)
+    runner = wired(p, ManualExecutor())
+    entry = await runner.handle(value, source)
+    assert entry is not None
+    # The ticket's own reply is on the topic: the action's packet is still open.
+    [open_] = open_handoffs(Read(packets(p), replies=replies(p)))
+    assert open_.action is not None and open_.reason == "action_manual"
+    await feed(p, closing("d1", "done", entry.idempotency_key, reference="R"), 0)
+    assert open_handoffs(Read(packets(p), replies=replies(p))) == []
