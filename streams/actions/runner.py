@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.schemas.action import Action, LedgerEntry
-from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
 from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import DeadLetter, OfferLine, Reply, StageName
 from baton_kafka.streams.actions.executor import Executor
@@ -176,7 +176,8 @@ class Runner:
                     await self.ledger.save(done)
                     continue
                 if (over := self.capped(entry.action)) is not None:
-                    await self._over_cap(entry, over, None, None)
+                    where = Source(key=entry.action.session_id)
+                    await self._over_cap(entry, over, dumps(entry.action), where)
                     continue
             done = await carry_out(
                 self.executor, entry.action, entry, self.ledger.save, backoff_s=self.backoff_s
@@ -193,14 +194,13 @@ class Runner:
         return self.guard.over(action, self.ledger) if self.guard is not None else None
 
     async def _over_cap(
-        self, entry: LedgerEntry, over: str, value: bytes | None, source: Source | None
+        self, entry: LedgerEntry, over: str, value: bytes | None, source: Source
     ) -> LedgerEntry:
         """Never sent: a person decides (its hand-off packet), a dead letter says why."""
         update = {"state": "needs_person", "detail": over, "handoff": "action_over_cap"}
         entry = entry.model_copy(update=update)
         await self.ledger.save(entry)
-        if source is not None:
-            await self._refuse(value, "action_over_cap", over, source)
+        await self._refuse(value, "action_over_cap", over, source)
         return await self.told(entry)
 
     async def _refuse(self, value: bytes | None, reason: str, error: str, source: Source) -> None:

@@ -215,3 +215,23 @@ async def test_an_action_over_a_customer_s_cap_is_never_sent_and_a_person_decide
     await runner.sweep(lambda _: True)
     assert len(packets(p)) == 1 and len(dead_letters(p)) == 1
     assert runner.ledger.get(entry.action) == entry
+
+
+async def test_an_action_a_sweep_finds_over_a_cap_is_never_sent_either(
+    shop: OrderSource,
+) -> None:
+    p = in_memory(shop)
+    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [(_, value)] = actions(p)
+    action = Action.model_validate_json(value)
+    table = MemoryTable()
+    # Recorded while its session was not on this worker yet; the sweep checks it now.
+    await Ledger(table).save(LedgerEntry.of(action))
+    runner = wired(p, ManualExecutor(), table)
+    runner.guard = Guard(Signer(), names(p).decisions, DailyCaps(shop=Cap(actions=1)))
+    await Ledger(table).save(spent("S1", 1.0, key="earlier"))
+    await runner.sweep(lambda _: True)
+    entry = runner.ledger.get(action)
+    assert entry is not None and entry.handoff == "action_over_cap" and entry.attempts == 0
+    assert [d.reason for d in dead_letters(p)] == ["action_over_cap"]
+    assert [h.reason for h in packets(p)] == ["action_over_cap"]
