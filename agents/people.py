@@ -136,6 +136,8 @@ def check(decision: Decision, baton: Baton | None) -> None:
         raise Refused("decision_invalid", "a denial carries no amount")
     if decision.action in ON_ACTION and not decision.item:
         raise Refused("decision_invalid", "done and failed name the action's idempotency key")
+    if decision.action in ON_ACTION and decision.amount is not None:
+        raise Refused("decision_invalid", "done and failed carry no amount")
     if decision.action == "done" and not decision.reference:
         raise Refused("decision_invalid", "done needs the system's reference of what was done")
     if decision.reference is not None and decision.action != "done":

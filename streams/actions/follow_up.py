@@ -101,7 +101,11 @@ CLOSE = (
 
 
 def packet(
-    entry: LedgerEntry, reply: Reply | None, deadline_s: float, baton_version: int = 0
+    entry: LedgerEntry,
+    reply: Reply | None,
+    deadline_s: float,
+    baton_version: int = 0,
+    default_language: str = "en",
 ) -> HandoffPacket:
     """The hand-off packet of an action a person carries out: ``reply`` is the apology the
     customer was sent (an action that failed), or None when the customer was told nothing
@@ -118,11 +122,16 @@ def packet(
         )
         internal, told, language = reply.internal_note, reply.reply, reply.language
     else:
-        why = "is over a daily cap and was not sent" if entry.handoff == "action_over_cap" else ""
-        text = f"The approved {what} {why or 'is for a person to carry out'} ({detail}); the "
-        text += "customer was promised it and told nothing since. Carry it out, or not."
+        capped = entry.handoff == "action_over_cap"
+        why = "is over a daily cap and was not sent" if capped else "is for a person to carry out"
+        text = (
+            f"The approved {what} {why} ({detail}). The customer was promised it and has been "
+            "told nothing since."
+        )
+        if capped:
+            text += " Carry it out only if it is right."
         internal = f"Action {action.idempotency_key} of ticket {action.ticket_id}: {detail}"
-        told, language = "", action.language or "en"
+        told, language = "", action.language or default_language
     reason = "action_failed" if reply is not None else entry.handoff or "action_manual"
     note = staff_notes.note(internal, "baton")
     return HandoffPacket(
@@ -168,7 +177,7 @@ class Teller:
         baton = self.batons.get(session)
         version = baton.version if baton is not None else 0
         if quiet(entry):
-            handed = packet(entry, None, self.deadline_s, version)
+            handed = packet(entry, None, self.deadline_s, version, self.default_language)
             await self.sink.send(self.handoffs_topic, session, dumps(handed))
             return None
         reply = follow_up(entry, self.default_language)

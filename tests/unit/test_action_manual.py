@@ -209,8 +209,10 @@ async def test_a_decision_that_names_nothing_waiting_is_refused_and_changes_noth
     await feed(p, closing("d4", "failed", entry.idempotency_key, reference="R1"), 3)
     unnamed = Decision(decision_id="d5", session_id="S1", action="done", reference="R1")
     await feed(p, unnamed, 4)
+    priced = closing("d6", "done", entry.idempotency_key, reference="R1", amount=1.0)
+    await feed(p, priced, 5)
     reasons = [d.reason for d in dead_letters(p) if d.stage == "decide"]
-    assert reasons == ["decision_not_pending", "decision_not_pending"] + ["decision_invalid"] * 3
+    assert reasons == ["decision_not_pending", "decision_not_pending"] + ["decision_invalid"] * 4
     assert runner.ledger.row("S1") == before and follow_ups(p) == []
 
 
