@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
+from typing import Any
 
 from baton_kafka.schemas.action import Action, LedgerEntry
 
@@ -14,18 +15,64 @@ ANY = "*"
 CENT = 0.005
 
 
-def day_of(action: Action) -> date:
+def day_of(at: datetime) -> date:
     """The UTC day an action counts against: when the reply that promised it was written
     (the same on every retry, whichever worker carries it out)."""
-    return action.requested_at.date()
+    return at.astimezone(UTC).date() if at.tzinfo is not None else at.date()
 
 
-def counts(entry: LedgerEntry) -> bool:
-    """Whether an entry uses a cap: anything sent, in flight, waiting to be, with a person or
-    done; not one refused before it was sent (forged, over the order or a cap) nor failed."""
-    if entry.state == "failed":
-        return False
-    return entry.handoff != "action_over_cap" and not entry.dropped
+@dataclass(frozen=True)
+class Use:
+    """What one ledger entry takes from the caps (read without validating the whole entry:
+    every row a worker holds is read for each check)."""
+
+    key: str
+    session_id: str
+    customer: str
+    day: date
+    amount: float
+    currency: str
+
+    @classmethod
+    def of(cls, entry: LedgerEntry) -> Use | None:
+        """The entry's use, or None when it takes nothing (see ``uses``)."""
+        return _use(entry.model_dump(mode="json"))
+
+
+def _day(stamp: str) -> date:
+    # Written by the ledger in UTC ("...Z"): its date is its first ten characters.
+    if stamp.endswith("Z"):
+        return date.fromisoformat(stamp[:10])
+    return day_of(datetime.fromisoformat(stamp))
+
+
+def _use(raw: Any, day: date | None = None) -> Use | None:
+    """An entry as the ledger stores it, as a use (of ``day`` only, when given): None when it
+    fails, or was refused before it was sent (forged, over its order: no person asked; over a
+    cap). Anything sent, in flight, waiting to be sent or with a person counts: the money may
+    still move."""
+    a = raw["action"]
+    at = _day(a["requested_at"])
+    if day is not None and at != day:
+        return None
+    state, handoff = raw.get("state"), raw.get("handoff")
+    if state == "failed" or handoff == "action_over_cap":
+        return None
+    if state == "needs_person" and not raw.get("attempts") and handoff is None:
+        return None
+    return Use(
+        key=a["idempotency_key"],
+        session_id=a["session_id"],
+        customer=a.get("customer_id") or a["session_id"],
+        day=at,
+        amount=float(a.get("amount") or 0.0),
+        currency=(a.get("currency") or "").upper(),
+    )
+
+
+def uses(rows: Iterable[Mapping[str, Any]], day: date | None = None) -> list[Use]:
+    """The uses of the ledger's rows (each a row's entries by key, as stored), of ``day``."""
+    return [u for row in rows for raw in row.values() if (u := _use(raw, day)) is not None]
 
 
 @dataclass(frozen=True)
@@ -36,14 +83,14 @@ class Cap:
     money: Mapping[str, float] = field(default_factory=dict)
     actions: int = 0
 
-    def over(self, action: Action, used: Iterable[LedgerEntry], share: float = 1.0) -> str | None:
+    @property
+    def set(self) -> bool:
+        return bool(self.money or self.actions)
+
+    def over(self, action: Action, used: Iterable[Use], share: float = 1.0) -> str | None:
         """Why ``action`` would take the day past this cap (``share`` of it), or None."""
-        day = day_of(action)
-        same = [
-            e
-            for e in used
-            if counts(e) and day_of(e.action) == day and e.idempotency_key != action.idempotency_key
-        ]
+        day = day_of(action.requested_at)
+        same = [u for u in used if u.day == day and u.key != action.idempotency_key]
         if self.actions:
             allowed = int(self.actions * share)
             if len(same) + 1 > allowed:
@@ -53,11 +100,7 @@ class Cap:
             cap = self.money.get(currency, self.money.get(ANY))
             if cap is None:
                 return f"no daily cap is set for the currency {currency or '(none)'}"
-            spent = sum(
-                e.action.amount or 0.0
-                for e in same
-                if (e.action.currency or "").upper() == currency
-            )
+            spent = sum(u.amount for u in same if u.currency == currency)
             allowed_money = cap * share
             if spent + action.amount > allowed_money + CENT:
                 return (
@@ -65,10 +108,6 @@ class Cap:
                     f"over the cap of {allowed_money:.2f}"
                 )
         return None
-
-    @property
-    def set(self) -> bool:
-        return bool(self.money or self.actions)
 
 
 @dataclass(frozen=True)
@@ -84,32 +123,24 @@ class DailyCaps:
     customer: Cap = field(default_factory=Cap)
     partitions: int = 1
 
+    @property
+    def set(self) -> bool:
+        return self.shop.set or self.customer.set
+
     def over(
-        self,
-        action: Action,
-        rows: Iterable[tuple[str, list[LedgerEntry]]],
-        partition_of: Mapping[str, int] | None = None,
+        self, action: Action, used: Iterable[Use], partition_of: Mapping[str, int]
     ) -> str | None:
-        """Why ``action`` is over a daily cap, or None. ``rows``: the ledger's rows this worker
-        holds (session, entries); ``partition_of``: each session's partition."""
-        if not (self.shop.set or self.customer.set):
-            return None
-        rows = list(rows)
-        where = dict(partition_of or {})
-        mine = where.get(action.session_id, 0)
+        """Why ``action`` is over a daily cap, or None. ``used``: the uses of the ledger rows
+        this worker holds; ``partition_of``: each session's partition."""
+        used = list(used)
         if self.shop.set:
-            local = [e for s, es in rows if where.get(s, 0) == mine for e in es]
-            share = 1.0 / self.partitions
-            if (why := self.shop.over(action, local, share)) is not None:
+            mine = partition_of.get(action.session_id, 0)
+            local = [u for u in used if partition_of.get(u.session_id, 0) == mine]
+            if (why := self.shop.over(action, local, 1.0 / self.partitions)) is not None:
                 return f"the shop's daily cap (this partition's share): {why}"
         if self.customer.set:
             who = action.customer_id or action.session_id
-            theirs = [e for _, es in rows for e in es if (e.action.customer_id or s_id(e)) == who]
+            theirs = [u for u in used if u.customer == who]
             if (why := self.customer.over(action, theirs)) is not None:
                 return f"customer {who}'s daily cap: {why}"
         return None
-
-
-def s_id(entry: LedgerEntry) -> str:
-    """Who an entry counts for when its action names no customer: its session."""
-    return entry.action.session_id

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import orjson
 from pydantic import ValidationError
 
 from baton_kafka.schemas.action import Action
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.decision import AUTHORISING, Decision
-from baton_kafka.streams.actions.caps import CENT, DailyCaps
+from baton_kafka.streams.actions.caps import CENT, DailyCaps, Use, day_of, uses
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.signing import HEADER, Signer
@@ -23,6 +24,10 @@ class Guard:
     signer: Signer
     decisions_topic: str
     caps: DailyCaps = field(default_factory=DailyCaps)
+    # Each session's partition, computed once (a session never changes partition), and its
+    # ledger row as last read with what it takes from the caps.
+    _partitions: dict[str, int] = field(default_factory=dict, repr=False)
+    _read: dict[str, tuple[bytes, list[Use]]] = field(default_factory=dict, repr=False)
 
     def unsigned(self, action: Action, baton: Baton) -> str | None:
         """Why the decision that approved ``action`` does not verify again (its record kept in
@@ -51,13 +56,22 @@ class Guard:
 
     def over(self, action: Action, ledger: Ledger) -> str | None:
         """Why ``action`` is over a daily cap (counted from the ledger this worker holds)."""
-        caps = self.caps
-        if not (caps.shop.set or caps.customer.set):
+        if not self.caps.set:
             return None
-        rows = [(s, list(ledger.row(s).values())) for s, _ in ledger.table.items()]
-        where = {s: session_partition(s, caps.partitions) for s, _ in rows}
-        where[action.session_id] = session_partition(action.session_id, caps.partitions)
-        return caps.over(action, rows, where)
+        day = day_of(action.requested_at)
+        used: list[Use] = []
+        for session, raw in ledger.table.items():
+            kept = self._read.get(session)
+            if kept is None or kept[0] != raw:
+                # Only the fields the caps read; a row unchanged since is not read again.
+                kept = (raw, uses([orjson.loads(raw)]))
+                self._read[session] = kept
+                self._partitions[session] = session_partition(session, self.caps.partitions)
+            used += [u for u in kept[1] if u.day == day]
+        mine = action.session_id
+        if mine not in self._partitions:
+            self._partitions[mine] = session_partition(mine, self.caps.partitions)
+        return self.caps.over(action, used, self._partitions)
 
 
 def _beyond(decision: Decision, action: Action) -> str | None:

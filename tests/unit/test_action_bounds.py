@@ -5,7 +5,7 @@ action that fails either is never sent."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from baton_kafka.agents.orders import OrderSource, SQLiteOrderStore
 from baton_kafka.schemas import dumps
 from baton_kafka.schemas.action import Action, LedgerEntry
 from baton_kafka.schemas.decision import Decision
-from baton_kafka.streams.actions.caps import Cap, DailyCaps
+from baton_kafka.streams.actions.caps import Cap, DailyCaps, Use
 from baton_kafka.streams.actions.guard import Guard
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.manual import ManualExecutor
@@ -143,26 +143,42 @@ def spent(
     return LedgerEntry(action=action, state="confirmed", attempts=1)
 
 
+def used(*entries: LedgerEntry) -> list[Use]:
+    return [u for e in entries if (u := Use.of(e)) is not None]
+
+
 def test_a_money_cap_counts_one_currency_a_day_and_refuses_one_it_does_not_name() -> None:
     cap = Cap({"USD": 100.0})
     new = spent("S9", 30.0).action
-    assert cap.over(new, [spent("S1", 70.0)]) is None
-    assert "over the cap of 100.00" in (cap.over(new, [spent("S1", 70.01)]) or "")
+    assert cap.over(new, used(spent("S1", 70.0))) is None
+    assert "over the cap of 100.00" in (cap.over(new, used(spent("S1", 70.01))) or "")
     # Other currencies, failed ones, refused ones and another day's do not count.
     failed = spent("S2", 90.0).model_copy(update={"state": "failed"})
     dropped = spent("S3", 90.0).model_copy(update={"state": "needs_person", "attempts": 0})
+    capped = spent("S6", 90.0).model_copy(
+        update={"state": "needs_person", "handoff": "action_over_cap"}
+    )
     old = spent("S4", 90.0, requested_at=new.requested_at - timedelta(days=1))
-    assert cap.over(new, [spent("S1", 500.0, "EUR"), failed, dropped, old]) is None
+    others = used(spent("S1", 500.0, "EUR"), failed, dropped, capped, old)
+    assert len(others) == 2 and cap.over(new, others) is None
     # A person carrying it out counts: the money may still move.
     manual = spent("S5", 90.0).model_copy(
         update={"state": "needs_person", "handoff": "action_manual"}
     )
-    assert cap.over(new, [manual]) is not None
+    assert cap.over(new, used(manual)) is not None
     eur = spent("S9", 1.0, "EUR").action
     assert "no daily cap is set for the currency EUR" in (cap.over(eur, []) or "")
     assert Cap({"USD": 100.0, "*": 5.0}).over(eur, []) is None
-    assert Cap(actions=2).over(new, [spent("S1", 1.0)]) is None
-    assert "the cap allows 2" in (Cap(actions=2).over(new, [spent("S1", 1.0), manual]) or "")
+    assert Cap(actions=2).over(new, used(spent("S1", 1.0))) is None
+    assert "the cap allows 2" in (Cap(actions=2).over(new, used(spent("S1", 1.0), manual)) or "")
+
+
+def test_a_day_is_the_utc_day_whatever_zone_the_time_was_written_in() -> None:
+    late = datetime(2026, 12, 5, 23, 30, tzinfo=UTC)
+    new = spent("S9", 30.0, requested_at=late).action
+    # 00:30 on the 6th in Berlin is 23:30 on the 5th in UTC: the same day.
+    berlin = spent("S1", 80.0, requested_at=late.astimezone(timezone(timedelta(hours=1))))
+    assert Cap({"USD": 100.0}).over(new, used(berlin)) is not None
 
 
 def test_the_shop_s_cap_is_shared_by_the_partitions_and_the_customer_s_is_not() -> None:
@@ -170,17 +186,29 @@ def test_the_shop_s_cap_is_shared_by_the_partitions_and_the_customer_s_is_not() 
     new = spent("S9", 40.0, customer="C9").action
     here, there = "S9-here", "S9-there"
     where = {here: 0, there: 1, "S9": 0}
-    # 50 per partition: 15 spent on this one leaves room for 40, 11 more would not.
-    assert (
-        caps.over(new, [(here, [spent(here, 10.0)]), (there, [spent(there, 45.0)])], where) is None
-    )
-    rows = [(here, [spent(here, 10.0), spent(here, 1.0, key="b")])]
+    # 50 per partition: 10 spent on this one leaves room for 40, 11 would not.
+    assert caps.over(new, used(spent(here, 10.0), spent(there, 45.0)), where) is None
+    rows = used(spent(here, 10.0), spent(here, 1.0, key="b"))
     assert "this partition's share" in (caps.over(new, rows, where) or "")
     customer = DailyCaps(customer=Cap({"USD": 50.0}), partitions=2)
     # The customer's actions on every partition this worker holds count, another's do not.
-    theirs = [(there, [spent(there, 20.0, customer="C9")]), (here, [spent(here, 45.0)])]
+    theirs = used(spent(there, 20.0, customer="C9"), spent(here, 45.0))
     assert customer.over(new, theirs, where) is not None
     assert customer.over(new, theirs[1:], where) is None
+
+
+async def test_the_caps_read_the_ledger_as_it_changes(shop: OrderSource) -> None:
+    table = MemoryTable()
+    ledger = Ledger(table)
+    guard = Guard(Signer(), "d", DailyCaps(customer=Cap({"USD": 50.0})))
+    new = spent("S9", 30.0).action
+    await ledger.save(spent("S1", 15.0))
+    assert guard.over(new, ledger) is None
+    # The same row, changed since it was last read: read again.
+    await ledger.save(spent("S1", 15.0, key="b"))
+    assert guard.over(new, ledger) is not None
+    await ledger.save(spent("S1", 15.0, key="b").model_copy(update={"state": "failed"}))
+    assert guard.over(new, ledger) is None
 
 
 def test_money_caps_are_read_from_their_setting_with_one_line_errors() -> None:
