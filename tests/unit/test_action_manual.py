@@ -334,3 +334,16 @@ def test_the_extending_page_shows_the_example_as_it_runs() -> None:
     shown = page.split("class LargeRefundsByHand:", 1)[1].split("```", 1)[0]
     code = (ROOT / "examples/executors/large_refunds_by_hand.py").read_text("utf-8")
     assert "class LargeRefundsByHand:" + shown in code
+
+
+def test_a_helpdesk_closes_an_action_through_the_bridge() -> None:
+    from examples.helpdesk_bridge import decision_of
+
+    event = {"event_id": "e1", "session_id": "S1", "action": "done", "item": "bt-1"}
+    made = decision_of({**event, "reference": "RF-5"}, 1_780_000_000)
+    assert (made.decision_id, made.action, made.item, made.reference) == (
+        "desk-e1",
+        "done",
+        "bt-1",
+        "RF-5",
+    )
