@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from baton_kafka.agents.orders import OrderSource, SQLiteOrderStore
@@ -23,7 +22,6 @@ from baton_kafka.streams.actions.executor import Executor, ExecutorRefused, Outc
 from baton_kafka.streams.actions.follow_up import Noting, Teller
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.manual import ManualExecutor
-from baton_kafka.streams.actions.reconcile import carry_out
 from baton_kafka.streams.actions.runner import Runner
 from baton_kafka.streams.admin.decisions import BadDecision, build
 from baton_kafka.streams.runtime.dead_letters import Source
@@ -32,10 +30,7 @@ from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.signing import Signer
 from baton_kafka.streams.testing import MemoryTable
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
-from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments
 from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink
-
-__all__ = ["payments"]
 
 KEYS = (("k1", "a-signing-secret-of-32-characters"),)
 
@@ -298,52 +293,3 @@ async def test_the_desk_s_queue_shows_an_action_packet_until_a_person_closes_it(
     assert open_.action is not None and open_.reason == "action_manual"
     await feed(p, closing("d1", "done", entry.idempotency_key, reference="R"), 0)
     assert open_handoffs(Read(packets(p), replies=replies(p))) == []
-
-
-async def test_the_extending_example_hands_large_refunds_to_a_person_and_sends_the_rest(
-    shop: OrderSource, payments: Payments, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "map.json"
-    path.write_bytes(orjson.dumps(mapped(SHOPIFY_MAP, payments.base(), timeout_s=1.0)))
-    monkeypatch.setenv("SHOP_EXECUTOR_MAP", str(path))
-    monkeypatch.setenv("SHOP_ADMIN_TOKEN", TOKEN)
-    executor = open_executor("examples.executors.large_refunds_by_hand:make")
-    assert executor is not None and executor.name == "large-refunds-by-hand"
-    try:
-        p = in_memory(shop)
-        source, value = await approved_refund(p)
-        runner = wired(p, executor)
-        sent = await runner.handle(value, source)
-        assert sent is not None and sent.state == "confirmed" and payments.executed() == 1
-        # A refund above 200 (as a policy with a higher limit would approve it): a person's.
-        large = Action.model_validate_json(value).model_copy(
-            update={"amount": 250.0, "idempotency_key": "bt-large"}
-        )
-        assert await executor.lookup(large, None) is None
-        entry = await carry_out(executor, large, LedgerEntry.of(large), runner.ledger.save)
-        assert entry.state == "needs_person" and entry.handoff == "action_manual"
-        assert payments.posts == 1
-    finally:
-        await executor.close()
-
-
-def test_the_extending_page_shows_the_example_as_it_runs() -> None:
-    from tests.fixtures.paths import ROOT
-
-    page = (ROOT / "docs/extending.md").read_text("utf-8")
-    shown = page.split("class LargeRefundsByHand:", 1)[1].split("```", 1)[0]
-    code = (ROOT / "examples/executors/large_refunds_by_hand.py").read_text("utf-8")
-    assert "class LargeRefundsByHand:" + shown in code
-
-
-def test_a_helpdesk_closes_an_action_through_the_bridge() -> None:
-    from examples.helpdesk_bridge import decision_of
-
-    event = {"event_id": "e1", "session_id": "S1", "action": "done", "item": "bt-1"}
-    made = decision_of({**event, "reference": "RF-5"}, 1_780_000_000)
-    assert (made.decision_id, made.action, made.item, made.reference) == (
-        "desk-e1",
-        "done",
-        "bt-1",
-        "RF-5",
-    )
