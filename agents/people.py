@@ -15,6 +15,7 @@ from baton_kafka.agents.policy import Policy
 from baton_kafka.schemas.baton import Baton, OrderMemory, TicketMemory
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.decision import (
+    ON_ACTION,
     ON_OFFER,
     PEOPLE_KEEP,
     AppliedDecision,
@@ -26,8 +27,9 @@ from baton_kafka.schemas.records import Offer, Order, Reply, ReplyStatus, Ticket
 
 NOTE_CHARS = 500
 PERSON = "person"
-# The actions a person may start on a session with nothing open for them.
-STARTED = frozenset({"answer", "takeover"})
+# The actions a person may start on a session with nothing open for them (done and failed
+# answer an action waiting in the ledger, which the actions' worker checks).
+STARTED = frozenset({"answer", "takeover", *ON_ACTION})
 
 
 def park(baton: Baton, reply: Reply) -> Baton:
@@ -132,6 +134,14 @@ def check(decision: Decision, baton: Baton | None) -> None:
             raise Refused("decision_invalid", "a changed amount needs an offer with one money line")
     if decision.action == "deny" and decision.amount is not None:
         raise Refused("decision_invalid", "a denial carries no amount")
+    if decision.action in ON_ACTION and not decision.item:
+        raise Refused("decision_invalid", "done and failed name the action's idempotency key")
+    if decision.action in ON_ACTION and decision.amount is not None:
+        raise Refused("decision_invalid", "done and failed carry no amount")
+    if decision.action == "done" and not decision.reference:
+        raise Refused("decision_invalid", "done needs the system's reference of what was done")
+    if decision.reference is not None and decision.action != "done":
+        raise Refused("decision_invalid", "a reference goes with done only")
     if decision.action == "answer" and not decision.text.strip():
         raise Refused("decision_invalid", "an answer needs the text to send")
     if decision.action == "takeover" and baton.taken_over:

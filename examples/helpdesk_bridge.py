@@ -13,8 +13,10 @@ aimed at staff flagged (``note``), and a packet of an older worker is labelled w
 
 **In.** The desk calls ``POST /webhook`` when a person acts on a case. The body is one JSON
 object: ``event_id`` (the desk's id of the event), ``session_id``, ``action`` (approve, deny,
-answer, takeover, handback, close), and as the action needs ``item`` (the packet's
-``ticket_id``), ``amount``, ``text``, ``offer`` (an answer's promise as typed lines),
+answer, takeover, handback, close; done and failed for an action a person was handed), and as
+the action needs ``item`` (the packet's ``ticket_id``; for done and failed its
+``action.idempotency_key``), ``reference`` (done: the system's reference), ``amount``,
+``text``, ``offer`` (an answer's promise as typed lines),
 ``override`` (``role`` and ``reason``: a promise past the policy's money limits, as far as the
 policy lets the role) and ``agent``. The header ``X-Desk-Signature: t=<unix seconds>,v1=<hex>``
 holds when the desk sent it and the HMAC-SHA256 of ``<t>.`` followed by the raw body, under
@@ -97,7 +99,7 @@ def decision_of(event: Any, at: int | None = None) -> Decision:
     None); ``ValueError`` (one line) when it is not one."""
     if not isinstance(event, dict) or not isinstance(event.get("event_id"), str):
         raise ValueError("the body is a JSON object with an event_id")
-    names = ("session_id", "action", "item", "amount", "text", "offer", "override")
+    names = ("session_id", "action", "item", "amount", "text", "offer", "override", "reference")
     fields = {k: event[k] for k in names if k in event}
     if at is not None:
         fields["decided_at"] = datetime.fromtimestamp(at, UTC)

@@ -124,9 +124,38 @@ class LedgerEntry(BaseModel):
     told: bool = Field(
         default=False,
         description="The customer's follow-up (and a failed action's hand-off packet) was "
-        "written for this final state.",
+        "written for this final state; for one handed to a person, its hand-off packet.",
+    )
+    handoff: str | None = Field(
+        default=None,
+        description="needs_person: why a person is asked to carry it out without the "
+        "customer being told of a failure (action_manual, action_over_cap); null otherwise.",
+    )
+    closed_by: str | None = Field(
+        default=None, description="The person's done or failed decision that closed it."
     )
     updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def waiting(self) -> bool:
+        """A person was asked (its hand-off packet was written) and has not closed it yet."""
+        return self.state == "needs_person" and self.told
+
+    @property
+    def dropped(self) -> bool:
+        """Refused before it was sent and given to nobody (forged, or more money than its
+        order allows): it moves no money and counts against nothing."""
+        return self.state == "needs_person" and self.attempts == 0 and self.handoff is None
+
+    @property
+    def untold(self) -> bool:
+        """Someone is still to be told: the customer of an action that was sent and ended, or
+        that a person closed; the person of one handed to them."""
+        if self.told:
+            return False
+        if self.closed_by is not None or self.handoff is not None:
+            return self.state in FINAL
+        return self.state in FINAL and self.attempts > 0
 
     @property
     def idempotency_key(self) -> str:

@@ -11,9 +11,15 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from baton_kafka.schemas.records import SCHEMA_VERSION, Identifier, Offer, OfferLine, utcnow
 
-DecisionAction = Literal["approve", "deny", "answer", "takeover", "handback", "close"]
+DecisionAction = Literal[
+    "approve", "deny", "answer", "takeover", "handback", "close", "done", "failed"
+]
 # The actions that answer the session's pending offer, and must name it.
 ON_OFFER: frozenset[str] = frozenset({"approve", "deny"})
+# The actions that close an action waiting for a person, and must name its idempotency key.
+ON_ACTION: frozenset[str] = frozenset({"done", "failed"})
+# The actions whose decision authorises money: kept signed in the baton for the executor.
+AUTHORISING: frozenset[str] = frozenset({"approve", "answer"})
 ANSWER_CHARS = 4_000
 PEOPLE_KEEP = 20
 # The most money one decision may name: what a currency's books hold, far above any order.
@@ -69,11 +75,13 @@ class Decision(BaseModel):
     item: Identifier | None = Field(
         default=None,
         description="The pending item it answers: for approve and deny, the ticket id of the "
-        "offer waiting for approval (the hand-off packet's ticket_id); optional otherwise.",
+        "offer waiting for approval (the hand-off packet's ticket_id); for done and failed, "
+        "the idempotency key of the action waiting for a person; optional otherwise.",
     )
     action: DecisionAction = Field(
         description="approve or deny the pending offer; answer the customer with ``text``; "
-        "take the session over (the agents stay silent); hand it back; close the case."
+        "take the session over (the agents stay silent); hand it back; close the case; "
+        "done or failed: an action waiting for a person was carried out, or cannot be."
     )
     amount: float | None = Field(
         default=None,
@@ -104,6 +112,11 @@ class Decision(BaseModel):
         "share, cap, window, status, demand, what was paid) up to what the policy lets the "
         "role promise; the text's audit (links, card data, ids, money only as offer lines) "
         "is never overridden.",
+    )
+    reference: Identifier | None = Field(
+        default=None,
+        description="done only (required): the shop's system's reference of what the person "
+        "carried out (the refund's id), told to the customer.",
     )
     by: Identifier | None = Field(default=None, description="Who decided (the desk's user id).")
     decided_at: Annotated[datetime, AfterValidator(utc)] = Field(
@@ -158,6 +171,12 @@ class PersonNote(BaseModel):
         default="", description="The reply record (JSON) it sends; empty once it is on the topic."
     )
     source: str = Field(default="", description="Where the decision was read: topic:part:offset.")
+    signed: str = Field(
+        default="",
+        description="approve and answer: the decision record as it was read, so that the "
+        "executor checks its signature again before money moves.",
+    )
+    signature: str = Field(default="", description="Its signature header, as it was read.")
     at: datetime = Field(default_factory=utcnow)
 
 

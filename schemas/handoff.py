@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from baton_kafka.schemas.action import Action
 from baton_kafka.schemas.records import (
     SCHEMA_VERSION,
     LanguageCode,
@@ -45,6 +46,10 @@ HandoffReason = Literal[
     "order_store_unavailable",
     # an approved offer's action was refused by the shop's system or cannot be carried out
     "action_failed",
+    # an approved offer's action for a person to carry out (the manual executor)
+    "action_manual",
+    # an approved offer's action over a daily cap: never sent, a person decides
+    "action_over_cap",
     "other",
 ]
 Urgency = Literal["normal", "high"]
@@ -241,6 +246,12 @@ class HandoffPacket(BaseModel):
     baton_version: int = Field(description="The baton version the reply was written from.")
     policy_version: str | None = Field(
         default=None, description="Hash of the policy file in force."
+    )
+    action: Action | None = Field(
+        default=None,
+        description="An approved offer's action waiting for a person (reasons action_manual, "
+        "action_over_cap, action_failed): carry it out, then close it with a done decision "
+        "(the system's reference) or a failed one naming its idempotency_key as the item.",
     )
 
     @model_validator(mode="before")

@@ -10,16 +10,21 @@ from pathlib import Path
 from baton_kafka.streams.actions.executor import Executor, ExecutorRefused, ExecutorUnavailable
 from baton_kafka.streams.actions.http import HttpExecutor
 from baton_kafka.streams.actions.http_map import ActionMap, MapProblem
+from baton_kafka.streams.actions.manual import NAME as MANUAL
+from baton_kafka.streams.actions.manual import ManualExecutor
 
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 def open_executor(setting: str) -> Executor | None:
-    """The executor ``BATON_EXECUTOR`` names: none for "", the HTTP executor for the path of
-    a JSON map, or ``module:factory``; raises ``ValueError`` (one line) when it cannot."""
+    """The executor ``BATON_EXECUTOR`` names: none for "", the manual executor for "manual",
+    the HTTP executor for the path of a JSON map, or ``module:factory``; raises
+    ``ValueError`` (one line) when it cannot."""
     setting = setting.strip()
     if not setting:
         return None
+    if setting == MANUAL:
+        return ManualExecutor()
     if _DOTTED.fullmatch(setting) and not Path(setting).exists():
         module, _, name = setting.partition(":")
         try:

@@ -30,6 +30,11 @@ class ExecutorRefused(Exception):
     cannot read): a person does it."""
 
 
+class ForPerson(Exception):
+    """The executor gives this action to a person, who carries it out and closes it with a
+    ``done`` or ``failed`` decision; the customer hears when it is closed."""
+
+
 @runtime_checkable
 class Executor(Protocol):
     """Carries actions out; every call for one action carries its idempotency key."""

@@ -22,8 +22,10 @@ DETAIL_CHARS = 300
 
 
 def follow_up_id(entry: LedgerEntry) -> str:
-    """The follow-up's ticket id: one per action, so a consumer can drop a copy."""
-    return f"action:{entry.idempotency_key}"
+    """The follow-up's ticket id: one per action (and per person's decision that closed it),
+    so a consumer can drop a copy."""
+    closed = f":{entry.closed_by}" if entry.closed_by else ""
+    return f"action:{entry.idempotency_key}{closed}"
 
 
 def _amount(entry: LedgerEntry) -> str:
@@ -35,13 +37,15 @@ def _amount(entry: LedgerEntry) -> str:
 
 
 def tells(entry: LedgerEntry) -> bool:
-    """The entry ended in a state the customer hears about (it was sent, then confirmed,
-    failed or given to a person) and has not been told yet."""
-    return (
-        entry.state in ("confirmed", "failed", "needs_person")
-        and entry.attempts > 0
-        and (not entry.told)
-    )
+    """The entry ended in a state someone hears about and was not told yet: the customer of
+    one sent, then confirmed, failed or given to a person, or closed by a person; the person
+    of one handed to them (``handoff``)."""
+    return entry.untold
+
+
+def quiet(entry: LedgerEntry) -> bool:
+    """A person is asked to carry it out and the customer, promised it, hears nothing yet."""
+    return entry.state == "needs_person" and entry.handoff is not None
 
 
 def follow_up(entry: LedgerEntry, default_language: str = "en") -> Reply:
@@ -90,39 +94,69 @@ def _solution(line: OfferLine, entry: LedgerEntry) -> str:
     return f"{_what(line)}: {entry.state}{ref}"
 
 
+CLOSE = (
+    " Close it with a decision naming the action's idempotency key: done with the system's "
+    "reference once it is carried out, or failed."
+)
+
+
 def packet(
-    entry: LedgerEntry, reply: Reply, deadline_s: float, baton_version: int = 0
+    entry: LedgerEntry,
+    reply: Reply | None,
+    deadline_s: float,
+    baton_version: int = 0,
+    default_language: str = "en",
 ) -> HandoffPacket:
-    """The hand-off packet of an action that did not happen: a person carries it out or
-    answers the customer; ``reply`` is the apology the customer was sent."""
+    """The hand-off packet of an action a person carries out: ``reply`` is the apology the
+    customer was sent (an action that failed), or None when the customer was told nothing
+    new (handed to a person, or over a daily cap); a person closes it with a decision."""
     action = entry.action
     now = utcnow()
-    note = staff_notes.note(reply.internal_note, "baton")
+    what = _what(action.offer_line())
+    detail = entry.detail[:DETAIL_CHARS] or "no detail"
+    if reply is not None:
+        text = (
+            f"The approved {what} was not carried out ({entry.state}: {detail}); the customer "
+            "was told it could not be completed and that a person will contact them. Carry it "
+            "out or answer."
+        )
+        internal, told, language = reply.internal_note, reply.reply, reply.language
+    else:
+        capped = entry.handoff == "action_over_cap"
+        why = "is over a daily cap and was not sent" if capped else "is for a person to carry out"
+        text = (
+            f"The approved {what} {why} ({detail}). The customer was promised it and has been "
+            "told nothing since."
+        )
+        if capped:
+            text += " Carry it out only if it is right."
+        internal = f"Action {action.idempotency_key} of ticket {action.ticket_id}: {detail}"
+        told, language = "", action.language or default_language
+    reason = "action_failed" if reply is not None else entry.handoff or "action_manual"
+    note = staff_notes.note(internal, "baton")
     return HandoffPacket(
         packet_id=f"action:{action.idempotency_key}",
         ticket_id=action.ticket_id,
         session_id=action.session_id,
         customer_id=action.customer_id,
-        reason="action_failed",
-        reason_text=f"The approved {_what(action.offer_line())} was not carried out "
-        f"({entry.state}: {entry.detail[:DETAIL_CHARS] or 'no detail'}); the customer was "
-        "told it could not be completed and that a person will contact them. Carry it out "
-        "or answer.",
-        reasons=["action_failed"],
+        reason=reason,
+        reason_text=text + (CLOSE if entry.state == "needs_person" else ""),
+        reasons=[reason],
         urgency="high",
         handed_off_at=now,
         opened_at=action.requested_at,
         deadline=now + timedelta(seconds=deadline_s),
-        language=reply.language,
+        language=language,
         text="",
         core_problem=None,
         order_id=action.order_id,
         order=None,
-        reply=reply.reply,
+        reply=told,
         internal_note=note.labelled(),
         note=note,
         baton_version=baton_version,
         policy_version=action.policy_version,
+        action=action if entry.state == "needs_person" else None,
     )
 
 
@@ -138,13 +172,18 @@ class Teller:
     default_language: str = "en"
     deadline_s: float = 3600.0
 
-    async def __call__(self, entry: LedgerEntry) -> Reply:
-        reply = follow_up(entry, self.default_language)
+    async def __call__(self, entry: LedgerEntry) -> Reply | None:
         session = entry.action.session_id
+        baton = self.batons.get(session)
+        version = baton.version if baton is not None else 0
+        if quiet(entry):
+            handed = packet(entry, None, self.deadline_s, version, self.default_language)
+            await self.sink.send(self.handoffs_topic, session, dumps(handed))
+            return None
+        reply = follow_up(entry, self.default_language)
         await self.sink.send(self.replies_topic, session, dumps(reply))
-        if reply.status == "action_failed":
-            baton = self.batons.get(session)
-            version = baton.version if baton is not None else 0
+        # A person who closed it knows already; otherwise one carries it out or answers.
+        if reply.status == "action_failed" and entry.closed_by is None:
             handed = packet(entry, reply, self.deadline_s, version)
             await self.sink.send(self.handoffs_topic, session, dumps(handed))
         return reply

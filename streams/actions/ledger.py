@@ -67,6 +67,6 @@ class Ledger:
             for session, _ in self.table.items()
             if mine(session)
             for e in self.row(session).values()
-            if e.state in FINAL and e.attempts > 0 and not e.told
+            if e.untold
         ]
         return sorted(found, key=lambda e: e.action.requested_at)

@@ -12,6 +12,7 @@ from baton_kafka.streams.actions.executor import (
     Executor,
     ExecutorRefused,
     ExecutorUnavailable,
+    ForPerson,
     Outcome,
 )
 
@@ -83,6 +84,9 @@ async def carry_out(
         await save(entry)
         try:
             outcome = await executor.execute(action)
+        except ForPerson as exc:
+            entry = _with(entry, state="needs_person", detail=str(exc), handoff="action_manual")
+            break
         except ExecutorRefused as exc:
             entry = _with(entry, state="needs_person", detail=str(exc))
             break

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 
 from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.schemas.action import Action, LedgerEntry
-from baton_kafka.schemas.codec import InvalidRecord, parse
+from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
 from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import DeadLetter, OfferLine, Reply, StageName
 from baton_kafka.streams.actions.executor import Executor
 from baton_kafka.streams.actions.follow_up import tells
+from baton_kafka.streams.actions.guard import Guard
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.reconcile import carry_out
 from baton_kafka.streams.runtime import dead_letters
@@ -45,6 +46,8 @@ class Runner:
     tell: Callable[[LedgerEntry], Awaitable[object]] | None = None
     # Records it in the session's baton for the next ticket's prompt (follow_up.Noting).
     note: Callable[[LedgerEntry], Awaitable[None]] | None = None
+    # The approving decision's signature checked again, and the daily caps (guard.Guard).
+    guard: Guard | None = None
     # One telling at a time: the topic, a sweep and a webhook may end the same action at once.
     _telling: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
@@ -74,6 +77,9 @@ class Runner:
                 await self.ledger.save(entry)
                 await self._refuse(value, "untrusted_record", problem, source)
                 return entry
+            if (over := self.capped(action)) is not None:
+                return await self._over_cap(entry, over, value, source)
+            # Saved with no wait since the cap was counted: the next action counts this one.
             await self.ledger.save(entry)
         done = await carry_out(
             self.executor, action, entry, self.ledger.save, backoff_s=self.backoff_s
@@ -118,6 +124,8 @@ class Runner:
             n.decision_id == action.decision_id for n in baton.people
         ):
             return f"decision {action.decision_id} was not applied to the session"
+        if self.guard is not None and (unsigned := self.guard.unsigned(action, baton)):
+            return unsigned
         if line not in promised:
             return (
                 f"line {action.line} ({action.kind} for {action.order_id}) is not in an "
@@ -150,6 +158,7 @@ class Runner:
             if e.action.order_id == action.order_id
             and e.idempotency_key != action.idempotency_key
             and e.state != "failed"
+            and not e.dropped
         )
         allowed = paid - order.refunded - others
         if action.amount > allowed + 0.005:
@@ -174,6 +183,10 @@ class Runner:
                     done = entry.model_copy(update={"state": "needs_person", "detail": problem})
                     await self.ledger.save(done)
                     continue
+                if (over := self.capped(entry.action)) is not None:
+                    where = Source(key=entry.action.session_id)
+                    await self._over_cap(entry, over, dumps(entry.action), where)
+                    continue
             done = await carry_out(
                 self.executor, entry.action, entry, self.ledger.save, backoff_s=self.backoff_s
             )
@@ -183,6 +196,20 @@ class Runner:
             for entry in self.ledger.untold(mine):
                 await self.told(entry)
         return tried
+
+    def capped(self, action: Action) -> str | None:
+        """Why ``action`` is over a daily cap, or None (no await: counted and saved at once)."""
+        return self.guard.over(action, self.ledger) if self.guard is not None else None
+
+    async def _over_cap(
+        self, entry: LedgerEntry, over: str, value: bytes | None, source: Source
+    ) -> LedgerEntry:
+        """Never sent: a person decides (its hand-off packet), a dead letter says why."""
+        update = {"state": "needs_person", "detail": over, "handoff": "action_over_cap"}
+        entry = entry.model_copy(update=update)
+        await self.ledger.save(entry)
+        await self._refuse(value, "action_over_cap", over, source)
+        return await self.told(entry)
 
     async def _refuse(self, value: bytes | None, reason: str, error: str, source: Source) -> None:
         log.warning("action refused: %s", error)

@@ -55,6 +55,7 @@ def build(
     offer: Sequence[OfferLine] = (),
     allowed_hosts: Iterable[str] | None = None,
     override: tuple[str, str] | None = None,
+    reference: str | None = None,
 ) -> Decision:
     """The ``Decision`` of ``action`` on ``session_id``; raise :class:`BadDecision` when the
     parts make none (an amount off an approval, a negative, infinite or too large one, an
@@ -67,6 +68,10 @@ def build(
         raise BadDecision("an override goes with an answer or an approval")
     if action == "answer" and not text.strip():
         raise BadDecision("the answer's text is empty")
+    if action == "done" and not reference:
+        raise BadDecision("done needs --reference, the system's reference of what was done")
+    if reference is not None and action != "done":
+        raise BadDecision("a reference goes with done only")
     if action == "answer" and (why := unsendable(text, allowed_hosts)) is not None:
         raise BadDecision(why)
     try:
@@ -80,6 +85,7 @@ def build(
             by=by,
             offer=list(offer),
             override=Override(role=override[0], reason=override[1]) if override else None,
+            reference=reference,
         )
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]

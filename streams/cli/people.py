@@ -24,9 +24,16 @@ class PersonCommand:
         p: argparse.ArgumentParser = sub.add_parser(self.name, help=self.help)
         p.add_argument("session_id")
         if self.name == "decide":
-            p.add_argument("item", help="the ticket id of the offer waiting for approval")
-            p.add_argument("verdict", choices=("approve", "deny"))
+            p.add_argument(
+                "item",
+                help="the ticket id of the offer waiting for approval, or the idempotency key "
+                "of the action waiting for a person (done, failed)",
+            )
+            p.add_argument("verdict", choices=("approve", "deny", "done", "failed"))
             p.add_argument("--amount", type=float, help="approve this amount instead")
+            p.add_argument(
+                "--reference", help="done: the shop's system's reference of what was done"
+            )
         if self.name == "answer":
             p.add_argument("text", help="what the customer is sent")
             p.add_argument(
@@ -119,13 +126,18 @@ def decision_of(name: str, args: argparse.Namespace, hosts: Any = None) -> Any:
             offer=offer_lines(getattr(args, "offer", [])),
             allowed_hosts=hosts,
             override=override_of(args),
+            reference=getattr(args, "reference", None),
         )
     except BadDecision as exc:
         raise UsageError(f"baton {name}: {exc}") from None
 
 
 COMMANDS = (
-    PersonCommand("decide", "approve or deny the offer a session waits on"),
+    PersonCommand(
+        "decide",
+        "approve or deny the offer a session waits on; done or failed for an action a person "
+        "was handed",
+    ),
     PersonCommand("answer", "send the customer a person's written answer"),
     PersonCommand("takeover", "take a session over: the agents stay silent"),
     PersonCommand("handback", "hand a taken-over session back to the agents"),

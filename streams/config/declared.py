@@ -389,14 +389,45 @@ class Settings(OrderSettings, ModelSettings):
         render=FLAG,
     )
     # What carries approved offers out on the shop's systems: "" (none: the actions are only
-    # written to their topic), the path of an HTTP executor's JSON map, or module:factory.
+    # written to their topic), "manual" (a person), the path of an HTTP executor's JSON map,
+    # or module:factory.
     executor: str = setting(
         "BATON_EXECUTOR",
-        "what carries approved offers out: the path of an HTTP executor's JSON map, or "
-        "`module:factory` ([actions](actions.md))",
+        "what carries approved offers out: `manual` (a person, through the hand-off queue), "
+        "the path of an HTTP executor's JSON map, or `module:factory` ([actions](actions.md))",
         "",
         parse=stripped,
         shown="none: actions are only written to `support.actions`",
+    )
+    # Daily caps on what executors carry out: a runaway model or a stolen key stops there.
+    cap_shop_money: dict[str, float] = setting(
+        "BATON_CAP_SHOP_MONEY",
+        "the shop's daily cap on actions' money, per currency: `EUR:5000,USD:6000` (`*`: any "
+        "other currency; one not named is refused) ([actions](actions.md#daily-caps))",
+        factory=dict,
+        parse=v.money_caps,
+        render=v.render_money_caps,
+        shown="none",
+    )
+    cap_shop_actions: int = setting(
+        "BATON_CAP_SHOP_ACTIONS",
+        "the shop's daily cap on the number of actions carried out (0: none)",
+        0,
+        parse=integer(0),
+    )
+    cap_customer_money: dict[str, float] = setting(
+        "BATON_CAP_CUSTOMER_MONEY",
+        "each customer's daily cap on actions' money, per currency, as `BATON_CAP_SHOP_MONEY`",
+        factory=dict,
+        parse=v.money_caps,
+        render=v.render_money_caps,
+        shown="none",
+    )
+    cap_customer_actions: int = setting(
+        "BATON_CAP_CUSTOMER_ACTIONS",
+        "each customer's daily cap on the number of actions carried out (0: none)",
+        0,
+        parse=integer(0),
     )
     # Whether BATON_BROKER was given: commands that can start their own broker do so otherwise.
     broker_given: bool = field(default=False, compare=False)

@@ -97,6 +97,32 @@ def cache_minimums(name: str, raw: str) -> dict[str, int]:
         raise SettingsError(str(exc)) from None
 
 
+_CURRENCY = re.compile(r"^(?:[A-Z]{3}|\*)$")
+
+
+def money_caps(name: str, raw: str) -> dict[str, float]:
+    """``EUR:5000,USD:6000,*:4000`` as {currency: cap}: ISO 4217 codes (``*``: any other)."""
+    caps: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        currency, _, amount = part.partition(":")
+        currency = currency.strip().upper()
+        try:
+            cap = float(amount)
+        except ValueError:
+            cap = -1.0
+        if not _CURRENCY.match(currency) or not 0 <= cap <= 1e12 or currency in caps:
+            raise SettingsError(
+                f"{name} must be CURRENCY:AMOUNT[,CURRENCY:AMOUNT...] (EUR:5000,*:4000), "
+                f"got {cut(part)}"
+            )
+        caps[currency] = cap
+    return caps
+
+
+def render_money_caps(value: Any) -> str:
+    return ",".join(f"{c}:{a:g}" for c, a in value.items())
+
+
 def render_json(value: Any) -> str:
     return orjson.dumps(dict(value)).decode() if value else ""
 

@@ -83,8 +83,8 @@ def open_handoffs(read: Read) -> list[HandoffPacket]:
 
     A packet with an offer waiting for approval is settled by an approval or a denial of the
     session applied after it (its reply is on the replies topic: a refused decision settles
-    nothing); any other by a person's reply to its ticket; every packet by a close of its
-    session decided after it.
+    nothing); an action's by the follow-up of a person's done or failed on it; any other by a
+    person's reply to its ticket; every packet by a close of its session decided after it.
     """
     by_id = {d.decision_id: d for d in read.decisions}
     closed: dict[str, datetime] = {}
@@ -101,13 +101,22 @@ def open_handoffs(read: Read) -> list[HandoffPacket]:
             last = offer_settled.get(r.session_id, _NEVER)
             offer_settled[r.session_id] = max(last, r.replied_at)
         answered.add((r.session_id, r.ticket_id))
+    # A person's closing of an action: its follow-up is action:<key>:<decision id>.
+    acted = {
+        r.ticket_id.split(":")[1]
+        for r in read.replies
+        if r.ticket_id.startswith("action:") and r.ticket_id.count(":") >= 2
+    }
     seen: set[str] = set()
     out: list[HandoffPacket] = []
     for p in sorted(read.packets, key=lambda p: (p.handed_off_at, p.packet_id)):
         if p.packet_id in seen or p.handed_off_at <= closed.get(p.session_id, _NEVER):
             continue
         seen.add(p.packet_id)
-        if p.proposed_offer is not None:
+        if p.action is not None:
+            if p.action.idempotency_key in acted:
+                continue
+        elif p.proposed_offer is not None:
             if p.handed_off_at <= offer_settled.get(p.session_id, _NEVER):
                 continue
         elif (p.session_id, p.ticket_id) in answered:

@@ -160,8 +160,11 @@ def acting(
 ) -> None:
     """With ``BATON_EXECUTOR`` set: the agent that carries the actions out, its ledger table,
     and a sweep of the unfinished ones (a restart or a rebalance left them)."""
+    from baton_kafka.streams.actions.caps import Cap, DailyCaps
     from baton_kafka.streams.actions.choose import open_executor
+    from baton_kafka.streams.actions.closing import Closer
     from baton_kafka.streams.actions.follow_up import Noting, Teller
+    from baton_kafka.streams.actions.guard import Guard
     from baton_kafka.streams.actions.ledger import Ledger
     from baton_kafka.streams.actions.runner import Runner
 
@@ -181,15 +184,24 @@ def acting(
         pipeline.policy.languages[0],
         settings.handoff_deadline_s,
     )
+    caps = DailyCaps(
+        Cap(settings.cap_shop_money, settings.cap_shop_actions),
+        Cap(settings.cap_customer_money, settings.cap_customer_actions),
+        settings.partitions,
+    )
+    ledger = Ledger(table)
     runner = Runner(
         executor,
-        Ledger(table),
+        ledger,
         pipeline.batons,
         pipeline.dead_letter,
         pipeline.store,
         tell=teller,
         note=Noting(pipeline.batons, pipeline.gate, pipeline.redelivery.unfinished),
+        guard=Guard(pipeline.signer, names.decisions, caps),
     )
+    # People's done and failed decisions close the actions waiting for them in this ledger.
+    pipeline.people.closer = Closer(ledger, runner.told)
 
     def alone() -> bool:
         """This worker owns every session's partition (no other worker holds one)."""

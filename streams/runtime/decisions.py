@@ -16,8 +16,9 @@ from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.agents.policy import Policy
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
-from baton_kafka.schemas.decision import ON_OFFER, Decision
+from baton_kafka.schemas.decision import AUTHORISING, ON_ACTION, ON_OFFER, Decision
 from baton_kafka.schemas.records import DeadLetter, Order, Reply, StageName, Ticket, utcnow
+from baton_kafka.streams.actions.closing import Closer
 from baton_kafka.streams.actions.publish import publish
 from baton_kafka.streams.observe.observer import Observer
 from baton_kafka.streams.observe.shown import shown
@@ -28,7 +29,7 @@ from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.index import CustomerIndex
 from baton_kafka.streams.runtime.redelivery import REPLY_SCAN_MARGIN
 from baton_kafka.streams.runtime.scheduler import SessionGate
-from baton_kafka.streams.runtime.signing import Headers, Signer
+from baton_kafka.streams.runtime.signing import HEADER, Headers, Signer
 from baton_kafka.streams.runtime.sink import Sink
 
 log = logging.getLogger("baton.decisions")
@@ -48,6 +49,24 @@ def place(source: Source) -> str:
     """Where a record was read, as a decision's note keeps it: a copy read there again is a
     redelivery, the same decision read anywhere else a replay."""
     return f"{source.topic}:{source.partition}:{source.offset}"
+
+
+def signed(baton: Baton, decision: Decision, value: bytes, headers: Headers | None) -> Baton:
+    """``baton`` with the decision's note keeping the record as read and its signature, so
+    the executor verifies the signature again before the money it authorised moves."""
+    signature = next((v for k, v in reversed(headers or []) if k == HEADER), b"")
+    people_ = [
+        n.model_copy(
+            update={
+                "signed": value.decode(),
+                "signature": bytes(signature).decode("ascii", "replace"),
+            }
+        )
+        if n.decision_id == decision.decision_id
+        else n
+        for n in baton.people
+    ]
+    return baton.model_copy(update={"people": people_})
 
 
 @dataclass
@@ -75,6 +94,9 @@ class Decisions:
     oldest: timedelta = field(default=timedelta(days=1))
     # Where an approved offer's actions go, written with the decision's reply (empty: nowhere).
     actions_topic: str = ""
+    # Closes actions waiting for a person (done, failed); None: no executor, such decisions
+    # close nothing and are refused.
+    closer: Closer | None = None
 
     async def handle(
         self, value: bytes | None, source: Source, headers: Headers | None = None
@@ -100,7 +122,7 @@ class Decisions:
         probe = Ticket.model_construct(ticket_id=name, session_id=session, text="")
         await self.gate.enter(session, name, lambda: self.unfinished(probe))
         try:
-            await self._apply(decision, value, source)
+            await self._apply(decision, value, source, headers)
         except TRANSIENT:
             raise  # left unacked: read again after a restart, and the dead letter could fail too
         except Exception as exc:
@@ -110,8 +132,13 @@ class Decisions:
             await self._refuse(value, "decision_failed", error, source, decision)
         finally:
             self.gate.leave(session, name)
+        if decision.action in ON_ACTION and self.closer is not None:
+            # Outside the gate: telling notes the action in the baton, between tickets.
+            await self.closer.told(decision)
 
-    async def _apply(self, decision: Decision, value: bytes | None, source: Source) -> None:
+    async def _apply(
+        self, decision: Decision, value: bytes | None, source: Source, headers: Headers | None
+    ) -> None:
         baton = self.batons.get(decision.session_id)
         note = people.applied(baton, decision.decision_id) if baton is not None else None
         kept = people_replays.seen(baton, decision.decision_id) if baton is not None else None
@@ -129,6 +156,10 @@ class Decisions:
         try:
             people.check(decision, baton)
             assert baton is not None  # check refuses a session without one
+            if decision.action in ON_ACTION:
+                if self.closer is None:
+                    raise people.Refused("decision_not_pending", "no executor: no action waits")
+                await self.closer.close(decision)
             order = await self._order(decision, baton)
             customer = baton.customer_id
             done = people.apply(
@@ -150,6 +181,8 @@ class Decisions:
             decision.action,
             shown(decision.decision_id),
         )
+        if decision.action in AUTHORISING and value is not None:
+            done = people.Applied(signed(done.baton, decision, value, headers), done.reply)
         # Durable before the reply goes out: a crash in between resends it from the note.
         await self.batons.save_durably(done.baton)
         reply = dumps(done.reply).decode() if done.reply is not None else ""

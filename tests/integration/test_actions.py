@@ -252,3 +252,45 @@ async def test_a_refused_refund_is_an_apology_and_one_packet_for_a_person(
     assert (payments.posts, payments.executed()) == (1, 0)
     [entry] = (await ledger(d, 1, "failed", told=True)).values()
     assert entry.detail.startswith("HTTP 422") or "422" in entry.detail
+
+
+async def test_a_person_carries_out_a_manual_action_and_the_customer_is_told_once(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    d = deployment
+    d.env_extra.update(BATON_EXECUTOR="manual", BATON_SIGNING_KEYS=KEYS)
+    d.import_orders([kettle("c-m")])
+    d.start_worker()
+    t = f"t-{d.namespace}"
+    await d.publish_tickets([ticket_record(t, "s-m", "c-m", WORDS)])
+    [action] = await actions(d, 1)
+    # The hand-off queue gets the action; the customer is told nothing new meanwhile.
+    handed = await delivery.drain(d, "support.handoffs", at_least=1, quiet=3.0)
+    [packet] = [HandoffPacket.model_validate_json(r.value) for r in handed]
+    assert packet.reason == "action_manual" and packet.action == action
+    [waiting] = (await ledger(d, 1, "needs_person", told=True)).values()
+    assert waiting.handoff == "action_manual"
+    key = action.idempotency_key
+    decide = ("decide", "s-m", key, "done", "--reference", "RF-77", "--by", "ana")
+    done = d.baton(*decide, "--id", "d-done")
+    assert done.returncode == 0, done.stderr.decode()
+    [told] = await follow_ups(d, 1)
+    assert told.status == "action_confirmed" and "RF-77" in told.reply
+    assert told.ticket_id == f"action:{key}:d-done" and told.ticket_ids == [t]
+    [closed] = (await ledger(d, 1, "confirmed", told=True)).values()
+    assert (closed.remote_id, closed.closed_by) == ("RF-77", "d-done")
+    # The same decision sent again, and another one on it: neither changes anything.
+    again = d.baton(*decide, "--id", "d-done")
+    late = d.baton("decide", "s-m", key, "failed", "--by", "bo", "--id", "d-late")
+    assert again.returncode == 0 and late.returncode == 0
+    letters = await delivery.drain(d, "support.dead-letters", at_least=2, quiet=3.0)
+    reasons = sorted(orjson.loads(r.value)["reason"] for r in letters)
+    assert reasons == ["decision_not_pending", "decision_replayed"]
+    assert len(await follow_ups(d, 1)) == 1
+    delivery.figures(
+        f"manual action closed by a person, {d.broker.kind}",
+        actions_requested=1,
+        packets=1,
+        follow_ups=1,
+        refused_copies=len(letters),
+    )
