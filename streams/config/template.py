@@ -57,7 +57,9 @@ def render() -> str:
         names = spec.also or (spec.env,)
         for name in names:
             key = name.removeprefix("BATON_").lower()
-            shown = '""' if spec.also else _value(default)
+            # A dict a setting reads from text (money caps) is written as that text.
+            text = spec.render(default) if isinstance(default, dict) and not default else None
+            shown = '""' if spec.also or text == "" else _value(default)
             lines.append(f"# {key} = {shown}")
     lines += [
         "",

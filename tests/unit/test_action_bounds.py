@@ -204,8 +204,8 @@ async def test_the_caps_read_the_ledger_as_it_changes(shop: OrderSource) -> None
     new = spent("S9", 30.0).action
     await ledger.save(spent("S1", 15.0))
     assert guard.over(new, ledger) is None
-    # The same row, changed since it was last read: read again.
-    await ledger.save(spent("S1", 15.0, key="b"))
+    # The same row, changed since it was last read: read again (a send in flight counts).
+    await ledger.save(spent("S1", 15.0, key="b").model_copy(update={"state": "sent"}))
     assert guard.over(new, ledger) is not None
     await ledger.save(spent("S1", 15.0, key="b").model_copy(update={"state": "failed"}))
     assert guard.over(new, ledger) is None
