@@ -15,6 +15,7 @@ from baton_kafka.agents.guards import (
     CustomerOrders,
     audit,
     check,
+    cited,
     claims,
     commitments,
     drift_problems,
@@ -65,6 +66,17 @@ def true_to_store(books: CustomerOrders) -> Validator[StrategyDraft]:
 
     def validate(draft: StrategyDraft) -> None:
         if problems := fact_problems(draft, books):
+            raise OutputInvalid("; ".join(problems))
+
+    return validate
+
+
+def cites_its_facts(books: CustomerOrders, articles: Sequence[str]) -> Validator[StrategyDraft]:
+    """Rejects a reply stating a delivery time, size, validity or price that neither the policy,
+    the help ``articles`` shown nor the store states."""
+
+    def validate(draft: StrategyDraft) -> None:
+        if problems := cited.problems(draft.reply, books, articles):
             raise OutputInvalid("; ".join(problems))
 
     return validate
@@ -274,6 +286,7 @@ async def decide(
             true_to_store(books),
             in_language(understanding.language, quoted, policy.languages),
             keeps_its_word(books, earlier, languages),
+            cites_its_facts(books, [f"{a.title}\n{a.text}" for a in prompt.facts.articles]),
         ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,
