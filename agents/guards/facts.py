@@ -1,6 +1,6 @@
-"""Facts a text states that a shop is liable for: delivery and dispatch times and dates, sizes and measures,
-validity, warranty and return periods, prices, fees and shipping costs; each with its kinds,
-unit and figures, read with the ``facts`` language packs and the numbers and money readers."""
+"""Facts a text states that a shop is liable for: delivery and dispatch times and dates, sizes
+and measures, validity, warranty and return periods, prices, fees and shipping costs; each with
+its kinds, unit and figures, read with the ``facts`` language packs and the number readers."""
 
 from __future__ import annotations
 
@@ -183,10 +183,7 @@ def _measured(text: str, numbers: Sequence[Number]) -> Iterator[Fact]:
             continue
         used.update(f.start for f in figures)
         end = max(end, figures[-1].end)
-        if base in DURATIONS:
-            kinds = kinds_at(text, n.start) & TIMED
-        else:
-            kinds = frozenset({"size"})
+        kinds = kinds_at(text, n.start) & TIMED if base in DURATIONS else frozenset({"size"})
         yield Fact(kinds, base, values, text[n.start : end], n.start, end)
 
 

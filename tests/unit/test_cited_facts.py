@@ -176,7 +176,8 @@ async def _answer(reply_text: str) -> tuple[Reply, list[DeadLetter], list[Reques
 
 async def test_an_invented_delivery_time_is_re_asked_then_handed_to_a_person() -> None:
     reply, dead, requests = await _answer(
-        "Ihr Buch Der Zauberberg (Bestellung LL-100200) ist unterwegs. Die Lieferung nach Österreich dauert 2 Werktage."
+        "Ihr Buch Der Zauberberg (Bestellung LL-100200) ist unterwegs. Die Lieferung nach "
+        "Österreich dauert 2 Werktage."
     )
     strategy = [r for r in requests if r.stage == "strategy"]
     assert len(strategy) == 2, "one re-ask with the reason"
@@ -189,9 +190,73 @@ async def test_an_invented_delivery_time_is_re_asked_then_handed_to_a_person() -
 
 async def test_a_delivery_time_from_the_article_shown_is_answered() -> None:
     reply, dead, requests = await _answer(
-        "Ihr Buch Der Zauberberg (Bestellung LL-100200) ist unterwegs. Die Lieferung nach Österreich dauert laut "
-        "unserem Artikel „Lieferzeiten und Versandkosten“ 3–5 Werktage."
+        "Ihr Buch Der Zauberberg (Bestellung LL-100200) ist unterwegs. Die Lieferung nach "
+        "Österreich dauert laut unserem Artikel „Lieferzeiten und Versandkosten“ 3–5 Werktage."
     )
     assert [r.stage for r in requests].count("strategy") == 1
     assert reply.status == "answered", [d.error for d in dead]
     assert "3–5 Werktage" in reply.reply
+
+
+# --- the eval's grounding and the stand-in judge ----------------------------------------------
+
+
+def test_the_stand_in_judge_grades_an_uncited_fact_as_not_grounded() -> None:
+    from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
+    from baton_kafka.streams.eval.judge import judge_context
+    from baton_kafka.streams.eval.score import Case, Label
+
+    jacket = orders()["400918270"]
+    case = Case(
+        ticket=ticket("j1", "Is there a warranty on my jacket?"),
+        label=Label(phase=1, product=jacket.product_name, problem=[], demand="information",
+                    order_id=jacket.order_id),
+    )  # fmt: skip
+
+    def graded(text: str) -> dict[str, Any]:
+        reply = Reply(
+            ticket_id="j1", session_id="j1", customer_id="C1", status="answered", reply=text,
+            solution="", internal_note="", confidence=0.9, order_id=jacket.order_id,
+        )  # fmt: skip
+        data = judge_block(judge_context(case, reply, jacket, [jacket]))
+        assert data is not None
+        return judge_responder(data, policy("alpine"))
+
+    cited_reply = "Hello, your Summit Down Jacket is covered by our 2-year warranty."
+    invented = "Hello, your Summit Down Jacket is covered by our 5-year warranty."
+    assert graded(cited_reply)["grounded"] == 2
+    verdict = graded(invented)
+    assert verdict["grounded"] == 0 and "'5-year'" in verdict["comment"]
+
+
+def test_the_eval_reports_grounding_per_ticket_and_by_language() -> None:
+    from baton_kafka.streams.eval.grounding import grounding, render_grounding
+    from baton_kafka.streams.eval.score import Case, Label
+
+    book = orders()["LL-100234"]
+    cases, replies = [], {}
+    for tid, text in (
+        ("g1", "Die Lieferung nach Österreich dauert 3–5 Werktage."),
+        ("g2", "Die Lieferung nach Österreich dauert 2 Werktage, der Versand kostet 4,90 EUR."),
+        ("g3", "Danke für Ihre Nachricht."),
+    ):
+        t = ticket(tid, "Wie lange dauert die Lieferung nach Wien?", customer=book.customer_id)
+        cases.append(Case(ticket=t, label=Label(phase=1, product=None, problem=[],
+                                                demand="information", order_id=None)))  # fmt: skip
+        replies[tid] = Reply(
+            ticket_id=tid, session_id=tid, customer_id=book.customer_id, status="answered",
+            reply=text, solution="", internal_note="", confidence=0.9, order_id=None,
+        )  # fmt: skip
+    shown = [parse("lieferzeiten.md", (ARTICLES / "lieferzeiten.md").read_bytes())]
+    section = grounding(
+        cases, replies, [book], policy("bookshop"), dict.fromkeys(replies, "de"), lambda c: shown
+    )
+    rows = section["tickets"]
+    assert (rows["g1"]["score"], rows["g1"]["uncited"]) == (1.0, [])
+    assert rows["g2"]["score"] == 0.0
+    assert [u["written"] for u in rows["g2"]["uncited"]] == ["2 Werktage", "4,90 EUR"]
+    assert (rows["g3"]["stated"], rows["g3"]["score"]) == (0, 1.0)
+    assert section["facts_stated"] == 3 and section["facts_uncited"] == 2
+    assert section["by_language"]["de"]["tickets_with_uncited"] == 1
+    text = "\n".join(render_grounding(section, lambda r: f"{100 * (r or 0):.1f}%"))
+    assert "uncited g2: a delivery time ('2 Werktage')" in text
