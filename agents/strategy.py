@@ -260,6 +260,9 @@ async def decide(
         stages=stages,
         articles=fitting_articles(policy, ticket, understanding, order),
     )
+    shown = [f"{a.title}\n{a.text}" for a in prompt.facts.articles]
+    # A price or fee the shop's own reference states may be quoted, never promised.
+    books = replace(books, quoted=cited.quoted_prices(policy, shown))
     # What the store knows is never left to the model's copy: near-miss ids are corrected.
     products = (n for o in books.own for n in o.products())
     quoted = [*names, *products, *(o.carrier or "" for o in books.own)]
@@ -286,7 +289,7 @@ async def decide(
             true_to_store(books),
             in_language(understanding.language, quoted, policy.languages),
             keeps_its_word(books, earlier, languages),
-            cites_its_facts(books, [f"{a.title}\n{a.text}" for a in prompt.facts.articles]),
+            cites_its_facts(books, shown),
         ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,

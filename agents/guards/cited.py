@@ -134,6 +134,15 @@ def store_pool(orders: Iterable[Order]) -> Pool:
     return Pool.of(facts)
 
 
+def quoted_prices(policy: Policy, articles: Sequence[str]) -> tuple[float, ...]:
+    """The prices and fees the policy and the ``articles`` shown state ("3.50 EUR shipping"):
+    a reply may quote them as facts."""
+    pool = policy_pool(policy)
+    for article in articles:
+        pool = pool | _text_pool(article)
+    return tuple(dict.fromkeys(v for v, _ in pool.figures.get(("price", "money"), ())))
+
+
 def _reported() -> re.Pattern[str]:
     return re.compile(words.alternation("commitments", "markers.reported", end=False), re.I)
 

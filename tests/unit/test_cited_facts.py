@@ -272,3 +272,13 @@ def test_the_eval_reports_grounding_per_ticket_and_by_language() -> None:
     assert section["by_language"]["de"]["tickets_with_uncited"] == 1
     text = "\n".join(render_grounding(section, lambda r: f"{100 * (r or 0):.1f}%"))
     assert "uncited g2: a delivery time ('2 Werktage')" in text
+
+
+async def test_a_shipping_cost_from_the_article_shown_may_be_quoted() -> None:
+    reply, dead, _ = await _answer(
+        "Ihr Buch Der Zauberberg (Bestellung LL-100200) ist unterwegs. Nach Österreich dauert "
+        "die Lieferung 3–5 Werktage; innerhalb Deutschlands ist der Versand ab 25 EUR "
+        "kostenlos, darunter kostet er 3,50 EUR."
+    )
+    assert reply.status == "answered", [d.error for d in dead]
+    assert "3,50 EUR" in reply.reply
