@@ -117,7 +117,6 @@ def store_pool(orders: Iterable[Order]) -> Pool:
     """What the store states of the customer's orders: amounts, refunds and line prices, the
     order and delivery dates, and the measures in product names."""
     facts: list[Fact] = []
-    both = frozenset({"delivery", "validity"})
     for o in orders:
         for amount in (o.amount, o.refunded or None, *(i.total for i in o.items)):
             if amount:
@@ -129,7 +128,7 @@ def store_pool(orders: Iterable[Order]) -> Pool:
         for moment in (o.ordered_at, o.delivered_at):
             if moment is not None:
                 day = moment.month * 100.0 + moment.day
-                facts.append(Fact(both, "date", (day,), "", 0, 0))
+                facts.append(Fact(EVERY, "date", (day,), "", 0, 0))
         facts += (f for name in o.products() for f in stated(name) if f.unit != "money")
     return Pool.of(facts)
 
