@@ -15,6 +15,7 @@ from baton_kafka.agents.guards import (
     CustomerOrders,
     audit,
     check,
+    cited,
     claims,
     commitments,
     drift_problems,
@@ -65,6 +66,17 @@ def true_to_store(books: CustomerOrders) -> Validator[StrategyDraft]:
 
     def validate(draft: StrategyDraft) -> None:
         if problems := fact_problems(draft, books):
+            raise OutputInvalid("; ".join(problems))
+
+    return validate
+
+
+def cites_its_facts(books: CustomerOrders, articles: Sequence[str]) -> Validator[StrategyDraft]:
+    """Rejects a reply stating a delivery time, size, validity or price that neither the policy,
+    the help ``articles`` shown nor the store states."""
+
+    def validate(draft: StrategyDraft) -> None:
+        if problems := cited.problems(draft.reply, books, articles):
             raise OutputInvalid("; ".join(problems))
 
     return validate
@@ -249,6 +261,9 @@ async def decide(
         stages=stages,
         articles=fitting_articles(policy, ticket, understanding, order),
     )
+    shown = [f"{a.title}\n{a.text}" for a in prompt.facts.articles]
+    # A price or fee the shop's own reference states may be quoted, never promised.
+    books = replace(books, quoted=cited.quoted_prices(policy, shown))
     # What the store knows is never left to the model's copy: near-miss ids are corrected.
     products = (n for o in books.own for n in o.products())
     quoted = [*names, *products, *(o.carrier or "" for o in books.own)]
@@ -275,6 +290,7 @@ async def decide(
             true_to_store(books),
             in_language(understanding.language, quoted, policy.languages),
             keeps_its_word(books, earlier, languages),
+            cites_its_facts(books, shown),
         ],
         reask_limit=reask_limit,
         tokens_left=tokens_left,

@@ -43,7 +43,8 @@ class CustomerOrders:
     ``known_ids`` the ticket's, session's and customer's ids, which a note may name;
     ``policy`` the shop's rules the offer is held to, for the customer's ``demand`` (and
     understood ``reason``) on ``today``, with ``already`` offered for the matched order in
-    earlier replies.
+    earlier replies; ``quoted`` the prices and fees the policy and the help articles shown
+    state (quoted as facts, never promised).
     """
 
     matched: Order | None = None
@@ -56,6 +57,7 @@ class CustomerOrders:
     today: date = field(default_factory=date.today)
     already: Mapping[str, float] = field(default_factory=dict)
     reason: str | None = None
+    quoted: tuple[float, ...] = ()
     own: tuple[Order, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -151,14 +153,15 @@ class CustomerOrders:
     @functools.cached_property
     def prices(self) -> list[float]:
         """What the talked-about orders cost: each order's amount, each line's and unit price,
-        and what the shop already refunded on it (a fact to state, never to promise again)."""
+        and what the shop already refunded on it (a fact to state, never to promise again); and
+        the prices the shop's reference states (``quoted``)."""
         found = [o.amount for o in self.talked_about]
         # The policy's return shipping costs are facts a reply may state.
         found += [cost for cost, _ in shop_terms.shipping_costs(self.policy) if cost]
         found += [o.refunded for o in self.talked_about if o.refunded]
         for item in (i for o in self.talked_about for i in o.items):
             found += [item.total, *([item.unit_price] if item.unit_price is not None else [])]
-        return found
+        return [*found, *self.quoted]
 
     @functools.cached_property
     def asked(self) -> list[float]:

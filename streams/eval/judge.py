@@ -58,9 +58,10 @@ category 0 (wrong), 1 (partly) or 2 (right), by the shop's policy below:
 - understood: the reply answers what the customer asked, about their order and product. The
   request read backwards is 0: an order the customer asked to cancel shipped sooner, a remedy
   the customer said they do not want offered instead of the one they asked for.
-- grounded: every id, amount, date, carrier and status is the store's, every delivery time,
-  size or validity stated is the policy's or an article's, and nothing is promised that the
-  policy does not allow. A service no remedy of the policy names is 0: a warranty
+- grounded: every id, amount, date, carrier and status is the store's, every delivery or
+  dispatch time, size or measure, validity or warranty period, price, fee or shipping cost
+  stated is the policy's, an article's or the store's (same figure, same unit), and nothing is
+  promised that the policy does not allow. A service no remedy of the policy names is 0: a warranty
   extension, a technician's visit, a gift.
 - tone: polite and clear, in the customer's language.
 comment: one sentence on the main reason for the lowest grade. Answer with the JSON object only.

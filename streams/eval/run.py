@@ -311,6 +311,10 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(cost_line(report["batch"]))
     if "final_state" in report:
         lines += render_final_state(report["final_state"], pct)
+    if "grounding" in report:
+        from baton_kafka.streams.eval.grounding import render_grounding
+
+        lines += render_grounding(report["grounding"], pct)
     if "judge" in report:
         from baton_kafka.streams.eval.judge import render_judge
 
@@ -357,6 +361,7 @@ def evaluate(
         score(c, replies[c.ticket.ticket_id], world, languages) for c in cases
     ]
     judged = _judged(settings, cases, replies, orders, judge, say) if judge else None
+    grounded = _grounded(settings, cases, replies, orders, scores)
     return {
         "llm": mode,
         "tickets_file": str(tickets_file),
@@ -368,8 +373,29 @@ def evaluate(
         "tickets": [s.as_dict() for s in scores],
         "final_state": final_state(cases, replies, languages, shop=_shop(settings)),
         **({"batch": batches} if batches is not None else {}),
+        "grounding": grounded,
         **({"judge": judged} if judged is not None else {}),
     }
+
+
+def _grounded(
+    settings: Settings,
+    cases: Sequence[Case],
+    replies: dict[str, Reply],
+    orders: Sequence[Order],
+    scores: Sequence[TicketScore],
+) -> dict[str, Any]:
+    """The grounding section: each reply's facts against the policy, articles and store."""
+    from functools import partial
+
+    from baton_kafka.agents.policy import load
+    from baton_kafka.streams.eval.grounding import grounding
+    from baton_kafka.streams.eval.judge import shown_articles
+
+    policy = load(settings.policy_file).serving(settings.languages)
+    languages = {s.ticket_id: s.language for s in scores}
+    shown = partial(shown_articles, policy=policy)
+    return grounding(cases, replies, orders, policy, languages, shown)
 
 
 def _judged(

@@ -1,5 +1,6 @@
 """docs/shop.md's commands, run as a new shop would run them: its marked shell blocks in order,
-in one bash, from a copy of ``examples/``, against the embedded broker the guide starts."""
+in one bash, from a copy of ``examples/``, against the embedded broker the guide starts. The
+guide walks through the bookshop example, its help articles included."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from baton_kafka.agents.articles import index_for
 from baton_kafka.agents.policy import load
 from baton_kafka.schemas import Reply, Ticket
 from baton_kafka.streams.kafka.embedded import free_port
@@ -37,6 +39,8 @@ def guide_script() -> str:
 def test_the_guide_marks_every_step_from_the_shop_files_to_the_replies() -> None:
     script = guide_script()
     for command in (
+        "examples/shops/bookshop",
+        "articles",
         "baton broker",
         "baton orders import",
         "baton worker",
@@ -88,11 +92,17 @@ def test_the_shop_guide_takes_a_new_shop_to_answered_tickets(tmp_path: Path) -> 
     version = load(shop / "policy.toml").version
     assert {r.policy_version for r in replies} == {version}
     assert version != load(None).version
-    # The guide's help articles are indexed with the policy: their version is in the policy's.
-    assert load(shop / "policy.toml").shop.articles_dir == str((shop / "articles").resolve())
-    assert by_id["A-1"].order_id == "400918270"
-    assert by_id["L-1"].order_id == "400918275"
-    assert by_id["M-1"].order_id == "400918280"
+    assert version != load(ROOT / "examples" / "shops" / "bookshop" / "policy.toml").version
+    # The bookshop's articles and the guide's own are indexed with the policy: their version
+    # is in the policy's.
+    articles = load(shop / "policy.toml").shop.articles_dir
+    assert articles == str((shop / "articles").resolve())
+    names = {a.name for a in index_for(articles).articles}
+    assert {"returns.md", "rueckgabe.md", "lieferzeiten.md", "vouchers.md"} <= names
+    assert len(names) == 10
+    assert by_id["M-1"].order_id == "LL-100301"
+    assert by_id["T-1"].order_id == "LL-100302"
+    assert by_id["J-1"].order_id == "LL-100303"
     assert all(r.llm == "offline" for r in replies)
     # A session's tickets sent together are one turn (BATON_COALESCE_WINDOW): one full reply
     # lists them all, and each other ticket's record names it.
@@ -104,4 +114,4 @@ def test_the_shop_guide_takes_a_new_shop_to_answered_tickets(tmp_path: Path) -> 
     statuses = {r.ticket_id: by_id[r.answered_by or r.ticket_id].status for r in replies}
     assert list(statuses.values()).count("answered") >= 3, statuses
     # The guide shows the replies to the reader.
-    assert b"400918275" in out
+    assert b"LL-100302" in out

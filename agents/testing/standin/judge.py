@@ -1,7 +1,9 @@
 """The stand-in as a judge: grades a reply from the facts of the judge's prompt, by fixed rules.
 
 The judge's prompt holds one JSON object between ``<judge>`` and ``</judge>``: the ticket, the
-label (demand, order), the order as the store holds it, and the reply with its offer. Each
+label (demand, order), the order as the store holds it, the help articles shown, and the reply
+with its offer. A reply is grounded only when every fact it states is cited by the policy, an
+article or the store (the strategy stage's own deterministic check). Each
 category is 0 (wrong), 1 (partly) or 2 (right), so a run is repeatable and a test can say which
 reply must score what.
 """
@@ -13,7 +15,10 @@ from typing import Any
 
 import orjson
 
-from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.guards.audit import CustomerOrders
+from baton_kafka.agents.guards.cited import describe, uncited
+from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.schemas.records import Order
 
 JUDGE_OPEN, JUDGE_CLOSE = "<judge>", "</judge>"
 CATEGORIES = ("remedy", "understood", "grounded", "tone")
@@ -165,6 +170,29 @@ def _invented(text: str, policy: Policy | None) -> str:
     return next((w for w in _SERVICES if w in folded and w not in named), "")
 
 
+def _uncited(data: dict[str, Any], policy: Policy | None) -> str:
+    """A fact the reply states that neither the policy, the articles shown nor the store
+    states (the strategy stage's own check), or ""."""
+    every = [o for o in (data.get("order"), *(data.get("orders") or [])) if o]
+    own = list({o.order_id: o for o in (Order.model_validate(x) for x in every)}.values())
+    matched = next(
+        (o for o in own if data.get("order") and o.order_id == data["order"]["order_id"]), None
+    )
+    books = CustomerOrders(
+        matched=matched,
+        orders=own,
+        policy=policy or default_policy(),
+        message=str((data.get("ticket") or {}).get("text") or ""),
+    )
+    articles = [f"{a.get('title', '')}\n{a.get('text', '')}" for a in data.get("articles") or []]
+    found = uncited(str(data["reply"]["reply"]), books, articles)
+    return (
+        f"states {describe(found[0])} ({found[0].written.strip()!r}) no source states"
+        if found
+        else ""
+    )
+
+
 def _grounded(
     order: dict[str, Any] | None, orders: list[dict[str, Any]], text: str, policy: Policy | None
 ) -> tuple[int, str]:
@@ -196,6 +224,8 @@ def judge_responder(data: dict[str, Any], policy: Policy | None = None) -> dict[
     if backwards and reply.get("status") != "handoff":
         remedy, understood, why = 0, 0, backwards
     grounded, invented = _grounded(order, list(data.get("orders") or []), reply["reply"], policy)
+    if grounded and (unsourced := _uncited(data, policy)):
+        grounded, invented = 0, unsourced
     tone = 2 if _has(reply["reply"], _KIND) else 1
     if reply["reply"].count("!") >= 3:
         tone = 0

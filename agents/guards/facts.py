@@ -1,0 +1,221 @@
+"""Facts a text states that a shop is liable for: delivery and dispatch times and dates, sizes
+and measures, validity, warranty and return periods, prices, fees and shipping costs; each with
+its kinds, unit and figures, read with the ``facts`` language packs and the number readers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from baton_kafka.agents.guards import words
+from baton_kafka.agents.guards.money import money
+from baton_kafka.agents.guards.numbers import Number, all_numbers
+
+KINDS = ("delivery", "dispatch", "validity", "size", "price")
+TIMED = frozenset({"delivery", "dispatch", "validity"})  # the kinds of a duration or a date
+# A written unit -> the unit it is compared in and the factor to it: a year is 365 days, so
+# "2 years" and a window of 730 days are one figure.
+SCALES: dict[str, tuple[str, float]] = {
+    "day": ("day", 1.0),
+    "week": ("day", 7.0),
+    "month": ("day", 365 / 12),
+    "year": ("day", 365.0),
+    "hour": ("hour", 1.0),
+    "minute": ("hour", 1 / 60),
+    "cm": ("cm", 1.0),
+    "mm": ("cm", 0.1),
+    "m": ("cm", 100.0),
+    "inch": ("cm", 2.54),
+    "g": ("kg", 0.001),
+    "kg": ("kg", 1.0),
+    "l": ("l", 1.0),
+    "ml": ("l", 0.001),
+    "size": ("size", 1.0),
+}
+DURATIONS = frozenset({"day", "hour"})
+_MAX_DURATION = {"day": 36_500.0, "hour": 10_000.0}  # "2026年" is a year, not 2026 years
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\d\.)\s+|[。！？；;\n]+")
+_CLAUSE = re.compile(r"(?<!\d)[,，:：、]|[,，:：、](?!\d)")
+_BEFORE_REACH = 24
+# "a 5-year warranty", "30-day return": digits joined to their unit by a hyphen.
+_HYPHENED = re.compile(r"(?<![\w.,])(\d+)(?=-[^\W\d_])")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One stated fact: its kinds (``KINDS``; empty when no word marks one), the unit it is
+    compared in ("day", "hour", "cm", "kg", "l", "size", "date", "money"), its figures in that
+    unit (a range has two; a date is month * 100 + day), and where it is written."""
+
+    kinds: frozenset[str]
+    unit: str
+    values: tuple[float, ...]
+    written: str
+    start: int
+    end: int
+    currency: str | None = None
+
+
+class _Words:
+    """The ``facts`` packs of every language, compiled."""
+
+    def __init__(self) -> None:
+        alt = words.alternation
+        self.kinds = {
+            k: re.compile(alt("facts", f"kinds.{k}", end=False), re.I)
+            for k in ("delivery", "dispatch", "validity", "price")
+        }
+        about = alt("numbers", "about")
+        self.units = {
+            u: re.compile(
+                rf"(?:\s*|-)(?:(?:{about})\s*)?(?:{alt('facts', f'units.{u}', start=False)})", re.I
+            )
+            for u in SCALES
+            if words.entries("facts", f"units.{u}")
+        }
+        self.size_before = re.compile(rf"(?:{alt('facts', 'before.size')})\s*[:#]?\s*$", re.I)
+        self.range = re.compile(rf"\s*(?:{alt('numbers', 'range')})\s*", re.I)
+        months: dict[int, list[str]] = {}
+        for _, pack in words.languages("facts"):
+            for key, value in dict(pack.get("months", {})).items():
+                names = value if isinstance(value, list) else [value]
+                months.setdefault(int(key), []).extend(str(n) for n in names)
+        self.months = {n: re.compile(f"(?:{'|'.join(v)})", re.I) for n, v in months.items()}
+        every = "|".join(v for n in sorted(months) for v in months[n]) or "(?!)"
+        self.dates = [
+            re.compile(p.replace("{month}", f"(?:{every})"), re.I)
+            for p in words.entries("facts", "dates.patterns")
+        ]
+
+
+def _w() -> _Words:
+    return words.compiled(_Words)
+
+
+def spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The pieces of ``text`` between the matches of ``pattern``."""
+    out, at = [], 0
+    for m in pattern.finditer(text):
+        out.append((at, m.start()))
+        at = m.end()
+    out.append((at, len(text)))
+    return [(a, b) for a, b in out if b > a]
+
+
+def kinds_at(text: str, at: int) -> frozenset[str]:
+    """The kinds the words around position ``at`` mark: its clause's, else its sentence's."""
+    w = _w()
+    sentence = next(((a, b) for a, b in spans(text, _SENTENCE) if a <= at <= b), (0, len(text)))
+    part = text[sentence[0] : sentence[1]]
+    offset = at - sentence[0]
+    clause = next((part[a:b] for a, b in spans(part, _CLAUSE) if a <= offset <= b), part)
+    for piece in (clause, part):
+        found = frozenset(k for k, p in w.kinds.items() if p.search(piece))
+        if found:
+            return found
+    return frozenset()
+
+
+def _overlaps(a: int, b: int, skip: Sequence[tuple[int, int]]) -> bool:
+    return any(a < y and x < b for x, y in skip)
+
+
+def dates(text: str, skip: Sequence[tuple[int, int]] = ()) -> Iterator[Fact]:
+    """Every date ``text`` writes ("2026-12-14", "14. Dezember", "12月14日")."""
+    w = _w()
+    taken: list[tuple[int, int]] = list(skip)
+    for pattern in w.dates:
+        for m in pattern.finditer(text):
+            if _overlaps(*m.span(), taken):
+                continue
+            groups = m.groupdict()
+            month = int(groups["m"]) if groups.get("m") else None
+            if month is None and groups.get("mname"):
+                month = next((n for n, p in w.months.items() if p.fullmatch(groups["mname"])), None)
+            day = int(groups["d"]) if groups.get("d") else 0
+            if month is None or not (1 <= month <= 12 and 1 <= day <= 31):
+                continue
+            taken.append(m.span())
+            kinds = kinds_at(text, m.start()) & TIMED
+            yield Fact(kinds, "date", (month * 100.0 + day,), m.group(), *m.span())
+
+
+def _unit_after(text: str, at: int) -> tuple[str, int] | None:
+    """The unit written right after position ``at`` and where it ends (the longest one)."""
+    best: tuple[str, int] | None = None
+    for unit, pattern in _w().units.items():
+        m = pattern.match(text, at)
+        if m and (best is None or m.end() > best[1]):
+            best = (unit, m.end())
+    return best
+
+
+def _measured(text: str, numbers: Sequence[Number]) -> Iterator[Fact]:
+    """Figures with a unit of time or measure after them (or a size word before them); the
+    first of a range ("3 to 5 days", "3〜5 営業日") takes its partner's unit."""
+    w = _w()
+    by_start = {n.start: n for n in numbers}
+    used: set[int] = set()
+    for i, n in enumerate(numbers):
+        if n.start in used:
+            continue
+        unit = _unit_after(text, n.end)
+        second: Number | None = None
+        if n.partner is not None:
+            second = by_start.get(n.partner[0]) if n.partner[0] > n.start else None
+        elif (r := w.range.match(text, n.end)) and i + 1 < len(numbers):
+            following = numbers[i + 1]
+            second = following if following.start == r.end() else None
+        if unit is None and second is not None:
+            unit = _unit_after(text, second.end)
+        if unit is None:
+            before = text[max(0, n.start - _BEFORE_REACH) : n.start]
+            if w.size_before.search(before):
+                unit = ("size", n.end if second is None else second.end)
+        if unit is None:
+            continue
+        name, end = unit
+        base, factor = SCALES[name]
+        figures = [n] + ([second] if second is not None else [])
+        values = tuple(round(f.value * factor, 6) for f in figures)
+        if base in DURATIONS and max(values) > _MAX_DURATION[base]:
+            continue
+        used.update(f.start for f in figures)
+        end = max(end, figures[-1].end)
+        kinds = kinds_at(text, n.start) & TIMED if base in DURATIONS else frozenset({"size"})
+        yield Fact(kinds, base, values, text[n.start : end], n.start, end)
+
+
+def _prices(text: str, skip: list[tuple[int, int]]) -> Iterator[Fact]:
+    """Amounts with a currency in a clause that speaks of a price, fee or shipping cost."""
+    for m in money(text, skip):
+        if m.kind != "amount" or not m.marked:
+            continue
+        if "price" not in kinds_at(text, m.at):
+            continue
+        currency = next(iter(m.currencies)) if len(m.currencies) == 1 else None
+        end = m.at + len(m.written)
+        yield Fact(frozenset({"price"}), "money", (m.value,), m.written, m.at, end, currency)
+
+
+def stated(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fact]:
+    """Every fact ``text`` states, outside ``skip`` (ids, phone numbers, product names, the
+    customer's quoted words), in reading order. A duration or a date counts only where a word
+    marks its kind; a measure always does; an amount only where a price word stands by it."""
+    skip = list(skip)
+    found = list(dates(text, skip))
+    skip += [(f.start, f.end) for f in found]
+    numbers = all_numbers(text, skip)
+    hyphened = [
+        Number(float(m.group(1)), *m.span())
+        for m in _HYPHENED.finditer(text)
+        if not _overlaps(*m.span(), [*skip, *((n.start, n.end) for n in numbers)])
+    ]
+    found += _measured(text, sorted([*numbers, *hyphened], key=lambda n: n.start))
+    taken = skip + [(f.start, f.end) for f in found]
+    found += _prices(text, taken)
+    return sorted(found, key=lambda f: f.start)
+
+
+_w()  # compiled at import, as module patterns are; again only when a shop adds words
