@@ -250,7 +250,7 @@ def _customer_facing(
     policy = books.policy
     skip += shop_terms.stated_costs(text, policy)
     yield from shop_terms.never_promised(text, policy)
-    yield from shop_terms.shipping(text, policy, books.matched)
+    yield from shop_terms.shipping(text, policy, books.matched, quoted=books.quoted)
     yield from shop_terms.channels(text, draft.offer, policy)
     plain = shop_terms.masked(text, draft.offer, policy)
     yield from offered.problems(plain, draft.offer, books.matched, prices, skip)

@@ -109,10 +109,14 @@ def _about_shipping(
 
 
 def _shipping_problems(
-    text: str, policy: Policy, order: Order | None, languages: tuple[str, ...]
+    text: str,
+    policy: Policy,
+    order: Order | None,
+    languages: tuple[str, ...],
+    quoted: Sequence[float] = (),
 ) -> Iterator[str]:
-    """A clause about return shipping states a cost the policy has, and calls it free only
-    where the shop pays."""
+    """A clause about return shipping states a cost the policy has (or a price the policy or
+    an article shown quotes), and calls it free only where the shop pays."""
     terms = policy.shipping.returns
     if not terms:
         return
@@ -126,7 +130,7 @@ def _shipping_problems(
                 abs(m.value - cost) < _CENT
                 and (not m.currencies or (c or currency) in m.currencies)
                 for cost, c in costs
-            ):
+            ) and not any(abs(m.value - q) < _CENT for q in quoted):
                 listed = ", ".join(f"{cost:g} {c or ''}".strip() for cost, c in costs)
                 yield (
                     f"{SHIPPING}: the reply gives {m.written} for shipping, which is not a "
@@ -156,10 +160,15 @@ def stated_costs(
 
 
 def shipping(
-    text: str, policy: Policy, order: Order | None, languages: Iterable[str] | None = None
+    text: str,
+    policy: Policy,
+    order: Order | None,
+    languages: Iterable[str] | None = None,
+    quoted: Sequence[float] = (),
 ) -> list[str]:
-    """Every return shipping cost ``text`` states that the policy does not."""
-    return list(dict.fromkeys(_shipping_problems(text, policy, order, _languages(languages))))
+    """Every shipping cost ``text`` states that neither the policy nor an article shown does."""
+    found = _shipping_problems(text, policy, order, _languages(languages), quoted)
+    return list(dict.fromkeys(found))
 
 
 def _own_channels(policy: Policy) -> dict[str, re.Pattern[str]]:

@@ -95,6 +95,9 @@ KNOWN_BLIND = {
     # The bookshop's delivery article says 3-5 business days to Austria: 5 days to Germany is a
     # delivery figure of the article, for another country.
     "FB-046": "fr",
+    # The bookshop's policy gives a defect two years (its windows by reason): a validity of 2
+    # years, so a voucher "2 Jahre gültig" is cited by it though the voucher article says 3.
+    "FB-014": "de",
 }
 
 
@@ -249,7 +252,7 @@ def test_the_eval_reports_grounding_per_ticket_and_by_language() -> None:
     cases, replies = [], {}
     for tid, text in (
         ("g1", "Die Lieferung nach Österreich dauert 3–5 Werktage."),
-        ("g2", "Die Lieferung nach Österreich dauert 2 Werktage, der Versand kostet 4,90 EUR."),
+        ("g2", "Die Lieferung nach Österreich dauert 2 Werktage, der Versand kostet 5,90 EUR."),
         ("g3", "Danke für Ihre Nachricht."),
     ):
         t = ticket(tid, "Wie lange dauert die Lieferung nach Wien?", customer=book.customer_id)
@@ -266,7 +269,7 @@ def test_the_eval_reports_grounding_per_ticket_and_by_language() -> None:
     rows = section["tickets"]
     assert (rows["g1"]["score"], rows["g1"]["uncited"]) == (1.0, [])
     assert rows["g2"]["score"] == 0.0
-    assert [u["written"] for u in rows["g2"]["uncited"]] == ["2 Werktage", "4,90 EUR"]
+    assert [u["written"] for u in rows["g2"]["uncited"]] == ["2 Werktage", "5,90 EUR"]
     assert (rows["g3"]["stated"], rows["g3"]["score"]) == (0, 1.0)
     assert section["facts_stated"] == 3 and section["facts_uncited"] == 2
     assert section["by_language"]["de"]["tickets_with_uncited"] == 1
