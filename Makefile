@@ -20,14 +20,18 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	@$(BIN)/baton demo
 
+# Two processes, a test file at a time each; each process starts its own brokers
+# (tests/fixtures/brokers.py). TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
 integration: $(STAMP)
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests/integration
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
