@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from baton_kafka.agents.policy.agreed import ticket_agreed
 from baton_kafka.schemas.baton import Baton, MemoryIndex, OrderMemory, TicketMemory
+from baton_kafka.schemas.records import OfferLine
 from baton_kafka.schemas.stages import Demand
 
 HISTORY_KEEP = 20
 DEMANDS_KEEP = 4
 PROBLEMS_KEEP = 3
+AGREED_KEEP = 16
 # A reply that acted on the ticket's demand; a hand-off decided nothing yet.
 _DECIDED = ("answered", "degraded")
 
@@ -20,10 +23,26 @@ def _unique(values: list[str], keep: int) -> list[str]:
     return list(reversed(seen))
 
 
+def _agreed(*ledgers: dict[str, OfferLine]) -> dict[str, OfferLine]:
+    """The agreed lines of ``ledgers`` by their action's key, each once, the newest
+    ``AGREED_KEEP`` (folding the same ledger again changes nothing)."""
+    merged: dict[str, OfferLine] = {}
+    for ledger in ledgers:
+        for key, line in ledger.items():
+            merged.setdefault(key, line)
+    return dict(list(merged.items())[-AGREED_KEEP:])
+
+
 def _entry(
     order_id: str, tickets: list[TicketMemory], session_id: str, offered: dict[str, float]
 ) -> OrderMemory:
     decided = [t for t in tickets if t.status in _DECIDED]
+    agreed = {
+        key: line
+        for t in tickets
+        for key, line in ticket_agreed(session_id, t).items()
+        if line.order_id == order_id
+    }
     last = decided[-1] if decided else None
     return OrderMemory(
         order_id=order_id,
@@ -35,6 +54,7 @@ def _entry(
         session_id=session_id,
         at=tickets[-1].at,
         offered=offered,
+        agreed=_agreed(agreed),
     )
 
 
@@ -62,6 +82,7 @@ def _fold(older: OrderMemory, newer: OrderMemory) -> OrderMemory:
             "decision": newer.decision or older.decision,
             "told_status": newer.told_status or older.told_status,
             "offered": offered_by_kind(older.offered, newer.offered),
+            "agreed": _agreed(older.agreed, newer.agreed),
         }
     )
 

@@ -166,6 +166,7 @@ def apply_reply(baton: Baton, reply: Reply) -> Baton:
             "status": reply.status,
             "solution": reply.solution[:200],
             "offer": reply.offer.lines if promised and reply.offer else [],
+            "restated": reply.offer.restated if promised and reply.offer else [],
         }
         tickets = _with_memory(baton, memory.model_copy(update=told))
     usage = baton.usage.merge(reply.usage)

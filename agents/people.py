@@ -12,6 +12,7 @@ from baton_kafka.agents.people_offers import approved_offer, money_lines, next_o
 from baton_kafka.agents.people_refused import Refused as Refused
 from baton_kafka.agents.people_texts import alternative, confirmation
 from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.policy.agreed import marked
 from baton_kafka.schemas.baton import Baton, OrderMemory, TicketMemory
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.decision import (
@@ -199,6 +200,8 @@ def apply(
         updates["taken_over"] = False
     elif decision.action == "close":
         updates |= {"closed": True, "taken_over": False, "pending": None}
+    # A line an earlier reply agreed is restated, not agreed again: it writes no action.
+    offer = marked(offer, baton, history)
     reply = None
     if reply_text is not None and item is not None:
         reply = Reply(
@@ -260,7 +263,12 @@ def _booked(baton: Baton, item: str, offer: Offer, reply: Reply) -> dict[str, ob
         if line.amount:
             kinds = offered.setdefault(line.order_id, {})
             kinds[line.kind] = max(kinds.get(line.kind, 0.0), line.amount)
-    told = {"status": reply.status, "solution": reply.solution[:200], "offer": offer.lines}
+    told = {
+        "status": reply.status,
+        "solution": reply.solution[:200],
+        "offer": offer.lines,
+        "restated": offer.restated,
+    }
     tickets = [t.model_copy(update=told) if t.ticket_id == item else t for t in baton.tickets]
     return {"offered": offered, "tickets": tickets}
 

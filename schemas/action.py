@@ -75,12 +75,16 @@ class Action(BaseModel):
 
 
 def actions_of(reply: Reply) -> list[Action]:
-    """One action per line of the reply's offer when it is approved and promised; none
-    otherwise (an offer waiting for a person, a reply handed to a person, no offer)."""
+    """One action per line of the reply's offer when it is approved and promised, but none
+    for a line it restates (``Offer.restated``); none at all otherwise (an offer waiting for
+    a person, a reply handed to a person, no offer)."""
     offer = reply.offer
     # As the session's ledger of what was offered: a handed-off reply promised nothing.
     if offer is None or offer.state != "approved" or reply.status == "handoff":
         return []
+    # A restated line was agreed by an earlier reply, whose action stands; each other line
+    # keeps its place, so its key is the one it would have without the restated lines.
+    restated = set(offer.restated)
     return [
         Action(
             idempotency_key=idempotency_key(reply.session_id, reply.ticket_id, n, line),
@@ -100,6 +104,7 @@ def actions_of(reply: Reply) -> list[Action]:
             language=reply.language,
         )
         for n, line in enumerate(offer.lines)
+        if n not in restated
     ]
 
 

@@ -32,6 +32,11 @@ class TicketMemory(BaseModel):
     offer: list[OfferLine] = Field(
         default_factory=list, description="What the reply committed the shop to (approved lines)."
     )
+    restated: list[int] = Field(
+        default_factory=list,
+        description="The places in ``offer`` of lines that restated a line agreed earlier "
+        "(the reply's ``offer.restated``): they wrote no action.",
+    )
     at: datetime = Field(default_factory=utcnow)
 
 
@@ -196,6 +201,11 @@ class OrderMemory(BaseModel):
     offered: dict[str, float] = Field(
         default_factory=dict,
         description="Money offered for it per remedy in answered replies, across sessions.",
+    )
+    agreed: dict[str, OfferLine] = Field(
+        default_factory=dict,
+        description="The lines answered replies agreed for it, across sessions, by the "
+        "idempotency key of the action each wrote (a restated line wrote none and is not here).",
     )
 
 

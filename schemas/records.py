@@ -22,7 +22,7 @@ from pydantic import (
 
 from baton_kafka.schemas.lines import MAX_LINES, OrderLine, lines_problem
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_TEXT_CHARS = 20_000
 
 ReplyStatus = Literal[
@@ -432,6 +432,12 @@ class Offer(BaseModel):
     lines: list[OfferLine] = Field(description="The validated lines.")
     total: float = Field(default=0.0, description="The money of all lines, in ``currency``.")
     currency: str | None = None
+    restated: list[int] = Field(
+        default_factory=list,
+        description="The places in ``lines`` (from 0) of lines that restate a line an earlier "
+        "reply already agreed for the customer (same kind, order and item; money not above "
+        "what was agreed): no action is written for them, the earlier action stands.",
+    )
 
 
 class Reply(BaseModel):

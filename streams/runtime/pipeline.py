@@ -13,6 +13,7 @@ from typing import Any
 from baton_kafka.agents import languages, memory, people, people_replays
 from baton_kafka.agents.asking import budget_tokens
 from baton_kafka.agents.guards import UNTRUSTED
+from baton_kafka.agents.history import recallable
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
@@ -435,6 +436,7 @@ class Pipeline(Intake):
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
         if stage.answers:
+            customer = ticket.customer_id
             reply = replies.answer(
                 record,
                 baton,
@@ -446,6 +448,7 @@ class Pipeline(Intake):
                 timings=replies.reply_timings(record, stage.name, started),
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
                 policy=self.policy,
+                history=recallable(baton, self.batons.index(customer) if customer else None),
             )
             packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
             answered = await self.turns.waited(self.redelivery.reply(reply, baton, packet))

@@ -9,9 +9,10 @@ from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.guards.language import language_of as guessed_language
 from baton_kafka.agents.languages import DEFAULT_LANGUAGES
 from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.policy.agreed import marked
 from baton_kafka.agents.policy.offer import settle
 from baton_kafka.agents.strategy import awaiting_approval
-from baton_kafka.schemas.baton import Baton
+from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.records import Reply, StageName, UsageTotals, utcnow
 from baton_kafka.schemas.stages import StageRecord, StrategyDraft
 
@@ -59,8 +60,12 @@ def answer(
     timings: dict[str, float],
     order_trusted: bool = True,
     policy: Policy | None = None,
+    history: Sequence[OrderMemory] = (),
 ) -> Reply:
     """The reply strategy's draft makes; ``handoff``/``degraded`` from the stages before.
+
+    ``history``: the customer's orders as the index holds them, whose agreed lines a line of
+    the offer may restate (as the session's own answered tickets' may).
 
     ``order_trusted`` False: the strategy stage could not verify the record's order, so the
     reply names no order and no product of it either. An offer above the approval threshold
@@ -72,6 +77,8 @@ def answer(
     order = match.order if order_trusted else None
     policy = policy or default_policy()
     offer = settle(draft.offer, policy, order, u.reason) if order is not None else None
+    # A line an earlier reply agreed is restated, not agreed again: it writes no action.
+    offer = marked(offer, baton, history)
     if offer is not None and offer.state == "needs_approval":
         # Whichever path wrote the draft, an offer a person must approve is not promised yet.
         held = awaiting_approval(u, draft)

@@ -193,6 +193,29 @@ async def test_an_offer_approved_by_a_person_is_executed_once_and_a_parked_one_n
     assert payments.executed() == len(refunds) and payments.duplicates() == 0
 
 
+async def test_a_later_session_asking_after_the_refund_is_not_refunded_again(
+    deployment: Deployment, payments: Payments, tmp_path: Path
+) -> None:
+    d = deployment
+    with_executor(d, payments, tmp_path)
+    d.import_orders([kettle("c-0")])
+    d.start_worker()
+    await d.publish_tickets([ticket_record(f"t1-{d.namespace}", "s-first", "c-0", WORDS)])
+    await d.replies(1)
+    final = await ledger(d, 1)
+    asking = "Where is my refund for the kettle?"
+    await d.publish_tickets([ticket_record(f"t2-{d.namespace}", "s-later", "c-0", asking)])
+    replies = await d.replies(2)
+    [later] = [r for r in replies if r.session_id == "s-later"]
+    # The reply states the agreed refund again; it is not a second refund for the shop.
+    assert later.offer is not None and [x.kind for x in later.offer.lines] == ["refund"]
+    await asyncio.sleep(3)  # a second refund would be on the server now
+    requested = await actions(d, 1)
+    report("a later session restating the refund", d, payments, len(requested), final)
+    assert len(requested) == 1 and payments.executed() == 1 and payments.duplicates() == 0
+    assert later.offer.restated == [0]
+
+
 def _is_follow_up(value: bytes) -> bool:
     return b'"status":"action_' in value
 
