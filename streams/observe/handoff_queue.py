@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ _REFUSED = b'"stage":"decide"'
 REPLY_MARGIN = timedelta(minutes=5)
 _NEVER = datetime.min.replace(tzinfo=UTC)
 M = TypeVar("M", HandoffPacket, Decision, Reply, DeadLetter)
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,18 @@ def money_lines(packet: HandoffPacket) -> int:
     return sum(1 for line in offer.lines if line.amount) if offer is not None else 0
 
 
+def keys(packet: HandoffPacket) -> list[tuple[str, str]]:
+    """What a decision on the packet names, as ``(session, item)``: its action's idempotency
+    key first (done, failed), then its ticket id (the other decisions)."""
+    own = [(packet.session_id, packet.action.idempotency_key)] if packet.action else []
+    return [*own, (packet.session_id, packet.ticket_id)]
+
+
+def first(found: Mapping[tuple[str, str], V], names: Iterable[tuple[str, str]]) -> V | None:
+    """The value of the first of ``names`` in ``found``; None when none is there."""
+    return next((found[n] for n in names if n in found), None)
+
+
 def item(packet: HandoffPacket, sent: Sent | None, refused: Refusal | None) -> dict[str, Any]:
     """One open hand-off as the page gets it: the packet, whether its amount may be changed,
     the decision sent on it from this dashboard and the last one the worker refused, if any."""
@@ -231,18 +244,23 @@ class HandoffQueue:
                 self._open, self._refused = open_handoffs(read), refusals(read)
                 self._read_at = self._clock()
                 # Settled, or refused by the worker: the person may decide again.
-                still = {(p.session_id, p.ticket_id) for p in self._open}
+                still = {k for p in self._open for k in keys(p)}
                 gone = {r.decision_id for r in self._refused.values()}
                 self.sent = {
                     k: v for k, v in self.sent.items() if k in still and v.decision_id not in gone
                 }
         return self._open
 
-    async def find(self, session_id: str, ticket_id: str) -> HandoffPacket | None:
-        """The open hand-off of that session and ticket, read again if not among the last."""
+    async def find(
+        self, session_id: str, ticket_id: str, key: str | None = None
+    ) -> HandoffPacket | None:
+        """The open hand-off of that session and ticket (with ``key``: the one handing a person
+        the action of that idempotency key), read again if not among the last."""
         for fresh in (False, True):
             for p in await self.open(fresh):
-                if (p.session_id, p.ticket_id) == (session_id, ticket_id):
+                if (p.session_id, p.ticket_id) == (session_id, ticket_id) and (
+                    key is None or (p.action is not None and p.action.idempotency_key == key)
+                ):
                     return p
         return None
 
@@ -250,8 +268,7 @@ class HandoffQueue:
         """The page's queue: how many are open, the oldest ``SHOWN`` of them."""
         waiting = await self.open()
         items = [
-            item(p, self.sent.get(key), self._refused.get(key))
+            item(p, first(self.sent, keys(p)), first(self._refused, keys(p)))
             for p in waiting[:SHOWN]
-            for key in [(p.session_id, p.ticket_id)]
         ]
         return {"open": len(waiting), "items": items}
