@@ -28,6 +28,9 @@ SHOWN = 100
 """Open hand-offs the page lists, oldest first (the count says how many there are)."""
 # A person's decision's reply, before it is parsed: plain replies carry "decision_id":null.
 _DECIDED = b'"decision_id":"'
+# An action's follow-up, before it is parsed: one of an offer no person approved carries
+# "decision_id":null too, yet it settles the action's hand-off.
+_FOLLOW_UP = b'"ticket_id":"action:'
 # A refused decision's dead letter, before it is parsed.
 _REFUSED = b'"stage":"decide"'
 # Clocks of the desk and of the workers differ a little: a reply read from a bit earlier.
@@ -126,6 +129,12 @@ def open_handoffs(read: Read) -> list[HandoffPacket]:
     return out
 
 
+def settling(value: bytes | None) -> bool:
+    """Whether a record of the replies topic may settle a hand-off (a reply to a person's
+    decision, or an action's follow-up), read before it is parsed."""
+    return value is not None and (_DECIDED in value or _FOLLOW_UP in value)
+
+
 def refusals(read: Read) -> dict[tuple[str, str], Refusal]:
     """The latest refused decision on each ``(session, ticket)``, from its dead letter."""
     out: dict[tuple[str, str], Refusal] = {}
@@ -214,7 +223,7 @@ async def read_desk(settings: Settings) -> Read:
         # A partition with no record that late is read whole (its records are few or old).
         start |= {TopicPartition(topic, p): o for p, o in offsets.items() if o is not None}
     found = await read_topics(settings, later, start=start)
-    replies = [m for m in found[names.replies] if m.value and _DECIDED in m.value]
+    replies = [m for m in found[names.replies] if settling(m.value)]
     letters = [m for m in found[names.dead_letters] if m.value and _REFUSED in m.value]
     return Read(read.packets, read.decisions, records(Reply, replies), records(DeadLetter, letters))
 

@@ -26,7 +26,13 @@ from baton_kafka.schemas.records import DeadLetter, Offer, OfferLine, Reply
 from baton_kafka.streams.kafka.connect import BrokerUnreachable
 from baton_kafka.streams.observe import desk
 from baton_kafka.streams.observe.guard import guard
-from baton_kafka.streams.observe.handoff_queue import REFRESH_S, HandoffQueue, Read, open_handoffs
+from baton_kafka.streams.observe.handoff_queue import (
+    REFRESH_S,
+    HandoffQueue,
+    Read,
+    open_handoffs,
+    settling,
+)
 from baton_kafka.streams.observe.web import PATHS
 from baton_kafka.streams.runtime.app import create_app
 from baton_kafka.streams.settings import Settings
@@ -647,3 +653,14 @@ async def test_a_person_closing_an_action_takes_it_off_the_queue() -> None:
     d = decision("d9", "s5", "done", KEY, T0 + timedelta(minutes=5))
     followup = reply(f"action:{KEY}:d9", "s5", "d9", T0 + timedelta(minutes=6))
     assert open_handoffs(Read([waiting], [d], [followup])) == []
+
+
+def test_the_follow_up_of_an_action_no_person_approved_settles_its_hand_off() -> None:
+    # An offer within the policy: its action carries no decision, nor does its follow-up.
+    waiting = handed("t5", "s5", T0)
+    followup = reply(f"action:{KEY}:d9", "s5", "d9", T0 + timedelta(minutes=6))
+    followup = followup.model_copy(update={"decision_id": None, "status": "action_confirmed"})
+    plain = reply("t6", "s5", "d0", T0).model_copy(update={"decision_id": None})
+    assert settling(dumps(followup)) and not settling(dumps(plain)) and not settling(None)
+    assert settling(dumps(reply("t6", "s5", "d0", T0)))
+    assert open_handoffs(Read([waiting], replies=[followup])) == []
