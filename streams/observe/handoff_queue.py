@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -37,7 +37,6 @@ _REFUSED = b'"stage":"decide"'
 REPLY_MARGIN = timedelta(minutes=5)
 _NEVER = datetime.min.replace(tzinfo=UTC)
 M = TypeVar("M", HandoffPacket, Decision, Reply, DeadLetter)
-V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -158,16 +157,13 @@ def money_lines(packet: HandoffPacket) -> int:
     return sum(1 for line in offer.lines if line.amount) if offer is not None else 0
 
 
-def keys(packet: HandoffPacket) -> list[tuple[str, str]]:
-    """What a decision on the packet names, as ``(session, item)``: its action's idempotency
-    key first (done, failed), then its ticket id (the other decisions)."""
-    own = [(packet.session_id, packet.action.idempotency_key)] if packet.action else []
-    return [*own, (packet.session_id, packet.ticket_id)]
-
-
-def first(found: Mapping[tuple[str, str], V], names: Iterable[tuple[str, str]]) -> V | None:
-    """The value of the first of ``names`` in ``found``; None when none is there."""
-    return next((found[n] for n in names if n in found), None)
+def key(packet: HandoffPacket) -> tuple[str, str]:
+    """What a decision on the packet names, as ``(session, item)``: an action's hand-off its
+    action's idempotency key (done, failed), any other its ticket id; a decision on the offer
+    that led to the action is not the action's."""
+    if packet.action is not None:
+        return (packet.session_id, packet.action.idempotency_key)
+    return (packet.session_id, packet.ticket_id)
 
 
 def item(packet: HandoffPacket, sent: Sent | None, refused: Refusal | None) -> dict[str, Any]:
@@ -253,7 +249,7 @@ class HandoffQueue:
                 self._open, self._refused = open_handoffs(read), refusals(read)
                 self._read_at = self._clock()
                 # Settled, or refused by the worker: the person may decide again.
-                still = {k for p in self._open for k in keys(p)}
+                still = {key(p) for p in self._open}
                 gone = {r.decision_id for r in self._refused.values()}
                 self.sent = {
                     k: v for k, v in self.sent.items() if k in still and v.decision_id not in gone
@@ -276,8 +272,5 @@ class HandoffQueue:
     async def shown(self) -> dict[str, Any]:
         """The page's queue: how many are open, the oldest ``SHOWN`` of them."""
         waiting = await self.open()
-        items = [
-            item(p, first(self.sent, keys(p)), first(self._refused, keys(p)))
-            for p in waiting[:SHOWN]
-        ]
+        items = [item(p, self.sent.get(key(p)), self._refused.get(key(p))) for p in waiting[:SHOWN]]
         return {"open": len(waiting), "items": items}

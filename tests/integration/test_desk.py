@@ -1,7 +1,8 @@
 """The dashboard's hand-off queue in headless Chromium on a real worker: the packet of an offer
 that needs approval is listed; a person approves too much (the worker refuses it, the page
 says why), then a lower amount; the customer's confirmation reaches the replies topic, and
-the hand-off leaves the queue."""
+the hand-off leaves the queue. The approved action (the manual executor's) is listed next; the
+person closes it as done with the system's reference, and the customer is told."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
         BATON_SIGNING_KEYS=KEYS,
         BATON_WEB_TOKEN="metrics-token-for-tests-0123456",
         BATON_DESK_TOKEN=TOKEN,
+        BATON_EXECUTOR="manual",
     )
     d.import_orders([jacket("c-ana")])
     worker = d.start_worker()
@@ -59,7 +61,8 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     assert held.status == "handoff" and held.offer is not None
     assert held.offer.state == "needs_approval" and held.offer.total == 150
 
-    row = f"document.querySelector('#queue tr[data-handoff=\"{ticket}\"]')"
+    row = f"document.querySelector('#queue tr[data-handoff=\"{ticket}\"]:not([data-action])')"
+    handed = "document.querySelector('#queue tr[data-action]')"
     url = f"http://127.0.0.1:{worker.web_port}/dashboard"
     async with chromium_tab(url, tmp_path / "profile") as tab:
         started = time.monotonic()
@@ -96,8 +99,27 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
         sent = await tab.until(f"{status}.startsWith('approve sent') && {status}", "the send")
         assert sent.startswith("approve sent (decision "), sent
         after = await delivery.replies(d, 2)
-        # Once the worker confirmed it, the next refresh of the queue drops it.
+        # Once the worker confirmed it, the next refresh of the queue drops it; the approved
+        # action, handed to a person, is listed in its place with Done and Failed.
         await tab.until(f"!{row}", "the hand-off to leave the queue")
+        await tab.until(f"!!{handed}", "the action handed to a person")
+        listed = await tab.evaluate(
+            f"(() => {{ const tr = {handed}; return {{"
+            "cells: [...tr.children].slice(0, 6).map((td) => td.textContent),"
+            "buttons: [...tr.querySelectorAll('button.act')].map((b) => b.dataset.action)}; })()"
+        )
+        assert "action manual" in listed["cells"][2] and "· order " in listed["cells"][5]
+        assert listed["buttons"] == ["done", "failed", "answer"]
+        await tab.evaluate(
+            f"(() => {{ const tr = {handed}; tr.querySelector('input.reference').value = 'RF-77';"
+            "tr.querySelector('button[data-action=done]').click(); })()"
+        )
+        status = f"{handed}.querySelector('.desk-status').textContent"
+        sent = await tab.until(f"{status}.startsWith('done sent') && {status}", "the done")
+        assert sent.startswith("done sent (decision "), sent
+        [told] = [r for r in await delivery.replies(d, 3) if r.status == "action_confirmed"]
+        assert "RF-77" in told.reply and told.ticket_ids == [ticket]
+        await tab.until(f"!{handed}", "the action to leave the queue")
         assert await tab.evaluate("document.getElementById('queue_open').textContent") == "0"
         in_page = time.monotonic() - started
 
@@ -109,7 +131,8 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     assert reply.offer is not None and reply.offer.state == "approved"
     assert reply.offer.total == 120
     # What the page sent is the commands' record: signed, by the dashboard.
-    [_, (value, headers)] = await d.read("support.decisions", lambda vs: len(vs) >= 2)
+    found = await d.read("support.decisions", lambda vs: len(vs) >= 3)
+    [_, (value, headers), (closing, closing_headers)] = found
     sent = orjson.loads(value)
     assert (sent["action"], sent["item"], sent["amount"], sent["by"]) == (
         "approve",
@@ -119,12 +142,16 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     )
     assert sent["decision_id"] == reply.decision_id
     assert any(k == "baton-signature" and v.startswith(b"k1:") for k, v in headers)
+    done = orjson.loads(closing)
+    assert (done["action"], done["reference"], done["by"]) == ("done", "RF-77", "dashboard")
+    assert told.ticket_id == f"action:{done['item']}:{done['decision_id']}"
+    assert any(k == "baton-signature" and v.startswith(b"k1:") for k, v in closing_headers)
     # What one refresh of the queue costs here: the topics read once, the replies since.
     settings = settings_of(d)
     began = time.monotonic()
     read = await read_desk(settings)
     refresh_ms = round((time.monotonic() - began) * 1000)
-    assert open_handoffs(read) == [] and len(read.packets) == 1
+    assert open_handoffs(read) == [] and len(read.packets) == 2
     delivery.figures(
         "dashboard desk approval", seconds_in_page=round(in_page, 1), refresh_ms=refresh_ms
     )

@@ -664,3 +664,19 @@ def test_the_follow_up_of_an_action_no_person_approved_settles_its_hand_off() ->
     assert settling(dumps(followup)) and not settling(dumps(plain)) and not settling(None)
     assert settling(dumps(reply("t6", "s5", "d0", T0)))
     assert open_handoffs(Read([waiting], replies=[followup])) == []
+
+
+async def test_the_approval_that_led_to_an_action_does_not_block_closing_it() -> None:
+    packets = [packet("t5", "s5", T0, [40.0])]
+    async with desk_port(packets) as (page, sends):
+        await page.queue(**AUTH)
+        approve = {"session_id": "s5", "ticket_id": "t5", "verdict": "approve"}
+        assert await page.post(desk.DECIDE_PATH, approve) == (200, "")
+        # The worker applied it: the offer's hand-off goes, its action is handed to a person.
+        packets[:] = [handed("t5", "s5", T0 + timedelta(minutes=1))]
+        [shown] = (await page.queue(**AUTH))[1]["items"]
+        assert shown["action"] is not None and shown["sent"] is None
+        assert await page.post(desk.DECIDE_PATH, {**DONE, "reference": "RF-3"}) == (200, "")
+        [shown] = (await page.queue(**AUTH))[1]["items"]
+        assert shown["sent"]["action"] == "done"
+    assert [d.action for d in sends.sent] == ["approve", "done"]
