@@ -62,7 +62,6 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     assert held.offer.state == "needs_approval" and held.offer.total == 150
 
     row = f"document.querySelector('#queue tr[data-handoff=\"{ticket}\"]:not([data-action])')"
-    handed = "document.querySelector('#queue tr[data-action]')"
     url = f"http://127.0.0.1:{worker.web_port}/dashboard"
     async with chromium_tab(url, tmp_path / "profile") as tab:
         started = time.monotonic()
@@ -100,26 +99,39 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
         assert sent.startswith("approve sent (decision "), sent
         after = await delivery.replies(d, 2)
         # Once the worker confirmed it, the next refresh of the queue drops it; the approved
-        # action, handed to a person, is listed in its place with Done and Failed.
+        # offer's actions (one a line), handed to a person, are listed with Done and Failed.
+        [approved] = [r for r in after if r.decision_id is not None]
+        assert approved.offer is not None
+        lines = len(approved.offer.lines)
         await tab.until(f"!{row}", "the hand-off to leave the queue")
-        await tab.until(f"!!{handed}", "the action handed to a person")
+        handed = "[...document.querySelectorAll('#queue tr[data-action]')]"
+        await tab.until(f"{handed}.length === {lines}", "the actions handed to a person")
         listed = await tab.evaluate(
-            f"(() => {{ const tr = {handed}; return {{"
+            f"{handed}.map((tr) => ({{ key: tr.dataset.action,"
             "cells: [...tr.children].slice(0, 6).map((td) => td.textContent),"
-            "buttons: [...tr.querySelectorAll('button.act')].map((b) => b.dataset.action)}; })()"
+            "buttons: [...tr.querySelectorAll('button.act')].map((b) => b.dataset.action)}))"
         )
-        assert "action manual" in listed["cells"][2] and "· order " in listed["cells"][5]
-        assert listed["buttons"] == ["done", "failed", "answer"]
-        await tab.evaluate(
-            f"(() => {{ const tr = {handed}; tr.querySelector('input.reference').value = 'RF-77';"
-            "tr.querySelector('button[data-action=done]').click(); })()"
+        for shown in listed:
+            assert "action manual" in shown["cells"][2] and "· order " in shown["cells"][5]
+            assert shown["buttons"] == ["done", "failed", "answer"]
+        # The first is done (the system's reference typed in), any other failed.
+        for n, shown in enumerate(listed):
+            one = f"document.querySelector('#queue tr[data-action=\"{shown['key']}\"]')"
+            verdict = "done" if n == 0 else "failed"
+            await tab.evaluate(
+                f"(() => {{ const tr = {one}; tr.querySelector('input.reference').value = 'RF-77';"
+                f"tr.querySelector('button[data-action={verdict}]').click(); }})()"
+            )
+            status = f"{one}.querySelector('.desk-status').textContent"
+            sent = await tab.until(f"{status}.startsWith('{verdict} sent') && {status}", verdict)
+            assert sent.startswith(f"{verdict} sent (decision "), sent
+        follow_ups = [r for r in await delivery.replies(d, 2 + lines) if r.ticket_id != ticket]
+        assert sorted(r.status for r in follow_ups) == ["action_confirmed"] + ["action_failed"] * (
+            lines - 1
         )
-        status = f"{handed}.querySelector('.desk-status').textContent"
-        sent = await tab.until(f"{status}.startsWith('done sent') && {status}", "the done")
-        assert sent.startswith("done sent (decision "), sent
-        [told] = [r for r in await delivery.replies(d, 3) if r.status == "action_confirmed"]
+        [told] = [r for r in follow_ups if r.status == "action_confirmed"]
         assert "RF-77" in told.reply and told.ticket_ids == [ticket]
-        await tab.until(f"!{handed}", "the action to leave the queue")
+        await tab.until(f"{handed}.length === 0", "the actions to leave the queue")
         assert await tab.evaluate("document.getElementById('queue_open').textContent") == "0"
         in_page = time.monotonic() - started
 
@@ -131,8 +143,8 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     assert reply.offer is not None and reply.offer.state == "approved"
     assert reply.offer.total == 120
     # What the page sent is the commands' record: signed, by the dashboard.
-    found = await d.read("support.decisions", lambda vs: len(vs) >= 3)
-    [_, (value, headers), (closing, closing_headers)] = found
+    found = await d.read("support.decisions", lambda vs: len(vs) >= 2 + lines)
+    [_, (value, headers), *closing] = found
     sent = orjson.loads(value)
     assert (sent["action"], sent["item"], sent["amount"], sent["by"]) == (
         "approve",
@@ -142,16 +154,20 @@ async def test_a_person_approves_an_offer_in_the_dashboard(
     )
     assert sent["decision_id"] == reply.decision_id
     assert any(k == "baton-signature" and v.startswith(b"k1:") for k, v in headers)
-    done = orjson.loads(closing)
-    assert (done["action"], done["reference"], done["by"]) == ("done", "RF-77", "dashboard")
-    assert told.ticket_id == f"action:{done['item']}:{done['decision_id']}"
-    assert any(k == "baton-signature" and v.startswith(b"k1:") for k, v in closing_headers)
+    closed = [orjson.loads(v) for v, _ in closing]
+    assert [(c["action"], c["reference"], c["by"]) for c in closed] == [
+        ("done", "RF-77", "dashboard")
+    ] + [("failed", None, "dashboard")] * (lines - 1)
+    assert told.ticket_id == f"action:{closed[0]['item']}:{closed[0]['decision_id']}"
+    assert all(
+        any(k == "baton-signature" and v.startswith(b"k1:") for k, v in h) for _, h in closing
+    )
     # What one refresh of the queue costs here: the topics read once, the replies since.
     settings = settings_of(d)
     began = time.monotonic()
     read = await read_desk(settings)
     refresh_ms = round((time.monotonic() - began) * 1000)
-    assert open_handoffs(read) == [] and len(read.packets) == 2
+    assert open_handoffs(read) == [] and len(read.packets) == 1 + lines
     delivery.figures(
         "dashboard desk approval", seconds_in_page=round(in_page, 1), refresh_ms=refresh_ms
     )
