@@ -1,5 +1,5 @@
-"""The dashboard's desk: the hand-off queue as JSON, and a person's approve, deny or answer
-sent as the signed ``Decision`` the ``baton`` commands send; same-origin requests only."""
+"""The dashboard's desk: the hand-off queue as JSON, and a person's approve, deny, answer, done
+or failed sent as the signed ``Decision`` the ``baton`` commands send; same-origin requests only."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import orjson
 from aiohttp import web as aioweb
 
-from baton_kafka.schemas.decision import MAX_AMOUNT, Decision
+from baton_kafka.schemas.decision import MAX_AMOUNT, ON_ACTION, ON_OFFER, Decision
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.admin.decisions import BadDecision, build, send
 from baton_kafka.streams.kafka.connect import BrokerUnreachable
@@ -36,7 +36,16 @@ CSRF_HEADER = "X-Baton-CSRF"
 BODY_BYTES = 20_000
 """The largest action body read: an answer of 4,000 characters, each up to 4 UTF-8 bytes."""
 FIELDS = {
-    "decide": {"session_id", "ticket_id", "verdict", "amount", "note", "by"},
+    "decide": {
+        "session_id",
+        "ticket_id",
+        "verdict",
+        "amount",
+        "idempotency_key",
+        "reference",
+        "note",
+        "by",
+    },
     "answer": {"session_id", "ticket_id", "text", "by"},
 }
 _NONCE = re.compile(r"[A-Za-z0-9_-]{32}")
@@ -175,7 +184,8 @@ class Desk:
         return response
 
     async def decide_view(self, request: Any) -> aioweb.Response:
-        """POST: approve (at the proposed amount or another) or deny a pending offer."""
+        """POST: approve (at the proposed amount or another) or deny a pending offer; done (with
+        the system's reference) or failed for an action a hand-off gave a person."""
         return await self._act(request, "decide")
 
     async def answer_view(self, request: Any) -> aioweb.Response:
@@ -228,29 +238,41 @@ class Desk:
         session = text_of(body, "session_id", required=True) or ""
         ticket = text_of(body, "ticket_id", required=True) or ""
         verdict = text_of(body, "verdict", required=kind == "decide") if kind == "decide" else None
-        if kind == "decide" and verdict not in ("approve", "deny"):
-            raise Refusal(400, "verdict must be approve or deny")
+        if kind == "decide" and verdict not in ON_OFFER | ON_ACTION:
+            raise Refusal(400, "verdict must be approve, deny, done or failed")
         amount = amount_of(body) if kind == "decide" else None
+        key = text_of(body, "idempotency_key", required=verdict in ON_ACTION)
+        if key is not None and verdict not in ON_ACTION:
+            raise Refusal(400, "idempotency_key goes with done and failed")
+        reference = text_of(body, "reference")
+        if verdict == "done" and not reference:
+            raise Refusal(400, "done needs reference, the system's reference of what was done")
         packet = await self.queue.find(session, ticket)
         if packet is None:
             raise Refusal(404, "no open hand-off of that session and ticket")
-        sent = self.queue.sent.get((session, ticket))
+        if key is not None:
+            # The action is named by its key: a ticket's offer may hand several to a person.
+            packet = await self.queue.find(session, ticket, key)
+            if packet is None:
+                raise Refusal(409, "that hand-off has no action of that key waiting for a person")
+        sent = self.queue.sent.get((session, key or ticket))
         if sent is not None:
             raise Refusal(409, f"a decision was sent on that hand-off already ({sent.action})")
-        if kind == "decide" and packet.proposed_offer is None:
+        if verdict in ON_OFFER and packet.proposed_offer is None:
             raise Refusal(409, "that hand-off has no offer waiting for approval")
-        if amount is not None and money_lines(packet) != 1:
+        if amount is not None and verdict == "approve" and money_lines(packet) != 1:
             raise Refusal(400, "a changed amount needs an offer with one money line")
         text_field = "text" if kind == "answer" else "note"
         try:
             return build(
                 verdict or kind,
                 session,
-                item=ticket,
+                item=key or ticket,
                 amount=amount,
                 text=text_of(body, text_field) or "",
                 by=text_of(body, "by") or "dashboard",
                 allowed_hosts=self.allowed_hosts,
+                reference=reference,
             )
         except BadDecision as exc:
             raise Refusal(400, str(exc)) from None

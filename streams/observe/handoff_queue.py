@@ -28,6 +28,9 @@ SHOWN = 100
 """Open hand-offs the page lists, oldest first (the count says how many there are)."""
 # A person's decision's reply, before it is parsed: plain replies carry "decision_id":null.
 _DECIDED = b'"decision_id":"'
+# An action's follow-up, before it is parsed: one of an offer no person approved carries
+# "decision_id":null too, yet it settles the action's hand-off.
+_FOLLOW_UP = b'"ticket_id":"action:'
 # A refused decision's dead letter, before it is parsed.
 _REFUSED = b'"stage":"decide"'
 # Clocks of the desk and of the workers differ a little: a reply read from a bit earlier.
@@ -125,6 +128,12 @@ def open_handoffs(read: Read) -> list[HandoffPacket]:
     return out
 
 
+def settling(value: bytes | None) -> bool:
+    """Whether a record of the replies topic may settle a hand-off (a reply to a person's
+    decision, or an action's follow-up), read before it is parsed."""
+    return value is not None and (_DECIDED in value or _FOLLOW_UP in value)
+
+
 def refusals(read: Read) -> dict[tuple[str, str], Refusal]:
     """The latest refused decision on each ``(session, ticket)``, from its dead letter."""
     out: dict[tuple[str, str], Refusal] = {}
@@ -146,6 +155,15 @@ def money_lines(packet: HandoffPacket) -> int:
     """How many lines of the packet's proposed offer carry an amount (0: no offer)."""
     offer = packet.proposed_offer
     return sum(1 for line in offer.lines if line.amount) if offer is not None else 0
+
+
+def key(packet: HandoffPacket) -> tuple[str, str]:
+    """What a decision on the packet names, as ``(session, item)``: an action's hand-off its
+    action's idempotency key (done, failed), any other its ticket id; a decision on the offer
+    that led to the action is not the action's."""
+    if packet.action is not None:
+        return (packet.session_id, packet.action.idempotency_key)
+    return (packet.session_id, packet.ticket_id)
 
 
 def item(packet: HandoffPacket, sent: Sent | None, refused: Refusal | None) -> dict[str, Any]:
@@ -201,7 +219,7 @@ async def read_desk(settings: Settings) -> Read:
         # A partition with no record that late is read whole (its records are few or old).
         start |= {TopicPartition(topic, p): o for p, o in offsets.items() if o is not None}
     found = await read_topics(settings, later, start=start)
-    replies = [m for m in found[names.replies] if m.value and _DECIDED in m.value]
+    replies = [m for m in found[names.replies] if settling(m.value)]
     letters = [m for m in found[names.dead_letters] if m.value and _REFUSED in m.value]
     return Read(read.packets, read.decisions, records(Reply, replies), records(DeadLetter, letters))
 
@@ -231,27 +249,28 @@ class HandoffQueue:
                 self._open, self._refused = open_handoffs(read), refusals(read)
                 self._read_at = self._clock()
                 # Settled, or refused by the worker: the person may decide again.
-                still = {(p.session_id, p.ticket_id) for p in self._open}
+                still = {key(p) for p in self._open}
                 gone = {r.decision_id for r in self._refused.values()}
                 self.sent = {
                     k: v for k, v in self.sent.items() if k in still and v.decision_id not in gone
                 }
         return self._open
 
-    async def find(self, session_id: str, ticket_id: str) -> HandoffPacket | None:
-        """The open hand-off of that session and ticket, read again if not among the last."""
+    async def find(
+        self, session_id: str, ticket_id: str, key: str | None = None
+    ) -> HandoffPacket | None:
+        """The open hand-off of that session and ticket (with ``key``: the one handing a person
+        the action of that idempotency key), read again if not among the last."""
         for fresh in (False, True):
             for p in await self.open(fresh):
-                if (p.session_id, p.ticket_id) == (session_id, ticket_id):
+                if (p.session_id, p.ticket_id) == (session_id, ticket_id) and (
+                    key is None or (p.action is not None and p.action.idempotency_key == key)
+                ):
                     return p
         return None
 
     async def shown(self) -> dict[str, Any]:
         """The page's queue: how many are open, the oldest ``SHOWN`` of them."""
         waiting = await self.open()
-        items = [
-            item(p, self.sent.get(key), self._refused.get(key))
-            for p in waiting[:SHOWN]
-            for key in [(p.session_id, p.ticket_id)]
-        ]
+        items = [item(p, self.sent.get(key(p)), self._refused.get(key(p))) for p in waiting[:SHOWN]]
         return {"open": len(waiting), "items": items}

@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.schemas.action import Action
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.handoff import HandoffPacket
@@ -25,7 +26,13 @@ from baton_kafka.schemas.records import DeadLetter, Offer, OfferLine, Reply
 from baton_kafka.streams.kafka.connect import BrokerUnreachable
 from baton_kafka.streams.observe import desk
 from baton_kafka.streams.observe.guard import guard
-from baton_kafka.streams.observe.handoff_queue import REFRESH_S, HandoffQueue, Read, open_handoffs
+from baton_kafka.streams.observe.handoff_queue import (
+    REFRESH_S,
+    HandoffQueue,
+    Read,
+    open_handoffs,
+    settling,
+)
 from baton_kafka.streams.observe.web import PATHS
 from baton_kafka.streams.runtime.app import create_app
 from baton_kafka.streams.settings import Settings
@@ -355,7 +362,7 @@ async def test_a_cross_site_request_is_refused() -> None:
             400,
             "one money line",
         ),
-        (desk.DECIDE_PATH, {**APPROVE, "verdict": "maybe"}, 400, "approve or deny"),
+        (desk.DECIDE_PATH, {**APPROVE, "verdict": "maybe"}, 400, "approve, deny, done or failed"),
         (desk.DECIDE_PATH, {**APPROVE, "ticket_id": "t-forged"}, 404, "no open hand-off"),
         (desk.DECIDE_PATH, {**APPROVE, "session_id": "s2"}, 404, "no open hand-off"),
         (desk.DECIDE_PATH, {**APPROVE, "ticket_id": "t2", "session_id": "s2"}, 409, "no offer"),
@@ -473,3 +480,203 @@ async def test_the_queue_shows_a_model_written_note_labelled_inert_and_flagged()
     script = (Path(desk.__file__).parent / "static" / "desk.js").read_text()
     assert "noteOf(item)" in script and "note written by the model" in script
     assert "innerHTML" not in script
+
+
+KEY = "bt-0123456789abcdef0123456789abcdef01"
+
+
+def handed(ticket: str, session: str, at: datetime, key: str = KEY) -> HandoffPacket:
+    """The packet of an action handed to a person (the manual executor's)."""
+    action = Action(
+        idempotency_key=key,
+        session_id=session,
+        ticket_id=ticket,
+        line=0,
+        kind="refund",
+        order_id="O-1",
+        amount=40.0,
+        currency="EUR",
+        channel="original_payment",
+    )
+    return packet(ticket, session, at).model_copy(
+        update={
+            "packet_id": f"action:{key}",
+            "reason": "action_manual",
+            "reasons": ["action_manual"],
+            "action": action,
+        }
+    )
+
+
+DONE = {"session_id": "s5", "ticket_id": "t5", "verdict": "done", "idempotency_key": KEY}
+
+
+async def test_an_action_handed_to_a_person_is_closed_done_or_failed() -> None:
+    other = KEY[:-1] + "2"  # the same ticket's second line, handed over too
+    packets = [handed("t5", "s5", T0), handed("t5", "s5", T0, other)]
+    async with desk_port(packets) as (page, sends):
+        status, data = await page.queue(**AUTH)
+        assert [i["action"]["idempotency_key"] for i in data["items"]] == [KEY, other]
+        done = {**DONE, "reference": "RF-900", "note": "refunded by card", "by": "ana"}
+        assert await page.post(desk.DECIDE_PATH, done) == (200, "")
+        # Sent once; the queue shows it on that action's row, not on the other line's.
+        status, error = await page.post(desk.DECIDE_PATH, {**DONE, "reference": "RF-901"})
+        assert status == 409 and "sent on that hand-off already (done)" in error
+        first, second = (await page.queue(**AUTH))[1]["items"]
+        assert first["sent"]["action"] == "done" and second["sent"] is None
+        failed = {**DONE, "verdict": "failed", "idempotency_key": other}
+        assert await page.post(desk.DECIDE_PATH, failed) == (200, "")
+    closed, gave_up = sends.sent
+    assert (closed.action, closed.session_id, closed.item, closed.reference) == (
+        "done",
+        "s5",
+        KEY,
+        "RF-900",
+    )
+    assert (closed.text, closed.by) == ("refunded by card", "ana")
+    assert (gave_up.action, gave_up.item, gave_up.reference, gave_up.by) == (
+        "failed",
+        other,
+        None,
+        "dashboard",
+    )
+
+
+async def test_a_refused_done_shows_on_its_action_and_may_be_sent_again() -> None:
+    letters: list[DeadLetter] = []
+    async with desk_port([handed("t5", "s5", T0)], letters=letters) as (page, sends):
+        await page.queue(**AUTH)
+        assert await page.post(desk.DECIDE_PATH, {**DONE, "reference": "RF-1"}) == (200, "")
+        error = "no such action waiting for a person"
+        letters.append(refused(sends.sent[0], "decision_not_pending", error, datetime.now(UTC)))
+        [shown] = (await page.queue(**AUTH))[1]["items"]
+        assert shown["sent"] is None and shown["refused"]["action"] == "done"
+        assert await page.post(desk.DECIDE_PATH, {**DONE, "reference": "RF-2"}) == (200, "")
+    assert [d.reference for d in sends.sent] == ["RF-1", "RF-2"]
+
+
+# References a shop's systems give, in several formats: each is sent as typed.
+GOOD_REFERENCES = [
+    "RF-77",
+    "re_3NxKZ2LkdF0a1b2c",
+    "1042",
+    "ORD-2026/12/01-7",
+    "返金-0042",
+    "Rück 7",
+]
+# What is not a reference: refused with one line, nothing sent.
+BAD_REFERENCES = [
+    ("", "done needs reference"),
+    (None, "done needs reference"),
+    (77, "reference must be text"),
+    (" RF-77", "starts with a space"),
+    ("RF-77 ", "ends with a space"),
+    ("RF\x1b[2J", "control character"),
+    ("RF\u200b77", "invisible character"),
+    ("R" * 201, "at most 200"),
+]
+
+
+@pytest.mark.parametrize("reference", GOOD_REFERENCES)
+async def test_a_reference_is_sent_as_the_person_typed_it(reference: str) -> None:
+    async with desk_port([handed("t5", "s5", T0)]) as (page, sends):
+        await page.queue(**AUTH)
+        assert await page.post(desk.DECIDE_PATH, {**DONE, "reference": reference}) == (200, "")
+    assert [d.reference for d in sends.sent] == [reference]
+
+
+@pytest.mark.parametrize(("reference", "expected"), BAD_REFERENCES)
+async def test_a_bad_reference_is_refused(reference: Any, expected: str) -> None:
+    async with desk_port([handed("t5", "s5", T0)]) as (page, sends):
+        await page.queue(**AUTH)
+        status, error = await page.post(desk.DECIDE_PATH, {**DONE, "reference": reference})
+    assert (status, "\n" in error) == (400, False), error
+    assert expected in error
+    assert sends.sent == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "expected"),
+    [
+        # A packet without an action: nothing to close.
+        (
+            {**DONE, "session_id": "s2", "ticket_id": "t2", "reference": "RF-1"},
+            409,
+            "no action of that key",
+        ),
+        ({**DONE, "session_id": "s1", "ticket_id": "t1", "verdict": "failed"}, 409, "no action"),
+        # Another key than the hand-off's (forged or of another session): nothing to close.
+        ({**DONE, "idempotency_key": "bt-forged", "reference": "RF-1"}, 409, "no action"),
+        ({**DONE, "session_id": "s1", "reference": "RF-1"}, 404, "no open hand-off"),
+        ({**DONE, "verdict": "failed", "idempotency_key": None}, 400, "idempotency_key must"),
+        ({**DONE, "verdict": "failed", "idempotency_key": 7}, 400, "idempotency_key must"),
+        ({**DONE, "verdict": "failed", "reference": "RF-1"}, 400, "reference goes with done"),
+        ({**DONE, "reference": "RF-1", "amount": 40}, 400, "goes with approve"),
+        # An approval or an answer names the ticket, never an action's key or a reference.
+        ({**APPROVE, "idempotency_key": KEY}, 400, "goes with done and failed"),
+        ({**APPROVE, "reference": "RF-1"}, 400, "reference goes with done"),
+        ({**DONE, "verdict": "approve"}, 400, "goes with done and failed"),
+    ],
+)
+async def test_done_and_failed_need_an_action_of_that_hand_off(
+    body: dict[str, Any], status: int, expected: str
+) -> None:
+    packets = [packet("t1", "s1", T0, [150.0]), packet("t2", "s2", T0), handed("t5", "s5", T0)]
+    async with desk_port(packets) as (page, sends):
+        _, data = await page.queue(**AUTH)
+        actions = {i["ticket_id"]: i["action"] is not None for i in data["items"]}
+        assert actions == {"t1": False, "t2": False, "t5": True}
+        got, error = await page.post(desk.DECIDE_PATH, body)
+    assert (got, "\n" in error) == (status, False), error
+    assert expected in error
+    assert sends.sent == []
+
+
+async def test_a_forged_or_stale_done_is_refused_as_any_decision() -> None:
+    done = {**DONE, "reference": "RF-1"}
+    async with desk_port([handed("t5", "s5", T0)]) as (page, sends):
+        await page.queue(**AUTH)
+        assert (await page.post(desk.DECIDE_PATH, done, Authorization="-"))[0] == 401
+        status, error = await page.post(desk.DECIDE_PATH, done, Origin="http://evil.example")
+        assert status == 403 and "cross-site" in error
+        status, error = await page.post(desk.DECIDE_PATH, done, **{desk.CSRF_HEADER: "0" * 64})
+        assert status == 403 and "CSRF token" in error
+        page.http.cookie_jar.clear()
+        status, error = await page.post(desk.DECIDE_PATH, done)
+        assert status == 403 and "CSRF token" in error
+    assert sends.sent == []
+
+
+async def test_a_person_closing_an_action_takes_it_off_the_queue() -> None:
+    waiting = handed("t5", "s5", T0)
+    assert open_handoffs(Read([waiting])) == [waiting]
+    d = decision("d9", "s5", "done", KEY, T0 + timedelta(minutes=5))
+    followup = reply(f"action:{KEY}:d9", "s5", "d9", T0 + timedelta(minutes=6))
+    assert open_handoffs(Read([waiting], [d], [followup])) == []
+
+
+def test_the_follow_up_of_an_action_no_person_approved_settles_its_hand_off() -> None:
+    # An offer within the policy: its action carries no decision, nor does its follow-up.
+    waiting = handed("t5", "s5", T0)
+    followup = reply(f"action:{KEY}:d9", "s5", "d9", T0 + timedelta(minutes=6))
+    followup = followup.model_copy(update={"decision_id": None, "status": "action_confirmed"})
+    plain = reply("t6", "s5", "d0", T0).model_copy(update={"decision_id": None})
+    assert settling(dumps(followup)) and not settling(dumps(plain)) and not settling(None)
+    assert settling(dumps(reply("t6", "s5", "d0", T0)))
+    assert open_handoffs(Read([waiting], replies=[followup])) == []
+
+
+async def test_the_approval_that_led_to_an_action_does_not_block_closing_it() -> None:
+    packets = [packet("t5", "s5", T0, [40.0])]
+    async with desk_port(packets) as (page, sends):
+        await page.queue(**AUTH)
+        approve = {"session_id": "s5", "ticket_id": "t5", "verdict": "approve"}
+        assert await page.post(desk.DECIDE_PATH, approve) == (200, "")
+        # The worker applied it: the offer's hand-off goes, its action is handed to a person.
+        packets[:] = [handed("t5", "s5", T0 + timedelta(minutes=1))]
+        [shown] = (await page.queue(**AUTH))[1]["items"]
+        assert shown["action"] is not None and shown["sent"] is None
+        assert await page.post(desk.DECIDE_PATH, {**DONE, "reference": "RF-3"}) == (200, "")
+        [shown] = (await page.queue(**AUTH))[1]["items"]
+        assert shown["sent"]["action"] == "done"
+    assert [d.action for d in sends.sent] == ["approve", "done"]

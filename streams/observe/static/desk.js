@@ -1,5 +1,5 @@
-// The hand-off queue: polls /dashboard/queue.json every 5 s. Approve, deny and answer are
-// same-origin POSTs carrying the CSRF token the queue hands out; text only through textContent.
+// The hand-off queue: polls /dashboard/queue.json every 5 s. Approve, deny, done, failed and
+// answer are same-origin POSTs carrying the CSRF token the queue hands out; text only through textContent.
 const QUEUE_MS = 5000;
 let csrf = "";
 
@@ -16,6 +16,11 @@ function offerText(offer) {
   if (!offer) return "—";
   const lines = offer.lines.map((l) => l.kind + (l.amount ? " " + l.amount.toFixed(2) : ""));
   return lines.join(", ") + " · total " + offer.total.toFixed(2) + " " + (offer.currency || "");
+}
+
+function actionText(action) {
+  const amount = action.amount != null ? " " + action.amount.toFixed(2) + " " + (action.currency || "") : "";
+  return action.kind + amount + " · order " + action.order_id + (action.channel ? " · " + action.channel : "");
 }
 
 function moneyLine(offer) {
@@ -92,6 +97,29 @@ function actions(item, tr) {
     row.append(amount, approve, deny);
     td.append(row);
   }
+  // An action handed to a person: closed as done (the system's reference) or failed.
+  const action = item.action;
+  if (action) {
+    const named = Object.assign({ idempotency_key: action.idempotency_key }, ids);
+    const reference = el("input", null, "reference");
+    reference.type = "text";
+    reference.maxLength = 200;
+    reference.placeholder = "the system's reference";
+    reference.title = "done: the shop's system's reference of what was done (the refund's id)";
+    const done = button("Done", "done");
+    done.addEventListener("click", () => {
+      if (!reference.value.trim()) {
+        setStatus(tr, "not sent: done needs the system's reference", "poor");
+        return;
+      }
+      act(tr, "/dashboard/decide", Object.assign({ verdict: "done", reference: reference.value.trim(), by: by() }, named));
+    });
+    const failed = button("Failed", "failed");
+    failed.addEventListener("click", () => act(tr, "/dashboard/decide", Object.assign({ verdict: "failed", by: by() }, named)));
+    const row = el("div", null, "desk-offer");
+    row.append(reference, done, failed);
+    td.append(row);
+  }
   const text = el("textarea", null, "answer");
   text.maxLength = 4000;
   text.rows = 2;
@@ -125,6 +153,7 @@ function noteOf(item) {
 function queueRow(item) {
   const tr = el("tr");
   tr.dataset.handoff = item.ticket_id;
+  if (item.action) tr.dataset.action = item.action.idempotency_key;
   tr.dataset.session = item.session_id;
   const reason = el("td");
   reason.append(el("span", item.reason.replace(/_/g, " "), item.urgency === "high" ? "poor" : ""),
@@ -137,7 +166,7 @@ function queueRow(item) {
   problem.append(el("div", item.core_problem || item.text), noteOf(item), packet);
   const overdue = new Date(item.deadline) < new Date();
   tr.append(el("td", fmtWhen(item.handed_off_at)), el("td", fmtWhen(item.deadline), overdue ? "poor" : ""),
-    reason, ids, problem, el("td", offerText(item.proposed_offer)), actions(item, tr));
+    reason, ids, problem, el("td", item.action ? actionText(item.action) : offerText(item.proposed_offer)), actions(item, tr));
   return tr;
 }
 
