@@ -24,12 +24,10 @@ from baton_kafka.agents.guards import (
 from baton_kafka.agents.guards.language import (
     LANGUAGE,
     feedback_note,
-    language_of,
     language_problem,
 )
 from baton_kafka.agents.guards.order_facts import FACTS, corrected, fact_problems
 from baton_kafka.agents.history import offered_by_kind
-from baton_kafka.agents.languages import among
 from baton_kafka.agents.models.llm import LLM, OutputInvalid
 from baton_kafka.agents.orders import OrderStore
 from baton_kafka.agents.outcome import Failure, Outcome
@@ -128,17 +126,12 @@ def holding_reply(
 ) -> StrategyDraft:
     """A safe hand-off reply when no valid strategy could be produced.
 
-    The core problem is quoted only when it is in the customer's language.
+    It names the order, never the understood core problem: that is the internal summary for the
+    shop's people ("The customer needs help with: ..."), not words for the customer.
     """
     order = f" ({match.order_id})" if match.order_id else ""
     default = languages[0] if languages else "en"
-    names = [n for n in (u.product, match.order.product_name if match.order else None) if n]
-    quoted = language_of(u.core_problem, names, among(u.language, languages)) in (u.language, None)
-    about = (
-        fixed("holding_about_problem", u.language, default, problem=u.core_problem, order=order)
-        if quoted
-        else fixed("holding_about_request", u.language, default, order=order)
-    )
+    about = fixed("holding_about_request", u.language, default, order=order)
     reply = fixed("holding", u.language, default, about=about)
     return StrategyDraft(
         solution="Hand over to a human agent.",

@@ -16,15 +16,6 @@ from baton_kafka.schemas import Order
 from baton_kafka.schemas.records import Offer, OfferLine
 
 ORDER_ID, PRODUCT = "G-1001", "Midea Electric Kettle 1.7L"
-# A core problem as the customer wrote it, quoted by a hand-off text.
-PROBLEM = {
-    "en": "the kettle is leaking",
-    "zh": "水壶漏水了",
-    "ja": "ケトルから水が漏れています",
-    "de": "der Wasserkocher ist undicht",
-    "es": "el hervidor pierde agua",
-    "fr": "la bouilloire fuit",
-}
 LANGUAGES = languages()
 
 
@@ -61,8 +52,6 @@ def _texts(lang: str) -> Iterator[tuple[set[str], str]]:
     ):
         yield {key}, fixed(key, lang)
     order = f" ({ORDER_ID})"
-    about = fixed("holding_about_problem", lang, problem=PROBLEM[lang], order=order)
-    yield {"holding", "holding_about_problem"}, fixed("holding", lang, about=about)
     about = fixed("holding_about_request", lang, order=order)
     yield {"holding", "holding_about_request"}, fixed("holding", lang, about=about)
     action = {"order": ORDER_ID, "amount": " (39.90 EUR)"}

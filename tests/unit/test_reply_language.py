@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from baton_kafka.agents.guards.language import language_of
 from baton_kafka.agents.models.claude import AnthropicLLM
 from baton_kafka.agents.strategy import holding_reply
@@ -105,22 +107,36 @@ async def test_the_re_ask_says_in_chinese_what_is_wrong(tmp_path: Path) -> None:
     assert language_of(reply.reply, NAMES) == "zh"
 
 
-def test_a_hand_off_never_quotes_an_english_core_problem_to_a_chinese_customer() -> None:
+# The understanding's core problem in each shipped language, as the offline rules write it: an
+# internal summary about the customer, for the shop's people.
+SUMMARY = {
+    "en": "Customer needs help with their kettle and it is leaking.",
+    "zh": "客户需要电热水壶方面的帮助，漏水了。",
+    "ja": "お客様は電気ケトルについてサポートを求めており、水が漏れています。",
+    "de": "Der Kunde braucht Hilfe zu: Wasserkocher; er ist undicht.",
+    "es": "El cliente necesita ayuda con: hervidor; pierde agua.",
+    "fr": "Le client a besoin d'aide pour : bouilloire ; elle fuit.",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(SUMMARY))
+def test_a_hand_off_text_never_holds_the_internal_summary(lang: str) -> None:
     u = Understanding(
-        product="美的电热水壶 1.7L",
-        problem="漏水",
+        product="Midea Electric Kettle 1.7L",
+        problem="leaking",
         demand="refund",
         time_hint=None,
-        keywords=["漏水"],
-        language="zh",
-        core_problem="Customer's kettle is leaking and they want a refund.",
+        keywords=[],
+        language=lang,
+        core_problem=SUMMARY[lang],
         refers_to_earlier=False,
     )
     match = OrderMatch(order_id="G-3002", method="deterministic", confidence=0.9, reason="x")
-    held = holding_reply(u, match).reply
-    assert "Customer" not in held and language_of(held) == "zh" and "G-3002" in held
-    chinese = u.model_copy(update={"core_problem": "客户的美的电热水壶 1.7L漏水，希望退款。"})
-    assert "客户的美的电热水壶" in holding_reply(chinese, match).reply
+    held = holding_reply(u, match, ("en", lang)).reply
+    assert SUMMARY[lang] not in held and "G-3002" in held
+    # Not a fragment of it either: the summary's first words never reach the customer.
+    assert SUMMARY[lang][:6] not in held
+    assert language_of(held, [], tuple(SUMMARY)) == lang
 
 
 def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -> None:
