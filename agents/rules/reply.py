@@ -196,6 +196,9 @@ def _action(
         carrier = texts["carrier"].format(carrier=order.carrier, tracking=tracking, tracking_no=no)
     channel = pack["channels"].get(comp.channel or "", "") if comp else ""
     template = texts["store_unavailable"] if case == "store_unavailable" else pack["actions"][case]
+    if case == "exchange" and not _item_back(lines, policy):
+        # The item goes back only when the policy's line says so (its item_back condition).
+        template = pack["actions"]["exchange_kept"]
     return str(
         template.format(
             oid=oid,
@@ -212,6 +215,16 @@ def _action(
     )
 
 
+def _item_back(lines: list[OfferLine], policy: Policy) -> bool:
+    """Whether the policy's exchange line of ``lines`` carries an item_back condition."""
+    return any(
+        c.kind == "item_back"
+        for line in lines
+        if line.kind == "exchange"
+        for c in offers.conditions(line, policy)
+    )
+
+
 def conditions_said(
     lines: list[OfferLine], policy: Policy, reason: str | None, lang: str
 ) -> list[str]:
@@ -220,8 +233,11 @@ def conditions_said(
     out: dict[str, None] = {}
     for line in lines:
         for c in offers.conditions(line, policy, reason):
-            if c.kind in said:
-                out[str(said[c.kind]).format(days=c.days, years=c.years)] = None
+            sentence = str(said.get(c.kind, ""))
+            if ("{days}" in sentence and c.days is None) or ("{years}" in sentence and not c.years):
+                continue  # no number to state: the action's own sentence states it
+            if sentence:
+                out[sentence.format(days=c.days, years=c.years)] = None
     return list(out)
 
 

@@ -74,3 +74,34 @@ async def test_the_fitting_article_reaches_the_strategy_prompt(
     assert not any("oucher" in t or "Gutschein" in t for t in titles)
     # The reply names the policy version the articles' index joined.
     assert reply.policy_version == load_policy(SHOP / "policy.toml").version
+
+
+@pytest.mark.parametrize(
+    ("text", "turnaround", "sent_back"),
+    [
+        (
+            "In meinem Zauberberg LL-100200 fehlen die Seiten 40 bis 56. Bitte schicken Sie mir "
+            "ein neues Exemplar.",
+            "innerhalb von 2 Werktagen",
+            "zurück",
+        ),
+        (
+            "Pages 40 to 56 are missing from my book LL-100200. Please send me a replacement.",
+            "within 2 business days",
+            "send it back",
+        ),
+    ],
+)
+async def test_the_offline_replacement_reads_once_and_the_damaged_book_stays(
+    text: str, turnaround: str, sent_back: str
+) -> None:
+    settings = load({"BATON_POLICY": str(SHOP / "policy.toml")})
+    pipeline = TestPipeline(orders=MemoryOrders(BOOK), settings=settings)
+    [reply] = await pipeline.send(ticket("t1", text))
+    await pipeline.aclose()
+    assert reply.offer is not None and [x.kind for x in reply.offer.lines] == ["exchange"]
+    # The policy's turnaround is the sentence's time, said once.
+    assert reply.reply.count(turnaround) == 1, reply.reply
+    assert "Ersatzes innerhalb" not in reply.reply and "the replacement ships" not in reply.reply
+    # The exchange line carries no item_back condition: nothing asks for the book back.
+    assert sent_back not in reply.reply, reply.reply

@@ -606,3 +606,11 @@ def test_demo_data_runs_through_the_rules() -> None:
     assert chosen["T-301"] == chosen["T-302"] == "O-3002"
     assert chosen["T-501"] == "O-5001"
     assert chosen["T-1301"] is None
+
+
+def test_the_demo_shops_exchange_asks_for_the_item_back_as_its_condition_says() -> None:
+    draft = _strategy("The kettle arrived damaged, please send me a new one.", KETTLE)
+    assert [x.kind for x in draft.offer] == ["exchange"]
+    # The demo policy's exchange line carries item_back: the reply asks for it, once, with no
+    # number the policy does not give.
+    assert draft.reply.count("send it back") == 1 and "None" not in draft.reply
