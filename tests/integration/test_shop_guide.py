@@ -46,6 +46,8 @@ def test_the_guide_marks_every_step_from_the_shop_files_to_the_replies() -> None
         "baton worker",
         "baton publish",
         "baton tail support.replies",
+        "examples/orders/shopify_server.py",
+        "baton check --customer",
     ):
         assert command in script, f"the guide's tested blocks do not run {command}"
     assert "baton init" in GUIDE.read_text("utf-8"), "the place for `baton init` is gone"
@@ -53,10 +55,13 @@ def test_the_guide_marks_every_step_from_the_shop_files_to_the_replies() -> None
 
 @pytest.mark.timeout(180)
 def test_the_shop_guide_takes_a_new_shop_to_answered_tickets(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "examples" / "shops", tmp_path / "examples" / "shops")
-    broker_port, web_port = free_port(), free_port()
-    # The guide's broker port, moved to a free one; everything else exactly as written.
-    script = "set -euo pipefail\n" + guide_script().replace("9092", str(broker_port))
+    for folder in ("shops", "orders"):
+        shutil.copytree(ROOT / "examples" / folder, tmp_path / "examples" / folder)
+    broker_port, web_port, shopify_port = free_port(), free_port(), free_port()
+    # The guide's broker and Shopify ports, moved to free ones; everything else as written.
+    script = "set -euo pipefail\n" + guide_script().replace("9092", str(broker_port)).replace(
+        "8089", str(shopify_port)
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "ANTHROPIC_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["BATON_WEB_PORT"] = str(web_port)
@@ -113,5 +118,8 @@ def test_the_shop_guide_takes_a_new_shop_to_answered_tickets(tmp_path: Path) -> 
     # A coalesced ticket is answered as its turn's reply is.
     statuses = {r.ticket_id: by_id[r.answered_by or r.ticket_id].status for r in replies}
     assert list(statuses.values()).count("answered") >= 3, statuses
-    # The guide shows the replies to the reader.
+    # The guide shows the replies to the reader, and what baton reads from the Shopify-shaped
+    # example server through the shipped map.
     assert b"LL-100302" in out
+    assert b"order_id                 'LL-100301'  <- name" in out
+    assert b"customer_id              '207119551'  <- customer.id" in out

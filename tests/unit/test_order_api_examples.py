@@ -4,16 +4,19 @@ over the wire, and a ticket answered from each."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from baton_kafka.agents.orders import HttpOrderSource
 from baton_kafka.agents.orders.opening import open_source
+from baton_kafka.schemas import Ticket
+from examples.orders.shopify_server import BOOKSHOP, TOKEN
 from tests.fixtures.data import ticket
+from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import in_memory, run
 from tests.fixtures.shop_shapes import (
     SHOPIFY_TOKEN,
@@ -24,7 +27,7 @@ from tests.fixtures.shop_shapes import (
     woo_order,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "orders"
+EXAMPLES = ROOT / "examples" / "orders"
 EST = timezone(timedelta(hours=-5))
 
 
@@ -92,14 +95,15 @@ async def test_the_shopify_map_reads_every_field_baton_uses(
     seen = shopify_api.requests[0]
     assert seen.path == "/admin/api/2024-10/orders.json"
     assert seen.query == "customer_id=207119551&status=any&limit=50"
-    assert list(orders) == ["450789472", "450789471", "450789470", "450789469"]
-    jacket = orders["450789469"]
+    # Orders go by the number the customer sees (Shopify's "name").
+    assert list(orders) == ["#9472", "#9471", "#9470", "#9469"]
+    jacket = orders["#9469"]
     assert jacket.product_name == "Summit Down Jacket" and jacket.customer_id == "207119551"
     assert jacket.status == "delivered" and jacket.refunded == 12.5 and jacket.amount == 189.0
     assert jacket.carrier == "DHL Express" and jacket.tracking_no == "JD01460000450789469"
     assert jacket.delivered_at == datetime(2026, 11, 6, 15, 30, tzinfo=EST)
     assert jacket.ordered_at == datetime(2026, 11, 2, 15, tzinfo=UTC)
-    bundle = orders["450789470"]
+    bundle = orders["#9470"]
     assert bundle.product_name == "Trail Backpack 30L, Wool Socks (+1)"
     assert [(i.product_name, i.quantity, i.total) for i in bundle.items] == [
         ("Trail Backpack 30L", 1, 89.0),
@@ -107,12 +111,14 @@ async def test_the_shopify_map_reads_every_field_baton_uses(
         ("Cap", 1, 9.0),
     ]
     assert bundle.status == "shipped" and bundle.delivered_at is None
-    assert orders["450789471"].status == "pending" and orders["450789471"].carrier is None
-    assert orders["450789472"].status == "cancelled"
-    assert await shopify.get("450789469") == jacket
-    other = await shopify.get("450789999")
+    assert orders["#9471"].status == "pending" and orders["#9471"].carrier is None
+    assert orders["#9472"].status == "cancelled"
+    assert await shopify.get("#9469") == jacket
+    other = await shopify.get("#9999")
+    # Looked up by its name, "#" written as %23.
+    assert shopify_api.requests[-1].query == "name=%239999&status=any"
     assert other is not None and other.customer_id == "999"
-    assert await shopify.get("1") is None
+    assert await shopify.get("#1") is None
 
 
 async def test_a_ticket_on_a_shopify_order_names_the_product_and_knows_it_was_delivered(
@@ -123,11 +129,29 @@ async def test_a_ticket_on_a_shopify_order_names_the_product_and_knows_it_was_de
         pipeline,
         ticket("T-1", "Please cancel my down jacket order, I changed my mind.", "S1", "207119551"),
     )
-    assert cancel.order_id == "450789469"
-    assert "Summit Down Jacket" in cancel.reply and "#" not in cancel.reply
+    assert cancel.order_id == "#9469"
+    # The product is named after the order's lines, never after its number.
+    assert "Summit Down Jacket" in cancel.reply and "your #" not in cancel.reply.casefold()
     assert "cannot be cancelled" in cancel.reply and "before" not in cancel.reply
     # 189.00 paid, 12.50 already refunded by the shop: at most 176.50 is offered.
     assert "176.50" in cancel.reply and "189" not in cancel.reply
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My order #9470 arrived, but the socks are the wrong size.",
+        "Meine Bestellung #9470 ist da, aber die Socken haben die falsche Größe.",
+        "Pedido ＃9470: los calcetines no son de mi talla.",
+    ],
+)
+async def test_the_order_number_a_customer_sees_finds_the_shopify_order(
+    shopify: HttpOrderSource, text: str
+) -> None:
+    # Four orders, none named by product: the written "#9470" alone picks the order.
+    pipeline = in_memory(shopify)
+    *_, reply = await run(pipeline, ticket("T-1", text, "S1", "207119551"))
+    assert reply.order_id == "#9470", reply.reply
 
 
 async def test_the_woocommerce_map_reads_every_field_baton_uses(woo_api: WooApi) -> None:
@@ -177,3 +201,47 @@ async def test_the_woocommerce_map_reads_every_field_baton_uses(woo_api: WooApi)
         assert "80.00" in reply.reply  # 94.90 paid, 14.90 refunded by the shop
     finally:
         await source.close()
+
+
+# docs/shop.md, step 6: the tickets' customers as the Shopify source files them.
+SHOPIFY_CUSTOMERS = {
+    "maria.keller@example.org": "207119551",
+    "tom.harris@example.org": "207119552",
+    "jonas.weber@example.org": "207119553",
+}
+
+
+def guide_tickets() -> list[dict[str, Any]]:
+    guide = (ROOT / "docs" / "shop.md").read_text("utf-8")
+    block = re.search(r"cat > myshop/tickets.jsonl <<'EOF'\n(.*?)\nEOF", guide, re.S)
+    assert block is not None, "the guide's tickets are gone"
+    return [json.loads(line) for line in block[1].splitlines()]
+
+
+async def test_the_guides_tickets_are_answered_from_the_example_shopify_server(
+    shopify_api: ShopifyApi,
+) -> None:
+    guide = " ".join((ROOT / "docs" / "shop.md").read_text("utf-8").split())
+    for email, number in SHOPIFY_CUSTOMERS.items():
+        name = email.split("@")[0].replace(".", " ").title()
+        assert f"{name} {number}" in guide or f"{name.split()[0]} as `{number}`" in guide
+    shopify_api.add_raw(*BOOKSHOP)
+    source = open_source(
+        shopify_api.base_url, example("shopify.json"), auth=("X-Shopify-Access-Token", TOKEN)
+    )
+    try:
+        policy = str(ROOT / "examples" / "shops" / "bookshop" / "policy.toml")
+        pipeline = in_memory(source, policy_file=policy)
+        tickets = [
+            Ticket.model_validate(t | {"customer_id": SHOPIFY_CUSTOMERS[t["customer_id"]]})
+            for t in guide_tickets()
+        ]
+        replies = {r.ticket_id: r for r in await run(pipeline, *tickets)}
+    finally:
+        await source.close()
+    assert replies["M-1"].order_id == "LL-100301"
+    assert replies["T-1"].order_id == "LL-100302"
+    assert replies["J-1"].order_id == "LL-100303"
+    assert "Zauberberg" in replies["M-1"].reply
+    # The bookshop keeps no damaged copy: nothing asks Maria to send it back.
+    assert "zurückschicken" not in replies["M-1"].reply and "zurück," not in replies["M-1"].reply
