@@ -129,7 +129,9 @@ def holding_reply(
     It names the order, never the understood core problem: that is the internal summary for the
     shop's people ("The customer needs help with: ..."), not words for the customer.
     """
-    order = f" ({match.order_id})" if match.order_id else ""
+    # The order's product as the store names it, never the customer's words about it.
+    named = [match.order_id, match.order.product_name if match.order else None]
+    order = f" ({', '.join(n for n in named if n)})" if match.order_id else ""
     default = languages[0] if languages else "en"
     about = fixed("holding_about_request", u.language, default, order=order)
     reply = fixed("holding", u.language, default, about=about)

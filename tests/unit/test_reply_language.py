@@ -131,12 +131,17 @@ def test_a_hand_off_text_never_holds_the_internal_summary(lang: str) -> None:
         core_problem=SUMMARY[lang],
         refers_to_earlier=False,
     )
-    match = OrderMatch(order_id="G-3002", method="deterministic", confidence=0.9, reason="x")
+    order = next(o for o in ORDERS if o.order_id == "G-3002")
+    match = OrderMatch(
+        order_id="G-3002", order=order, method="deterministic", confidence=0.9, reason="x"
+    )
     held = holding_reply(u, match, ("en", lang)).reply
     assert SUMMARY[lang] not in held and "G-3002" in held
+    # The order's product as the store names it says what the request is about.
+    assert order.product_name in held
     # Not a fragment of it either: the summary's first words never reach the customer.
     assert SUMMARY[lang][:6] not in held
-    assert language_of(held, [], tuple(SUMMARY)) == lang
+    assert language_of(held, [order.product_name], tuple(SUMMARY)) == lang
 
 
 def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -> None:
