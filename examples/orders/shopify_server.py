@@ -150,8 +150,8 @@ def answer(orders: Mapping[str, dict[str, Any]], path: str, query: str = "") -> 
         mine = [o for o in orders.values() if str(o["customer"]["id"]) == customer]
         return 200, {"orders": mine[: int(args.get("limit", ["50"])[0])]}
     if rest.startswith("/orders/") and rest.endswith(".json"):
-        found = orders.get(rest.removeprefix("/orders/").removesuffix(".json"))
-        return (200, {"order": found}) if found else (404, {"errors": "Not Found"})
+        one = orders.get(rest.removeprefix("/orders/").removesuffix(".json"))
+        return (200, {"order": one}) if one else (404, {"errors": "Not Found"})
     return 404, {"errors": "Not Found"}
 
 
@@ -190,8 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token", default=TOKEN, help="the access token it wants")
     args = parser.parse_args(argv)
     made = server(args.host, args.port, BOOKSHOP, args.token)
-    host, port = made.server_address[:2]
-    print(f"listening on http://{host}:{port}{PREFIX}", flush=True)
+    port = made.server_address[1]
+    print(f"listening on http://{args.host}:{port}{PREFIX}", flush=True)
     try:
         made.serve_forever()
     except KeyboardInterrupt:
