@@ -151,6 +151,8 @@ def _target(ident: Identifier, books: CustomerOrders) -> str | None:
 
 def _fixes(text: str, books: CustomerOrders) -> list[tuple[Identifier, str]]:
     exact = {o.order_id for o in books.own} | {o.tracking_no for o in books.own if o.tracking_no}
+    # An id the store writes with its "#" ("#1001", Shopify's names) is read as the digits after it.
+    exact |= {x.removeprefix("#") for x in exact}
     # Ids the text may name as written: the ticket's, session's, customer's, products' models.
     keep = {k.casefold() for k in books.known_ids}
     keep |= {t.casefold() for o in books.own for n in o.products() for t in RUN.findall(n)}

@@ -15,6 +15,8 @@ import pytest
 from baton_kafka.agents import prompts
 from baton_kafka.agents.languages import ready
 from baton_kafka.agents.models.llm import LLM, OutputInvalid, Prompt
+from baton_kafka.agents.policy import default_policy
+from baton_kafka.agents.policy.shape import Condition
 from baton_kafka.agents.prompts import EarlierSession, Facts, parse_context
 from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.matching import normalize
@@ -608,9 +610,32 @@ def test_demo_data_runs_through_the_rules() -> None:
     assert chosen["T-1301"] is None
 
 
-def test_the_demo_shops_exchange_asks_for_the_item_back_as_its_condition_says() -> None:
-    draft = _strategy("The kettle arrived damaged, please send me a new one.", KETTLE)
-    assert [x.kind for x in draft.offer] == ["exchange"]
-    # The demo policy's exchange line carries item_back: the reply asks for it, once, with no
-    # number the policy does not give.
-    assert draft.reply.count("send it back") == 1 and "None" not in draft.reply
+def test_the_exchange_asks_for_the_item_back_only_when_its_line_carries_item_back() -> None:
+    u = _understand("The kettle arrived damaged, please send me a new one.")
+    facts = _facts(
+        "The kettle arrived damaged, please send me a new one.",
+        [KETTLE],
+        None,
+        stage="strategy",
+        understanding=u,
+        match=_match(KETTLE),
+    )
+    policy = default_policy()
+    exchange = policy.remedies["exchange"]
+    back = Condition(kind="item_back", days=14)
+    typed = policy.model_copy(
+        update={
+            "remedies": {
+                **policy.remedies,
+                "exchange": exchange.model_copy(update={"conditions": (back,)}),
+            }
+        }
+    )
+    kept = strategy_rules(facts, policy)
+    sent = strategy_rules(facts, typed)
+    assert [x.kind for x in kept.offer] == [x.kind for x in sent.offer] == ["exchange"]
+    # No item_back on the line: nothing asks for the item back, whatever the remedy's prose.
+    assert "send it back" not in kept.reply and "back to us" not in kept.reply, kept.reply
+    assert "a replacement" in kept.reply and "None" not in kept.reply
+    # item_back with its days: the reply asks for it, with the policy's number.
+    assert "send it back" in sent.reply and "within 14 days" in sent.reply, sent.reply

@@ -152,6 +152,8 @@ async def test_the_order_number_a_customer_sees_finds_the_shopify_order(
     pipeline = in_memory(shopify)
     *_, reply = await run(pipeline, ticket("T-1", text, "S1", "207119551"))
     assert reply.order_id == "#9470", reply.reply
+    # The reply names it as the store writes it, its "#" once.
+    assert reply.status == "answered" and "#9470" in reply.reply and "##" not in reply.reply
 
 
 async def test_the_woocommerce_map_reads_every_field_baton_uses(woo_api: WooApi) -> None:
