@@ -1,6 +1,6 @@
 """The customer's language, always: through the real SDK to the stand-in answering as a weak
 model, a re-asked reply it writes in English for a Chinese customer is caught and re-asked or
-replaced by a Chinese one; hand-off texts never quote an English core problem to them."""
+replaced by a Chinese one; hand-off texts never quote the internal core problem."""
 
 from __future__ import annotations
 
