@@ -29,6 +29,12 @@ class Marks:
     words: Mapping[str, re.Pattern[str]]
     markers: Mapping[str, re.Pattern[str] | None]
     reach: Mapping[str, int] = field(default_factory=dict)
+    # Every entry of ``words`` in one alternation: a text it does not match holds none of them.
+    any_word: re.Pattern[str] | None = None
+
+    def may_hold(self, text: str) -> bool:
+        """False only when ``text`` holds none of ``words``' entries (a quick test first)."""
+        return self.any_word is None or self.any_word.search(text) is not None
 
     def has(self, marker: str, text: str) -> bool:
         """Whether ``text`` holds one of ``marker``'s words."""
@@ -94,7 +100,10 @@ def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
     compiled = {kind: _any(kind, entries) for kind, entries in table.items()}
     markers = {name: _any(name, entries) for name, entries in words.get("markers", {}).items()}
     reach = {k: int(v) for k, v in words.get("reach", {}).items()}
-    return Marks(language, {k: p for k, p in compiled.items() if p is not None}, markers, reach)
+    every = [e for entries in table.values() for e in entries]
+    any_word = _any(group, every) if every else None
+    kinds = {k: p for k, p in compiled.items() if p is not None}
+    return Marks(language, kinds, markers, reach, any_word)
 
 
 def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:

@@ -95,6 +95,8 @@ def _read(text: str, pack: Marks) -> Iterator[Commitment]:
         for clause in sentence.clauses:
             if pack.has("reported", clause) or not pack.has("promise", clause):
                 continue
+            if not pack.may_hold(clause):
+                continue
             for kind, words in pack.words.items():
                 for hit in words.finditer(clause):
                     if not denied(pack, clause, hit.start(), hit.end()):
