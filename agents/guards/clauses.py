@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,6 +51,9 @@ class Sentence:
     clauses: tuple[str, ...]
 
 
+# A reply and its solution are read by every guard in every language: each text is made
+# readable, and split by each language's contrast words, once (for the last few texts).
+@functools.lru_cache(maxsize=64)
 def readable(text: str) -> str:
     """``text`` as the packs read it: normalised, the customer's quoted words blanked."""
     text = normalise(text)
@@ -59,12 +63,18 @@ def readable(text: str) -> str:
 def sentences(text: str, marks: Marks) -> Iterator[Sentence]:
     """Every sentence of ``readable(text)`` with its clauses, as ``marks``' language splits
     them."""
-    contrast = marks.markers.get("contrast")
+    yield from _sentences(text, marks.markers.get("contrast"))
+
+
+@functools.lru_cache(maxsize=256)
+def _sentences(text: str, contrast: re.Pattern[str] | None) -> tuple[Sentence, ...]:
+    found = []
     for sentence in _split(_SENTENCE_END, text):
         parts = _split(_CLAUSE_END, sentence)
         if contrast is not None:
             parts = [c for part in parts for c in _before(contrast, part)]
-        yield Sentence(sentence, tuple(parts))
+        found.append(Sentence(sentence, tuple(parts)))
+    return tuple(found)
 
 
 def _before(pattern: re.Pattern[str], text: str) -> list[str]:
