@@ -88,10 +88,17 @@ def ready() -> None:
     _identifier()
 
 
+@functools.lru_cache(maxsize=256)
+def _rank(text: str) -> tuple[tuple[str, float], ...]:
+    """Every language of the detector with its score for ``text``, best first."""
+    # A ticket's text is ranked several times (its language, the risk packs it is read with).
+    return tuple(_identifier().rank(text))
+
+
 def _scores(text: str, languages: Sequence[str]) -> list[tuple[str, float]]:
     """Each of ``languages`` (by language subtag) with its probability among them, best first."""
     wanted = {primary(lang): lang for lang in languages}
-    ranked = [(wanted[lab], score) for lab, score in _identifier().rank(text) if lab in wanted]
+    ranked = [(wanted[lab], score) for lab, score in _rank(text) if lab in wanted]
     if not ranked:
         return []
     top = ranked[0][1]
@@ -180,7 +187,7 @@ def customer_language(text: str, languages: Sequence[str]) -> str:
     shop's default) when the text is plainly in a language the shop does not serve."""
     if not _LETTER.search(text):
         return languages[0]
-    ranked = _identifier().rank(_main_script(text))
+    ranked = _rank(_main_script(text))
     best, top = ranked[0]
     served = {primary(lang) for lang in languages}
     if best not in served:

@@ -189,18 +189,36 @@ def without_products(text: str, names: Iterable[str]) -> str:
     return text
 
 
-def _reading(
-    text: str, language: str, names: Iterable[str], extra: Triggers
-) -> tuple[str, str, list[tuple[str, re.Pattern[str]]]]:
+Reading = tuple[str, str, tuple[tuple[str, re.Pattern[str]], ...]]
+
+
+def _reading(text: str, language: str, names: Iterable[str], extra: Triggers) -> Reading:
     """``text`` normalised; the same in lower case with the product names and figurative
     phrases cut out; the patterns of every language it is read in."""
+    # A ticket is read several times (understand, the reply's triggers, each a scan and a
+    # grounding) with the same words: read once per text, names, triggers and packs.
+    frozen = tuple(
+        (lang, tuple((k, tuple(v)) for k, v in by.items())) for lang, by in extra.items()
+    )
+    return _read_once(text, language, tuple(names), frozen, packs.version())
+
+
+@functools.lru_cache(maxsize=256)
+def _read_once(
+    text: str,
+    language: str,
+    names: tuple[str, ...],
+    frozen: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...],
+    version: str,
+) -> Reading:
+    extra: Triggers = {lang: dict(by) for lang, by in frozen}
     read = norm(text)
     low = lower(without_products(text, names))
     found = [p for lang in languages_of(text, language, extra) for p in _patterns(lang, extra)]
     for kind, rx in found:
         if kind == FIGURATIVE:
             low = rx.sub(lambda m: CUT * len(m.group()), low)
-    return read, low, found
+    return read, low, tuple(found)
 
 
 def scan(

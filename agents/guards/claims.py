@@ -65,7 +65,7 @@ def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
         if markers.has("question", sentence.text):
             continue
         for clause in sentence.clauses:
-            if markers.has("reported", clause):
+            if markers.has("reported", clause) or not words.may_hold(clause):
                 continue
             for kind, pattern in words.words.items():
                 for hit in pattern.finditer(clause):

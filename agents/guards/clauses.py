@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +30,12 @@ class Marks:
     words: Mapping[str, re.Pattern[str]]
     markers: Mapping[str, re.Pattern[str] | None]
     reach: Mapping[str, int] = field(default_factory=dict)
+    # Every entry of ``words`` in one alternation: a text it does not match holds none of them.
+    any_word: re.Pattern[str] | None = None
+
+    def may_hold(self, text: str) -> bool:
+        """False only when ``text`` holds none of ``words``' entries (a quick test first)."""
+        return self.any_word is None or self.any_word.search(text) is not None
 
     def has(self, marker: str, text: str) -> bool:
         """Whether ``text`` holds one of ``marker``'s words."""
@@ -44,6 +51,9 @@ class Sentence:
     clauses: tuple[str, ...]
 
 
+# A reply and its solution are read by every guard in every language: each text is made
+# readable, and split by each language's contrast words, once (for the last few texts).
+@functools.lru_cache(maxsize=64)
 def readable(text: str) -> str:
     """``text`` as the packs read it: normalised, the customer's quoted words blanked."""
     text = normalise(text)
@@ -53,12 +63,18 @@ def readable(text: str) -> str:
 def sentences(text: str, marks: Marks) -> Iterator[Sentence]:
     """Every sentence of ``readable(text)`` with its clauses, as ``marks``' language splits
     them."""
-    contrast = marks.markers.get("contrast")
+    yield from _sentences(text, marks.markers.get("contrast"))
+
+
+@functools.lru_cache(maxsize=256)
+def _sentences(text: str, contrast: re.Pattern[str] | None) -> tuple[Sentence, ...]:
+    found = []
     for sentence in _split(_SENTENCE_END, text):
         parts = _split(_CLAUSE_END, sentence)
         if contrast is not None:
             parts = [c for part in parts for c in _before(contrast, part)]
-        yield Sentence(sentence, tuple(parts))
+        found.append(Sentence(sentence, tuple(parts)))
+    return tuple(found)
 
 
 def _before(pattern: re.Pattern[str], text: str) -> list[str]:
@@ -94,7 +110,10 @@ def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
     compiled = {kind: _any(kind, entries) for kind, entries in table.items()}
     markers = {name: _any(name, entries) for name, entries in words.get("markers", {}).items()}
     reach = {k: int(v) for k, v in words.get("reach", {}).items()}
-    return Marks(language, {k: p for k, p in compiled.items() if p is not None}, markers, reach)
+    every = [e for entries in table.values() for e in entries]
+    any_word = _any(group, every) if every else None
+    kinds = {k: p for k, p in compiled.items() if p is not None}
+    return Marks(language, kinds, markers, reach, any_word)
 
 
 def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:

@@ -84,22 +84,29 @@ def _read(text: str, pack: Marks) -> Iterator[Commitment]:
         # Each sentence's markers are read once: a long sentence of many clauses stays linear.
         if pack.has("question", sentence.text):
             continue
-        mode: Mode = "firm"
-        if pack.has("general", sentence.text) or (
-            pack.has("conditional", sentence.text)
-            and not (
-                pack.has("customer_condition", sentence.text) or pack.has("approval", sentence.text)
-            )
-        ):
-            mode = "hypothetical"
+        mode: Mode | None = None  # read only for a sentence that commits to something
         for clause in sentence.clauses:
             if pack.has("reported", clause) or not pack.has("promise", clause):
+                continue
+            if not pack.may_hold(clause):
                 continue
             for kind, words in pack.words.items():
                 for hit in words.finditer(clause):
                     if not denied(pack, clause, hit.start(), hit.end()):
+                        mode = mode or _mode(pack, sentence.text)
                         yield Commitment(kind, hit.group().strip(), pack.language, mode)
                         break
+
+
+def _mode(pack: Marks, sentence: str) -> Mode:
+    """How a sentence's commitments bind: ``hypothetical`` in a general or conditional
+    sentence (unless the condition is the customer's or an approval), else ``firm``."""
+    if pack.has("general", sentence) or (
+        pack.has("conditional", sentence)
+        and not (pack.has("customer_condition", sentence) or pack.has("approval", sentence))
+    ):
+        return "hypothetical"
+    return "firm"
 
 
 def covering(kind: str, policy: Policy) -> tuple[str, ...]:

@@ -42,12 +42,14 @@ def extend(directory: Path) -> None:
     if directory not in _extra:
         _extra.append(directory)
         _cached.cache_clear()
+        _version.cache_clear()
 
 
 def reset() -> None:
     """Forget every directory added with ``extend`` (tests, a reloaded policy)."""
     _extra.clear()
     _cached.cache_clear()
+    _version.cache_clear()
 
 
 def languages(concern: str) -> tuple[str, ...]:
@@ -68,6 +70,12 @@ def all_packs(concern: str) -> Mapping[str, Mapping[str, Any]]:
 
 def version() -> str:
     """A hash of every pack file read (shipped and a shop's): its version on every reply."""
+    return _version(tuple(_extra))
+
+
+@functools.cache
+def _version(extra: tuple[Path, ...]) -> str:
+    # Read once per set of folders, as the packs themselves are (``_cached``).
     digest = hashlib.sha256()
     for path in sorted(_files()):
         digest.update(str(path.relative_to(path.parent.parent)).encode())

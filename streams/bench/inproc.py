@@ -61,6 +61,8 @@ class InProcessCost:
     drafts: int = 0
     # Each draft's audit CPU seconds, with the policy checks after it until the next draft.
     per_draft_s: tuple[float, ...] = ()
+    # The promise checks' CPU seconds (commitments, claims, cited facts, conditions, shop terms).
+    promises_s: float = 0.0
 
 
 class CheckClock:
@@ -106,6 +108,54 @@ class CheckClock:
         return timed
 
 
+class PromiseClock:
+    """Adds up the CPU of the promise checks (a reply's commitments, claims, cited facts,
+    conditions and shop terms), each outermost call once, for as long as it is entered."""
+
+    CHECKS = (
+        ("commitments", ("problems",)),
+        ("claims", ("problems",)),
+        ("cited", ("problems",)),
+        ("conditions", ("problems",)),
+        ("shop_terms", ("never_promised", "shipping", "channels", "masked", "stated_costs")),
+    )
+
+    def __init__(self) -> None:
+        self.cpu_s = 0.0
+        self._depth = 0
+        self._saved: list[tuple[Any, str, Callable[..., Any]]] = []
+
+    def __enter__(self) -> PromiseClock:
+        import importlib
+
+        for module_name, names in self.CHECKS:
+            module = importlib.import_module(f"baton_kafka.agents.guards.{module_name}")
+            for name in names:
+                inner = getattr(module, name)
+                self._saved.append((module, name, inner))
+                setattr(module, name, self._timed(inner))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for module, name, inner in self._saved:
+            setattr(module, name, inner)
+        self._saved.clear()
+
+    def _timed(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:  # inside another promise check: counted there
+                return inner(*args, **kwargs)
+            self._depth += 1
+            started = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.cpu_s += time.process_time() - started
+                self._depth -= 1
+
+        return timed
+
+
 async def measure(
     settings: Settings,
     tickets: list[Ticket],
@@ -120,6 +170,7 @@ async def measure(
     t = pipeline.topics
     replies = 0
     clock = CheckClock().__enter__()
+    promises = PromiseClock().__enter__()
     started = time.process_time()
     try:
         # One wave at a time keeps each session's tickets in order, as the gate would.
@@ -137,6 +188,7 @@ async def measure(
                 on_reply(ticket, state)
     finally:
         total = time.process_time() - started
+        promises.__exit__()
         clock.__exit__()
         await store.close()
     return InProcessCost(
@@ -147,6 +199,7 @@ async def measure(
         clock.cpu_s,
         clock.drafts,
         tuple(clock.per_draft_s),
+        promises.cpu_s,
     )
 
 

@@ -443,6 +443,8 @@ def notes(result: dict[str, Any]) -> list[str]:
                     f"max {spread.get('max')} us, mean {spread['mean']} us)"
                 )
             lines.append(line)
+        if (promises := row.get("promise_checks_ms_per_reply")) is not None:
+            lines.append(f"{name}: promise checks {promises} ms CPU per reply")
         if cost := row.get("cost_per_ticket"):
             lines.append(f"{name}: {describe_costs(cost)}")
         if parts := row.get("overhead_ms"):

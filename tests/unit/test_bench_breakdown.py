@@ -214,3 +214,17 @@ async def test_the_in_process_run_times_the_audit_and_policy_check_of_each_draft
     assert figures["audit_and_policy_ms_per_draft"] == round(1000 * cost.checks_s / cost.drafts, 3)
     # The stage's own functions are back in place after the run.
     assert (strategy.audit, strategy.settle) == (audit, settle)
+
+
+async def test_the_in_process_run_times_the_promise_checks_once_each(tmp_path: Path) -> None:
+    import baton_kafka.agents.guards.commitments as commitments
+    import baton_kafka.agents.guards.shop_terms as shop_terms
+
+    checks = (commitments.problems, shop_terms.masked)
+    workload = Workload("c", sessions=2, per_session=2)
+    cost = await measure(await _store_with(tmp_path, workload), workload.tickets())
+    # Inside the stages' time, and not counted twice where one check calls another.
+    assert 0 < cost.promises_s < cost.total_s - cost.model_s
+    figures = check_figures(cost)
+    assert figures["promise_checks_ms_per_reply"] == round(1000 * cost.promises_s / 4, 3)
+    assert (commitments.problems, shop_terms.masked) == checks

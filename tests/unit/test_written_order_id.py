@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import random
+import re
+import unicodedata
+
 import pytest
 
 from baton_kafka.agents.lookup import look_up
-from baton_kafka.agents.rules.matching import written_ids
+from baton_kafka.agents.rules.matching import SHORT_ID, SHORT_NUMBER, written_ids
 from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order
@@ -148,3 +152,30 @@ async def test_the_reply_is_about_the_order_written_in_the_message() -> None:
     # The same session: the tent is its order, and the message names another by its id alone.
     *_, reply = await run(pipeline, ticket("T-2", "Best. 2026-004502 ist noch nicht da."))
     assert reply.order_id == "2026-004502" and "Summit Down Jacket" in reply.reply
+
+
+def _by_pattern(text: str, order_ids: list[str]) -> list[str]:
+    """The ids found by one pattern per id: what the hand-written search must find."""
+    edge = r"0-9a-z\u00c0-\u024f_/\-"
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    found = []
+    for oid in dict.fromkeys(order_ids):
+        bare = unicodedata.normalize("NFKC", oid).casefold().strip().lstrip("#")
+        if not bare:
+            continue
+        short = len(bare) < (SHORT_NUMBER if bare.isdigit() else SHORT_ID)
+        mark = "#" if short else "#?"
+        rx = re.compile(f"(?<![{edge}#]){mark}{re.escape(bare)}(?![{edge}]|[.,:][0-9a-z])")
+        if hit := rx.search(norm):
+            found.append((hit.start(), oid))
+    return [oid for _, oid in sorted(found)]
+
+
+def test_the_search_finds_what_a_pattern_per_id_finds() -> None:
+    ids = ["O-1001", "#77", "1234", "12345", "ab", "EV-101", "Ä-12", "ｏ-2002", "x/9", "#"]
+    alphabet = ["O-1001", "o-1001", "#", "77", "1234", "12345", "ab", "ev-101", "ä-12", "o-2002"]
+    alphabet += [" ", ".", ",", ":", "-", "/", "_", "a", "9", "é", "订单", "x/9", "\u0250"]
+    rng = random.Random(7)
+    for _ in range(4000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert written_ids(text, ids) == _by_pattern(text, ids), text
