@@ -12,15 +12,18 @@ from pydantic import BaseModel
 from baton_kafka.agents import memory
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.instructions import STAGE_TEXTS
-from baton_kafka.agents.lookup import look_up
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.prompts import EarlierSession, stage_results
-from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages.lookup import prompt as lookup_prompt
+from baton_kafka.agents.stages.lookup import run as lookup_run
+from baton_kafka.agents.stages.lookup import update as lookup_update
+from baton_kafka.agents.stages.lookup.rule import choose_rules
 from baton_kafka.agents.strategy import decide
 from baton_kafka.agents.understand import understand
 from baton_kafka.schemas import topics
@@ -158,20 +161,6 @@ async def _understand(i: Inputs) -> Outcome[Understanding]:
     )
 
 
-async def _look_up(i: Inputs) -> Outcome[OrderMatch]:
-    return await look_up(
-        i.ticket,
-        i.understanding,
-        i.baton,
-        i.store,
-        i.llm,
-        earlier=i.earlier(),
-        history=i.history(),
-        reask_limit=i.reask_limit,
-        tokens_left=i.tokens_left,
-    )
-
-
 async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
     outcome = await decide(
         i.ticket,
@@ -216,14 +205,14 @@ STAGES: tuple[Stage[Any], ...] = (
         opens_session=True,
     ),
     Stage(
-        name="lookup",
+        name=lookup.NAME,
         input=Understanding,
         output=OrderMatch,
         role="matched",
-        run=_look_up,
+        run=lookup_run.run,
         carries="match",
-        update=memory.apply_match,
-        prompt=STAGE_TEXTS["lookup"],
+        update=lookup_update.apply_match,
+        prompt=lookup_prompt.TEXT,
         offline=choose_rules,
     ),
     Stage(

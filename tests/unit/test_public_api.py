@@ -58,6 +58,8 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
+    "baton_kafka.agents.stages": [],
+    "baton_kafka.agents.stages.lookup": ["NAME"],
     "baton_kafka.streams.actions": [
         "Executor",
         "ExecutorRefused",

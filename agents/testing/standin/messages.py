@@ -11,10 +11,10 @@ from pydantic import BaseModel
 
 from baton_kafka.agents.policy.render import read_back
 from baton_kafka.agents.prompts import Facts, parse_context
-from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.reading import reader_rules
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages.lookup.rule import choose_rules
 from baton_kafka.agents.testing.standin.from_schema import answer_from_schema
 from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
 
