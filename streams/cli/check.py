@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from baton_kafka.agents.stages import lookup
 from baton_kafka.streams.settings import Settings, SettingsError
 
 OK, WARN, FAIL = "ok  ", "warn", "FAIL"
@@ -93,7 +94,7 @@ def _policy(settings: Settings) -> list[tuple[str, str, str]]:
         (OK, "handbook", str(base / shop.handbook) if shop.handbook else "none"),
         (OK, "tone", str(base / shop.tone) if shop.tone else "baton's default"),
     ]
-    models = {stage: settings.model_for(stage) for stage in ("understand", "lookup", "strategy")}
+    models = {stage: settings.model_for(stage) for stage in ("understand", lookup.NAME, "strategy")}
     for fit in cache_fits(policy, models, settings.cache_min_tokens):
         lines.append((OK if fit.cached else WARN, "cache", fit.line()))
     return lines

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from baton_kafka.agents.stages import lookup
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import dumps, loads
 from baton_kafka.schemas.handoff import HandoffPacket
@@ -272,7 +273,7 @@ def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any
             f'"{_excerpt(u.core_problem, 80)}"{took}',
             {"understanding": u.model_dump(mode="json"), "timing_ms": timing},
         )
-    if stage == "lookup" and record.match is not None:
+    if stage == lookup.NAME and record.match is not None:
         match = record.match
         recalled = ""
         if match.recall is not None:

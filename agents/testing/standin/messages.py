@@ -14,6 +14,7 @@ from baton_kafka.agents.prompts import Facts, parse_context
 from baton_kafka.agents.rules.reading import reader_rules
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages import lookup
 from baton_kafka.agents.stages.lookup.rule import choose_rules
 from baton_kafka.agents.testing.standin.from_schema import answer_from_schema
 from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
@@ -22,14 +23,14 @@ from baton_kafka.agents.testing.standin.judge import judge_block, judge_responde
 ANSWER_FORMAT = "# Answer format\n"
 STAGE_OF_TITLE = {
     "Understanding": "understand",
-    "OrderChoice": "lookup",
+    "OrderChoice": lookup.NAME,
     "StrategyDraft": "strategy",
     "JudgeVerdict": "judge",
     "ReaderFindings": "reader",
 }
 _RULES: dict[str, Callable[[Facts], BaseModel]] = {
     "understand": understand_rules,
-    "lookup": choose_rules,
+    lookup.NAME: choose_rules,
     "strategy": strategy_rules,
 }
 

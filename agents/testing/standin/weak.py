@@ -22,6 +22,7 @@ from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
 from baton_kafka.agents.models.request_shape import FEEDBACK
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages import lookup
 from baton_kafka.agents.testing.standin.messages import Request
 
 REASK_MARK = FEEDBACK.split("{}")[0].strip()
@@ -133,7 +134,7 @@ def _copy_example(request: Request, data: Mapping[str, Any], pick: float) -> dic
 def _misspell_order(request: Request, data: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(data)
     match = request.facts.match if request.facts else None
-    if request.stage == "lookup" and isinstance(out.get("order_id"), str):
+    if request.stage == lookup.NAME and isinstance(out.get("order_id"), str):
         out["order_id"] = near_miss(out["order_id"])
     elif request.stage == "strategy" and match and match.order_id:
         reply = out.get("reply")
