@@ -15,6 +15,7 @@ from baton_kafka.agents.commit import (
 )
 from baton_kafka.agents.history import merge_orders
 from baton_kafka.agents.stages.lookup.update import apply_match
+from baton_kafka.agents.stages.understand.update import apply_understanding
 from baton_kafka.schemas.baton import (
     Baton,
     MemoryIndex,
@@ -23,7 +24,7 @@ from baton_kafka.schemas.baton import (
     TicketMemory,
 )
 from baton_kafka.schemas.records import Reply, StageName, Ticket
-from baton_kafka.schemas.stages import Snapshot, Understanding
+from baton_kafka.schemas.stages import Snapshot
 
 ANSWERED_KEEP = 200
 
@@ -56,39 +57,6 @@ def new_baton(ticket: Ticket) -> Baton:
 def apply_decision(baton: Baton, ticket: Ticket, stage: StageName, decision: str) -> Baton:
     """Record one stage's decision on the ticket (a stage of the shop's own: nothing else)."""
     return commit(baton, ticket.ticket_id, stage, decision[:200], "")
-
-
-def apply_understanding(baton: Baton, ticket: Ticket, u: Understanding) -> Baton:
-    """Record the ticket's core problem and the entities it is about."""
-    switched = bool(u.product and baton.product and u.product != baton.product)
-    memory = TicketMemory(
-        ticket_id=ticket.ticket_id,
-        at=ticket.written_at(),
-        core_problem=u.core_problem,
-        product=u.product,
-        problem=u.problem,
-        demand=u.demand,
-    )
-    products = baton.products_mentioned
-    if u.product and u.product not in products:
-        products = [*products, u.product][-20:]
-    flags = list(baton.flags)
-    if switched:
-        flags.append(f"topic switch at {ticket.ticket_id}: {baton.product} -> {u.product}")
-    return commit(
-        baton,
-        ticket.ticket_id,
-        "understand",
-        f"{u.demand}: {u.problem} ({u.product or 'no product'})",
-        u.core_problem,
-        tickets=with_memory(baton, memory),
-        customer_id=baton.customer_id or ticket.customer_id,
-        product=u.product or baton.product,
-        problem=u.problem,
-        demand=u.demand,
-        products_mentioned=products,
-        flags=flags[-MAX_FLAGS:],
-    )
 
 
 def apply_reply(baton: Baton, reply: Reply) -> Baton:

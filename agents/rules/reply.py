@@ -19,7 +19,7 @@ from baton_kafka.agents.rules.phrases import (
     words,
     writes,
 )
-from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.schemas.records import OfferLine, Order
 from baton_kafka.schemas.stages import StrategyDraft, Understanding
 

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.streams.bench.stats import tails
 
 # The chain's stages after intake, in order; each reads the previous one's output.
-STAGES = ("understand", lookup.NAME, "strategy")
+STAGES = (understand.NAME, lookup.NAME, "strategy")
 
 
 @dataclass

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from baton_kafka.agents.models.claude import AnthropicLLM
-from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import DeadLetter, Order, Reply, Ticket
 from baton_kafka.streams.bench.kafka import (
@@ -272,7 +272,7 @@ async def breakdown(
     changelog = f"{s.app_id}-batons-changelog"
     by_topic = {
         names.sessions: "intake",
-        names.understood: "understand",
+        names.understood: understand.NAME,
         names.matched: lookup.NAME,
     }
     wanted = {t.ticket_id: t for t in tickets if t.ticket_id in sent_at}
@@ -321,7 +321,7 @@ async def breakdown(
             "x"
         ]
     costs = [
-        stage_costs([(st, u[st]) for st in ("understand", lookup.NAME, "strategy") if st in u])
+        stage_costs([(st, u[st]) for st in (understand.NAME, lookup.NAME, "strategy") if st in u])
         for tid, u in usage.items()
         if "strategy" in u
     ]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import dumps, loads
 from baton_kafka.schemas.handoff import HandoffPacket
@@ -266,7 +266,7 @@ def _refused(session_id: str, letters: list[Message]) -> set[str]:
 def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any]]:
     timing = record.timings_ms.get(stage)
     took = f" ({timing:.0f} ms)" if timing is not None else ""
-    if stage == "understand" and record.understanding is not None:
+    if stage == understand.NAME and record.understanding is not None:
         u = record.understanding
         return (
             f"{u.demand}, product {u.product or '-'}, {u.language}: "

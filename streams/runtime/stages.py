@@ -9,26 +9,27 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from baton_kafka.agents import memory
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.instructions import STAGE_TEXTS
 from baton_kafka.agents.models.llm import LLM
-from baton_kafka.agents.orders import OrderSource, StoreUnavailable
+from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.prompts import EarlierSession, stage_results
 from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
-from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.agents.stages.lookup import prompt as lookup_prompt
 from baton_kafka.agents.stages.lookup import run as lookup_run
 from baton_kafka.agents.stages.lookup import update as lookup_update
 from baton_kafka.agents.stages.lookup.rule import choose_rules
+from baton_kafka.agents.stages.understand import prompt as understand_prompt
+from baton_kafka.agents.stages.understand import run as understand_run
+from baton_kafka.agents.stages.understand import update as understand_update
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.agents.strategy import decide
-from baton_kafka.agents.understand import understand
 from baton_kafka.schemas import topics
 from baton_kafka.schemas.baton import Baton, OrderMemory
-from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.records import Ticket
 from baton_kafka.schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
 from baton_kafka.streams.runtime.batons import BatonStore
 
@@ -140,27 +141,6 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-async def _understand(i: Inputs) -> Outcome[Understanding]:
-    orders: list[Order] = []
-    if i.ticket.customer_id:
-        try:
-            orders = await i.store.for_customer(i.ticket.customer_id)
-        except StoreUnavailable:
-            orders = []
-    return await understand(
-        i.ticket,
-        i.baton,
-        i.llm,
-        orders=orders,
-        earlier=i.earlier(),
-        history=i.history(),
-        reask_limit=i.reask_limit,
-        tokens_left=i.tokens_left,
-        languages=i.policy.languages,
-        triggers=i.policy.handoff.triggers,
-    )
-
-
 async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
     outcome = await decide(
         i.ticket,
@@ -193,14 +173,14 @@ def handed_over(outcome: Outcome[StrategyDraft], results: dict[str, Any]) -> Out
 
 STAGES: tuple[Stage[Any], ...] = (
     Stage(
-        name="understand",
+        name=understand.NAME,
         input=Ticket,
         output=Understanding,
         role="understood",
-        run=_understand,
+        run=understand_run.run,
         carries="understanding",
-        update=memory.apply_understanding,
-        prompt=STAGE_TEXTS["understand"],
+        update=understand_update.apply_understanding,
+        prompt=understand_prompt.TEXT,
         offline=understand_rules,
         opens_session=True,
     ),

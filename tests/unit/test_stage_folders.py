@@ -18,7 +18,7 @@ PACKAGES = ("schemas", "agents", "streams")
 FOLDERS = ROOT / "agents" / "stages"
 CHAIN = ROOT / "streams" / "runtime" / "chain.py"
 # Built-in stages still declared outside a folder of their own.
-NOT_YET_MOVED = frozenset({"understand", "strategy"})
+NOT_YET_MOVED = frozenset({"strategy"})
 # Quotes of a stage's name that are not the stage: (file, name) -> how many, and why.
 NOT_THE_STAGE: dict[tuple[str, str], int] = {
     # An HTTP action map's ``lookup`` key (how a remote id is found), a word of that format.
@@ -36,12 +36,27 @@ def _folders() -> dict[str, Path]:
 
 
 def quotes(source: str, names: frozenset[str]) -> list[str]:
-    """Each string constant in ``source`` that is exactly one of ``names``, in order."""
+    """Each string constant in ``source`` that is exactly one of ``names``, in order; those in
+    ``__all__`` name a Python object (the ``understand`` function), not the stage."""
     tree = ast.parse(source)
+    exported = {
+        id(element)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(t, ast.Name) and t.id == "__all__"
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        and node.value is not None
+        for element in ast.walk(node.value)
+    }
     return [
         n.value
         for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and n.value in names
+        and id(n) not in exported
     ]
 
 
@@ -81,3 +96,6 @@ def test_no_built_in_stage_name_is_quoted_outside_its_folder_and_the_chain() -> 
 def test_the_quote_finder_sees_a_quote_and_skips_prose() -> None:
     source = 'X = ("a", "lookup")\nif s == \'lookup\': pass\n"""the lookup docstring"""\n'
     assert quotes(source, frozenset({"lookup"})) == ["lookup", "lookup"]
+    assert quotes('__all__ = ["understand"]\nY = "understand"\n', frozenset({"understand"})) == [
+        "understand"
+    ]

@@ -10,7 +10,7 @@ from baton_kafka.agents.rules.matching import order_score
 from baton_kafka.agents.rules.phrases import DELIVERY, problem_key
 from baton_kafka.agents.rules.time_hints import day_of, time_score
 from baton_kafka.agents.rules.typos import corrected
-from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.schemas.stages import OrderChoice
 
 

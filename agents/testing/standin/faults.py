@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.agents.testing.standin.messages import Request
 
 # Schema-valid on the wire (bounds only travel as descriptions) but against the business rules.
 RULE_BREAKS: dict[str, dict[str, Any]] = {
-    "understand": {"product": "Invented Gadget 9000"},
+    understand.NAME: {"product": "Invented Gadget 9000"},
     lookup.NAME: {"order_id": "ORD-INVENTED-0000"},
     "strategy": {"confidence": 1.7},
 }

@@ -13,23 +13,23 @@ from baton_kafka.agents.policy.render import read_back
 from baton_kafka.agents.prompts import Facts, parse_context
 from baton_kafka.agents.rules.reading import reader_rules
 from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
-from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.agents.stages.lookup.rule import choose_rules
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.agents.testing.standin.from_schema import answer_from_schema
 from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
 
 # Where ``schema_text`` puts the answer's schema in a system prompt.
 ANSWER_FORMAT = "# Answer format\n"
 STAGE_OF_TITLE = {
-    "Understanding": "understand",
+    "Understanding": understand.NAME,
     "OrderChoice": lookup.NAME,
     "StrategyDraft": "strategy",
     "JudgeVerdict": "judge",
     "ReaderFindings": "reader",
 }
 _RULES: dict[str, Callable[[Facts], BaseModel]] = {
-    "understand": understand_rules,
+    understand.NAME: understand_rules,
     lookup.NAME: choose_rules,
     "strategy": strategy_rules,
 }

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
 from baton_kafka.agents.models.request_shape import FEEDBACK
 from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
 from baton_kafka.agents.stages import lookup
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.agents.testing.standin.messages import Request
 
 REASK_MARK = FEEDBACK.split("{}")[0].strip()
