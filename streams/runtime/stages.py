@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -15,18 +15,18 @@ from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
-from baton_kafka.agents.prompts import EarlierSession, stage_results
-from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.stages import lookup, understand
+from baton_kafka.agents.prompts import EarlierSession
+from baton_kafka.agents.stages import lookup, strategy, understand
 from baton_kafka.agents.stages.lookup import prompt as lookup_prompt
 from baton_kafka.agents.stages.lookup import run as lookup_run
 from baton_kafka.agents.stages.lookup import update as lookup_update
 from baton_kafka.agents.stages.lookup.rule import choose_rules
+from baton_kafka.agents.stages.strategy import run as strategy_run
+from baton_kafka.agents.stages.strategy.rule import strategy_rules
 from baton_kafka.agents.stages.understand import prompt as understand_prompt
 from baton_kafka.agents.stages.understand import run as understand_run
 from baton_kafka.agents.stages.understand import update as understand_update
 from baton_kafka.agents.stages.understand.rule import understand_rules
-from baton_kafka.agents.strategy import decide
 from baton_kafka.schemas import topics
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.records import Ticket
@@ -141,36 +141,6 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
-    outcome = await decide(
-        i.ticket,
-        i.baton,
-        i.understanding,
-        i.match,
-        i.store,
-        i.llm,
-        reask_limit=i.reask_limit,
-        tokens_left=i.tokens_left,
-        policy=i.policy,
-        history=i.history(),
-        stages=i.record.results,
-        read=i.read,
-    )
-    return handed_over(outcome, i.record.results)
-
-
-def handed_over(outcome: Outcome[StrategyDraft], results: dict[str, Any]) -> Outcome[StrategyDraft]:
-    """``outcome``, handed to a person when an earlier stage's result asks for one
-    (``needs_human`` true), whatever the model wrote."""
-    asked = [r.stage for r in stage_results(results) if r.needs_human]
-    draft = outcome.value
-    if not asked or draft.needs_human:
-        return outcome
-    note = f"{draft.internal_note} Stage {', '.join(asked)} asked for a person."
-    draft = draft.model_copy(update={"needs_human": True, "internal_note": note.strip()})
-    return replace(outcome, value=draft)
-
-
 STAGES: tuple[Stage[Any], ...] = (
     Stage(
         name=understand.NAME,
@@ -196,11 +166,11 @@ STAGES: tuple[Stage[Any], ...] = (
         offline=choose_rules,
     ),
     Stage(
-        name="strategy",
+        name=strategy.NAME,
         input=OrderMatch,
         output=StrategyDraft,
-        run=_decide,
-        prompt=STAGE_TEXTS["strategy"],
+        run=strategy_run.run,
+        prompt=STAGE_TEXTS[strategy.NAME],
         offline=strategy_rules,
         answers=True,
     ),

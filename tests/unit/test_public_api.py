@@ -60,6 +60,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "baton_kafka.agents.stages": [],
     "baton_kafka.agents.stages.lookup": ["NAME"],
+    "baton_kafka.agents.stages.strategy": ["NAME"],
     "baton_kafka.agents.stages.understand": ["NAME"],
     "baton_kafka.streams.actions": [
         "Executor",

@@ -18,11 +18,14 @@ PACKAGES = ("schemas", "agents", "streams")
 FOLDERS = ROOT / "agents" / "stages"
 CHAIN = ROOT / "streams" / "runtime" / "chain.py"
 # Built-in stages still declared outside a folder of their own.
-NOT_YET_MOVED = frozenset({"strategy"})
+NOT_YET_MOVED: frozenset[str] = frozenset()
 # Quotes of a stage's name that are not the stage: (file, name) -> how many, and why.
 NOT_THE_STAGE: dict[tuple[str, str], int] = {
     # An HTTP action map's ``lookup`` key (how a remote id is found), a word of that format.
     ("streams/actions/http_map.py", "lookup"): 2,
+    # The wire contract: a stored chain entry written before its ``reply`` field was the
+    # built-in answering stage's (a record's field value, read by the schema alone).
+    ("schemas/baton.py", "strategy"): 1,
 }
 
 
@@ -86,7 +89,7 @@ def test_a_stage_folder_holds_the_whole_stage() -> None:
         homes = {Path(f or "").resolve() for f in files}
         assert all(folder.resolve() in home.parents for home in homes), (name, homes)
         prompt = importlib.import_module(f"baton_kafka.agents.stages.{folder.name}.prompt")
-        assert stage.prompt == prompt.TEXT
+        assert stage.prompt.startswith(prompt.TEXT)  # the strategy adds its examples
 
 
 def test_no_built_in_stage_name_is_quoted_outside_its_folder_and_the_chain() -> None:
