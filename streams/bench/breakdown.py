@@ -14,11 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_kafka.agents.stages import lookup, strategy, understand
+from baton_kafka.agents.stages import ORDER as BUILT_IN
+from baton_kafka.agents.stages import strategy
 from baton_kafka.streams.bench.stats import tails
 
 # The chain's stages after intake, in order; each reads the previous one's output.
-STAGES = (understand.NAME, lookup.NAME, strategy.NAME)
+STAGES = BUILT_IN
 
 
 @dataclass

@@ -17,7 +17,7 @@ from baton_kafka.agents.models.providers import ProviderError, check_name, defau
 from baton_kafka.agents.policy import PolicyError
 from baton_kafka.agents.policy import load as load_policy
 from baton_kafka.agents.policy.vocabulary import language_problem
-from baton_kafka.agents.stages import lookup, strategy, understand
+from baton_kafka.agents.stages import ORDER, lookup, understand
 from baton_kafka.schemas.topics import ROLES
 from baton_kafka.streams.config.spec import SettingsError, cut
 
@@ -29,7 +29,7 @@ DEFAULT_STAGE_MODELS = {
     lookup.NAME: "claude-haiku-4-5",
     "reader": "claude-haiku-4-5",
 }
-STAGES = (understand.NAME, lookup.NAME, strategy.NAME, "reader")
+STAGES = (*ORDER, "reader")
 
 
 def broker(name: str, raw: str) -> str:

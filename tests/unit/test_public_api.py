@@ -58,7 +58,7 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
-    "baton_kafka.agents.stages": [],
+    "baton_kafka.agents.stages": ["ORDER"],
     "baton_kafka.agents.stages.lookup": ["NAME"],
     "baton_kafka.agents.stages.strategy": ["NAME"],
     "baton_kafka.agents.stages.understand": ["NAME"],

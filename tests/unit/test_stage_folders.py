@@ -11,6 +11,7 @@ import ast
 import importlib
 from pathlib import Path
 
+from baton_kafka.agents.stages import ORDER
 from baton_kafka.streams.runtime.chain import BUILTIN
 from tests.fixtures.paths import ROOT
 
@@ -79,6 +80,10 @@ def _quoted_outside(folders: dict[str, Path]) -> dict[tuple[str, str], int]:
 def test_every_built_in_stage_has_its_folder() -> None:
     assert set(_folders()) | NOT_YET_MOVED == set(BUILTIN.names)
     assert not set(_folders()) & NOT_YET_MOVED
+
+
+def test_the_folders_order_is_the_chains() -> None:
+    assert BUILTIN.names == ORDER
 
 
 def test_a_stage_folder_holds_the_whole_stage() -> None:
