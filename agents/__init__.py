@@ -1,6 +1,5 @@
 """The three stages as plain async functions, their results, the model protocol, order sources."""
 
-from baton_kafka.agents.lookup import look_up
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import (
     OrderSource,
@@ -10,6 +9,7 @@ from baton_kafka.agents.orders import (
     open_store,
 )
 from baton_kafka.agents.outcome import Failure, Outcome
+from baton_kafka.agents.stages.lookup.agent import look_up
 from baton_kafka.agents.strategy import decide
 from baton_kafka.agents.understand import understand
 

@@ -10,9 +10,10 @@ from baton_kafka.agents.models.prices import min_cacheable_tokens
 from baton_kafka.agents.models.tokens import estimate_tokens
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.prompts import system_prompt
+from baton_kafka.agents.stages import ORDER
 from baton_kafka.schemas.records import StageName
 
-STAGES: tuple[StageName, ...] = ("understand", "lookup", "strategy")
+STAGES: tuple[StageName, ...] = ORDER
 
 
 @dataclass(frozen=True)

@@ -4,23 +4,46 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from baton_kafka.agents.commit import (
+    CHAIN_KEEP,
+    MAX_FLAGS,
+    SUMMARY_CHARS,
+    TICKETS_KEEP,
+    commit,
+)
 from baton_kafka.agents.history import merge_orders
+from baton_kafka.agents.stages.lookup.update import apply_match
+from baton_kafka.agents.stages.strategy.update import ANSWERED_KEEP, apply_reply
+from baton_kafka.agents.stages.understand.update import apply_understanding
 from baton_kafka.schemas.baton import (
     Baton,
-    ChainEntry,
     MemoryIndex,
     OrderMemory,
     SessionSummary,
     TicketMemory,
 )
-from baton_kafka.schemas.records import Reply, StageName, Ticket, utcnow
-from baton_kafka.schemas.stages import OrderMatch, Snapshot, Understanding
+from baton_kafka.schemas.records import StageName, Ticket
+from baton_kafka.schemas.stages import Snapshot
 
-CHAIN_KEEP = 24
-SUMMARY_CHARS = 2_000
-ANSWERED_KEEP = 200
-TICKETS_KEEP = 200
-MAX_FLAGS = 10
+__all__ = [
+    "ANSWERED_KEEP",
+    "CHAIN_KEEP",
+    "INDEX_KEEP",
+    "MAX_FLAGS",
+    "SUMMARY_CHARS",
+    "TICKETS_KEEP",
+    "apply_decision",
+    "apply_match",
+    "apply_reply",
+    "apply_understanding",
+    "earlier_sessions",
+    "from_snapshot",
+    "index_since",
+    "index_with",
+    "new_baton",
+    "snapshot",
+    "summarize",
+]
 
 
 def new_baton(ticket: Ticket) -> Baton:
@@ -28,168 +51,9 @@ def new_baton(ticket: Ticket) -> Baton:
     return Baton(session_id=ticket.session_id, customer_id=ticket.customer_id, guest=ticket.guest())
 
 
-def _fold_chain(chain: list[ChainEntry], summary: str) -> tuple[list[ChainEntry], str]:
-    """Keep the newest entries; fold the oldest into a one-line-per-entry summary."""
-    if len(chain) <= CHAIN_KEEP:
-        return chain, summary
-    old, kept = chain[:-CHAIN_KEEP], chain[-CHAIN_KEEP:]
-    lines = [f"{e.ticket_id}/{e.stage}: {e.decision}" for e in old]
-    folded = "; ".join(filter(None, [summary, *lines]))
-    if len(folded) > SUMMARY_CHARS:
-        folded = "…" + folded[-(SUMMARY_CHARS - 1) :]
-    return kept, folded
-
-
-def _fold_tickets(tickets: list[TicketMemory], summary: str) -> tuple[list[TicketMemory], str]:
-    """Bound the per-ticket memories; the oldest core problems move into the summary."""
-    if len(tickets) <= TICKETS_KEEP:
-        return tickets, summary
-    old, kept = tickets[:-TICKETS_KEEP], tickets[-TICKETS_KEEP:]
-    lines = [f"earlier: {t.core_problem}" for t in old]
-    folded = "; ".join(filter(None, [summary, *lines]))
-    return kept, folded[-SUMMARY_CHARS:]
-
-
 def apply_decision(baton: Baton, ticket: Ticket, stage: StageName, decision: str) -> Baton:
     """Record one stage's decision on the ticket (a stage of the shop's own: nothing else)."""
-    return _commit(baton, ticket.ticket_id, stage, decision[:200], "")
-
-
-def _commit(
-    baton: Baton, ticket_id: str, stage: StageName, decision: str, reason: str, **changes: object
-) -> Baton:
-    chain = [
-        *baton.chain,
-        ChainEntry(ticket_id=ticket_id, stage=stage, decision=decision, reason=reason),
-    ]
-    tickets = changes.pop("tickets", baton.tickets)
-    chain, summary = _fold_chain(chain, baton.chain_summary)
-    tickets, summary = _fold_tickets(tickets, summary)  # type: ignore[arg-type]
-    return baton.model_copy(
-        update={
-            **changes,
-            "tickets": tickets,
-            "chain": chain,
-            "chain_summary": summary,
-            "version": baton.version + 1,
-            "updated_at": utcnow(),
-        }
-    )
-
-
-def _memory(baton: Baton, ticket_id: str) -> TicketMemory | None:
-    return next((t for t in baton.tickets if t.ticket_id == ticket_id), None)
-
-
-def _with_memory(baton: Baton, memory: TicketMemory) -> list[TicketMemory]:
-    others = [t for t in baton.tickets if t.ticket_id != memory.ticket_id]
-    return [*others, memory]
-
-
-def apply_understanding(baton: Baton, ticket: Ticket, u: Understanding) -> Baton:
-    """Record the ticket's core problem and the entities it is about."""
-    switched = bool(u.product and baton.product and u.product != baton.product)
-    memory = TicketMemory(
-        ticket_id=ticket.ticket_id,
-        at=ticket.written_at(),
-        core_problem=u.core_problem,
-        product=u.product,
-        problem=u.problem,
-        demand=u.demand,
-    )
-    products = baton.products_mentioned
-    if u.product and u.product not in products:
-        products = [*products, u.product][-20:]
-    flags = list(baton.flags)
-    if switched:
-        flags.append(f"topic switch at {ticket.ticket_id}: {baton.product} -> {u.product}")
-    return _commit(
-        baton,
-        ticket.ticket_id,
-        "understand",
-        f"{u.demand}: {u.problem} ({u.product or 'no product'})",
-        u.core_problem,
-        tickets=_with_memory(baton, memory),
-        customer_id=baton.customer_id or ticket.customer_id,
-        product=u.product or baton.product,
-        problem=u.problem,
-        demand=u.demand,
-        products_mentioned=products,
-        flags=flags[-MAX_FLAGS:],
-    )
-
-
-def apply_match(baton: Baton, ticket: Ticket, match: OrderMatch) -> Baton:
-    """Make the matched order current; the previous one moves to the history."""
-    history = list(baton.order_history)
-    current = baton.order_id
-    if match.order_id and match.order_id != current:
-        if current:
-            history = [current, *[o for o in history if o != current]]
-        current = match.order_id
-        history = [o for o in history if o != current][:20]
-    memory = _memory(baton, ticket.ticket_id)
-    tickets = baton.tickets
-    if memory is not None:
-        status = str(match.order.status) if match.order else None
-        tickets = _with_memory(
-            baton, memory.model_copy(update={"order_id": match.order_id, "order_status": status})
-        )
-    flags = list(baton.flags)
-    if match.method == "unavailable":
-        flags.append(f"order store unavailable at {ticket.ticket_id}")
-    return _commit(
-        baton,
-        ticket.ticket_id,
-        "lookup",
-        f"{match.method}: {match.order_id or 'no order'}",
-        match.reason,
-        tickets=tickets,
-        order_id=current,
-        order_history=history,
-        flags=flags[-MAX_FLAGS:],
-    )
-
-
-def apply_reply(baton: Baton, reply: Reply) -> Baton:
-    """Record the answer and what the ticket's model calls cost; the ticket leaves flight."""
-    memory = _memory(baton, reply.ticket_id)
-    tickets = baton.tickets
-    if memory is not None:
-        # As the ledger below: a handed-off reply promised nothing.
-        promised = (
-            reply.offer is not None
-            and reply.offer.state == "approved"
-            and reply.status != "handoff"
-        )
-        told = {
-            "status": reply.status,
-            "solution": reply.solution[:200],
-            "offer": reply.offer.lines if promised and reply.offer else [],
-            "restated": reply.offer.restated if promised and reply.offer else [],
-        }
-        tickets = _with_memory(baton, memory.model_copy(update=told))
-    usage = baton.usage.merge(reply.usage)
-    # Every ticket of a burst answered as one turn: a copy of any of them is settled from it.
-    answered = [*baton.answered, *reply.ticket_ids][-ANSWERED_KEEP:]
-    offered = {order: dict(kinds) for order, kinds in baton.offered.items()}
-    if reply.offer is not None and reply.offer.state == "approved" and reply.status != "handoff":
-        for line in reply.offer.lines:
-            if line.amount:
-                kinds = offered.setdefault(line.order_id, {})
-                kinds[line.kind] = max(kinds.get(line.kind, 0.0), line.amount)
-    return _commit(
-        baton,
-        reply.ticket_id,
-        "strategy",
-        f"{reply.status} (confidence {reply.confidence:.2f})",
-        reply.solution[:200],
-        tickets=tickets,
-        usage=usage,
-        answered=answered,
-        offered=offered,
-        in_flight=None,
-    )
+    return commit(baton, ticket.ticket_id, stage, decision[:200], "")
 
 
 def snapshot(baton: Baton) -> Snapshot:

@@ -12,7 +12,11 @@ from baton_kafka.agents.models.llm import OutputInvalid
 from baton_kafka.agents.people_overrides import offer_problems
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy.offer import OfferContext, total
-from baton_kafka.agents.strategy import already_offered, earlier_remedies, keeps_its_word
+from baton_kafka.agents.stages.strategy.agent import (
+    already_offered,
+    earlier_remedies,
+    keeps_its_word,
+)
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.records import Offer, OfferLine, Order

@@ -9,7 +9,7 @@ from baton_kafka.agents.people_overrides import offer_problems
 from baton_kafka.agents.people_refused import Refused
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy.offer import CENT, OfferContext, cents, problems, total
-from baton_kafka.agents.strategy import already_offered
+from baton_kafka.agents.stages.strategy.agent import already_offered
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.decision import Decision, PendingOffer
 from baton_kafka.schemas.records import Offer, OfferLine, Order

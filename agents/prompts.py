@@ -15,6 +15,7 @@ from baton_kafka.agents.articles import Article
 from baton_kafka.agents.instructions import handbook, stage_text
 from baton_kafka.agents.models.llm import Prompt
 from baton_kafka.agents.policy import Policy, default_policy
+from baton_kafka.agents.stages import lookup, strategy, understand
 from baton_kafka.schemas.action import ActionNote
 from baton_kafka.schemas.baton import Baton, OrderMemory, SessionSummary
 from baton_kafka.schemas.decision import PersonNote
@@ -415,9 +416,9 @@ def from_customer(facts: Facts) -> list[str]:
 
 
 _OUTPUTS: dict[StageName, type[BaseModel]] = {
-    "understand": Understanding,
-    "lookup": OrderChoice,
-    "strategy": StrategyDraft,
+    understand.NAME: Understanding,
+    lookup.NAME: OrderChoice,
+    strategy.NAME: StrategyDraft,
 }
 
 

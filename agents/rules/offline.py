@@ -12,10 +12,10 @@ from baton_kafka.agents.models.llm import Answer, OutputInvalid, Prompt, T
 from baton_kafka.agents.policy.render import read_back
 from baton_kafka.agents.prompts import Facts, parse_context
 from baton_kafka.agents.reader import ReaderFindings
-from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.reading import reader_rules
-from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages.lookup.rule import choose_rules
+from baton_kafka.agents.stages.strategy.rule import strategy_rules
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.schemas.records import CallUsage, StageName
 from baton_kafka.schemas.stages import OrderChoice, StrategyDraft, Understanding
 

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton_kafka.agents.stages import ORDER as BUILT_IN
+from baton_kafka.agents.stages import strategy
 from baton_kafka.streams.bench.stats import tails
 
 # The chain's stages after intake, in order; each reads the previous one's output.
-STAGES = ("understand", "lookup", "strategy")
+STAGES = BUILT_IN
 
 
 @dataclass
@@ -55,7 +57,7 @@ def ticket_breakdown(t: Timeline, model_ms_per_call: float = 0.0) -> dict[str, f
         produced, usage = out
         calls = int(usage.get("by_stage", {}).get(stage, 0))
         changelog = 0.0
-        if stage == "strategy" and t.pending_written is not None:
+        if stage == strategy.NAME and t.pending_written is not None:
             changelog = max(0.0, 1000 * (produced - t.pending_written))
             parts["changelog_wait_strategy"] = changelog
         if previous is not None:
@@ -65,8 +67,8 @@ def ticket_breakdown(t: Timeline, model_ms_per_call: float = 0.0) -> dict[str, f
         parts[f"model_{stage}"] = model
         parts[f"own_{stage}"] = work - model
         previous = produced
-    if "strategy" in t.outputs:
-        parts["publish_to_reply"] = 1000 * (t.outputs["strategy"][0] - t.published)
+    if strategy.NAME in t.outputs:
+        parts["publish_to_reply"] = 1000 * (t.outputs[strategy.NAME][0] - t.published)
     if t.end_to_end_ms is not None:
         parts["end_to_end"] = t.end_to_end_ms
     return parts

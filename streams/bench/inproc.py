@@ -77,19 +77,24 @@ class CheckClock:
         self.per_draft_s: list[float] = []
         self._saved: dict[str, Any] = {}
 
-    def __enter__(self) -> CheckClock:
-        import baton_kafka.agents.strategy as strategy
+    @staticmethod
+    def _homes() -> dict[str, Any]:
+        """Where the strategy stage looks each checked function up: its validators, its agent."""
+        from baton_kafka.agents.stages.strategy import agent, validators
 
+        return {"audit": validators, "settle": agent}
+
+    def __enter__(self) -> CheckClock:
+        homes = self._homes()
         for name in self.NAMES:
-            inner = self._saved[name] = getattr(strategy, name)
-            setattr(strategy, name, self._timed(inner, counts=name == "audit"))
+            inner = self._saved[name] = getattr(homes[name], name)
+            setattr(homes[name], name, self._timed(inner, counts=name == "audit"))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import baton_kafka.agents.strategy as strategy
-
+        homes = self._homes()
         for name, inner in self._saved.items():
-            setattr(strategy, name, inner)
+            setattr(homes[name], name, inner)
 
     def _timed(self, inner: Callable[..., Any], *, counts: bool) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:

@@ -16,6 +16,7 @@ from baton_kafka.agents.prompts import (
     render_context,
     system_prompt,
 )
+from baton_kafka.agents.stages import understand
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order, Reply, StageName, Ticket
 from baton_kafka.streams.demo import demo_file, read_jsonl
@@ -238,7 +239,7 @@ async def prompt_sizes(
         for stage, calls in usage.by_stage.items():
             if stage not in system:
                 continue
-            known = baton.core_problems[: mine + (0 if stage == "understand" else 1)]
+            known = baton.core_problems[: mine + (0 if stage == understand.NAME else 1)]
             context = await tokens(stage, "", minimal_context(stage, ticket, known, order))
             minimal += calls * (system[stage] + context)
             minimal_ctx += calls * context

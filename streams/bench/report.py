@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from baton_kafka.agents.models.claude import AnthropicLLM
+from baton_kafka.agents.stages import lookup, strategy, understand
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import DeadLetter, Order, Reply, Ticket
 from baton_kafka.streams.bench.kafka import (
@@ -271,7 +272,11 @@ async def breakdown(
 
     names = TopicNames.of(s)
     changelog = f"{s.app_id}-batons-changelog"
-    by_topic = {names.sessions: "intake", names.understood: "understand", names.matched: "lookup"}
+    by_topic = {
+        names.sessions: "intake",
+        names.understood: understand.NAME,
+        names.matched: lookup.NAME,
+    }
     wanted = {t.ticket_id: t for t in tickets if t.ticket_id in sent_at}
     lines = {tid: Timeline(published=sent_at[tid]) for tid in wanted}
     usage: dict[str, dict[str, Any]] = {tid: {} for tid in wanted}
@@ -285,7 +290,7 @@ async def breakdown(
             # The first pending reply's write: the one the reply waited for.
             if (
                 line is not None
-                and entry.get("stage") == "strategy"
+                and entry.get("stage") == strategy.NAME
                 and (line.pending_written is None or at < line.pending_written)
             ):
                 line.pending_written = at
@@ -305,10 +310,10 @@ async def breakdown(
             continue
         reply = orjson.loads(out.value)
         timings = reply.get("timings_ms") or {}
-        lines[tid].outputs["strategy"] = (out.produced_at, reply.get("usage") or {})
+        lines[tid].outputs[strategy.NAME] = (out.produced_at, reply.get("usage") or {})
         lines[tid].work_ms = {k: float(v) for k, v in timings.items() if k != "end_to_end"}
         lines[tid].end_to_end_ms = timings.get("end_to_end")
-        usage[tid]["strategy"] = reply.get("usage") or {}
+        usage[tid][strategy.NAME] = reply.get("usage") or {}
     model_ms = 1000 * (model_latency_s or 0.0)
     parts = [one(line, model_ms) for tid, line in lines.items() if tid in replies]
     hops = [1000 * (o.received_at - o.produced_at) for o in replies.values()]
@@ -318,9 +323,11 @@ async def breakdown(
             "x"
         ]
     costs = [
-        stage_costs([(st, u[st]) for st in ("understand", "lookup", "strategy") if st in u])
+        stage_costs(
+            [(st, u[st]) for st in (understand.NAME, lookup.NAME, strategy.NAME) if st in u]
+        )
         for tid, u in usage.items()
-        if "strategy" in u
+        if strategy.NAME in u
     ]
     result["cost_per_ticket"] = cost_per_ticket(costs)
     return result

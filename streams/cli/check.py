@@ -66,6 +66,7 @@ def _no_store_yet(settings: Settings) -> tuple[str, str, str] | None:
 
 
 def _policy(settings: Settings) -> list[tuple[str, str, str]]:
+    from baton_kafka.agents.cache_fit import STAGES as BUILT_IN
     from baton_kafka.agents.cache_fit import cache_fits
     from baton_kafka.agents.policy import PolicyError
     from baton_kafka.agents.policy import load as load_policy
@@ -93,7 +94,7 @@ def _policy(settings: Settings) -> list[tuple[str, str, str]]:
         (OK, "handbook", str(base / shop.handbook) if shop.handbook else "none"),
         (OK, "tone", str(base / shop.tone) if shop.tone else "baton's default"),
     ]
-    models = {stage: settings.model_for(stage) for stage in ("understand", "lookup", "strategy")}
+    models = {stage: settings.model_for(stage) for stage in BUILT_IN}
     for fit in cache_fits(policy, models, settings.cache_min_tokens):
         lines.append((OK if fit.cached else WARN, "cache", fit.line()))
     return lines

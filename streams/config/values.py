@@ -17,6 +17,7 @@ from baton_kafka.agents.models.providers import ProviderError, check_name, defau
 from baton_kafka.agents.policy import PolicyError
 from baton_kafka.agents.policy import load as load_policy
 from baton_kafka.agents.policy.vocabulary import language_problem
+from baton_kafka.agents.stages import ORDER, lookup, understand
 from baton_kafka.schemas.topics import ROLES
 from baton_kafka.streams.config.spec import SettingsError, cut
 
@@ -24,11 +25,11 @@ from baton_kafka.streams.config.spec import SettingsError, cut
 NAMED_MODELS = ("bedrock", "vertex", "openai")
 # The reader (agents.reader) reads each final reply once: a cheap model is enough.
 DEFAULT_STAGE_MODELS = {
-    "understand": "claude-haiku-4-5",
-    "lookup": "claude-haiku-4-5",
+    understand.NAME: "claude-haiku-4-5",
+    lookup.NAME: "claude-haiku-4-5",
     "reader": "claude-haiku-4-5",
 }
-STAGES = ("understand", "lookup", "strategy", "reader")
+STAGES = (*ORDER, "reader")
 
 
 def broker(name: str, raw: str) -> str:

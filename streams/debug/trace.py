@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from baton_kafka.agents.stages import lookup, understand
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import dumps, loads
 from baton_kafka.schemas.handoff import HandoffPacket
@@ -265,14 +266,14 @@ def _refused(session_id: str, letters: list[Message]) -> set[str]:
 def _stage_decision(stage: str, record: StageRecord) -> tuple[str, dict[str, Any]]:
     timing = record.timings_ms.get(stage)
     took = f" ({timing:.0f} ms)" if timing is not None else ""
-    if stage == "understand" and record.understanding is not None:
+    if stage == understand.NAME and record.understanding is not None:
         u = record.understanding
         return (
             f"{u.demand}, product {u.product or '-'}, {u.language}: "
             f'"{_excerpt(u.core_problem, 80)}"{took}',
             {"understanding": u.model_dump(mode="json"), "timing_ms": timing},
         )
-    if stage == "lookup" and record.match is not None:
+    if stage == lookup.NAME and record.match is not None:
         match = record.match
         recalled = ""
         if match.recall is not None:

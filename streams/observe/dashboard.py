@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton_kafka.agents.stages import ORDER
 from baton_kafka.schemas.records import CallUsage, Reply
 from baton_kafka.streams.observe.metrics import TIMED_OUTCOMES
 
-STAGES = ("intake", "understand", "lookup", "strategy")
+STAGES = ("intake", *ORDER)
 """The built-in chain's stages as shown when the worker names none (``Recent(stages=...)``)."""
 # Stage results shown per reply: short scalar fields only (a label, a level, a flag).
 SHOWN_CHARS = 24

@@ -11,7 +11,7 @@ from baton_kafka.agents import staff_notes
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy
-from baton_kafka.agents.strategy import already_offered
+from baton_kafka.agents.stages.strategy.agent import already_offered
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.handoff import (
     PACKET_TEXT_CHARS,

@@ -11,7 +11,7 @@ from baton_kafka.agents.languages import DEFAULT_LANGUAGES
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy.agreed import marked
 from baton_kafka.agents.policy.offer import settle
-from baton_kafka.agents.strategy import awaiting_approval
+from baton_kafka.agents.stages.strategy.agent import awaiting_approval
 from baton_kafka.schemas.baton import Baton, OrderMemory
 from baton_kafka.schemas.records import Reply, StageName, UsageTotals, utcnow
 from baton_kafka.schemas.stages import StageRecord, StrategyDraft

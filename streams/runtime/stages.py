@@ -4,28 +4,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from baton_kafka.agents import memory
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.instructions import STAGE_TEXTS
-from baton_kafka.agents.lookup import look_up
 from baton_kafka.agents.models.llm import LLM
-from baton_kafka.agents.orders import OrderSource, StoreUnavailable
+from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
-from baton_kafka.agents.prompts import EarlierSession, stage_results
-from baton_kafka.agents.rules.choosing import choose_rules
-from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
-from baton_kafka.agents.strategy import decide
-from baton_kafka.agents.understand import understand
+from baton_kafka.agents.prompts import EarlierSession
+from baton_kafka.agents.stages import lookup, strategy, understand
+from baton_kafka.agents.stages.lookup import prompt as lookup_prompt
+from baton_kafka.agents.stages.lookup import run as lookup_run
+from baton_kafka.agents.stages.lookup import update as lookup_update
+from baton_kafka.agents.stages.lookup.rule import choose_rules
+from baton_kafka.agents.stages.strategy import run as strategy_run
+from baton_kafka.agents.stages.strategy.rule import strategy_rules
+from baton_kafka.agents.stages.understand import prompt as understand_prompt
+from baton_kafka.agents.stages.understand import run as understand_run
+from baton_kafka.agents.stages.understand import update as understand_update
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.schemas import topics
 from baton_kafka.schemas.baton import Baton, OrderMemory
-from baton_kafka.schemas.records import Order, Ticket
+from baton_kafka.schemas.records import Ticket
 from baton_kafka.schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
 from baton_kafka.streams.runtime.batons import BatonStore
 
@@ -137,101 +141,36 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-async def _understand(i: Inputs) -> Outcome[Understanding]:
-    orders: list[Order] = []
-    if i.ticket.customer_id:
-        try:
-            orders = await i.store.for_customer(i.ticket.customer_id)
-        except StoreUnavailable:
-            orders = []
-    return await understand(
-        i.ticket,
-        i.baton,
-        i.llm,
-        orders=orders,
-        earlier=i.earlier(),
-        history=i.history(),
-        reask_limit=i.reask_limit,
-        tokens_left=i.tokens_left,
-        languages=i.policy.languages,
-        triggers=i.policy.handoff.triggers,
-    )
-
-
-async def _look_up(i: Inputs) -> Outcome[OrderMatch]:
-    return await look_up(
-        i.ticket,
-        i.understanding,
-        i.baton,
-        i.store,
-        i.llm,
-        earlier=i.earlier(),
-        history=i.history(),
-        reask_limit=i.reask_limit,
-        tokens_left=i.tokens_left,
-    )
-
-
-async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
-    outcome = await decide(
-        i.ticket,
-        i.baton,
-        i.understanding,
-        i.match,
-        i.store,
-        i.llm,
-        reask_limit=i.reask_limit,
-        tokens_left=i.tokens_left,
-        policy=i.policy,
-        history=i.history(),
-        stages=i.record.results,
-        read=i.read,
-    )
-    return handed_over(outcome, i.record.results)
-
-
-def handed_over(outcome: Outcome[StrategyDraft], results: dict[str, Any]) -> Outcome[StrategyDraft]:
-    """``outcome``, handed to a person when an earlier stage's result asks for one
-    (``needs_human`` true), whatever the model wrote."""
-    asked = [r.stage for r in stage_results(results) if r.needs_human]
-    draft = outcome.value
-    if not asked or draft.needs_human:
-        return outcome
-    note = f"{draft.internal_note} Stage {', '.join(asked)} asked for a person."
-    draft = draft.model_copy(update={"needs_human": True, "internal_note": note.strip()})
-    return replace(outcome, value=draft)
-
-
 STAGES: tuple[Stage[Any], ...] = (
     Stage(
-        name="understand",
+        name=understand.NAME,
         input=Ticket,
         output=Understanding,
         role="understood",
-        run=_understand,
+        run=understand_run.run,
         carries="understanding",
-        update=memory.apply_understanding,
-        prompt=STAGE_TEXTS["understand"],
+        update=understand_update.apply_understanding,
+        prompt=understand_prompt.TEXT,
         offline=understand_rules,
         opens_session=True,
     ),
     Stage(
-        name="lookup",
+        name=lookup.NAME,
         input=Understanding,
         output=OrderMatch,
         role="matched",
-        run=_look_up,
+        run=lookup_run.run,
         carries="match",
-        update=memory.apply_match,
-        prompt=STAGE_TEXTS["lookup"],
+        update=lookup_update.apply_match,
+        prompt=lookup_prompt.TEXT,
         offline=choose_rules,
     ),
     Stage(
-        name="strategy",
+        name=strategy.NAME,
         input=OrderMatch,
         output=StrategyDraft,
-        run=_decide,
-        prompt=STAGE_TEXTS["strategy"],
+        run=strategy_run.run,
+        prompt=STAGE_TEXTS[strategy.NAME],
         offline=strategy_rules,
         answers=True,
     ),

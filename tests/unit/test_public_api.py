@@ -58,6 +58,10 @@ PINNED: dict[str, list[str]] = {
         "open_store",
         "understand",
     ],
+    "baton_kafka.agents.stages": ["ORDER"],
+    "baton_kafka.agents.stages.lookup": ["NAME"],
+    "baton_kafka.agents.stages.strategy": ["NAME"],
+    "baton_kafka.agents.stages.understand": ["NAME"],
     "baton_kafka.streams.actions": [
         "Executor",
         "ExecutorRefused",

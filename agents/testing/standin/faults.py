@@ -12,13 +12,14 @@ from typing import Any
 
 import orjson
 
+from baton_kafka.agents.stages import lookup, strategy, understand
 from baton_kafka.agents.testing.standin.messages import Request
 
 # Schema-valid on the wire (bounds only travel as descriptions) but against the business rules.
 RULE_BREAKS: dict[str, dict[str, Any]] = {
-    "understand": {"product": "Invented Gadget 9000"},
-    "lookup": {"order_id": "ORD-INVENTED-0000"},
-    "strategy": {"confidence": 1.7},
+    understand.NAME: {"product": "Invented Gadget 9000"},
+    lookup.NAME: {"order_id": "ORD-INVENTED-0000"},
+    strategy.NAME: {"confidence": 1.7},
 }
 SPEND_LIMIT_CODE = "enforced_spend_limit_reached"
 API_ERRORS = {
@@ -107,7 +108,7 @@ class FaultPlan:
                     rule.times -= 1
                     return rule.fault
             for fault, stage, times in directives(message):
-                if fault == "drift" and request.stage != "strategy":
+                if fault == "drift" and request.stage != strategy.NAME:
                     continue
                 fired = (key, request.stage, fault)
                 if stage in (None, request.stage) and self._fired[fired] < times:
@@ -124,7 +125,7 @@ def spoil(text: str, fault: str | None, stage: str, schema: Mapping[str, Any]) -
         return text
     data = orjson.loads(text)
     if fault == "drift":
-        data.update(DRIFTED if stage == "strategy" else {})
+        data.update(DRIFTED if stage == strategy.NAME else {})
     elif fault == "rule":
         data.update(RULE_BREAKS.get(stage, {}))
     else:

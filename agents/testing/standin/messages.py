@@ -11,26 +11,27 @@ from pydantic import BaseModel
 
 from baton_kafka.agents.policy.render import read_back
 from baton_kafka.agents.prompts import Facts, parse_context
-from baton_kafka.agents.rules.choosing import choose_rules
 from baton_kafka.agents.rules.reading import reader_rules
-from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages import lookup, strategy, understand
+from baton_kafka.agents.stages.lookup.rule import choose_rules
+from baton_kafka.agents.stages.strategy.rule import strategy_rules
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.agents.testing.standin.from_schema import answer_from_schema
 from baton_kafka.agents.testing.standin.judge import judge_block, judge_responder
 
 # Where ``schema_text`` puts the answer's schema in a system prompt.
 ANSWER_FORMAT = "# Answer format\n"
 STAGE_OF_TITLE = {
-    "Understanding": "understand",
-    "OrderChoice": "lookup",
-    "StrategyDraft": "strategy",
+    "Understanding": understand.NAME,
+    "OrderChoice": lookup.NAME,
+    "StrategyDraft": strategy.NAME,
     "JudgeVerdict": "judge",
     "ReaderFindings": "reader",
 }
 _RULES: dict[str, Callable[[Facts], BaseModel]] = {
-    "understand": understand_rules,
-    "lookup": choose_rules,
-    "strategy": strategy_rules,
+    understand.NAME: understand_rules,
+    lookup.NAME: choose_rules,
+    strategy.NAME: strategy_rules,
 }
 
 
@@ -76,7 +77,7 @@ def echo_responder(request: Request) -> BaseModel | Mapping[str, Any]:
         raise ValueError(f"cannot read the prompt's facts: {request.facts_error}")
     if request.stage not in _RULES:
         raise ValueError(f"no rules for stage {request.stage!r}")
-    if request.stage == "strategy":  # decided by the policy the system prompt states
+    if request.stage == strategy.NAME:  # decided by the policy the system prompt states
         return strategy_rules(request.facts, read_back(request.system))
     return _RULES[request.stage](request.facts)
 

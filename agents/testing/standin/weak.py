@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
 from baton_kafka.agents.models.request_shape import FEEDBACK
-from baton_kafka.agents.rules.reply import strategy_rules
-from baton_kafka.agents.rules.understanding import understand_rules
+from baton_kafka.agents.stages import lookup, strategy
+from baton_kafka.agents.stages.strategy.rule import strategy_rules
+from baton_kafka.agents.stages.understand.rule import understand_rules
 from baton_kafka.agents.testing.standin.messages import Request
 
 REASK_MARK = FEEDBACK.split("{}")[0].strip()
@@ -85,7 +86,11 @@ class WeakStyle:
         data = answer.model_dump(mode="json") if isinstance(answer, BaseModel) else dict(answer)
         reask = REASK_MARK in request.text
         key = facts.ticket_id
-        if reask and request.stage == "strategy" and _share(f"lang:{key}") < self.switch_language:
+        if (
+            reask
+            and request.stage == strategy.NAME
+            and _share(f"lang:{key}") < self.switch_language
+        ):
             data = _in_english(request, data)
         if (not reask or self.stubborn) and _share(f"example:{key}") < self.example_copy:
             data = _copy_example(request, data, _share(f"which:{key}"))
@@ -124,7 +129,7 @@ def _copy_example(request: Request, data: Mapping[str, Any], pick: float) -> dic
     out = dict(data)
     match = request.facts.match if request.facts else None
     reply = out.get("reply")
-    if request.stage == "strategy" and match and match.order_id and isinstance(reply, str):
+    if request.stage == strategy.NAME and match and match.order_id and isinstance(reply, str):
         example = EXAMPLE_ORDER_IDS[int(pick * len(EXAMPLE_ORDER_IDS))]
         out["reply"] = reply.replace(match.order_id, example)
     return out
@@ -133,9 +138,9 @@ def _copy_example(request: Request, data: Mapping[str, Any], pick: float) -> dic
 def _misspell_order(request: Request, data: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(data)
     match = request.facts.match if request.facts else None
-    if request.stage == "lookup" and isinstance(out.get("order_id"), str):
+    if request.stage == lookup.NAME and isinstance(out.get("order_id"), str):
         out["order_id"] = near_miss(out["order_id"])
-    elif request.stage == "strategy" and match and match.order_id:
+    elif request.stage == strategy.NAME and match and match.order_id:
         reply = out.get("reply")
         if isinstance(reply, str):
             out["reply"] = reply.replace(match.order_id, near_miss(match.order_id))

@@ -1,0 +1,10 @@
+"""The look-up stage: the customer's real order the message is about, found in the store.
+
+Its folder holds all of it: the prompt text (``prompt``), the offline rule (``rule``), the
+model's validators (``validators``) and the function (``agent``). Everything else names the
+stage through ``NAME``, or through the chain.
+"""
+
+NAME = "lookup"
+
+__all__ = ["NAME"]
