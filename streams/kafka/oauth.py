@@ -8,20 +8,18 @@ login, and the client-credentials provider keeps a token until shortly before it
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import importlib
 import inspect
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
-import orjson
+import httpx2
 from aiokafka.abc import AbstractTokenProvider
+from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
 from baton_kafka.agents.dsn import mask_dsn
 from baton_kafka.streams.settings import KafkaSecurity, SettingsError
@@ -70,10 +68,11 @@ class ClientCredentials(_Provider):
         self.url = url
         self.scope = scope
         self.timeout_s = timeout_s
-        auth = f"{urllib.parse.quote(client_id)}:{urllib.parse.quote(client_secret)}"
-        self._authorization = "Basic " + base64.b64encode(auth.encode()).decode()
+        # RFC 6749 2.3.1 form-encodes both before basic auth; authlib sends them as given.
+        self._client = (quote(client_id), quote(client_secret))
         self._cached: tuple[str, float] | None = None
-        # A thread lock: the provider outlives event loops (each command runs its own).
+        # A thread lock and a client per request: the provider outlives event loops (each
+        # command runs its own).
         self._lock = threading.Lock()
 
     async def token(self) -> str:
@@ -86,33 +85,32 @@ class ClientCredentials(_Provider):
             return self._cached[0]
 
     def _fetch(self) -> tuple[str, float]:
-        form = {"grant_type": "client_credentials"} | ({"scope": self.scope} if self.scope else {})
-        request = urllib.request.Request(
-            self.url,
-            data=urllib.parse.urlencode(form).encode(),
-            method="POST",
-            headers={
-                "Authorization": self._authorization,
-                "Content-Type": "application/x-www-form-urlencoded",
-                "Accept": "application/json",
-            },
-        )
         where = mask_dsn(self.url)
+
+        def refused(response: httpx2.Response) -> httpx2.Response:
+            if not response.is_success:
+                raise TokenUnavailable(
+                    f"the token endpoint {where} answered {response.status_code}: check "
+                    "BATON_KAFKA_OAUTH_CLIENT_ID and BATON_KAFKA_OAUTH_CLIENT_SECRET"
+                )
+            return response
+
+        client_id, secret = self._client
+        options = {"scope": self.scope or None, "timeout": self.timeout_s}
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                answer = orjson.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            raise TokenUnavailable(
-                f"the token endpoint {where} answered {exc.code}: check "
-                "BATON_KAFKA_OAUTH_CLIENT_ID and BATON_KAFKA_OAUTH_CLIENT_SECRET"
-            ) from None
-        except (urllib.error.URLError, OSError, orjson.JSONDecodeError) as exc:
-            raise TokenUnavailable(f"no token from {where}: {exc}") from None
-        token = answer.get("access_token") if isinstance(answer, dict) else None
+            with OAuth2Client(client_id, secret, **options) as client:
+                client.register_compliance_hook("access_token_response", refused)
+                answer = client.fetch_token(self.url, grant_type="client_credentials")
+            lifetime = float(answer.get("expires_in") or 300)
+        except OAuthError as exc:
+            raise TokenUnavailable(f"the token endpoint {where} answered {exc.error}") from None
+        except (httpx2.HTTPError, OSError, ValueError, TypeError) as exc:
+            # One line, and a password in a URL the client quotes stays masked.
+            reason = mask_dsn(" ".join(str(exc).split()) or type(exc).__name__)
+            raise TokenUnavailable(f"no token from {where}: {reason}") from None
+        token = answer.get("access_token")
         if not isinstance(token, str) or not token:
             raise TokenUnavailable(f"the token endpoint {where} answered without access_token")
-        lifetime = float(answer.get("expires_in") or 300)
         return token, time.monotonic() + max(lifetime - REFRESH_EARLY_S, lifetime / 2)
 
 

@@ -3,6 +3,9 @@ token, a client-credentials flow (against a local token endpoint) and a provider
 
 from __future__ import annotations
 
+import asyncio
+import socket
+
 import pytest
 from aiokafka.abc import AbstractTokenProvider
 from faust.auth import OAuthCredentials
@@ -139,3 +142,64 @@ async def test_client_credentials_asks_once_and_keeps_the_token() -> None:
         refused = ClientCredentials(endpoint.url, CLIENT_ID, "wrong")
         with pytest.raises(TokenUnavailable, match="answered 401"):
             await refused.token()
+
+
+async def test_client_credentials_asks_again_once_the_token_nears_its_expiry() -> None:
+    with token_endpoint() as endpoint:
+        # Shorter than REFRESH_EARLY_S: kept for half its lifetime.
+        endpoint.lifetime_s = 1
+        provider = ClientCredentials(endpoint.url, CLIENT_ID, CLIENT_SECRET)
+        await provider.token()
+        await provider.token()
+        assert len(endpoint.requests) == 1
+        await asyncio.sleep(0.6)
+        await provider.token()
+        assert len(endpoint.requests) == 2
+
+
+async def test_concurrent_logins_share_one_token_request() -> None:
+    with token_endpoint() as endpoint:
+        provider = ClientCredentials(endpoint.url, CLIENT_ID, CLIENT_SECRET)
+        tokens = await asyncio.gather(*(provider.token() for _ in range(5)))
+        assert len(set(tokens)) == 1 and len(endpoint.requests) == 1
+
+
+def test_a_client_credentials_provider_outlives_its_event_loop() -> None:
+    with token_endpoint() as endpoint:
+        provider = ClientCredentials(endpoint.url, CLIENT_ID, CLIENT_SECRET)
+        first = asyncio.run(provider.token())
+        assert asyncio.run(provider.token()) == first and len(endpoint.requests) == 1
+
+
+async def test_an_id_and_secret_with_reserved_characters_are_form_encoded() -> None:
+    with token_endpoint() as endpoint:
+        endpoint.client = ("svc:kafka/1", "p@ss:w%rd+ é")
+        provider = ClientCredentials(endpoint.url, *endpoint.client)
+        assert await provider.token()
+        assert endpoint.requests[0]["authenticated"] is True
+
+
+async def test_a_refused_client_is_one_line_without_the_secret() -> None:
+    with token_endpoint() as endpoint:
+        refused = ClientCredentials(endpoint.url, CLIENT_ID, "wrong-secret-5b0e")
+        with pytest.raises(TokenUnavailable) as caught:
+            await refused.token()
+    message = str(caught.value)
+    assert message == (
+        f"the token endpoint {endpoint.url} answered 401: check BATON_KAFKA_OAUTH_CLIENT_ID "
+        "and BATON_KAFKA_OAUTH_CLIENT_SECRET"
+    )
+
+
+async def test_an_unreachable_token_url_is_one_line_with_its_password_masked() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://svc:url-pw-3e1@127.0.0.1:{port}/oauth2/token"
+    provider = ClientCredentials(url, CLIENT_ID, CLIENT_SECRET, timeout_s=2)
+    with pytest.raises(TokenUnavailable) as caught:
+        await provider.token()
+    message = str(caught.value)
+    assert message.startswith(f"no token from http://svc:***@127.0.0.1:{port}/oauth2/token: ")
+    assert len(message.splitlines()) == 1
+    assert "url-pw-3e1" not in message and CLIENT_SECRET not in message
