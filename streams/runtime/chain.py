@@ -6,10 +6,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from baton_kafka.agents.stage import FIRST_SOURCE, Stage
+from baton_kafka.agents.stages.lookup.declared import STAGE as LOOKUP
+from baton_kafka.agents.stages.strategy.declared import STAGE as STRATEGY
+from baton_kafka.agents.stages.understand.declared import STAGE as UNDERSTAND
 from baton_kafka.schemas import topics
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.schemas.topics import topic_problem
-from baton_kafka.streams.runtime.stages import FIRST_SOURCE, STAGES, Stage
 
 # Names baton's records already use for steps outside the chain: reading a ticket in and
 # applying a person's decision.
@@ -140,5 +143,9 @@ class Chain:
         """The roles of the topics stages read from each other (signed, session-keyed)."""
         return tuple(self.source_role(s) for s in self.stages)
 
+
+STAGES: tuple[Stage[Any], ...] = (UNDERSTAND, LOOKUP, STRATEGY)
+"""The built-in stages in the chain's order, each declared in its folder with ``stage()``: the
+one place they are listed together (``agents.stages.ORDER`` is their names, held to it)."""
 
 BUILTIN = Chain(STAGES)
