@@ -28,8 +28,9 @@ T = TypeVar("T", bound=BaseModel)
 FIRST_SOURCE = "sessions"
 REPLIES = "replies"
 
-# Which stage's result each stage record field carries (field -> stage name), filled as stages
-# that ``carries`` are declared: ``StageContext.result`` finds a stage given by name through it.
+# The stage record field each stage that ``carries`` its result fills, by stage name, noted as
+# stages are declared: ``StageContext.result`` finds a stage given by name through it (the
+# chain, which it cannot see, holds each field to one stage).
 _CARRIED: dict[str, str] = {}
 
 
@@ -124,12 +125,7 @@ class Stage(Generic[T]):
         if self.carries is not None:
             if problem := carries_problem(self.carries, self.output):
                 raise ValueError(f"stage {self.name}: carries={self.carries!r}: {problem}")
-            claimed = _CARRIED.setdefault(self.carries, self.name)
-            if claimed != self.name:
-                raise ValueError(
-                    f"stage {self.name}: the record's {self.carries!r} carries stage "
-                    f"{claimed}'s result already"
-                )
+            _CARRIED[self.name] = self.carries
 
     @property
     def target_role(self) -> str:
@@ -165,4 +161,4 @@ def carries_problem(carries: str, output: type[BaseModel]) -> str | None:
 
 def carrier(name: str) -> str | None:
     """The stage record field that carries the result of the stage ``name``, if one does."""
-    return next((f for f, stage in _CARRIED.items() if stage == name), None)
+    return _CARRIED.get(name)

@@ -124,7 +124,9 @@ class StageContext:
         if wanted is None:
             raise TypeError(f"result({name!r}): say the result's type")
         carried = carrier(name)
-        found = getattr(self._record, carried) if carried else self._record.results.get(name)
+        found = getattr(self._record, carried) if carried else None
+        if found is None:
+            found = self._record.results.get(name)
         if found is None:
             return None
         if isinstance(found, BaseModel):

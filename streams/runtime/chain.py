@@ -42,6 +42,9 @@ class Chain:
             raise ValueError("the chain's last stage, and only it, must answer")
         if any(s.opens_session for s in self.stages[1:]):
             raise ValueError("only the chain's first stage may open the session")
+        carried = [s.carries for s in self.stages if s.carries is not None]
+        if twice := sorted({c for c in carried if carried.count(c) > 1}):
+            raise ValueError(f"two stages carry their result in the record's {twice[0]}")
         for before, stage in zip(self.stages, self.stages[1:], strict=False):
             if stage.input is not before.output and not any(
                 s.output is stage.input for s in self.stages[: self.stages.index(stage)]
