@@ -15,6 +15,7 @@ from typing import Any
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.rules.offline import OfflineLLM
+from baton_kafka.agents.stage import Stage
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.handoff import HandoffPacket
@@ -23,7 +24,6 @@ from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guard
 from baton_kafka.streams.runtime.chain import Chain
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.runtime.stages import Stage
 from baton_kafka.streams.settings import Settings
 
 __all__ = ["MemoryOrders", "MemorySink", "MemoryState", "MemoryTable", "TestPipeline"]

@@ -20,7 +20,7 @@ from baton_kafka.agents.stages import understand
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order, Reply, StageName, Ticket
 from baton_kafka.streams.demo import demo_file, read_jsonl
-from baton_kafka.streams.runtime.stages import STAGES
+from baton_kafka.streams.runtime.chain import STAGES
 
 FOLLOW_UPS = {
     "en": (

@@ -11,15 +11,15 @@ _HOMES = {
     "Chain": "baton_kafka.streams.runtime.chain",
     "Pipeline": "baton_kafka.streams.runtime.pipeline",
     "Runtime": "baton_kafka.streams.runtime.app",
-    "STAGES": "baton_kafka.streams.runtime.stages",
+    "STAGES": "baton_kafka.streams.runtime.chain",
     "SessionGate": "baton_kafka.streams.runtime.scheduler",
     "SessionScheduler": "baton_kafka.streams.runtime.scheduler",
     "Sink": "baton_kafka.streams.runtime.sink",
-    "Stage": "baton_kafka.streams.runtime.stages",
-    "StageContext": "baton_kafka.streams.runtime.stage_context",
+    "Stage": "baton_kafka.agents.stage",
+    "StageContext": "baton_kafka.agents.stage_context",
     "State": "baton_kafka.streams.runtime.batons",
     "create_app": "baton_kafka.streams.runtime.app",
-    "stage": "baton_kafka.streams.runtime.custom",
+    "stage": "baton_kafka.agents.declare",
 }
 
 __all__ = sorted(_HOMES)

@@ -6,10 +6,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from baton_kafka.agents.stage import FIRST_SOURCE, Stage
+from baton_kafka.agents.stages.lookup.declared import STAGE as LOOKUP
+from baton_kafka.agents.stages.strategy.declared import STAGE as STRATEGY
+from baton_kafka.agents.stages.understand.declared import STAGE as UNDERSTAND
 from baton_kafka.schemas import topics
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.schemas.topics import topic_problem
-from baton_kafka.streams.runtime.stages import FIRST_SOURCE, STAGES, Stage
 
 # Names baton's records already use for steps outside the chain: reading a ticket in and
 # applying a person's decision.
@@ -39,6 +42,9 @@ class Chain:
             raise ValueError("the chain's last stage, and only it, must answer")
         if any(s.opens_session for s in self.stages[1:]):
             raise ValueError("only the chain's first stage may open the session")
+        carried = [s.carries for s in self.stages if s.carries is not None]
+        if twice := sorted({c for c in carried if carried.count(c) > 1}):
+            raise ValueError(f"two stages carry their result in the record's {twice[0]}")
         for before, stage in zip(self.stages, self.stages[1:], strict=False):
             if stage.input is not before.output and not any(
                 s.output is stage.input for s in self.stages[: self.stages.index(stage)]
@@ -140,5 +146,9 @@ class Chain:
         """The roles of the topics stages read from each other (signed, session-keyed)."""
         return tuple(self.source_role(s) for s in self.stages)
 
+
+STAGES: tuple[Stage[Any], ...] = (UNDERSTAND, LOOKUP, STRATEGY)
+"""The built-in stages in the chain's order, each declared in its folder with ``stage()``: the
+one place they are listed together (``agents.stages.ORDER`` is their names, held to it)."""
 
 BUILTIN = Chain(STAGES)

@@ -7,8 +7,8 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
+from baton_kafka.agents.stage import Stage
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
-from baton_kafka.streams.runtime.stages import Stage
 from baton_kafka.streams.settings import Settings, SettingsError
 
 SETTING = "BATON_STAGES"

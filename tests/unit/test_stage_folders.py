@@ -1,8 +1,9 @@
 """Each built-in stage lives in its own folder: nothing outside it quotes the stage's name.
 
 A built-in stage's folder (``agents/stages/<name>/``) holds its prompt text, offline rule,
-validators, baton update and function; the rest of baton names it through the folder's ``NAME``
-or through the chain. The chain module is the one place that lists the stages in order.
+validators, baton update and function, and declares the stage with ``stage()`` as a shop does
+(``declared.STAGE``); the rest of baton names it through the folder's ``NAME`` or through the
+chain. The chain module is the one place that lists the stages in order.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from tests.fixtures.paths import ROOT
 PACKAGES = ("schemas", "agents", "streams")
 FOLDERS = ROOT / "agents" / "stages"
 CHAIN = ROOT / "streams" / "runtime" / "chain.py"
+# The one place a ``Stage`` is made: ``stage()``, which every stage is declared with.
+DECLARE = ROOT / "agents" / "declare.py"
 # Built-in stages still declared outside a folder of their own.
 NOT_YET_MOVED: frozenset[str] = frozenset()
 # Quotes of a stage's name that are not the stage: (file, name) -> how many, and why.
@@ -95,6 +98,50 @@ def test_a_stage_folder_holds_the_whole_stage() -> None:
         assert all(folder.resolve() in home.parents for home in homes), (name, homes)
         prompt = importlib.import_module(f"baton_kafka.agents.stages.{folder.name}.prompt")
         assert stage.prompt.startswith(prompt.TEXT)  # the strategy adds its examples
+
+
+def test_each_built_in_stage_is_declared_in_its_folder_with_stage() -> None:
+    for name, folder in _folders().items():
+        declared = importlib.import_module(f"baton_kafka.agents.stages.{folder.name}.declared")
+        assert declared.STAGE is BUILTIN[name]
+
+
+def made_stages(source: str) -> int:
+    """How many times ``source`` calls ``Stage(...)`` itself (bare or as an attribute)."""
+    return sum(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Name) and n.func.id == "Stage")
+            or (isinstance(n.func, ast.Attribute) and n.func.attr == "Stage")
+        )
+        for n in ast.walk(ast.parse(source))
+    )
+
+
+def test_every_stage_is_made_by_stage_alone() -> None:
+    made = {
+        path.relative_to(ROOT).as_posix(): count
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (count := made_stages(path.read_text("utf-8")))
+    }
+    assert made == {DECLARE.relative_to(ROOT).as_posix(): 1}
+
+
+def test_the_maker_finder_sees_a_stage_made_directly() -> None:
+    assert made_stages("S = Stage(name='x')\nT = stages.Stage(name='y')\nU = stage('z')\n") == 2
+
+
+def test_only_the_chain_lists_the_built_in_stages_together() -> None:
+    declared = {f"baton_kafka.agents.stages.{f.name}.declared" for f in _folders().values()}
+    listing = set()
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text("utf-8"))
+            imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+            if len(imported & declared) > 1:
+                listing.add(path)
+    assert listing == {CHAIN}
 
 
 def test_no_built_in_stage_name_is_quoted_outside_its_folder_and_the_chain() -> None:

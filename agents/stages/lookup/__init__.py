@@ -1,8 +1,9 @@
 """The look-up stage: the customer's real order the message is about, found in the store.
 
 Its folder holds all of it: the prompt text (``prompt``), the offline rule (``rule``), the
-model's validators (``validators``) and the function (``agent``). Everything else names the
-stage through ``NAME``, or through the chain.
+model's validators (``validators``), the baton update (``update``), the function (``agent``),
+what the chain runs (``run``) and the stage as declared with ``stage()`` (``declared``).
+Everything else names the stage through ``NAME``, or through the chain.
 """
 
 NAME = "lookup"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from baton_kafka.agents.outcome import Outcome
-from baton_kafka.agents.stages.given import Given
+from baton_kafka.agents.stage import Inputs
 from baton_kafka.agents.stages.lookup.agent import look_up
 from baton_kafka.schemas.stages import OrderMatch
 
 
-async def run(i: Given) -> Outcome[OrderMatch]:
+async def run(i: Inputs) -> Outcome[OrderMatch]:
     """Look up the ticket's order with what the chain gives the stage."""
     return await look_up(
         i.ticket,

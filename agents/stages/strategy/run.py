@@ -7,12 +7,12 @@ from typing import Any
 
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.prompts import stage_results
-from baton_kafka.agents.stages.given import Given
+from baton_kafka.agents.stage import Inputs
 from baton_kafka.agents.stages.strategy.agent import decide
 from baton_kafka.schemas.stages import StrategyDraft
 
 
-async def run(i: Given) -> Outcome[StrategyDraft]:
+async def run(i: Inputs) -> Outcome[StrategyDraft]:
     """Decide and write the reply with what the chain gives the stage; an earlier stage may
     hand the ticket to a person."""
     outcome = await decide(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from baton_kafka.agents.orders import StoreUnavailable
 from baton_kafka.agents.outcome import Outcome
-from baton_kafka.agents.stages.given import Given
+from baton_kafka.agents.stage import Inputs
 from baton_kafka.agents.stages.understand.agent import understand
 from baton_kafka.schemas.records import Order
 from baton_kafka.schemas.stages import Understanding
 
 
-async def run(i: Given) -> Outcome[Understanding]:
+async def run(i: Inputs) -> Outcome[Understanding]:
     """Understand the ticket with what the chain gives the stage (the customer's orders too)."""
     orders: list[Order] = []
     if i.ticket.customer_id:
