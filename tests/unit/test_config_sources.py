@@ -88,6 +88,19 @@ def test_errors_name_the_file_and_key_in_one_line(tmp_path: Path) -> None:
     assert _error(tmp_path, {"BATON_WEB_PORT": "x"}).startswith("BATON_WEB_PORT must be")
 
 
+def test_dotenv_reads_quotes_comments_and_names_the_bad_line(tmp_path: Path) -> None:
+    _write(
+        tmp_path / ".env",
+        "BATON_NAMESPACE='shop' # ours\nBATON_WEB_BIND=\"0.0.0.0\"\n"
+        "BATON_WEB_TOKEN='a#b c'\nBATON_LOG_LEVEL=debug # loud\n",
+    )
+    s = load({}, cwd=tmp_path)
+    assert (s.namespace, s.web_bind, s.web_token) == ("shop", "0.0.0.0", "a#b c")
+    assert s.log_level == "debug"
+    _write(tmp_path / ".env", "BATON_NAMESPACE=shop\n\n# next\nBATON_WEB_TOKEN\n")
+    assert _error(tmp_path) == f"{tmp_path / '.env'}:4: not a KEY=value line"
+
+
 @pytest.mark.parametrize(
     ("toml", "secret"),
     [
