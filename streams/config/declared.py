@@ -26,9 +26,6 @@ from baton_kafka.streams.config.spec import (
     choice,
     flag,
     integer,
-    lower,
-    optional_path,
-    optional_text,
     path,
     positive,
     render_flag,
@@ -43,6 +40,7 @@ StoreKind = Literal["memory", "rocksdb"]
 DeadLetterFormat = Literal["baton", "connect"]
 DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
+LOG_LEVELS = ("debug", "info", "warn", "warning", "error", "critical")
 NUMBER = render_number
 FLAG = render_flag
 
@@ -78,7 +76,7 @@ class Settings(OrderSettings, ModelSettings):
         "BATON_STORE_DIR",
         "the RocksDB store's directory; one per worker, locked while the worker runs",
         None,
-        parse=optional_path,
+        parse=path,
         shown="`BATON_DATA_DIR/store/<app id>/<host>-<web port>`",
         is_path=True,
     )
@@ -98,7 +96,6 @@ class Settings(OrderSettings, ModelSettings):
         "bearer token that reads the HTTP port: metrics, health, the dashboard's figures "
         "(requests without a token get 401); it never decides",
         None,
-        parse=optional_text,
         secret=True,
     )
     desk_token: str | None = setting(
@@ -106,7 +103,6 @@ class Settings(OrderSettings, ModelSettings):
         "bearer token of the dashboard's desk: the hand-off queue, the ids, people's decisions "
         "(reads what BATON_WEB_TOKEN reads too); unset, the desk is off",
         None,
-        parse=optional_text,
         secret=True,
     )
     action_webhook_secret: str | None = setting(
@@ -114,7 +110,6 @@ class Settings(OrderSettings, ModelSettings):
         "HMAC secret (16+ characters) the shop's system signs its reports of actions with, "
         "on `POST /actions/webhook` ([actions](actions.md)); unset, the webhook is off",
         None,
-        parse=optional_text,
         secret=True,
     )
     namespace: str = setting(
@@ -330,7 +325,9 @@ class Settings(OrderSettings, ModelSettings):
         parse=positive,
         render=NUMBER,
     )
-    log_level: str = setting("BATON_LOG_LEVEL", "worker log level", "info", parse=lower)
+    log_level: str = setting(
+        "BATON_LOG_LEVEL", "worker log level", "info", parse=choice(*LOG_LEVELS, lower=True)
+    )
     log_format: Literal["json", "text"] = setting(
         "BATON_LOG_FORMAT",
         "worker logs: one JSON line per event, or `text`",

@@ -13,7 +13,6 @@ from baton_kafka.streams.config.spec import (
     SettingsError,
     choice,
     cut,
-    optional_path,
     render_text,
     setting,
     spec_of,
@@ -25,9 +24,9 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 OAUTHBEARER = "OAUTHBEARER"
 
 
-def _file(name: str, raw: str) -> Path | None:
-    path = optional_path(name, raw)
-    if path is not None and not path.is_file():
+def _file(name: str, raw: str) -> Path:
+    path = Path(raw)
+    if not path.is_file():
         raise SettingsError(f"{name} names no readable file: {raw}")
     return path
 

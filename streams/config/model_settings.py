@@ -12,7 +12,6 @@ from baton_kafka.streams.config.spec import (
     choice,
     fraction,
     integer,
-    optional_text,
     positive,
     render_number,
     setting,
@@ -31,14 +30,12 @@ class ModelSettings:
         "ANTHROPIC_API_KEY",
         "the Claude API key (the SDK's own variable)",
         None,
-        parse=optional_text,
         secret=True,
     )
     anthropic_base_url: str | None = setting(
         "ANTHROPIC_BASE_URL",
         "the Claude API's address (the SDK's own variable)",
         None,
-        parse=optional_text,
     )
     llm: LLMKind = setting(
         "BATON_LLM",
@@ -80,13 +77,11 @@ class ModelSettings:
         "BATON_MODEL_URL",
         "endpoint of a provider other than the Claude API",
         None,
-        parse=optional_text,
     )
     model_api_key: str | None = setting(
         "BATON_MODEL_API_KEY",
         "key of a provider other than the Claude API (an Anthropic key never goes elsewhere)",
         None,
-        parse=optional_text,
         secret=True,
     )
     # auto: as the provider declares; off: the schema goes into the prompt instead.

@@ -151,7 +151,7 @@ def read_dotenv(path: Path) -> dict[str, str]:
     for binding in bindings:
         if binding.key is None and not binding.error:
             continue  # a blank or comment line
-        if binding.error or binding.value is None:
+        if binding.error or binding.key is None or binding.value is None:
             # Never the line itself: it may hold a secret. Blank lines before it are part of the
             # binding's text.
             text = binding.original.string
