@@ -33,45 +33,43 @@ class _Variables(BaseSettings):
 
 
 @functools.cache
-def _model(specs: tuple[Spec, ...]) -> type[_Variables]:
-    fields: dict[str, Any] = {spec.env: (spec.parse | None, None) for spec in specs}
+def _model(kinds: tuple[tuple[str, Any], ...]) -> type[_Variables]:
+    fields: dict[str, Any] = {name: (kind | None, None) for name, kind in kinds}
     return create_model("Variables", __base__=_Variables, **fields)
 
 
-def _line(error: Mapping[str, Any], spec: Spec, raw: str) -> str:
-    name, kind, ctx = spec.env, error["type"], error.get("ctx", {})
-    shown = cut(raw) if not spec.secret else "(a secret)"
-    if kind == "value_error" and isinstance(ctx.get("error"), SettingsError):
+def _line(error: Mapping[str, Any], name: str, kind: Any, raw: str) -> str:
+    """Pydantic's finding as baton's one line: the variable, what it takes, what it got."""
+    code, ctx, shown = error["type"], error.get("ctx", {}), cut(raw)
+    if code == "value_error" and isinstance(ctx.get("error"), SettingsError):
         return str(ctx["error"])
-    if kind in ("int_parsing", "int_from_float", "int_type"):
+    if code in ("int_parsing", "int_from_float", "int_type"):
         return f"{name} must be an integer, got {shown}"
-    if kind in ("float_parsing", "float_type"):
+    if code in ("float_parsing", "float_type"):
         return f"{name} must be a number, got {shown}"
-    if kind == "greater_than_equal" and isinstance(ctx["ge"], int):
+    if code == "greater_than_equal" and isinstance(ctx["ge"], int):
         return f"{name} must be at least {ctx['ge']}, got {raw.strip()}"
-    if kind == "less_than_equal":
+    if code == "less_than_equal":
         return f"{name} must be at most {ctx['le']}, got {raw.strip()}"
-    if kind in ("greater_than", "greater_than_equal"):
+    if code in ("greater_than", "greater_than_equal"):
         return f"{name} must be positive, got {shown}"
-    if kind == "less_than" and ctx["lt"] == 1:
+    if code == "less_than" and ctx["lt"] == 1:
         return f"{name} must be a fraction below 1, got {shown}"
-    if kind == "bool_parsing":
-        return f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {shown}"
-    if kind == "literal_error":
-        upper = any(isinstance(m, Upper) for m in getattr(spec.parse, "__metadata__", ()))
-        wanted = ctx["expected"].replace("'", "").replace(" or ", ", ") if upper else None
-        return f"{name} must be {f'one of {wanted}' if upper else ctx['expected']}, got {shown}"
-    # Whatever else pydantic finds: its own words, never the value.
+    if code == "bool_parsing":
+        return f"{name} must be true or false (1/0, yes/no, on/off), got {shown}"
+    if code == "literal_error":
+        if any(isinstance(m, Upper) for m in getattr(kind, "__metadata__", ())):
+            wanted = ctx["expected"].replace("'", "").replace(" or ", ", ")
+            return f"{name} must be one of {wanted}, got {shown}"
+        return f"{name} must be {ctx['expected']}, got {shown}"
+    # Whatever else pydantic finds: its own words, never the value (it may be a secret).
     return f"{name}: {error['msg']}"
 
 
-def check(specs: Iterable[Spec], values: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
-    """The variables of ``specs`` given (not empty) in ``values``, read as their types, and a
-    line for each that is not what its setting takes (those are left out)."""
-    specs = tuple(spec for spec in specs if spec.read is None)
-    given = {spec.env: values[spec.env] for spec in specs if values.get(spec.env)}
-    model = _model(specs)
-    by_name = {spec.env: spec for spec in specs}
+def read_as(kinds: Mapping[str, Any], given: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """``given`` read as ``kinds`` (variable -> pydantic type) in one pydantic-settings model:
+    the values read, and a line for each that is not what it takes (those are left out)."""
+    model = _model(tuple(kinds.items()))
     problems: list[str] = []
     try:
         read = model(**cast(dict[str, Any], given))
@@ -80,7 +78,14 @@ def check(specs: Iterable[Spec], values: Mapping[str, str]) -> tuple[dict[str, A
         errors = exc.errors()
         bad = [str(e["loc"][0]) for e in errors]
         for error, name in zip(errors, bad, strict=True):
-            problems += _line(error, by_name[name], given[name]).splitlines()
-        given = {name: raw for name, raw in given.items() if name not in set(bad)}
+            problems += _line(error, name, kinds[name], given[name]).splitlines()
+        given = {name: raw for name, raw in given.items() if name not in bad}
         read = model(**cast(dict[str, Any], given))
     return {name: getattr(read, name) for name in given}, problems
+
+
+def check(specs: Iterable[Spec], values: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The variables of ``specs`` given (not empty) in ``values``, read as their kinds, and a
+    line for each that is not what its setting takes (those are left out)."""
+    kinds = {spec.env: spec.parse for spec in specs if spec.read is None}
+    return read_as(kinds, {name: values[name] for name in kinds if values.get(name)})

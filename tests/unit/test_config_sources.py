@@ -229,3 +229,25 @@ def test_the_kafka_client_options_are_aiokafka_s_and_applied() -> None:
     ]:
         with pytest.raises(SettingsError, match=wanted):
             load(env)
+
+
+def test_every_bad_client_option_is_told_with_the_other_settings(tmp_path: Path) -> None:
+    toml = _write(
+        tmp_path / "baton.toml",
+        '[kafka.client]\nlinger_ms = -5\ncheck_crcs = "maybe"\nacks = 0\n'
+        'compression_type = "zstd"\n',
+    )
+    with pytest.raises(SettingsError) as raised:
+        load({"BATON_WEB_PORT": "0"}, cwd=tmp_path)
+    assert sorted(raised.value.lines) == [
+        f"{toml}: key kafka.client.acks: BATON_KAFKA_CLIENT_ACKS: 'acks' is not a Kafka client "
+        f"option baton passes on (one of {', '.join(CLIENT_OPTIONS)})",
+        f"{toml}: key kafka.client.check_crcs: BATON_KAFKA_CLIENT_CHECK_CRCS must be true or "
+        "false (1/0, yes/no, on/off), got 'maybe'",
+        f"{toml}: key kafka.client.linger_ms: BATON_KAFKA_CLIENT_LINGER_MS must be at least 0, "
+        "got -5",
+        "BATON_WEB_PORT must be at least 1, got 0",
+    ]
+    _write(toml, "[kafka.client]\ncheck_crcs = false\nlinger_ms = 0\n")
+    options = load({}, cwd=tmp_path).kafka_client
+    assert options.consumer == {"check_crcs": False} and options.producer == {"linger_ms": 0}

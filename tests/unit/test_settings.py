@@ -321,7 +321,7 @@ def test_every_bad_setting_is_told_at_once_the_kafka_login_and_ranges_included()
         load(env)
     assert sorted(raised.value.lines) == sorted(
         [
-            "BATON_ALLOW_UNSIGNED must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'",
+            "BATON_ALLOW_UNSIGNED must be true or false (1/0, yes/no, on/off), got 'maybe'",
             "BATON_LOG_LEVEL must be 'debug', 'info', 'warn', 'warning', 'error' or "
             "'critical', got 'loud'",
             "BATON_KAFKA_SECURITY_PROTOCOL must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, "
