@@ -28,8 +28,6 @@ from baton_kafka.streams.config.spec import (
     integer,
     path,
     positive,
-    render_flag,
-    render_number,
     seconds_or_off,
     setting,
     spec_of,
@@ -41,8 +39,6 @@ DeadLetterFormat = Literal["baton", "connect"]
 DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
 LOG_LEVELS = ("debug", "info", "warn", "warning", "error", "critical")
-NUMBER = render_number
-FLAG = render_flag
 
 
 @_dataclass(frozen=True)
@@ -137,7 +133,6 @@ class Settings(OrderSettings, ModelSettings):
         "`1` applies the embedded-broker tuning; detected from the cluster id",
         False,
         parse=flag,
-        render=FLAG,
         shown="auto",
     )
     replication_factor: int = setting(
@@ -178,7 +173,6 @@ class Settings(OrderSettings, ModelSettings):
         "a `coalesced` record for each other ticket); 0 turns it off",
         3.0,
         parse=seconds_or_off,
-        render=NUMBER,
     )
     # A sender's refused tickets (another customer's session) kept as dead letters per minute.
     refusals_per_minute: int = setting(
@@ -188,14 +182,12 @@ class Settings(OrderSettings, ModelSettings):
         "counted (`throttled`), not kept; 0 keeps all",
         30,
         parse=integer(0),
-        render=NUMBER,
     )
     turn_timeout_s: float = setting(
         "BATON_TURN_TIMEOUT",
         "longest wait of a ticket for its session's previous ticket (seconds)",
         300.0,
         parse=positive,
-        render=NUMBER,
     )
     # The agents' clock: 20 s is past a healthy chain's slowest reply and well inside the
     # ticket's time budget, so a customer only hears "still working" when the model is slow.
@@ -205,7 +197,6 @@ class Settings(OrderSettings, ModelSettings):
         "reply (status `holding`, a fixed text); 0 turns it off",
         20.0,
         parse=seconds_or_off,
-        render=NUMBER,
     )
     # The desk's SLA: a hand-off packet's deadline is this long after the customer wrote.
     handoff_deadline_s: float = setting(
@@ -214,7 +205,6 @@ class Settings(OrderSettings, ModelSettings):
         "customer wrote",
         3600.0,
         parse=positive,
-        render=NUMBER,
     )
     # A parked offer nobody decides is escalated once: the customer is told it takes longer.
     approval_timeout_s: float = setting(
@@ -223,7 +213,6 @@ class Settings(OrderSettings, ModelSettings):
         "that promises nothing, a hand-off packet `approval_timeout`); 0 turns it off",
         4 * 3600.0,
         parse=seconds_or_off,
-        render=NUMBER,
         shown="`14400` (4 hours)",
     )
     # Applied decision ids are kept this long in the baton: a copy older is refused by age.
@@ -234,7 +223,6 @@ class Settings(OrderSettings, ModelSettings):
         "`decision_expired`; at most `BATON_SESSION_TTL` less those 5 minutes counts",
         24 * 3600.0,
         parse=positive,
-        render=NUMBER,
         shown="`86400` (1 day)",
     )
     session_ttl_s: float = setting(
@@ -242,7 +230,6 @@ class Settings(OrderSettings, ModelSettings):
         "idle seconds before a session's baton expires",
         7 * 24 * 3600.0,
         parse=positive,
-        render=NUMBER,
         shown="`604800` (7 days)",
     )
     retention_days: float = setting(
@@ -250,14 +237,12 @@ class Settings(OrderSettings, ModelSettings):
         "retention of baton's data topics, set when it creates them",
         7.0,
         parse=positive,
-        render=NUMBER,
     )
     dead_letter_retention_days: float = setting(
         "BATON_DEAD_LETTER_RETENTION_DAYS",
         "retention of the dead-letter topic (kept longer, to be re-driven)",
         30.0,
         parse=positive,
-        render=NUMBER,
     )
     # How a dead letter is written: baton's DeadLetter record, or the failed record itself with
     # Kafka Connect's error headers (what Connect tooling re-drives).
@@ -292,7 +277,6 @@ class Settings(OrderSettings, ModelSettings):
         "seconds between expiry sweeps",
         60.0,
         parse=positive,
-        render=NUMBER,
     )
     # Each sample asks the group coordinator and the partition leaders once.
     lag_interval_s: float = setting(
@@ -300,7 +284,6 @@ class Settings(OrderSettings, ModelSettings):
         "seconds between consumer-lag samples (committed offsets against high-water marks)",
         5.0,
         parse=positive,
-        render=NUMBER,
     )
     # How long the customer index keeps a session's summary after the session's last ticket.
     index_retention_days: float = setting(
@@ -308,7 +291,6 @@ class Settings(OrderSettings, ModelSettings):
         "the customer index drops a session's summary this long after its last ticket",
         30.0,
         parse=positive,
-        render=NUMBER,
     )
     index_keep: int = setting(
         "BATON_INDEX_KEEP",
@@ -323,7 +305,6 @@ class Settings(OrderSettings, ModelSettings):
         "a ticket's `created_at` further back is read as this many days ago",
         7.0,
         parse=positive,
-        render=NUMBER,
     )
     log_level: str = setting(
         "BATON_LOG_LEVEL", "worker log level", "info", parse=choice(*LOG_LEVELS, lower=True)
@@ -346,7 +327,6 @@ class Settings(OrderSettings, ModelSettings):
         "tickets finish one after another rather than all late)",
         False,
         parse=flag,
-        render=FLAG,
     )
     processing_guarantee: Literal["at_least_once", "exactly_once"] = setting(
         "BATON_PROCESSING_GUARANTEE",
@@ -383,7 +363,6 @@ class Settings(OrderSettings, ModelSettings):
         "`1` lets a worker on Apache Kafka run without `BATON_SIGNING_KEYS`",
         False,
         parse=flag,
-        render=FLAG,
     )
     # What carries approved offers out on the shop's systems: "" (none: the actions are only
     # written to their topic), "manual" (a person), the path of an HTTP executor's JSON map,

@@ -70,16 +70,11 @@ def grammar(parse: Parser) -> Any:
     return Annotated[Any, BeforeValidator(lambda raw, info: parse(info.field_name, raw))]
 
 
-def render_flag(value: Any) -> str:
-    return "1" if value else "0"
-
-
 def render_text(value: Any) -> str:
+    """A value as the text its variable holds: a flag as 1 or 0, None as not set."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
     return "" if value is None else str(value)
-
-
-def render_number(value: Any) -> str:
-    return repr(value)
 
 
 def cut(value: str, limit: int = 80) -> str:
