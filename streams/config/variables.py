@@ -69,6 +69,8 @@ def _line(error: Mapping[str, Any], name: str, kind: Any, raw: str) -> str:
 def read_as(kinds: Mapping[str, Any], given: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     """``given`` read as ``kinds`` (variable -> pydantic type) in one pydantic-settings model:
     the values read, and a line for each that is not what it takes (those are left out)."""
+    if not given:
+        return {}, []
     model = _model(tuple(kinds.items()))
     problems: list[str] = []
     try:
