@@ -26,13 +26,8 @@ from baton_kafka.streams.config.spec import (
     choice,
     flag,
     integer,
-    lower,
-    optional_path,
-    optional_text,
     path,
     positive,
-    render_flag,
-    render_number,
     seconds_or_off,
     setting,
     spec_of,
@@ -43,8 +38,7 @@ StoreKind = Literal["memory", "rocksdb"]
 DeadLetterFormat = Literal["baton", "connect"]
 DEAD_LETTER_FORMATS: tuple[DeadLetterFormat, ...] = ("baton", "connect")
 STORE_KINDS: tuple[StoreKind, ...] = ("memory", "rocksdb")
-NUMBER = render_number
-FLAG = render_flag
+LOG_LEVELS = ("debug", "info", "warn", "warning", "error", "critical")
 
 
 @_dataclass(frozen=True)
@@ -78,7 +72,7 @@ class Settings(OrderSettings, ModelSettings):
         "BATON_STORE_DIR",
         "the RocksDB store's directory; one per worker, locked while the worker runs",
         None,
-        parse=optional_path,
+        parse=path,
         shown="`BATON_DATA_DIR/store/<app id>/<host>-<web port>`",
         is_path=True,
     )
@@ -98,7 +92,6 @@ class Settings(OrderSettings, ModelSettings):
         "bearer token that reads the HTTP port: metrics, health, the dashboard's figures "
         "(requests without a token get 401); it never decides",
         None,
-        parse=optional_text,
         secret=True,
     )
     desk_token: str | None = setting(
@@ -106,7 +99,6 @@ class Settings(OrderSettings, ModelSettings):
         "bearer token of the dashboard's desk: the hand-off queue, the ids, people's decisions "
         "(reads what BATON_WEB_TOKEN reads too); unset, the desk is off",
         None,
-        parse=optional_text,
         secret=True,
     )
     action_webhook_secret: str | None = setting(
@@ -114,7 +106,6 @@ class Settings(OrderSettings, ModelSettings):
         "HMAC secret (16+ characters) the shop's system signs its reports of actions with, "
         "on `POST /actions/webhook` ([actions](actions.md)); unset, the webhook is off",
         None,
-        parse=optional_text,
         secret=True,
     )
     namespace: str = setting(
@@ -142,7 +133,6 @@ class Settings(OrderSettings, ModelSettings):
         "`1` applies the embedded-broker tuning; detected from the cluster id",
         False,
         parse=flag,
-        render=FLAG,
         shown="auto",
     )
     replication_factor: int = setting(
@@ -183,7 +173,6 @@ class Settings(OrderSettings, ModelSettings):
         "a `coalesced` record for each other ticket); 0 turns it off",
         3.0,
         parse=seconds_or_off,
-        render=NUMBER,
     )
     # A sender's refused tickets (another customer's session) kept as dead letters per minute.
     refusals_per_minute: int = setting(
@@ -193,14 +182,12 @@ class Settings(OrderSettings, ModelSettings):
         "counted (`throttled`), not kept; 0 keeps all",
         30,
         parse=integer(0),
-        render=NUMBER,
     )
     turn_timeout_s: float = setting(
         "BATON_TURN_TIMEOUT",
         "longest wait of a ticket for its session's previous ticket (seconds)",
         300.0,
         parse=positive,
-        render=NUMBER,
     )
     # The agents' clock: 20 s is past a healthy chain's slowest reply and well inside the
     # ticket's time budget, so a customer only hears "still working" when the model is slow.
@@ -210,7 +197,6 @@ class Settings(OrderSettings, ModelSettings):
         "reply (status `holding`, a fixed text); 0 turns it off",
         20.0,
         parse=seconds_or_off,
-        render=NUMBER,
     )
     # The desk's SLA: a hand-off packet's deadline is this long after the customer wrote.
     handoff_deadline_s: float = setting(
@@ -219,7 +205,6 @@ class Settings(OrderSettings, ModelSettings):
         "customer wrote",
         3600.0,
         parse=positive,
-        render=NUMBER,
     )
     # A parked offer nobody decides is escalated once: the customer is told it takes longer.
     approval_timeout_s: float = setting(
@@ -228,7 +213,6 @@ class Settings(OrderSettings, ModelSettings):
         "that promises nothing, a hand-off packet `approval_timeout`); 0 turns it off",
         4 * 3600.0,
         parse=seconds_or_off,
-        render=NUMBER,
         shown="`14400` (4 hours)",
     )
     # Applied decision ids are kept this long in the baton: a copy older is refused by age.
@@ -239,7 +223,6 @@ class Settings(OrderSettings, ModelSettings):
         "`decision_expired`; at most `BATON_SESSION_TTL` less those 5 minutes counts",
         24 * 3600.0,
         parse=positive,
-        render=NUMBER,
         shown="`86400` (1 day)",
     )
     session_ttl_s: float = setting(
@@ -247,7 +230,6 @@ class Settings(OrderSettings, ModelSettings):
         "idle seconds before a session's baton expires",
         7 * 24 * 3600.0,
         parse=positive,
-        render=NUMBER,
         shown="`604800` (7 days)",
     )
     retention_days: float = setting(
@@ -255,14 +237,12 @@ class Settings(OrderSettings, ModelSettings):
         "retention of baton's data topics, set when it creates them",
         7.0,
         parse=positive,
-        render=NUMBER,
     )
     dead_letter_retention_days: float = setting(
         "BATON_DEAD_LETTER_RETENTION_DAYS",
         "retention of the dead-letter topic (kept longer, to be re-driven)",
         30.0,
         parse=positive,
-        render=NUMBER,
     )
     # How a dead letter is written: baton's DeadLetter record, or the failed record itself with
     # Kafka Connect's error headers (what Connect tooling re-drives).
@@ -297,7 +277,6 @@ class Settings(OrderSettings, ModelSettings):
         "seconds between expiry sweeps",
         60.0,
         parse=positive,
-        render=NUMBER,
     )
     # Each sample asks the group coordinator and the partition leaders once.
     lag_interval_s: float = setting(
@@ -305,7 +284,6 @@ class Settings(OrderSettings, ModelSettings):
         "seconds between consumer-lag samples (committed offsets against high-water marks)",
         5.0,
         parse=positive,
-        render=NUMBER,
     )
     # How long the customer index keeps a session's summary after the session's last ticket.
     index_retention_days: float = setting(
@@ -313,7 +291,6 @@ class Settings(OrderSettings, ModelSettings):
         "the customer index drops a session's summary this long after its last ticket",
         30.0,
         parse=positive,
-        render=NUMBER,
     )
     index_keep: int = setting(
         "BATON_INDEX_KEEP",
@@ -328,9 +305,10 @@ class Settings(OrderSettings, ModelSettings):
         "a ticket's `created_at` further back is read as this many days ago",
         7.0,
         parse=positive,
-        render=NUMBER,
     )
-    log_level: str = setting("BATON_LOG_LEVEL", "worker log level", "info", parse=lower)
+    log_level: str = setting(
+        "BATON_LOG_LEVEL", "worker log level", "info", parse=choice(*LOG_LEVELS, lower=True)
+    )
     log_format: Literal["json", "text"] = setting(
         "BATON_LOG_FORMAT",
         "worker logs: one JSON line per event, or `text`",
@@ -349,7 +327,6 @@ class Settings(OrderSettings, ModelSettings):
         "tickets finish one after another rather than all late)",
         False,
         parse=flag,
-        render=FLAG,
     )
     processing_guarantee: Literal["at_least_once", "exactly_once"] = setting(
         "BATON_PROCESSING_GUARANTEE",
@@ -386,7 +363,6 @@ class Settings(OrderSettings, ModelSettings):
         "`1` lets a worker on Apache Kafka run without `BATON_SIGNING_KEYS`",
         False,
         parse=flag,
-        render=FLAG,
     )
     # What carries approved offers out on the shop's systems: "" (none: the actions are only
     # written to their topic), "manual" (a person), the path of an HTTP executor's JSON map,

@@ -6,28 +6,31 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field as Checked
 
 from baton_kafka.agents.dsn import MASK
 from baton_kafka.streams.config.spec import (
     SettingsError,
     choice,
     cut,
-    optional_path,
+    flag,
     render_text,
     setting,
     spec_of,
     text,
 )
+from baton_kafka.streams.config.variables import read_as
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 OAUTHBEARER = "OAUTHBEARER"
 
 
-def _file(name: str, raw: str) -> Path | None:
-    path = optional_path(name, raw)
-    if path is not None and not path.is_file():
+def _file(name: str, raw: str) -> Path:
+    path = Path(raw)
+    if not path.is_file():
         raise SettingsError(f"{name} names no readable file: {raw}")
     return path
 
@@ -276,35 +279,27 @@ class KafkaClientOptions:
         return bool(self.options)
 
 
-def _option(name: str, raw: str) -> tuple[str, Any]:
-    option = name.removeprefix(CLIENT_PREFIX).lower()
-    if option not in CLIENT_OPTIONS:
-        raise SettingsError(
-            f"{name}: {cut(option)} is not a Kafka client option baton passes on "
-            f"(one of {', '.join(CLIENT_OPTIONS)})"
-        )
-    kind = CLIENT_OPTIONS[option][0]
-    if kind is bool:
-        if raw.lower() not in ("1", "0", "true", "false"):
-            raise SettingsError(f"{name} must be true or false, got {cut(raw)}")
-        return option, raw.lower() in ("1", "true")
-    if kind is int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise SettingsError(f"{name} must be an integer, got {cut(raw)}") from None
-        if value < 0:
-            raise SettingsError(f"{name} must be at least 0, got {value}")
-        return option, value
-    return option, raw
+# The pydantic type each kind of option is read as.
+_KINDS: dict[type, Any] = {str: str, int: Annotated[int, Checked(ge=0)], bool: flag}
 
 
 def read_client_options(env: Mapping[str, str], done: Mapping[str, Any]) -> KafkaClientOptions:
-    """Every ``BATON_KAFKA_CLIENT_*`` variable given, checked against the known options."""
-    options = [
-        _option(name, value) for name, value in env.items() if name.startswith(CLIENT_PREFIX)
+    """Every ``BATON_KAFKA_CLIENT_*`` variable given, checked against the known options (every
+    problem told at once)."""
+    given = {name: raw for name, raw in env.items() if name.startswith(CLIENT_PREFIX)}
+    option = {name: name.removeprefix(CLIENT_PREFIX).lower() for name in given}
+    problems = [
+        f"{name}: {cut(option[name])} is not a Kafka client option baton passes on "
+        f"(one of {', '.join(CLIENT_OPTIONS)})"
+        for name in given
+        if option[name] not in CLIENT_OPTIONS
     ]
-    return KafkaClientOptions(tuple(sorted(options)))
+    known = {name: raw for name, raw in given.items() if option[name] in CLIENT_OPTIONS}
+    kinds = {name: _KINDS[CLIENT_OPTIONS[option[name]][0]] for name in known}
+    read, wrong = read_as(kinds, known)
+    if problems or wrong:
+        raise SettingsError("\n".join([*problems, *wrong]))
+    return KafkaClientOptions(tuple(sorted((option[name], v) for name, v in read.items())))
 
 
 def write_client_options(value: KafkaClientOptions) -> dict[str, str]:

@@ -13,6 +13,7 @@ from baton_kafka.streams.config.sources import Sourced, gather
 from baton_kafka.streams.config.spec import SettingsError, Spec, spec_of
 from baton_kafka.streams.config.topics import check_topics
 from baton_kafka.streams.config.values import NAMED_MODELS
+from baton_kafka.streams.config.variables import check
 
 
 def specs() -> Iterator[Spec]:
@@ -31,59 +32,52 @@ def _default(f: Field[Any]) -> Any:
     return f.default_factory()
 
 
-def _read(f: Field[Any], spec: Spec, values: Mapping[str, str], done: Mapping[str, Any]) -> Any:
-    if spec.read is not None:
-        return spec.read(values, done)
-    raw = values.get(spec.env)
-    if raw is None or raw == "":
-        return spec.derived(done) if spec.derived else _default(f)
-    return spec.parse(spec.env, raw)
-
-
-def _kafka(values: Mapping[str, str]) -> KafkaSecurity:
+def _fields(
+    cls: type[Any], values: Mapping[str, str], read: Mapping[str, Any], problems: list[str]
+) -> dict[str, Any]:
+    """``cls``'s fields: the variables read, a family by its reader, else the (derived) default;
+    settings whose defaults follow others (the provider's limits) come after them."""
+    declared = [(f, spec) for f in fields(cls) if (spec := spec_of(f))]
     done: dict[str, Any] = {}
-    for f in fields(KafkaSecurity):
-        spec = spec_of(f)
-        assert spec is not None
-        done[f.name] = _read(f, spec, values, done)
-    return check_security(KafkaSecurity(**done))
+    for later in (False, True):
+        for f, spec in declared:
+            if (spec.derived is not None or spec.read is not None) != later:
+                continue
+            try:
+                if spec.read is not None:
+                    done[f.name] = spec.read(values, done)
+                elif spec.env in read:
+                    done[f.name] = read[spec.env]
+                else:
+                    done[f.name] = spec.derived(done) if spec.derived else _default(f)
+            except SettingsError as exc:
+                problems.extend(exc.lines)
+                done[f.name] = _default(f)
+    return done
 
 
 def kafka_security(env: Mapping[str, str]) -> KafkaSecurity:
     """The ``BATON_KAFKA_*`` variables, checked: raises ``SettingsError`` on a bad combination."""
-    return _kafka(env)
+    read, problems = check([s for f in fields(KafkaSecurity) if (s := spec_of(f))], env)
+    done = _fields(KafkaSecurity, env, read, problems)
+    if problems:
+        raise SettingsError("\n".join(problems))
+    return check_security(KafkaSecurity(**done))
 
 
 def _build(sourced: Sourced) -> tuple[Settings, list[str]]:
     """The settings, a failed one at its default, and every problem found (located)."""
     values = sourced.values
-    done: dict[str, Any] = {}
-    problems = [*sourced.problems]
-    declared = [(f, spec) for f in fields(Settings) if (spec := spec_of(f))]
-
-    def read(f: Field[Any], spec: Spec) -> None:
-        # Every setting is read even after one failed: all problems are told in one run.
-        try:
-            done[f.name] = _read(f, spec, values, done)
-        except SettingsError as exc:
-            problems.extend(sourced.locate(line) for line in exc.lines)
-            done[f.name] = _default(f)
-
-    # Settings whose defaults follow others (the provider's limits) are read after them.
-    for f, spec in declared:
-        if spec.derived is None and spec.read is None:
-            read(f, spec)
-    for f, spec in declared:
-        if f.name not in done:
-            read(f, spec)
+    # Every variable is read even after one failed: all problems are told in one run.
+    read, problems = check(specs(), values)
+    done = _fields(Settings, values, read, problems)
     if done["llm"] in NAMED_MODELS and not values.get("BATON_MODEL"):
-        problems.append(
-            sourced.locate(f"BATON_LLM={done['llm']} needs BATON_MODEL: the model's name there")
-        )
+        problems.append(f"BATON_LLM={done['llm']} needs BATON_MODEL: the model's name there")
+    kafka = KafkaSecurity(**_fields(KafkaSecurity, values, read, problems))
     try:
-        kafka = _kafka(values)
+        kafka = check_security(kafka) if not _kafka_failed(read, values) else KafkaSecurity()
     except SettingsError as exc:
-        problems.extend(sourced.locate(line) for line in exc.lines)
+        problems.extend(exc.lines)
         kafka = KafkaSecurity()
     settings = Settings(
         **done,
@@ -91,7 +85,16 @@ def _build(sourced: Sourced) -> tuple[Settings, list[str]]:
         broker_given="BATON_BROKER" in values,
         secret_files=dict(sourced.secret_files),
     )
-    return settings, problems
+    return settings, [*sourced.problems, *(sourced.locate(line) for line in problems)]
+
+
+def _kafka_failed(read: Mapping[str, Any], values: Mapping[str, str]) -> bool:
+    """Whether a ``BATON_KAFKA_*`` login variable given was not read (its problem is told)."""
+    return any(
+        values.get(spec.env) and spec.env not in read
+        for f in fields(KafkaSecurity)
+        if (spec := spec_of(f)) is not None
+    )
 
 
 def load(

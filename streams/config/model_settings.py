@@ -12,15 +12,12 @@ from baton_kafka.streams.config.spec import (
     choice,
     fraction,
     integer,
-    optional_text,
     positive,
-    render_number,
     setting,
 )
 
 # A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
 LLMKind = str
-NUMBER = render_number
 
 
 @dataclass(frozen=True)
@@ -31,14 +28,12 @@ class ModelSettings:
         "ANTHROPIC_API_KEY",
         "the Claude API key (the SDK's own variable)",
         None,
-        parse=optional_text,
         secret=True,
     )
     anthropic_base_url: str | None = setting(
         "ANTHROPIC_BASE_URL",
         "the Claude API's address (the SDK's own variable)",
         None,
-        parse=optional_text,
     )
     llm: LLMKind = setting(
         "BATON_LLM",
@@ -80,13 +75,11 @@ class ModelSettings:
         "BATON_MODEL_URL",
         "endpoint of a provider other than the Claude API",
         None,
-        parse=optional_text,
     )
     model_api_key: str | None = setting(
         "BATON_MODEL_API_KEY",
         "key of a provider other than the Claude API (an Anthropic key never goes elsewhere)",
         None,
-        parse=optional_text,
         secret=True,
     )
     # auto: as the provider declares; off: the schema goes into the prompt instead.
@@ -102,7 +95,6 @@ class ModelSettings:
         "seconds per model request",
         60.0,
         parse=positive,
-        render=NUMBER,
         derived=v.limit("timeout_s"),
         shown="`60`; `300` where the calls go to a self-hosted server",
     )
@@ -125,7 +117,6 @@ class ModelSettings:
         "seconds of model time per ticket, retries and waiting included",
         180.0,
         parse=positive,
-        render=NUMBER,
         derived=v.limit("ticket_budget_s"),
         shown="`180`; `1200` where the calls go to a self-hosted server",
     )
@@ -136,14 +127,12 @@ class ModelSettings:
         "wait for the window's reset instead of meeting a 429",
         0.05,
         parse=fraction,
-        render=NUMBER,
     )
     model_ratelimit_wait_s: float = setting(
         "BATON_MODEL_RATELIMIT_WAIT",
         "longest wait of one call for a rate-limit reset (never past the ticket's budget)",
         30.0,
         parse=positive,
-        render=NUMBER,
     )
     reask_limit: int = setting(
         "BATON_REASK_LIMIT", "re-asks after an invalid model output", 1, parse=integer(0)
@@ -168,7 +157,6 @@ class ModelSettings:
         "the sliding window of the customer token budget, in seconds",
         3600.0,
         parse=positive,
-        render=NUMBER,
     )
     prices: Mapping[str, Price] = setting(
         "BATON_PRICES",

@@ -9,7 +9,6 @@ from baton_kafka.streams.config import values as v
 from baton_kafka.streams.config.spec import (
     integer,
     positive,
-    render_number,
     seconds_or_off,
     setting,
     stripped,
@@ -17,7 +16,6 @@ from baton_kafka.streams.config.spec import (
 
 # A provider's name (agents.models.providers.PROVIDERS) or package.module:factory.
 LLMKind = str
-NUMBER = render_number
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,6 @@ class OrderSettings:
         "seconds per request to an HTTP order source, or to connect to PostgreSQL",
         10.0,
         parse=positive,
-        render=NUMBER,
     )
     orders_retries: int = setting(
         "BATON_ORDERS_RETRIES",
@@ -109,5 +106,4 @@ class OrderSettings:
         "seconds an HTTP order source's answers are kept per customer and order; `0` turns it off",
         30.0,
         parse=seconds_or_off,
-        render=NUMBER,
     )

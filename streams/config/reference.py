@@ -35,7 +35,8 @@ In `{CONFIG_NAME}` a variable's key is its name without `BATON_`, in lower case
 keys, bad values and bad combinations stop the command (exit code 2), every one told in the
 same run, one line each naming the file and key (or the variable) and the nearest known key;
 a secret's value is never shown. Ports are 1 to 65535, times in seconds above 0 (0 turns off
-the few that say so), shares fractions below 1.
+the few that say so), shares fractions below 1, switches `1` or `0` (also `true`/`false`,
+`yes`/`no`, `on`/`off`).
 
 A relative path is read from the directory of the file that names it: in `{CONFIG_NAME}`
 (`policy`, `data_dir`, `store_dir`, `orders_map`, a `*_file`) from that file's directory,

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dotenv.parser import parse_stream
+
 from baton_kafka.streams.config.spec import SettingsError, Spec, toml_key
 
 CONFIG_VARIABLE = "BATON_CONFIG"
@@ -138,26 +140,24 @@ def _relative(text: str) -> bool:
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
-    """``KEY=value`` lines (``#`` comments, ``export``, quotes); raises ``SettingsError``."""
+    """``KEY=value`` lines as python-dotenv reads them (``#`` comments, ``export``, quotes, no
+    interpolation); raises ``SettingsError`` naming the first line that is not one."""
     try:
-        lines = path.read_text("utf-8").splitlines()
+        with path.open(encoding="utf-8") as stream:
+            bindings = list(parse_stream(stream))
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: cannot be read ({exc})") from None
     values = {}
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.removeprefix("export ").partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            # Never the line itself: it may hold a secret.
-            raise SettingsError(f"{path}:{number}: not a KEY=value line")
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        values[key] = value
+    for binding in bindings:
+        if binding.key is None and not binding.error:
+            continue  # a blank or comment line
+        if binding.error or binding.key is None or binding.value is None:
+            # Never the line itself: it may hold a secret. Blank lines before it are part of the
+            # binding's text.
+            text = binding.original.string
+            line = binding.original.line + text[: len(text) - len(text.lstrip())].count("\n")
+            raise SettingsError(f"{path}:{line}: not a KEY=value line")
+        values[binding.key] = binding.value
     return values
 
 

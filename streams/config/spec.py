@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, StringConstraints
+from pydantic import Field as Checked
 
 
 class SettingsError(ValueError):
@@ -31,96 +35,46 @@ Reader = Callable[[Mapping[str, str], Mapping[str, Any]], Any]
 Writer = Callable[[Any], dict[str, str]]
 
 
-def text(name: str, raw: str) -> str:
-    return raw
+# The simple kinds are pydantic types: pydantic-settings coerces and range-checks them, every
+# problem at once (``variables``); a grammar of our own is a parser, run as their validator.
+text: Any = str
+path: Any = Path
+stripped: Any = Annotated[str, StringConstraints(strip_whitespace=True)]
+# Off is 0; a surrounding space is forgiven, as a shell's quoting may leave one.
+flag: Any = Annotated[bool, BeforeValidator(str.strip)]
+positive: Any = Annotated[float, Checked(gt=0)]
+seconds_or_off: Any = Annotated[float, Checked(ge=0)]
+fraction: Any = Annotated[float, Checked(gt=0, lt=1)]
 
 
-def stripped(name: str, raw: str) -> str:
-    return raw.strip()
+def integer(minimum: int = 0, maximum: int | None = None) -> Any:
+    return Annotated[int, Checked(ge=minimum, le=maximum)]
 
 
-def lower(name: str, raw: str) -> str:
-    return raw.lower()
+@dataclass(frozen=True)
+class Upper:
+    """A choice read in upper case, listed as ``one of A, B``."""
 
 
-def optional_text(name: str, raw: str) -> str | None:
-    return raw or None
+def choice(*choices: str, upper: bool = False, lower: bool = False) -> Any:
+    """One of ``choices``; ``upper``/``lower``: read in that case (``upper`` also listed as
+    ``one of A, B``)."""
+    kind = Literal[choices]  # type: ignore[valid-type]
+    if upper:
+        return Annotated[kind, BeforeValidator(str.upper), Upper()]
+    return Annotated[kind, BeforeValidator(str.lower)] if lower else kind
 
 
-def optional_path(name: str, raw: str) -> Path | None:
-    return Path(raw) if raw else None
-
-
-def path(name: str, raw: str) -> Path:
-    return Path(raw)
-
-
-def flag(name: str, raw: str) -> bool:
-    return raw.strip().lower() in ("1", "true", "yes", "on")
-
-
-def render_flag(value: Any) -> str:
-    return "1" if value else "0"
+def grammar(parse: Parser) -> Any:
+    """A value with a grammar of its own: ``parse(variable, raw)`` as its pydantic validator."""
+    return Annotated[Any, BeforeValidator(lambda raw, info: parse(info.field_name, raw))]
 
 
 def render_text(value: Any) -> str:
+    """A value as the text its variable holds: a flag as 1 or 0, None as not set."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
     return "" if value is None else str(value)
-
-
-def render_number(value: Any) -> str:
-    return repr(value)
-
-
-def integer(minimum: int = 0, maximum: int | None = None) -> Parser:
-    def parse(name: str, raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise SettingsError(f"{name} must be an integer, got {cut(raw)}") from None
-        if value < minimum:
-            raise SettingsError(f"{name} must be at least {minimum}, got {value}")
-        if maximum is not None and value > maximum:
-            raise SettingsError(f"{name} must be at most {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def positive(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a number, got {cut(raw)}") from None
-    if value <= 0:
-        raise SettingsError(f"{name} must be positive, got {cut(raw)}")
-    return value
-
-
-def seconds_or_off(name: str, raw: str) -> float:
-    return 0.0 if raw.strip() in ("0", "0.0") else positive(name, raw)
-
-
-def fraction(name: str, raw: str) -> float:
-    value = positive(name, raw)
-    if value >= 1:
-        raise SettingsError(f"{name} must be a fraction below 1, got {cut(raw)}")
-    return value
-
-
-def choice(*choices: str, upper: bool = False) -> Parser:
-    def parse(name: str, raw: str) -> str:
-        value = raw.upper() if upper else raw
-        if value not in choices:
-            if len(choices) == 2 and not upper:
-                wanted = f"'{choices[0]}' or '{choices[1]}'"
-            elif not upper:
-                wanted = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"
-            else:
-                wanted = "one of " + ", ".join(choices)
-            raise SettingsError(f"{name} must be {wanted}, got {cut(raw)}")
-        return value
-
-    return parse
 
 
 def cut(value: str, limit: int = 80) -> str:
@@ -134,7 +88,8 @@ class Spec:
 
     env: str
     help: str
-    parse: Parser = text
+    # The pydantic type the variable's text is read as (a parser is wrapped by ``grammar``).
+    parse: Any = text
     render: Renderer = render_text
     # A secret: never shown, never in a message; also read from the file ``<env>_FILE`` names.
     secret: bool = False
@@ -167,7 +122,7 @@ def setting(
     default: Any = MISSING,
     *,
     factory: Callable[[], Any] | None = None,
-    parse: Parser = text,
+    parse: Any = text,
     render: Renderer = render_text,
     secret: bool = False,
     shown: str | None = None,
@@ -179,6 +134,8 @@ def setting(
     is_path: bool = False,
 ) -> Any:
     """A dataclass field declared with its variable, its default and its one-line help."""
+    if inspect.isfunction(parse):
+        parse = grammar(parse)
     spec = Spec(
         env, help, parse, render, secret, shown, derived, also, read, write, prefix, is_path
     )

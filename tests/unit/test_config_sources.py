@@ -88,6 +88,19 @@ def test_errors_name_the_file_and_key_in_one_line(tmp_path: Path) -> None:
     assert _error(tmp_path, {"BATON_WEB_PORT": "x"}).startswith("BATON_WEB_PORT must be")
 
 
+def test_dotenv_reads_quotes_comments_and_names_the_bad_line(tmp_path: Path) -> None:
+    _write(
+        tmp_path / ".env",
+        "BATON_NAMESPACE='shop' # ours\nBATON_WEB_BIND=\"0.0.0.0\"\n"
+        "BATON_WEB_TOKEN='a#b c'\nBATON_LOG_LEVEL=debug # loud\n",
+    )
+    s = load({}, cwd=tmp_path)
+    assert (s.namespace, s.web_bind, s.web_token) == ("shop", "0.0.0.0", "a#b c")
+    assert s.log_level == "debug"
+    _write(tmp_path / ".env", "BATON_NAMESPACE=shop\n\n# next\nBATON_WEB_TOKEN\n")
+    assert _error(tmp_path) == f"{tmp_path / '.env'}:4: not a KEY=value line"
+
+
 @pytest.mark.parametrize(
     ("toml", "secret"),
     [
@@ -216,3 +229,25 @@ def test_the_kafka_client_options_are_aiokafka_s_and_applied() -> None:
     ]:
         with pytest.raises(SettingsError, match=wanted):
             load(env)
+
+
+def test_every_bad_client_option_is_told_with_the_other_settings(tmp_path: Path) -> None:
+    toml = _write(
+        tmp_path / "baton.toml",
+        '[kafka.client]\nlinger_ms = -5\ncheck_crcs = "maybe"\nacks = 0\n'
+        'compression_type = "zstd"\n',
+    )
+    with pytest.raises(SettingsError) as raised:
+        load({"BATON_WEB_PORT": "0"}, cwd=tmp_path)
+    assert sorted(raised.value.lines) == [
+        f"{toml}: key kafka.client.acks: BATON_KAFKA_CLIENT_ACKS: 'acks' is not a Kafka client "
+        f"option baton passes on (one of {', '.join(CLIENT_OPTIONS)})",
+        f"{toml}: key kafka.client.check_crcs: BATON_KAFKA_CLIENT_CHECK_CRCS must be true or "
+        "false (1/0, yes/no, on/off), got 'maybe'",
+        f"{toml}: key kafka.client.linger_ms: BATON_KAFKA_CLIENT_LINGER_MS must be at least 0, "
+        "got -5",
+        "BATON_WEB_PORT must be at least 1, got 0",
+    ]
+    _write(toml, "[kafka.client]\ncheck_crcs = false\nlinger_ms = 0\n")
+    options = load({}, cwd=tmp_path).kafka_client
+    assert options.consumer == {"check_crcs": False} and options.producer == {"linger_ms": 0}

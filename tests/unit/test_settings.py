@@ -305,3 +305,39 @@ def test_the_dead_letter_format_is_a_closed_choice() -> None:
     assert load({"BATON_DEAD_LETTER_FORMAT": "connect"}).dead_letter_format == "connect"
     with pytest.raises(SettingsError, match="BATON_DEAD_LETTER_FORMAT must be 'baton' or"):
         load({"BATON_DEAD_LETTER_FORMAT": "avro"})
+
+
+def test_every_bad_setting_is_told_at_once_the_kafka_login_and_ranges_included() -> None:
+    env = {
+        "BATON_ALLOW_UNSIGNED": "maybe",
+        "BATON_LOG_LEVEL": "loud",
+        "BATON_KAFKA_SECURITY_PROTOCOL": "tls",
+        "BATON_KAFKA_SASL_MECHANISM": "kerberos",
+        "BATON_MODEL_TIMEOUT": "nan",
+        "BATON_MODEL_RATELIMIT_RESERVE": "1.5",
+        "BATON_WEB_TOKEN": "web-token-secret",
+    }
+    with pytest.raises(SettingsError) as raised:
+        load(env)
+    assert sorted(raised.value.lines) == sorted(
+        [
+            "BATON_ALLOW_UNSIGNED must be true or false (1/0, yes/no, on/off), got 'maybe'",
+            "BATON_LOG_LEVEL must be 'debug', 'info', 'warn', 'warning', 'error' or "
+            "'critical', got 'loud'",
+            "BATON_KAFKA_SECURITY_PROTOCOL must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, "
+            "SASL_SSL, got 'tls'",
+            "BATON_KAFKA_SASL_MECHANISM must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+            "OAUTHBEARER, got 'kerberos'",
+            "BATON_MODEL_TIMEOUT must be positive, got 'nan'",
+            "BATON_MODEL_RATELIMIT_RESERVE must be a fraction below 1, got '1.5'",
+        ]
+    )
+    assert "web-token-secret" not in str(raised.value)
+
+
+def test_flags_and_the_log_level_read_their_usual_spellings() -> None:
+    for raw, value in [("1", True), (" yes ", True), ("TRUE", True), ("0", False), ("off", False)]:
+        assert load({"BATON_ALLOW_UNSIGNED": raw}).allow_unsigned is value
+    for raw, level in [("DEBUG", "debug"), ("Warn", "warn"), ("warning", "warning")]:
+        s = load({"BATON_LOG_LEVEL": raw})
+        assert s.log_level == level and load(s.to_env()) == s
