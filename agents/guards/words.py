@@ -34,19 +34,19 @@ def per_text(maxsize: int) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """
 
     def wrap(read: Callable[P, T]) -> Callable[P, T]:
-        kept = functools.lru_cache(maxsize=maxsize)(read)
+        cached = functools.lru_cache(maxsize=maxsize)(read)
+        kept: Callable[..., T] = cached
         seen: list[object] = [None]
 
         @functools.wraps(read)
         def shared(*args: P.args, **kwargs: P.kwargs) -> T:
             token = packs.all_packs("money")  # a new object whenever the packs were read again
             if token is not seen[0]:
-                kept.cache_clear()
+                cached.cache_clear()
                 seen[0] = token
             return kept(*args, **kwargs)
 
-        shared.cache_clear = kept.cache_clear  # type: ignore[attr-defined]
-        _readings.append(kept.cache_clear)
+        _readings.append(cached.cache_clear)
         return shared
 
     return wrap
