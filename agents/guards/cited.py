@@ -129,8 +129,14 @@ def store_pool(orders: Iterable[Order]) -> Pool:
             if moment is not None:
                 day = moment.month * 100.0 + moment.day
                 facts.append(Fact(EVERY, "date", (day,), "", 0, 0))
-        facts += (f for name in o.products() for f in stated(name) if f.unit != "money")
+        facts += (f for name in o.products() for f in _name_facts(name))
     return Pool.of(facts)
+
+
+@words.per_text(maxsize=1024)
+def _name_facts(name: str) -> tuple[Fact, ...]:
+    """The measures a product's name states ("Kettle 1.7L"), read once per name."""
+    return tuple(f for f in stated(name) if f.unit != "money")
 
 
 def quoted_prices(policy: Policy, articles: Sequence[str]) -> tuple[float, ...]:

@@ -88,6 +88,12 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
     tokens of 10+ characters with 8+ digits, and any token with 6+ digits after "tracking" or
     "运单号".
     """
+    return list(_identifiers(text, tuple(shapes)))
+
+
+# The audit, the store check and the cited facts read the same reply's ids: read once.
+@words.per_text(maxsize=256)
+def _identifiers(text: str, shapes: tuple[re.Pattern[str], ...]) -> tuple[Identifier, ...]:
     w = _w()
     patterns = [_ORDER_SHAPE, *shapes]
     found: list[Identifier] = []
@@ -112,7 +118,7 @@ def identifiers(text: str, shapes: Iterable[re.Pattern[str]] = ()) -> list[Ident
             kind = None  # "订单1299元": an amount after the word order, not an id
         if kind is not None:
             found.append(Identifier(kind, token, start, end))
-    return found
+    return tuple(found)
 
 
 _w()  # compiled at import, as module patterns are; again only when a shop adds words

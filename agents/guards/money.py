@@ -231,19 +231,26 @@ def money(
     numbers = all_numbers(text, skip)
     if not numbers:
         return []
+    read = _reading(text, carry)
+    found = (read.money(n, names) for n in numbers)
+    return [m for m in found if m is not None]
+
+
+# The audit, the offer check and the cited facts read the same reply's money: its sentences,
+# clauses and each number's reading are kept for the text, whatever each caller leaves out.
+@words.per_text(maxsize=256)
+def _reading(text: str, carry: bool) -> _Reading:
     spans, clauses = sentences(text), clauses_of(text)
     reach = spans
     if carry:  # a promise reaches a bare number in the next sentence
         reach = tuple((spans[i - 1][0] if i else a, b) for i, (a, b) in enumerate(spans))
-    read = _Reading(text, spans, clauses, reach, _w())
-    found = (_read(read, n, names) for n in numbers)
-    return [m for m in found if m is not None]
+    return _Reading(text, spans, clauses, reach, _w())
 
 
 @dataclass
 class _Reading:
     """One text's sentences and clauses, each searched once for a promise or a report however
-    many numbers stand in it."""
+    many numbers stand in it, and each number read as money once."""
 
     text: str
     sentences: Spans
@@ -252,6 +259,17 @@ class _Reading:
     words: _Words
     _promise: dict[tuple[int, int], bool] = field(default_factory=dict)
     _reported: dict[tuple[int, int], bool] = field(default_factory=dict)
+    # Each number's money, and whether it is a bare number (none where it is a name's).
+    _money: dict[Number, tuple[Money | None, bool]] = field(default_factory=dict)
+
+    def money(self, n: Number, names: Collection[float]) -> Money | None:
+        """``n`` as money, or None; a bare number of ``names`` is a name."""
+        if (hit := self._money.get(n)) is None:
+            hit = self._money[n] = _read(self, n)
+        found, bare = hit
+        if bare and not n.spelled and n.value in names:
+            return None
+        return found
 
     def promise(self, span: tuple[int, int]) -> bool:
         """Whether ``text[span]`` promises money."""
@@ -269,8 +287,9 @@ class _Reading:
         return hit
 
 
-def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
-    """``n`` as money, or None when it is a quantity, a date, a name or a bare number."""
+def _read(read: _Reading, n: Number) -> tuple[Money | None, bool]:
+    """``n`` as money, or None when it is a quantity, a date or a bare number without a
+    promise; and whether it is a bare number (which a name's number is not)."""
     text, w = read.text, read.words
     first, last = n.start, n.end
     if n.partner:  # a range: the unit or currency of either end applies to both
@@ -286,37 +305,42 @@ def _read(read: _Reading, n: Number, names: Collection[float]) -> Money | None:
     pct = w.PERCENT_AFTER.match(text, right_at)
     if pct or any(left.endswith(p) for p in w.PERCENT_BEFORE):
         written = text[n.start : pct.end()] if pct else written
-        return Money(n.value, "percent", written, _ANY, True, promise, reported, n.start)
+        return Money(n.value, "percent", written, _ANY, True, promise, reported, n.start), False
     if off := w.TENTHS_AFTER.match(text, right_at):
         # "8折" (pay 80%) is 20% off, and always an offer of money.
         tenths = n.value if n.value < 10 else n.value / 10
         off_pct = round(100 - 10 * tenths, 2)
-        return Money(
+        found = Money(
             off_pct, "percent", text[n.start : off.end()], _ANY, True, True, reported, n.start
         )
+        return found, False
     if grand := w.GRAND_AFTER.match(text, right_at):
         written = text[n.start : grand.end()]
-        return Money(n.value * 1000, "amount", written, _ANY, True, promise, reported, n.start)
+        return Money(
+            n.value * 1000, "amount", written, _ANY, True, promise, reported, n.start
+        ), False
     if marker := _currency(w, text, n, first, right_at):
         value = n.value / 100 if marker.word.upper() in w.hundredths else n.value
         written = text[min(marker.start, first) : max(marker.end, n.end)].strip()
-        return Money(value, "amount", written, marker.currencies, True, promise, reported, n.start)
+        return Money(
+            value, "amount", written, marker.currencies, True, promise, reported, n.start
+        ), False
     if n.k:  # "1K in store credit" is money; "a 4K screen" is not
         if _credit_near(w, text, n, clause):
-            return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
-        return None
+            return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start), False
+        return None, False
     if _not_money(w, text, n, left, right_at):
-        return None
+        return None, False
     if _credit_near(w, text, n, clause) or w.OFF_AFTER.match(text, right_at):
-        return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start)
+        return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start), False
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
     carried = not promise and read.promise(_around(read.reach, n.start))
     if carried and w.COUNTED.match(text, right_at):
-        return None  # "We will refund you. Pack the 1 kettle and 2 filters."
+        return None, False  # "We will refund you. Pack the 1 kettle and 2 filters."
     promise = promise or carried
-    if small_word or (not n.spelled and n.value in names) or not promise:
-        return None
-    return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start)
+    if small_word or not promise:
+        return None, False
+    return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start), True
 
 
 _w()  # compiled at import, as module patterns are; again only when a shop adds words

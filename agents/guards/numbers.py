@@ -114,16 +114,35 @@ def digit_numbers(text: str, skip: list[tuple[int, int]]) -> Iterator[Number]:
     def free(start: int, end: int) -> bool:
         return all(end <= a or start >= b for a, b in taken)
 
-    for m in _SPACED.finditer(text):
-        if free(m.start(), m.end()):
-            digits = re.sub(r"[ \u00a0\u2009\u202f]", "", m.group())
-            value = plain_value(digits)
-            if value is not None:
-                taken.append(m.span())
-                yield _with_scale(text, Number(value, m.start(), m.end()))
-    for token, start, end in digit_runs(text):
+    spaced, runs = _digits_read(text)
+    for start, end, number in spaced:
         if free(start, end):
-            yield from _read_run(text, token, start)
+            taken.append((start, end))
+            yield number
+    for start, end, numbers in runs:
+        if free(start, end):
+            yield from numbers
+
+
+_Spaced = tuple[tuple[int, int, Number], ...]
+_Runs = tuple[tuple[int, int, tuple[Number, ...]], ...]
+
+
+# Every guard reads a reply's numbers, each with its own ids and names to leave out: the
+# reading of the text is made once, what a caller leaves out is applied to it after.
+@words.per_text(maxsize=256)
+def _digits_read(text: str) -> tuple[_Spaced, _Runs]:
+    """Each digit group written with spaces ("1 299") that has a value, and each run's numbers,
+    with where they stand."""
+    spaced = []
+    for m in _SPACED.finditer(text):
+        value = plain_value(re.sub(r"[ \u00a0\u2009\u202f]", "", m.group()))
+        if value is not None:
+            spaced.append((m.start(), m.end(), _with_scale(text, Number(value, *m.span()))))
+    runs = tuple(
+        (start, end, tuple(_read_run(text, token, start))) for token, start, end in digit_runs(text)
+    )
+    return tuple(spaced), runs
 
 
 # The id finder and the number reader go through the same text's runs, one after the other.
@@ -216,15 +235,29 @@ def all_numbers(
     """Every number in ``text`` outside ``skip``, in reading order: digits (with the
     separators of ``language``, the text's own when not given), and number words in English,
     Chinese and every language pack's number words."""
-    from baton_kafka.agents.guards.number_words import ambiguous, spelled_numbers
-
-    if language is None and (_DOT_THOUSANDS.search(text) or ambiguous().search(text)):
-        language = _language(text)  # only where the reading depends on it
+    if language is None:
+        language = _own_language(text)
     digits = [_grouped(text, n, language) for n in digit_numbers(text, skip)]
-    found = [
-        *digits,
+    return sorted([*digits, *_words_read(text, language)], key=lambda n: n.start)
+
+
+@words.per_text(maxsize=256)
+def _own_language(text: str) -> str | None:
+    """The language ``text`` is read in, only where the reading depends on it."""
+    from baton_kafka.agents.guards.number_words import ambiguous
+
+    if _DOT_THOUSANDS.search(text) or ambiguous().search(text):
+        return _language(text)
+    return None
+
+
+@words.per_text(maxsize=256)
+def _words_read(text: str, language: str | None) -> tuple[Number, ...]:
+    """The number words of ``text``: English, Chinese and every language pack's."""
+    from baton_kafka.agents.guards.number_words import spelled_numbers
+
+    return (
         *english_numbers(text),
         *chinese_numbers(text),
         *(Number(v, a, b, spelled=True) for v, a, b in spelled_numbers(text, language)),
-    ]
-    return sorted(found, key=lambda n: n.start)
+    )

@@ -96,6 +96,12 @@ def asks_for_secrets(text: str) -> list[str]:
 def phones(text: str) -> list[tuple[int, int]]:
     """Where ``text`` writes a phone number: "+49 30 1234 5678", "0800 123 4567", or any digit
     groups right after "call us at", "电话"."""
+    return list(_phones(text))
+
+
+# The audit and the cited facts read the same reply's phone numbers: read once.
+@words.per_text(maxsize=256)
+def _phones(text: str) -> tuple[tuple[int, int], ...]:
     # Written in groups or with a country code: "0123456789" alone may be an order id.
     found = [
         m.span()
@@ -107,7 +113,7 @@ def phones(text: str) -> list[tuple[int, int]]:
         said = _w().PHONE_WORDS.search(text[max(0, m.start() - 24) : m.start()])
         if said and sum(c.isdigit() for c in m.group()) >= _PHONE_DIGITS:
             found.append(m.span())
-    return sorted(set(found))
+    return tuple(sorted(set(found)))
 
 
 def grouped_tracking(text: str) -> Iterator[str]:

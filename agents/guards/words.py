@@ -3,13 +3,15 @@ when a shop's folder is added (``packs.extend``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from baton_kafka.agents import packs
 
 T = TypeVar("T")
+P = ParamSpec("P")
 # Words in these scripts need no word boundary: a Chinese or Japanese word ends where it ends.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _cache: dict[Callable[[], Any], tuple[object, Any]] = {}
@@ -22,6 +24,41 @@ def compiled(build: Callable[[], T]) -> T:
     if hit is None or hit[0] is not token:
         hit = _cache[build] = (token, build())
     return hit[1]
+
+
+def per_text(maxsize: int) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A reading of a text kept for the last ``maxsize`` arguments, forgotten when the packs are
+    read again: the guards share one reading of a reply instead of each making its own.
+
+    The result is shared by every caller: it must be immutable (tuples, frozen dataclasses).
+    """
+
+    def wrap(read: Callable[P, T]) -> Callable[P, T]:
+        cached = functools.lru_cache(maxsize=maxsize)(read)
+        kept: Callable[..., T] = cached
+        seen: list[object] = [None]
+
+        @functools.wraps(read)
+        def shared(*args: P.args, **kwargs: P.kwargs) -> T:
+            token = packs.all_packs("money")  # a new object whenever the packs were read again
+            if token is not seen[0]:
+                cached.cache_clear()
+                seen[0] = token
+            return kept(*args, **kwargs)
+
+        _readings.append(cached.cache_clear)
+        return shared
+
+    return wrap
+
+
+_readings: list[Callable[[], None]] = []
+
+
+def forget_readings() -> None:
+    """Forget every kept reading of a text (``per_text``): the next reading is made anew."""
+    for clear in _readings:
+        clear()
 
 
 def _dig(words: Mapping[str, Any], key: str) -> Any:

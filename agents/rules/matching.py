@@ -51,8 +51,21 @@ KINDS: tuple[tuple[str, ...], ...] = _kinds_table()
 def normalize(text: str) -> str:
     """Casefolded NFKC text with punctuation and symbols replaced by single spaces."""
     text = unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
-    kept = [" " if unicodedata.category(ch)[0] in "PSZC" else ch for ch in text]
-    return " ".join("".join(kept).split())
+    return " ".join(text.translate(_SPACED).split())
+
+
+class _Spaces(dict[int, str]):
+    """Each character as ``normalize`` keeps it: punctuation, symbols, separators and controls
+    (Unicode categories P, S, Z, C) become a space; each character's category is looked up
+    once, then ``str.translate`` maps a whole text in one pass."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        kept = self[code] = " " if unicodedata.category(char)[0] in "PSZC" else char
+        return kept
+
+
+_SPACED = _Spaces()
 
 
 def stem(word: str) -> str:
