@@ -27,7 +27,7 @@ from baton_kafka.streams.runtime.signing import Signer
 from baton_kafka.streams.testing import MemoryTable
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink
+from tests.fixtures.pipelines import in_memory
 from tests.unit.test_action_manual import packets, wired
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -43,16 +43,16 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
 
 
 def actions(p: Pipeline) -> list[tuple[Source, bytes]]:
-    topic = names(p).actions
-    return [(Source(topic, 0, n, key=k), v) for n, (k, v) in enumerate(sink(p).sent[topic])]
+    topic = p.topics.actions
+    return [(Source(topic, 0, n, key=k), v) for n, (k, v) in enumerate(p.sink.sent[topic])]
 
 
 async def approved_by_a_person(p: Pipeline, amount: float | None = None) -> tuple[Source, bytes]:
     """The jacket's refund parked for approval, then approved with a signed decision."""
     p.people.signer = Signer(KEYS)
-    [held] = await run(p, ticket("t1", "Please cancel my jacket order."))
+    [held] = await p.send(ticket("t1", "Please cancel my jacket order."))
     assert held.offer is not None and held.offer.state == "needs_approval"
-    topic = names(p).decisions
+    topic = p.topics.decisions
     d = Decision(decision_id="d1", session_id="S1", item="t1", action="approve", amount=amount)
     value = dumps(d)
     source = Source(topic, session_partition("S1", p.settings.partitions), 0, key="S1")
@@ -70,11 +70,11 @@ async def test_an_approved_action_passes_when_its_decision_verifies_again(
     p = in_memory(shop, policy_file=ALPINE)
     source, value = await approved_by_a_person(p)
     runner = wired(p, ManualExecutor())
-    runner.guard = Guard(Signer(KEYS), names(p).decisions)
+    runner.guard = Guard(Signer(KEYS), p.topics.decisions)
     entry = await runner.handle(value, source)
     # Checked and handed to the person who carries it out: not refused.
     assert entry is not None and entry.handoff == "action_manual"
-    [note] = baton_of(p, "S1").people
+    [note] = p.baton("S1").people
     assert note.signed and note.signature.startswith("k1:")
 
 
@@ -83,9 +83,9 @@ async def test_an_action_whose_decision_no_longer_verifies_is_never_sent(
 ) -> None:
     p = in_memory(shop, policy_file=ALPINE)
     source, value = await approved_by_a_person(p)
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     [note] = baton.people
-    guard = Guard(Signer(KEYS), names(p).decisions)
+    guard = Guard(Signer(KEYS), p.topics.decisions)
     action = Action.model_validate_json(value)
     assert guard.unsigned(action, baton) is None
     # The baton's record of the decision changed by whoever can write the changelog.
@@ -101,7 +101,7 @@ async def test_an_action_whose_decision_no_longer_verifies_is_never_sent(
         assert problem is not None and why in problem, (why, problem)
     # Without signing keys there is nothing to verify again (the worker refuses unsigned
     # decisions only when it has keys).
-    assert Guard(Signer(), names(p).decisions).unsigned(action, tampered) is None
+    assert Guard(Signer(), p.topics.decisions).unsigned(action, tampered) is None
     tampered = baton.model_copy(update={"people": [cases["does not verify"]]})
     await p.batons.save_durably(tampered)
     runner = wired(p, ManualExecutor())
@@ -110,7 +110,7 @@ async def test_an_action_whose_decision_no_longer_verifies_is_never_sent(
     assert entry is not None and entry.state == "needs_person" and entry.dropped
     # Only the approval's own packet: none asks a person to carry a forged action out.
     assert [h.reason for h in packets(p)] == ["needs_approval"]
-    assert dead_letters(p)[-1].reason == "untrusted_record"
+    assert p.dead_letters[-1].reason == "untrusted_record"
 
 
 async def test_more_than_the_signed_decision_approved_is_refused(shop: OrderSource) -> None:
@@ -118,8 +118,8 @@ async def test_more_than_the_signed_decision_approved_is_refused(shop: OrderSour
     _, value = await approved_by_a_person(p, amount=100.0)
     action = Action.model_validate_json(value)
     assert action.amount == 100.0
-    guard = Guard(Signer(KEYS), names(p).decisions)
-    baton = baton_of(p, "S1")
+    guard = Guard(Signer(KEYS), p.topics.decisions)
+    baton = p.baton("S1")
     assert guard.unsigned(action, baton) is None
     more = action.model_copy(update={"amount": 150.0})
     assert "more than decision d1 approved" in (guard.unsigned(more, baton) or "")
@@ -223,25 +223,25 @@ async def test_an_action_over_a_customer_s_cap_is_never_sent_and_a_person_decide
     shop: OrderSource,
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = actions(p)
     table = MemoryTable()
     # The customer's other session had 20 USD refunded today.
     await Ledger(table).save(spent("S2", 20.0))
     runner = wired(p, ManualExecutor(), table)
-    runner.guard = Guard(Signer(), names(p).decisions, DailyCaps(customer=Cap({"USD": 50.0})))
+    runner.guard = Guard(Signer(), p.topics.decisions, DailyCaps(customer=Cap({"USD": 50.0})))
     entry = await runner.handle(value, source)
     assert entry is not None and entry.state == "needs_person" and entry.attempts == 0
     assert entry.handoff == "action_over_cap" and entry.waiting
     assert "customer C1's daily cap" in entry.detail
-    [letter] = dead_letters(p)
+    [letter] = p.dead_letters
     assert (letter.stage, letter.reason) == ("act", "action_over_cap")
     [handed] = packets(p)
     assert handed.reason == "action_over_cap" and handed.action is not None
     # Read again and swept: still never sent, nothing more written.
     await runner.handle(value, source)
     await runner.sweep(lambda _: True)
-    assert len(packets(p)) == 1 and len(dead_letters(p)) == 1
+    assert len(packets(p)) == 1 and len(p.dead_letters) == 1
     assert runner.ledger.get(entry.action) == entry
 
 
@@ -249,17 +249,17 @@ async def test_an_action_a_sweep_finds_over_a_cap_is_never_sent_either(
     shop: OrderSource,
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(_, value)] = actions(p)
     action = Action.model_validate_json(value)
     table = MemoryTable()
     # Recorded while its session was not on this worker yet; the sweep checks it now.
     await Ledger(table).save(LedgerEntry.of(action))
     runner = wired(p, ManualExecutor(), table)
-    runner.guard = Guard(Signer(), names(p).decisions, DailyCaps(shop=Cap(actions=1)))
+    runner.guard = Guard(Signer(), p.topics.decisions, DailyCaps(shop=Cap(actions=1)))
     await Ledger(table).save(spent("S1", 1.0, key="earlier"))
     await runner.sweep(lambda _: True)
     entry = runner.ledger.get(action)
     assert entry is not None and entry.handoff == "action_over_cap" and entry.attempts == 0
-    assert [d.reason for d in dead_letters(p)] == ["action_over_cap"]
+    assert [d.reason for d in p.dead_letters] == ["action_over_cap"]
     assert [h.reason for h in packets(p)] == ["action_over_cap"]

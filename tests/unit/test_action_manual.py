@@ -30,7 +30,7 @@ from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.signing import Signer
 from baton_kafka.streams.testing import MemoryTable
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
-from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink
+from tests.fixtures.pipelines import in_memory
 
 KEYS = (("k1", "a-signing-secret-of-32-characters"),)
 
@@ -64,7 +64,7 @@ class Refusing:
 def wired(p: Pipeline, executor: Executor, table: MemoryTable | None = None) -> Runner:
     """A runner telling on the pipeline's topics, and the pipeline's decisions closing in its
     ledger, as a worker with an executor has them."""
-    n = names(p)
+    n = p.topics
     ledger = Ledger(table or MemoryTable())
     runner = Runner(
         executor,
@@ -81,14 +81,14 @@ def wired(p: Pipeline, executor: Executor, table: MemoryTable | None = None) -> 
 
 
 async def approved_refund(p: Pipeline) -> tuple[Source, bytes]:
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
-    topic = names(p).actions
-    [(key, value)] = sink(p).sent[topic]
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
+    topic = p.topics.actions
+    [(key, value)] = p.sink.sent[topic]
     return Source(topic, 0, 0, key=key), value
 
 
 def replies(p: Pipeline) -> list[Reply]:
-    return [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+    return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
 def follow_ups(p: Pipeline) -> list[Reply]:
@@ -96,7 +96,7 @@ def follow_ups(p: Pipeline) -> list[Reply]:
 
 
 def packets(p: Pipeline) -> list[HandoffPacket]:
-    return [HandoffPacket.model_validate_json(v) for _, v in sink(p).sent[names(p).handoffs]]
+    return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 
 def closing(did: str, action: str, item: str, **kw: Any) -> Decision:
@@ -104,7 +104,7 @@ def closing(did: str, action: str, item: str, **kw: Any) -> Decision:
 
 
 async def feed(p: Pipeline, d: Decision, offset: int, signed: bool = False) -> None:
-    topic = names(p).decisions
+    topic = p.topics.decisions
     value = dumps(d)
     headers = Signer(KEYS).headers(topic, "S1", value) if signed else None
     source = Source(topic, session_partition("S1", p.settings.partitions), offset, key="S1")
@@ -157,15 +157,15 @@ async def test_a_person_s_done_confirms_it_once_and_the_customer_gets_the_refere
     assert told.status == "action_confirmed" and "RF-900" in told.reply and "O-1" in told.reply
     assert told.ticket_id == f"action:{key}:d-done" and told.ticket_ids == ["t1"]
     # The next ticket's prompt knows it from the baton.
-    [note] = baton_of(p, "S1").actions
+    [note] = p.baton("S1").actions
     assert (note.state, note.reference) == ("confirmed", "RF-900")
     # A copy read at the same place does nothing; one read elsewhere is a replay.
     await feed(p, done, 0)
     await feed(p, done, 5)
-    assert [d.reason for d in dead_letters(p)] == ["decision_replayed"]
+    assert [d.reason for d in p.dead_letters] == ["decision_replayed"]
     # Another decision on it: it waits for nobody any more.
     await feed(p, closing("d-late", "failed", key), 6)
-    assert dead_letters(p)[-1].reason == "decision_not_pending"
+    assert p.dead_letters[-1].reason == "decision_not_pending"
     assert len(follow_ups(p)) == 1 and len(packets(p)) == 1
     assert runner.ledger.get(entry.action) == closed
 
@@ -206,7 +206,7 @@ async def test_a_decision_that_names_nothing_waiting_is_refused_and_changes_noth
     await feed(p, unnamed, 4)
     priced = closing("d6", "done", entry.idempotency_key, reference="R1", amount=1.0)
     await feed(p, priced, 5)
-    reasons = [d.reason for d in dead_letters(p) if d.stage == "decide"]
+    reasons = [d.reason for d in p.dead_letters if d.stage == "decide"]
     assert reasons == ["decision_not_pending", "decision_not_pending"] + ["decision_invalid"] * 4
     assert runner.ledger.row("S1") == before and follow_ups(p) == []
 
@@ -220,7 +220,7 @@ async def test_a_done_decision_is_checked_like_every_decision(shop: OrderSource)
     p.people.signer = Signer(KEYS)
     done = closing("d1", "done", entry.idempotency_key, reference="R1")
     await feed(p, done, 0)
-    assert [d.reason for d in dead_letters(p)] == ["untrusted_record"]
+    assert [d.reason for d in p.dead_letters] == ["untrusted_record"]
     assert runner.ledger.get(entry.action) == entry and follow_ups(p) == []
     await feed(p, done, 1, signed=True)
     closed = runner.ledger.get(entry.action)

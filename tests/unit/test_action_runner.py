@@ -26,7 +26,7 @@ from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.testing import MemoryTable
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments
-from tests.fixtures.pipelines import dead_letters, in_memory, names, run, sink
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 __all__ = ["payments"]
@@ -53,10 +53,10 @@ def runner_of(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner
 
 
 def on_topic(p: Pipeline) -> list[tuple[Source, bytes]]:
-    topic = names(p).actions
+    topic = p.topics.actions
     return [
         (Source(topic, 0, n, key=key), value)
-        for n, (key, value) in enumerate(sink(p).sent[topic])
+        for n, (key, value) in enumerate(p.sink.sent[topic])
         if key is not None
     ]
 
@@ -65,7 +65,7 @@ async def test_an_approved_refund_is_executed_once_however_often_it_is_read(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     table = MemoryTable()
     runner = runner_of(p, executor, table)
@@ -84,7 +84,7 @@ async def test_a_forged_action_is_refused_and_never_sent(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     real = Action.model_validate_json(value)
     table = MemoryTable()
@@ -99,7 +99,7 @@ async def test_a_forged_action_is_refused_and_never_sent(
     done = await runner.handle(dumps(approved_by), source)
     assert done is not None and "d-none was not applied" in done.detail
     assert payments.posts == 0
-    reasons = [(d.stage, d.reason) for d in dead_letters(p)]
+    reasons = [(d.stage, d.reason) for d in p.dead_letters]
     assert reasons == [("act", "untrusted_record")] * 3
 
 
@@ -107,7 +107,7 @@ async def test_a_worker_killed_between_send_and_confirm_is_reconciled_not_resent
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     action = Action.model_validate_json(value)
     table = MemoryTable()
@@ -127,7 +127,7 @@ async def test_an_action_whose_session_is_elsewhere_waits_and_is_swept_later(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     table = MemoryTable()
     runner = runner_of(p, executor, table)
@@ -146,7 +146,7 @@ async def test_money_the_order_no_longer_allows_is_refused_not_sent(
     shop: SQLiteOrderStore, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     # The shop refunded part of the order itself after the reply promised the whole.
     [kettle] = [o for o in C1_ORDERS if o.order_id == "O-1"]
@@ -170,7 +170,7 @@ async def test_money_the_order_no_longer_allows_is_refused_not_sent(
 
 
 def telling(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
-    n = names(p)
+    n = p.topics
     teller = Teller(p.out, n.replies, n.handoffs, p.batons, "en", 600)
     noting = Noting(p.batons, p.gate, p.redelivery.unfinished)
     return Runner(
@@ -179,19 +179,19 @@ def telling(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
 
 
 def follow_ups(p: Pipeline) -> list[Reply]:
-    replies = [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+    replies = [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
     return [r for r in replies if r.status.startswith("action_")]
 
 
 def packets(p: Pipeline) -> list[HandoffPacket]:
-    return [HandoffPacket.model_validate_json(v) for _, v in sink(p).sent[names(p).handoffs]]
+    return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 
 async def test_a_confirmed_refund_is_told_once_with_the_systems_reference(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     table = MemoryTable()
     runner = telling(p, executor, table)
@@ -211,7 +211,7 @@ async def test_a_refused_refund_is_an_apology_and_one_packet_for_a_person(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     payments.fail_next("refuse")
     runner = telling(p, executor, MemoryTable())
@@ -230,7 +230,7 @@ async def test_an_ended_action_not_yet_told_is_told_by_the_sweep(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     table = MemoryTable()
     # A worker died after the ledger recorded the confirmation, before the follow-up.
@@ -248,7 +248,7 @@ async def test_the_next_tickets_prompt_states_the_refund_and_its_reference(
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     done = await telling(p, executor, MemoryTable()).handle(value, source)
     assert done is not None and done.remote_id is not None
@@ -276,11 +276,11 @@ async def test_where_is_my_refund_is_answered_with_its_date_and_reference_not_a_
     shop: OrderSource, payments: Payments, executor: HttpExecutor
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [(source, value)] = on_topic(p)
     done = await telling(p, executor, MemoryTable()).handle(value, source)
     assert done is not None and done.remote_id is not None
-    replies = await run(p, ticket("t2", "Where is my refund for the kettle?"))
+    replies = await p.send(ticket("t2", "Where is my refund for the kettle?"))
     reply = replies[-1]
     assert reply.ticket_id == "t2", replies
     assert done.remote_id in reply.reply and done.updated_at.date().isoformat() in reply.reply

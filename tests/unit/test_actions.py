@@ -23,7 +23,7 @@ from baton_kafka.streams.testing import MemorySink
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import FailingOnce, hop, in_memory, names, run, sink
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -99,12 +99,12 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
 
 
 def actions(p: Pipeline) -> list[Action]:
-    return [Action.model_validate_json(v) for _, v in sink(p).sent[names(p).actions]]
+    return [Action.model_validate_json(v) for _, v in p.sink.sent[p.topics.actions]]
 
 
 async def decide(p: Pipeline, action: str, offset: int) -> None:
     d = Decision(decision_id=f"d{offset}", session_id="S1", item="t1", action=action, by="ana")  # type: ignore[arg-type]
-    topic = names(p).decisions
+    topic = p.topics.decisions
     source = Source(topic, session_partition("S1", p.settings.partitions), offset, key="S1")
     await p.people.handle(dumps(d), source, None)
 
@@ -113,20 +113,20 @@ async def test_a_ticket_whose_reply_is_approved_writes_its_actions_with_the_repl
     shop: OrderSource,
 ) -> None:
     p = in_memory(shop)
-    [reply] = await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    [reply] = await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     assert reply.offer is not None and reply.offer.state == "approved"
     [action] = actions(p)
     assert (action.kind, action.order_id, action.amount) == ("refund", "O-1", 39.9)
     assert (action.ticket_id, action.decision_id, action.session_id) == ("t1", None, "S1")
-    assert sink(p).sent[names(p).actions][0][0] == "S1"
-    assert names(p).actions.endswith("support.actions")
+    assert p.sink.sent[p.topics.actions][0][0] == "S1"
+    assert p.topics.actions.endswith("support.actions")
 
 
 async def test_a_parked_offer_acts_only_once_approved_and_never_when_denied(
     shop: OrderSource,
 ) -> None:
     approved = in_memory(shop, policy_file=ALPINE)
-    [held] = await run(approved, ticket("t1", "Please cancel my jacket order."))
+    [held] = await approved.send(ticket("t1", "Please cancel my jacket order."))
     assert held.offer is not None and held.offer.state == "needs_approval"
     assert actions(approved) == []
     await decide(approved, "approve", 0)
@@ -141,7 +141,7 @@ async def test_a_parked_offer_acts_only_once_approved_and_never_when_denied(
     assert actions(approved) == done
 
     denied = in_memory(shop, policy_file=ALPINE, namespace="other")
-    await run(denied, ticket("t1", "Please cancel my jacket order."))
+    await denied.send(ticket("t1", "Please cancel my jacket order."))
     await decide(denied, "deny", 0)
     # The denial's next option is a new, lower offer the policy allows: it acts on that one,
     # never on the denied amount.
@@ -152,22 +152,22 @@ async def test_a_parked_offer_acts_only_once_approved_and_never_when_denied(
 async def test_an_action_lost_after_the_reply_is_sent_on_the_retry_and_once(
     shop: OrderSource,
 ) -> None:
-    out = FailingOnce(suffix="support.actions")
+    out = MemorySink(fail_first="support.actions")
     p = in_memory(shop, sink=out)
-    n = names(p)
+    n = p.topics
     words = "My kettle is leaking, I want a refund."
     await p.intake(dumps(ticket("t1", words)), Source(n.tickets, 0, 0))
     *before, last = list(p.chain)
     for stage in before:
-        await hop(p, stage.name, p.source_topic(stage))
-    [(_, value)] = sink(p).sent[p.source_topic(last)]
+        await p.hop(stage.name, p.source_topic(stage))
+    [(_, value)] = p.sink.sent[p.source_topic(last)]
     # The reply went out, its action was lost: the stage's retry finds the reply pending in
     # the baton, does not send it again, and sends the action.
-    await hop(p, last.name, p.source_topic(last))
-    assert out.failed and len(sink(p).sent[n.replies]) == 1
+    await p.hop(last.name, p.source_topic(last))
+    assert out.failed and len(p.sink.sent[n.replies]) == 1
     [action] = actions(p)
     baton = p.batons.get("S1")
     assert baton is not None and "t1" in baton.answered
     # Read again (a redelivery): nothing more.
     await p.run_stage(last.name, value, Source(p.source_topic(last), 0, 0))
-    assert actions(p) == [action] and len(sink(p).sent[n.replies]) == 1
+    assert actions(p) == [action] and len(p.sink.sent[n.replies]) == 1

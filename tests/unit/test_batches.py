@@ -20,16 +20,12 @@ from baton_kafka.agents.models.llm import Prompt
 from baton_kafka.agents.models.prices import PRICES, batch_price, cost
 from baton_kafka.agents.orders import open_store
 from baton_kafka.agents.testing import StandIn, run_in_thread
-from baton_kafka.schemas.codec import dumps
-from baton_kafka.schemas.records import Reply, Ticket
+from baton_kafka.schemas.records import Ticket
 from baton_kafka.streams.batched import answer_in_batches, cost_line, waves
 from baton_kafka.streams.cli.main import main
 from baton_kafka.streams.eval.run import load_cases, load_orders
-from baton_kafka.streams.kafka.topics import TopicNames
-from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.agents import MODEL, client, prompt
 from tests.fixtures.paths import ROOT, TEST_DATA
 
@@ -242,24 +238,10 @@ def test_waves_keep_each_sessions_order() -> None:
 
 async def _live_replies(settings: Settings, tickets: list[Ticket], llm: Any, store: Any) -> Any:
     """The pipeline as the worker runs it, one ticket at a time through every stage."""
-    pipeline = Pipeline(
-        settings=settings, llm=llm, store=store, sink=MemorySink(), state=MemoryState()
-    )
-    sink = pipeline.sink
-    assert isinstance(sink, MemorySink)
-    n = TopicNames.of(settings)
-    for i, ticket in enumerate(tickets):
-        await pipeline.intake(dumps(ticket), Source(n.tickets, 0, i))
-        for stage, topic in (
-            ("understand", n.sessions),
-            ("lookup", n.understood),
-            ("strategy", n.matched),
-        ):
-            for j, (_, value) in enumerate(sink.take(topic)):
-                await pipeline.run_stage(stage, value, Source(topic, 0, j))  # type: ignore[arg-type]
-        for _, value in sink.take(n.memory_index):
-            await pipeline.apply_index(value)
-    return {r.ticket_id: r for r in (Reply.model_validate_json(v) for _, v in sink.sent[n.replies])}
+    return {
+        r.ticket_id: r
+        for r in await TestPipeline(orders=store, settings=settings, llm=llm).send(*tickets)
+    }
 
 
 async def test_the_batched_pipeline_replies_as_the_live_one_on_the_eval_set(

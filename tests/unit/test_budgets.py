@@ -8,13 +8,12 @@ from baton_kafka.agents.models.llm import Answer, Prompt, T
 from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.outcome import Failure, Outcome
 from baton_kafka.agents.rules.offline import OfflineLLM
-from baton_kafka.schemas import DeadLetter, Reply, Ticket, dumps
+from baton_kafka.schemas import DeadLetter, Reply, Ticket
 from baton_kafka.schemas.records import CallUsage
 from baton_kafka.streams.runtime.budgets import SLICES, Allowance, CustomerBudgets
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
 
 
@@ -107,31 +106,21 @@ class PricedLLM(OfflineLLM):
 
 async def answer(p: Pipeline, t: Ticket) -> tuple[Reply, list[DeadLetter]]:
     """Run ``t`` through every stage; its reply and dead letters."""
-    assert isinstance(p.sink, MemorySink)
-    n = p.topics
-    await p.intake(dumps(t), Source(n.tickets, 0, 0))
-    for stage, topic in (("understand", n.sessions), ("lookup", n.understood)):
-        for _, value in p.sink.take(topic):
-            await p.run_stage(stage, value, Source(topic, 0, 0))  # type: ignore[arg-type]
-    for _, value in p.sink.take(n.matched):
-        await p.run_stage("strategy", value, Source(n.matched, 0, 0))
-    ((_, reply),) = p.sink.take(n.replies)
-    letters = [DeadLetter.model_validate_json(v) for _, v in p.sink.take(n.dead_letters)]
-    return Reply.model_validate_json(reply), letters
+    before = len(p.dead_letters)
+    (reply,) = await p.send(t)
+    return reply, p.dead_letters[before:]
 
 
 async def test_a_customer_past_its_budget_is_handed_off_without_a_model_call(
     store: SQLiteOrderStore,
 ) -> None:
     llm = PricedLLM()
-    pipeline = Pipeline(
+    pipeline = TestPipeline(
+        orders=store,
         settings=Settings(
             namespace="u", customer_token_budget=20_000, customer_budget_window_s=3600
         ),
         llm=llm,
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
     )
     clock = Clock()
     pipeline.budgets.clock = clock
@@ -161,12 +150,10 @@ async def test_the_session_budget_still_applies_under_a_larger_customer_budget(
     store: SQLiteOrderStore,
 ) -> None:
     llm = PricedLLM()
-    pipeline = Pipeline(
+    pipeline = TestPipeline(
+        orders=store,
         settings=Settings(namespace="u", session_token_budget=1, customer_token_budget=10**6),
         llm=llm,
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
     )
     await answer(pipeline, ticket("t1", "My kettle is leaking."))
     reply, letters = await answer(pipeline, ticket("t2", "Still leaking."))

@@ -20,7 +20,7 @@ from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.testing import MemorySink
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import counts, hop, in_memory, names, sink
+from tests.fixtures.pipelines import in_memory
 
 WINDOW = 3.0
 BURST = ["hi", "my kettle leaks", "order O-1"]
@@ -28,7 +28,7 @@ BURST = ["hi", "my kettle leaks", "order O-1"]
 
 def queued(p: Pipeline, records: list[StageRecord]) -> list[Delivery]:
     """``records`` on the sessions topic as the first stage's scheduler queues them."""
-    topic = names(p).sessions
+    topic = p.topics.sessions
     out = [Delivery(dumps(r), Source(topic, 0, i)) for i, r in enumerate(records)]
     assert p.bursts is not None
     for d in out:
@@ -66,13 +66,13 @@ async def through(p: Pipeline, deliveries: list[Delivery]) -> list[Reply]:
     running = [asyncio.create_task(session(ds)) for ds in by_session.values()]
     while not all(t.done() for t in running):
         for stage in list(p.chain)[1:]:
-            await hop(p, stage.name, p.source_topic(stage))
+            await p.hop(stage.name, p.source_topic(stage))
         await asyncio.sleep(0.01)
     for t in running:
         t.result()
     for stage in list(p.chain)[1:]:
-        await hop(p, stage.name, p.source_topic(stage))
-    return [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+        await p.hop(stage.name, p.source_topic(stage))
+    return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
 def coalescing(store: SQLiteOrderStore, **settings: Any) -> Pipeline:
@@ -88,7 +88,7 @@ async def test_a_burst_within_the_window_is_one_turn_with_one_reply_naming_every
     mine, other = burst(), record(ticket("S2-T1", "my kettle leaks", "S2"), 29.5)
     replies = await through(p, queued(p, [*mine[:2], other, mine[2]]))
 
-    done = counts(p)
+    done = p.counts.counts
     # One chain for the burst, one for the other session; the burst's later copies reused.
     assert done["done.understand.ok"] == 2 and done["done.understand.reused"] == 2, done
     assert done["done.strategy.ok"] == 2 and done["reply.answered"] == 2, done
@@ -116,7 +116,7 @@ async def test_with_the_window_off_each_ticket_of_a_burst_is_answered_on_its_own
     store: SQLiteOrderStore,
 ) -> None:
     p = in_memory(store, coalesce_window_s=0.0, first_reply_deadline_s=0.0)
-    topic = names(p).sessions
+    topic = p.topics.sessions
     deliveries = [Delivery(dumps(r), Source(topic, 0, i)) for i, r in enumerate(burst())]
     replies = await through(p, deliveries)
     assert [(r.ticket_id, r.status, r.ticket_ids) for r in replies] == [
@@ -130,10 +130,10 @@ async def test_a_copy_of_a_coalesced_ticket_read_again_is_settled_without_a_repl
     p = coalescing(store)
     deliveries = queued(p, burst())
     await through(p, deliveries)
-    sent = len(sink(p).sent[names(p).replies])
+    sent = len(p.sink.sent[p.topics.replies])
     # A rebalance reads the burst again from its committed offset.
     await through(p, queued(p, burst()))
-    assert len(sink(p).sent[names(p).replies]) == sent
+    assert len(p.sink.sent[p.topics.replies]) == sent
 
 
 def test_the_burst_ends_at_a_gap_longer_than_the_window() -> None:
@@ -215,30 +215,17 @@ def test_other_sessions_are_not_gathered() -> None:
     assert bursts.queued("SB") == 1
 
 
-class _CrashOnce(MemorySink):
-    """Fails the first send of a coalesced record, as a worker killed after the turn's reply."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.crashed = False
-
-    async def send(self, topic: str, key: str | None, value: bytes, *args: Any) -> None:
-        if not self.crashed and b'"coalesced"' in value:
-            self.crashed = True
-            raise ConnectionError("the broker went away")
-        await super().send(topic, key, value, *args)
-
-
 async def test_a_crash_between_the_reply_and_its_coalesced_records_resumes_each_once(
     store: SQLiteOrderStore,
 ) -> None:
-    crashing = _CrashOnce()
+    # A worker killed after the turn's reply: the first coalesced record is never sent.
+    crashing = MemorySink(fail_first=lambda _, value: b'"coalesced"' in value)
     p = coalescing(store, sink=crashing)
     replies = await through(p, queued(p, burst()))
     assert sorted(r.ticket_id for r in replies) == ["S1-T1", "S1-T2", "S1-T3"]
     assert [r.status for r in replies] == ["answered", "coalesced", "coalesced"]
     # The retry found the turn's reply on the topic and sent only what was missing.
-    assert crashing.crashed and counts(p)["done.strategy.reused"] == 1, counts(p)
+    assert crashing.failed and p.counts.counts["done.strategy.reused"] == 1, p.counts.counts
 
 
 def test_coalesced_records_follow_from_the_reply_alone() -> None:
@@ -350,14 +337,14 @@ async def test_another_senders_ticket_never_joins_a_new_sessions_burst(
     assert [r.ticket_id for r in replies if r.status == "coalesced"] == ["A2"]
     baton = p.batons.get("S1")
     assert baton is not None and baton.customer_id == owner.customer_id
-    sent = sink(p).sent
-    elsewhere = [v for topic, vs in sent.items() if topic != names(p).dead_letters for _, v in vs]
+    sent = p.sink.sent
+    elsewhere = [v for topic, vs in sent.items() if topic != p.topics.dead_letters for _, v in vs]
     assert elsewhere and all(b"IBAN" not in v for v in elsewhere)
     assert "IBAN" not in baton.model_dump_json()
     # The other sender gets nothing in the session (no coalesced record, no holding reply,
     # no answer) and one refusal, filed under them, that names nobody.
     assert [r for r in replies if r.ticket_id == "B1"] == [] and p.clocks.sent == 0
-    letters = [(key, orjson.loads(v)) for key, v in sink(p).sent[names(p).dead_letters]]
+    letters = [(key, orjson.loads(v)) for key, v in p.sink.sent[p.topics.dead_letters]]
     assert [(dl["ticket_id"], dl["reason"]) for _, dl in letters] == [("B1", "session_conflict")]
     [(key, dl)] = letters
     assert key != "S1" and not dl["session_id"]

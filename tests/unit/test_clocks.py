@@ -16,16 +16,15 @@ from baton_kafka.agents.testing.standin import StandIn
 from baton_kafka.schemas import Reply, dumps
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.schemas.stages import StageRecord
-from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.clocks import ClockGauges, age_bucket
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings, SettingsError, load
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import MemoryState
 from tests.fixtures.agents import client
 from tests.fixtures.data import ticket
 from tests.fixtures.delivery import Tally
-from tests.fixtures.pipelines import baton_of, hop, names, run, sink
+from tests.fixtures.pipelines import in_memory
 
 HANG_S = 0.8  # how long the stand-in's model hangs: well past the deadline below
 DEADLINE_S = 0.3
@@ -50,23 +49,13 @@ def pipeline(
     deadline: float = DEADLINE_S,
     state: MemoryState | None = None,
 ) -> Pipeline:
-    return Pipeline(
-        settings=Settings(
-            namespace="u",
-            session_ttl_s=3600,
-            first_reply_deadline_s=deadline,
-            languages=("en", "de"),
-        ),
-        llm=llm,
-        store=store,
-        sink=MemorySink(),
-        state=state or MemoryState(),
-        observer=CountingObserver(),
+    return in_memory(
+        store, client=llm, state=state, first_reply_deadline_s=deadline, languages=("en", "de")
     )
 
 
 def replies(p: Pipeline) -> list[Reply]:
-    return [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+    return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
 def hang_understanding(standin: StandIn) -> None:
@@ -91,9 +80,9 @@ async def test_a_hanging_model_gets_one_holding_reply_then_the_real_one(
 ) -> None:
     hang_understanding(standin)
     p = pipeline(store, llm)
-    n = names(p)
+    n = p.topics
     await p.intake(dumps(ticket("t1", text)), Source(n.tickets, 0, 0))
-    understanding = asyncio.create_task(hop(p, "understand", n.sessions))
+    understanding = asyncio.create_task(p.hop("understand", n.sessions))
     await until_holding(p)
     gauges = {m.name: m for m in ClockGauges(p.clocks).collect()}
     assert gauges["baton_tickets_past_deadline"].samples[0].value == 1
@@ -101,9 +90,9 @@ async def test_a_hanging_model_gets_one_holding_reply_then_the_real_one(
     assert sum(open_.values()) == 1 and open_["le_5"] == 1
     await understanding
     # The stage wrote the baton it read before the model hung: the mark survived that write.
-    assert baton_of(p, "S1").holding == ["t1"]
-    await hop(p, "lookup", n.understood)
-    await hop(p, "strategy", n.matched)
+    assert p.baton("S1").holding == ["t1"]
+    await p.hop("lookup", n.understood)
+    await p.hop("strategy", n.matched)
 
     held, answer = replies(p)
     assert (held.ticket_id, held.status, answer.ticket_id) == ("t1", "holding", "t1")
@@ -114,7 +103,7 @@ async def test_a_hanging_model_gets_one_holding_reply_then_the_real_one(
     # The tallies count the ticket's own reply only.
     tally = Tally({"S1": ["t1"]}, [held, answer])
     assert not tally.duplicates and not tally.lost
-    after = baton_of(p, "S1")
+    after = p.baton("S1")
     assert after.answered == ["t1"] and after.holding == [], "answered: the mark is dropped"
     assert p.clocks.open == {} and p.clocks.sent == 1
 
@@ -126,11 +115,11 @@ async def test_no_holding_reply_when_answered_in_time_or_when_off(
     if deadline == 0.0:
         hang_understanding(standin)  # off: even a hanging model gets no holding reply
     p = pipeline(store, llm, deadline)
-    (answer,) = await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    (answer,) = await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     await asyncio.sleep(DEADLINE_S)
     assert answer.status != "holding" and [r.ticket_id for r in replies(p)] == ["t1"]
     assert p.clocks.open == {} and p.clocks.sent == 0
-    assert baton_of(p, "S1").holding == []
+    assert p.baton("S1").holding == []
 
 
 async def test_a_redelivered_copy_after_a_restart_gets_no_second_holding_reply(
@@ -138,34 +127,34 @@ async def test_a_redelivered_copy_after_a_restart_gets_no_second_holding_reply(
 ) -> None:
     state = MemoryState()
     first = pipeline(store, llm, state=state)
-    n = names(first)
+    n = first.topics
     text = "My kettle is leaking, I want a refund."
     # Written a while ago: the restarted worker's clock is past the deadline at once.
     written = ticket("t1", text).model_copy(update={"created_at": utcnow() - timedelta(seconds=1)})
     await first.intake(dumps(written), Source(n.tickets, 0, 0))
-    (copy,) = sink(first).sent[n.sessions]
+    (copy,) = first.sink.sent[n.sessions]
     hang_understanding(standin)
-    crashed = asyncio.create_task(hop(first, "understand", n.sessions))
+    crashed = asyncio.create_task(first.hop("understand", n.sessions))
     await until_holding(first)
     crashed.cancel()  # the worker dies while the model hangs: the ticket's offset is not committed
     with pytest.raises(asyncio.CancelledError):
         await crashed
-    assert baton_of(first, "S1").holding == ["t1"]
+    assert first.baton("S1").holding == ["t1"]
 
     hang_understanding(standin)  # the model hangs again for the redelivered copy
     restarted = pipeline(store, llm, state=state)
-    sink(restarted).sent[n.sessions].append(copy)
-    await hop(restarted, "understand", n.sessions)
-    await hop(restarted, "lookup", n.understood)
-    await hop(restarted, "strategy", n.matched)
+    restarted.sink.sent[n.sessions].append(copy)
+    await restarted.hop("understand", n.sessions)
+    await restarted.hop("lookup", n.understood)
+    await restarted.hop("strategy", n.matched)
     await asyncio.sleep(DEADLINE_S)
     (held,) = replies(first)
     (answer,) = replies(restarted)
     assert held.status == "holding" and answer.status != "holding"
-    assert restarted.clocks.sent == 0 and baton_of(restarted, "S1").answered == ["t1"]
+    assert restarted.clocks.sent == 0 and restarted.baton("S1").answered == ["t1"]
     # And a copy of the answered ticket starts no clock at all.
-    sink(restarted).sent[n.sessions].append(copy)
-    await hop(restarted, "understand", n.sessions)
+    restarted.sink.sent[n.sessions].append(copy)
+    await restarted.hop("understand", n.sessions)
     assert restarted.clocks.open == {} and len(replies(restarted)) == 1
 
 
@@ -175,17 +164,17 @@ async def test_a_ticket_that_waited_in_the_topic_is_timed_from_its_publication(
     # A backlog: the ticket was published a minute before intake read it, and its producer
     # gave no created_at. The clock counts the customer's wait from the broker's timestamp.
     p = pipeline(store, llm, deadline=30.0)
-    n = names(p)
+    n = p.topics
     published = utcnow() - timedelta(seconds=60)
     text = "My kettle is leaking, I want a refund."
     await p.intake(dumps(ticket("t1", text)), Source(n.tickets, 0, 0, timestamp=published))
-    ((_, raw),) = sink(p).sent[n.sessions]
+    ((_, raw),) = p.sink.sent[n.sessions]
     assert StageRecord.model_validate_json(raw).ticket.created_at == published
     hang_understanding(standin)
-    understanding = asyncio.create_task(hop(p, "understand", n.sessions))
+    understanding = asyncio.create_task(p.hop("understand", n.sessions))
     await until_holding(p)  # at once, not 30 s after intake
     await understanding
-    assert baton_of(p, "S1").holding == ["t1"]
+    assert p.baton("S1").holding == ["t1"]
 
 
 @pytest.mark.parametrize(
@@ -205,14 +194,14 @@ async def test_intake_dates_a_ticket_only_from_a_real_timestamp_and_keeps_the_pr
     kept: bool,
 ) -> None:
     p = pipeline(store, llm)
-    n = names(p)
+    n = p.topics
     now = utcnow()
     written = None if written_ago_s is None else now - timedelta(seconds=written_ago_s)
     at = now - timedelta(seconds=60) if timestamp == "a minute ago" else timestamp
     assert not isinstance(at, str)
     sent = ticket("t1", "Where is my order?").model_copy(update={"created_at": written})
     await p.intake(dumps(sent), Source(n.tickets, 0, 0, timestamp=at))
-    ((_, raw),) = sink(p).sent[n.sessions]
+    ((_, raw),) = p.sink.sent[n.sessions]
     got = StageRecord.model_validate_json(raw).ticket.created_at
     assert got == written if kept else got is None
 
@@ -221,13 +210,13 @@ async def test_a_timestamp_ahead_of_the_workers_clock_dates_a_ticket_no_later_th
     store: SQLiteOrderStore, llm: AnthropicLLM
 ) -> None:
     p = pipeline(store, llm)
-    n = names(p)
+    n = p.topics
     ahead = utcnow() + timedelta(hours=1)
     before = utcnow()
     await p.intake(
         dumps(ticket("t1", "Where is my order?")), Source(n.tickets, 0, 0, timestamp=ahead)
     )
-    ((_, raw),) = sink(p).sent[n.sessions]
+    ((_, raw),) = p.sink.sent[n.sessions]
     got = StageRecord.model_validate_json(raw).ticket.created_at
     assert got is not None and before <= got <= utcnow()
 

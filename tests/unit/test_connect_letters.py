@@ -10,7 +10,7 @@ from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import in_memory, names, sink
+from tests.fixtures.pipelines import in_memory
 
 # Every header Kafka Connect's dead-letter reporter writes for a record it consumed.
 CONNECT_HEADERS = [
@@ -37,12 +37,10 @@ def connect_pipeline(store: SQLiteOrderStore) -> Pipeline:
 
 def stored(p: Pipeline) -> list[Message]:
     """The dead-letter topic's records as a reader gets them."""
-    topic = names(p).dead_letters
+    topic = p.topics.dead_letters
     return [
         Message(topic, 0, i, 1_700_000_000_000, _raw(k), v, tuple(h))
-        for i, ((k, v), h) in enumerate(
-            zip(sink(p).sent[topic], sink(p).headers[topic], strict=True)
-        )
+        for i, ((k, v), h) in enumerate(zip(p.sink.sent[topic], p.sink.headers[topic], strict=True))
     ]
 
 
@@ -62,7 +60,7 @@ async def test_an_invalid_record_is_kept_as_read_with_every_connect_header(
     store: SQLiteOrderStore,
 ) -> None:
     p = connect_pipeline(store)
-    n = names(p)
+    n = p.topics
     raw = b'{"ticket_id": "t1", "text": 5'
     await p.intake(raw, Source(n.tickets, 3, 41, raw_key=b"\xffkey"), list(ORIGINAL_HEADERS))
     (m,) = stored(p)
@@ -93,7 +91,7 @@ async def test_a_shed_ticket_re_driven_the_connect_way_is_answered(
     store: SQLiteOrderStore,
 ) -> None:
     p = connect_pipeline(store)
-    n = names(p)
+    n = p.topics
     record = dumps(StageRecord(ticket=ticket("t1", "My kettle is leaking.")))
     await p.shed(
         "understand", record, Source(n.sessions, 0, 7, raw_key=b"S1"), list(ORIGINAL_HEADERS)
@@ -111,7 +109,7 @@ async def test_a_shed_ticket_re_driven_the_connect_way_is_answered(
     at = session_partition("S1", p.settings.partitions)
     source = Source(topic, at, 8, key=key.decode() if key else None, raw_key=key)
     await p.run_stage("understand", value, source, headers)
-    assert len(sink(p).sent[n.understood]) == 1
+    assert len(p.sink.sent[n.understood]) == 1
     # ``baton dlq requeue`` finds the ticket in the Connect record too.
     (letter,) = letters([m])
     assert letter.dl.ticket is not None and letter.dl.reason == "session_flood"
@@ -122,7 +120,7 @@ async def test_a_record_failing_again_carries_one_set_of_error_headers(
     store: SQLiteOrderStore,
 ) -> None:
     p = connect_pipeline(store)
-    n = names(p)
+    n = p.topics
     await p.intake(b"nope", Source(n.tickets, 0, 1), list(ORIGINAL_HEADERS))
     topic, key, value, headers = redrive_as_connect_does(stored(p)[0])
     await p.intake(value, Source(topic, 0, 2, key=key), headers)
@@ -135,7 +133,7 @@ async def test_a_record_failing_again_carries_one_set_of_error_headers(
 
 async def test_the_default_format_is_baton_s_dead_letter_record(store: SQLiteOrderStore) -> None:
     p = in_memory(store)
-    n = names(p)
+    n = p.topics
     await p.intake(b"nope", Source(n.tickets, 0, 1, raw_key=b"k"), list(ORIGINAL_HEADERS))
     (m,) = stored(p)
     (letter,) = letters([m])

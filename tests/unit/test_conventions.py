@@ -31,7 +31,7 @@ from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.agents import MODEL, client, prompt, respond
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import in_memory, names, sink
+from tests.fixtures.pipelines import in_memory
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 AGENTS = ("understand", "lookup", "strategy")
@@ -44,12 +44,12 @@ def traced(store: SQLiteOrderStore, *more: Any) -> Pipeline:
 
 
 async def answer_one(p: Pipeline) -> None:
-    n = names(p)
+    n = p.topics
     value = dumps(ticket("t1", "My kettle is leaking, I want a refund.", session="S7"))
     await p.intake(value, Source(n.tickets, 2, 40, key="S7", raw_key=b"S7"), [])
     for stage, topic in zip(AGENTS, (n.sessions, n.understood, n.matched), strict=True):
-        pending = sink(p).sent.pop(topic, [])
-        heads = sink(p).headers.pop(topic, [])
+        pending = p.sink.sent.pop(topic, [])
+        heads = p.sink.headers.pop(topic, [])
         for i, ((key, value), h) in enumerate(zip(pending, heads, strict=True)):
             at = session_partition(key, p.settings.partitions) if key else 1
             source = Source(topic, at, i, key=key, raw_key=key.encode() if key else None)
@@ -61,7 +61,7 @@ async def test_each_record_is_a_kafka_process_span_with_the_required_attributes(
 ) -> None:
     p = traced(store)
     await answer_one(p)
-    n = names(p)
+    n = p.topics
     process = {
         s.attributes["baton.stage"]: s  # type: ignore[index]
         for s in spans.get_finished_spans()
@@ -190,7 +190,7 @@ async def test_openmetrics_scrapes_carry_the_trace_of_a_latency_observation(
     p = traced(store, metrics)
     await answer_one(p)
     strategy = next(
-        s for s in spans.get_finished_spans() if s.name == f"process {names(p).matched}"
+        s for s in spans.get_finished_spans() if s.name == f"process {p.topics.matched}"
     )
     encode, content_type = choose_encoder(OPENMETRICS)
     assert content_type.startswith("application/openmetrics-text")

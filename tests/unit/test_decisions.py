@@ -32,7 +32,7 @@ from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import C1_ORDERS, days_ago, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -40,25 +40,11 @@ JACKET = jacket("C1")
 KEYS = (("k1", "a-signing-secret-of-32-characters"),)
 
 
-class LosingSink(MemorySink):
+def losing(marker: bytes = b'"decision_id":"') -> MemorySink:
     """A sink whose first reply carrying ``marker`` is lost: a crash after the baton kept it."""
-
-    def __init__(self, marker: bytes = b'"decision_id":"') -> None:
-        super().__init__()
-        self.marker = marker
-        self.lost = False
-
-    async def send(
-        self,
-        topic: str,
-        key: str | None,
-        value: bytes,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        if topic.endswith("support.replies") and self.marker in value and not self.lost:
-            self.lost = True
-            raise ConnectionError("the broker went away")
-        await super().send(topic, key, value, headers)
+    return MemorySink(
+        fail_first=lambda topic, value: topic.endswith("support.replies") and marker in value
+    )
 
 
 def pipeline_on(store: OrderSource, sink: MemorySink | None = None, **kw: Any) -> Pipeline:
@@ -77,7 +63,7 @@ def decision(did: str, action: str, item: str | None = "t1", **kw: Any) -> Decis
 
 async def feed(p: Pipeline, d: Decision | bytes, offset: int, signed: bool = False) -> None:
     """Hand one record of the decisions topic to the pipeline, as read from its partition."""
-    topic = names(p).decisions
+    topic = p.topics.decisions
     value = d if isinstance(d, bytes) else dumps(d)
     headers = Signer(KEYS).headers(topic, "S1", value) if signed else None
     source = Source(topic, session_partition("S1", p.settings.partitions), offset, key="S1")
@@ -85,14 +71,14 @@ async def feed(p: Pipeline, d: Decision | bytes, offset: int, signed: bool = Fal
 
 
 def replies(p: Pipeline) -> list[Reply]:
-    return [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+    return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
 async def parked(p: Pipeline) -> Baton:
-    [reply] = await run(p, ticket("t1", "Please cancel my jacket order."))
+    [reply] = await p.send(ticket("t1", "Please cancel my jacket order."))
     assert reply.status == "handoff" and reply.offer is not None
     assert reply.offer.state == "needs_approval" and reply.offer.total == 150
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.pending is not None and baton.pending.item == "t1"
     assert baton.pending.offer == reply.offer and baton.offered == {}
     return baton
@@ -107,27 +93,27 @@ async def test_an_approval_confirms_the_parked_offer_once(shop: SQLiteOrderStore
     assert confirmed.status == "answered" and confirmed.offer is not None
     assert confirmed.offer.state == "approved" and confirmed.offer.total == 150
     assert "approved" in confirmed.reply and "150.00" in confirmed.reply
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.pending is None and baton.offered == {JACKET.order_id: {"refund": 150.0}}
     assert [(n.decision_id, n.action, n.reply) for n in baton.people] == [("d1", "approve", "")]
     # The customer index knows the session after the decision too.
-    assert state(p).customers.get("C1") is not None
+    assert p.state.customers.get("C1") is not None
     # The same record read again (a redelivery): no second confirmation, no dead letter.
     await feed(p, decision("d1", "approve"), 0)
-    assert len(replies(p)) == 2 and dead_letters(p) == []
+    assert len(replies(p)) == 2 and p.dead_letters == []
 
 
 async def test_a_second_proposal_while_parked_keeps_the_first(shop: SQLiteOrderStore) -> None:
     p = pipeline_on(shop)
     first = (await parked(p)).pending
-    await run(p, ticket("t2", "Please cancel my jacket order, as I said."))
-    pending = baton_of(p, "S1").pending
+    await p.send(ticket("t2", "Please cancel my jacket order, as I said."))
+    pending = p.baton("S1").pending
     assert pending is not None and first is not None
     assert (pending.item, pending.also, pending.offer) == ("t1", ["t2"], first.offer)
     await feed(p, decision("d1", "approve", item="t2"), 0)
     confirmed = replies(p)[-1]
     assert confirmed.decision_id == "d1" and confirmed.ticket_id == "t1"
-    assert baton_of(p, "S1").pending is None
+    assert p.baton("S1").pending is None
 
 
 async def test_a_replayed_decision_is_a_dead_letter_and_changes_nothing(
@@ -136,11 +122,11 @@ async def test_a_replayed_decision_is_a_dead_letter_and_changes_nothing(
     p = pipeline_on(shop)
     await parked(p)
     await feed(p, decision("d1", "approve"), 0)
-    before = baton_of(p, "S1")
+    before = p.baton("S1")
     await feed(p, decision("d1", "approve"), 7)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_replayed" and dl.stage == "decide" and dl.session_id == "S1"
-    assert baton_of(p, "S1") == before and len(replies(p)) == 2
+    assert p.baton("S1") == before and len(replies(p)) == 2
 
 
 async def test_an_approval_can_change_the_amount_only_within_the_policy(
@@ -149,13 +135,13 @@ async def test_an_approval_can_change_the_amount_only_within_the_policy(
     p = pipeline_on(shop)
     await parked(p)
     await feed(p, decision("d1", "approve", amount=200.0), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_invalid" and "more than the 150.00 paid" in dl.error
-    assert baton_of(p, "S1").pending is not None and len(replies(p)) == 1
+    assert p.baton("S1").pending is not None and len(replies(p)) == 1
     await feed(p, decision("d2", "approve", amount=120.0), 1)
     confirmed = replies(p)[-1]
     assert confirmed.offer is not None and confirmed.offer.total == 120
-    assert baton_of(p, "S1").offered == {JACKET.order_id: {"refund": 120.0}}
+    assert p.baton("S1").offered == {JACKET.order_id: {"refund": 120.0}}
 
 
 async def test_a_denial_offers_the_next_option_the_policy_allows(shop: SQLiteOrderStore) -> None:
@@ -166,7 +152,7 @@ async def test_a_denial_offers_the_next_option_the_policy_allows(shop: SQLiteOrd
     assert answer.status == "answered" and answer.offer is not None
     assert answer.offer.state == "approved" and answer.offer.total == 100
     assert "cannot proceed as first proposed" in answer.reply
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.pending is None and baton.people[-1].text == "Only up to the threshold."
 
 
@@ -199,9 +185,9 @@ async def test_a_decision_for_nothing_open_is_a_dead_letter(
     p = pipeline_on(shop)
     before = await parked(p)
     await feed(p, made(), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason in ("decision_not_pending", "decision_invalid") and error in dl.error
-    assert baton_of(p, "S1") == before and len(replies(p)) == 1
+    assert p.baton("S1") == before and len(replies(p)) == 1
 
 
 async def test_a_decision_on_an_unknown_session_or_bad_bytes_is_a_dead_letter(
@@ -210,7 +196,7 @@ async def test_a_decision_on_an_unknown_session_or_bad_bytes_is_a_dead_letter(
     p = pipeline_on(shop)
     await feed(p, decision("d1", "approve"), 0)
     await feed(p, b'{"decision_id": "d2", "action": "refund everything"}', 1)
-    first, second = dead_letters(p)
+    first, second = p.dead_letters
     assert first.reason == "decision_not_pending" and "no baton" in first.error
     assert second.reason == "invalid_input" and second.stage == "decide"
     assert replies(p) == []
@@ -223,47 +209,47 @@ async def test_only_a_signed_decision_is_applied(shop: SQLiteOrderStore) -> None
     p.people.signer = Signer(KEYS)
     await feed(p, decision("d1", "approve"), 0)
     forged = dumps(decision("d2", "approve"))
-    topic = names(p).decisions
+    topic = p.topics.decisions
     wrong = Signer((("k1", "another-secret-of-thirty-two-chars"),)).headers(topic, "S1", forged)
     await p.people.handle(forged, Source(topic, None, 1, key="S1"), wrong)
-    assert [d.reason for d in dead_letters(p)] == ["untrusted_record", "untrusted_record"]
-    assert baton_of(p, "S1").pending is not None and len(replies(p)) == 1
+    assert [d.reason for d in p.dead_letters] == ["untrusted_record", "untrusted_record"]
+    assert p.baton("S1").pending is not None and len(replies(p)) == 1
     await feed(p, decision("d3", "approve"), 2, signed=True)
-    assert replies(p)[-1].decision_id == "d3" and baton_of(p, "S1").pending is None
+    assert replies(p)[-1].decision_id == "d3" and p.baton("S1").pending is None
 
 
 async def test_a_lost_confirmation_is_sent_once_when_the_decision_is_read_again(
     shop: SQLiteOrderStore,
 ) -> None:
-    p = pipeline_on(shop, sink=LosingSink())
+    p = pipeline_on(shop, sink=losing())
     await parked(p)
     with pytest.raises(ConnectionError):
         await feed(p, decision("d1", "approve"), 0)
     # The baton kept the decision and its reply before the send failed.
-    assert baton_of(p, "S1").people[0].reply != "" and len(replies(p)) == 1
+    assert p.baton("S1").people[0].reply != "" and len(replies(p)) == 1
     await feed(p, decision("d1", "approve"), 0)
     await feed(p, decision("d1", "approve"), 0)
-    assert [r.decision_id for r in replies(p)] == [None, "d1"] and dead_letters(p) == []
-    assert baton_of(p, "S1").people[0].reply == ""
+    assert [r.decision_id for r in replies(p)] == [None, "d1"] and p.dead_letters == []
+    assert p.baton("S1").people[0].reply == ""
 
 
 async def test_a_taken_over_session_is_silent_until_handed_back(shop: SQLiteOrderStore) -> None:
     p = pipeline_on(shop)
-    await run(p, ticket("t1", "My kettle order, where is it?"))
+    await p.send(ticket("t1", "My kettle order, where is it?"))
     await feed(p, decision("d1", "takeover", item=None), 0)
     await feed(p, decision("d2", "answer", item=None, text="Hi, Ana here: it ships Monday."), 1)
     [_, answer] = replies(p)
     assert answer.reply == "Hi, Ana here: it ships Monday." and answer.ticket_id == "t1"
     assert answer.llm == "person" and answer.decision_id == "d2"
-    await run(p, ticket("t2", "Thanks, and the controller?"))
+    await p.send(ticket("t2", "Thanks, and the controller?"))
     silent = replies(p)[-1]
     assert silent.ticket_id == "t2" and silent.status == "taken_over" and silent.reply == ""
     assert silent.usage.calls == 0
     await feed(p, decision("d3", "handback", item=None), 2)
-    await run(p, ticket("t3", "Is the kettle still on its way?"))
+    await p.send(ticket("t3", "Is the kettle still on its way?"))
     back = replies(p)[-1]
     assert back.ticket_id == "t3" and back.status != "taken_over" and back.reply
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert [n.action for n in baton.people] == ["takeover", "answer", "handback"]
     assert "t2" in baton.answered and not baton.taken_over
 
@@ -305,12 +291,12 @@ async def test_a_person_s_reply_to_a_ticket_is_not_taken_for_the_agents_pending_
 async def test_a_lost_taken_over_reply_is_sent_once_on_the_next_attempt(
     shop: SQLiteOrderStore,
 ) -> None:
-    p = pipeline_on(shop, sink=LosingSink(b'"taken_over"'))
-    await run(p, ticket("t1", "My kettle order, where is it?"))
+    p = pipeline_on(shop, sink=losing(b'"taken_over"'))
+    await p.send(ticket("t1", "My kettle order, where is it?"))
     await feed(p, decision("d1", "takeover", item=None), 0)
-    await run(p, ticket("t2", "Hello?"))
+    await p.send(ticket("t2", "Hello?"))
     assert [(r.ticket_id, r.status) for r in replies(p)][1:] == [("t2", "taken_over")]
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.in_flight is None and "t2" in baton.answered
 
 

@@ -16,7 +16,7 @@ from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import baton_of, counts, dead_letters, in_memory, names, run, sink
+from tests.fixtures.pipelines import in_memory
 
 KEYS = (("k1", "a-secret-of-thirty-two-characters"),)
 
@@ -50,7 +50,7 @@ def read(p: Pipeline, topic: str, key: str | None, offset: int) -> Source:
 async def deliver(p: Pipeline, stage: str, topic: str, decodings: list[int]) -> list[int]:
     """Each record waiting on ``topic`` taken in by ``stage`` as the Faust agent does (the
     admission check, then the stage); how many decodings each delivery cost."""
-    pending = list(zip(sink(p).sent.pop(topic, []), sink(p).headers.pop(topic, []), strict=True))
+    pending = list(zip(p.sink.sent.pop(topic, []), p.sink.headers.pop(topic, []), strict=True))
     costs = []
     for i, ((key, value), headers) in enumerate(pending):
         delivery = Delivery(value, read(p, topic, key, i), headers)
@@ -65,13 +65,13 @@ async def test_each_stage_decodes_its_record_once(
     store: SQLiteOrderStore, decodings: list[int]
 ) -> None:
     p = in_memory(store, signing_keys=KEYS)
-    n = names(p)
+    n = p.topics
     await p.intake(dumps(ticket("T1", "My kettle is leaking, I want a refund.")), Source())
     per_stage = {}
     for stage in p.chain:
         per_stage[stage.name] = await deliver(p, stage.name, p.source_topic(stage), decodings)
     assert per_stage == {s.name: [1] for s in p.chain}
-    assert len(sink(p).sent[n.replies]) == 1 and not sink(p).sent[n.dead_letters]
+    assert len(p.sink.sent[n.replies]) == 1 and not p.sink.sent[n.dead_letters]
 
 
 async def test_a_shed_record_and_a_copy_that_is_settled_decode_once(
@@ -81,12 +81,12 @@ async def test_a_shed_record_and_a_copy_that_is_settled_decode_once(
     first = p.chain.names[0]
     topic = p.source_topic(p.chain[first])
     await p.intake(dumps(ticket("T1", "My kettle is leaking.")), Source())
-    [(key, value)] = sink(p).sent[topic]
-    [headers] = sink(p).headers[topic]
+    [(key, value)] = p.sink.sent[topic]
+    [headers] = p.sink.headers[topic]
     before = decodings[0]
     await p.shed_delivery(first, Delivery(value, read(p, topic, key, 0), headers))
     assert decodings[0] - before == 1
-    assert [d.reason for d in dead_letters(p)] == ["session_flood"]
+    assert [d.reason for d in p.dead_letters] == ["session_flood"]
 
 
 async def test_an_invalid_record_is_dead_lettered_with_the_reason_parsing_gives(
@@ -100,9 +100,9 @@ async def test_an_invalid_record_is_dead_lettered_with_the_reason_parsing_gives(
     delivery = Delivery(bad, Source(p.source_topic(p.chain[first]), 0, 7))
     assert not p.refuses_delivery(first, delivery)
     await p.deliver(first, delivery)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert (dl.reason, dl.error, dl.source_offset) == ("invalid_input", str(raised.value), 7)
-    assert counts(p)[f"done.{first}.invalid"] == 1
+    assert p.counts.counts[f"done.{first}.invalid"] == 1
 
 
 def test_a_delivery_gives_the_same_reason_each_time_it_is_asked() -> None:
@@ -140,7 +140,7 @@ async def test_a_saved_baton_is_read_back_unparsed_and_as_its_bytes_say(
     store: SQLiteOrderStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     p = in_memory(store)
-    await run(p, ticket("T1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("T1", "My kettle is leaking, I want a refund."))
     raw = p.state.batons.get("S1")
     assert raw is not None
     # What the store hands out after its own write is what the bytes parse to.
@@ -153,12 +153,12 @@ async def test_a_saved_baton_is_read_back_unparsed_and_as_its_bytes_say(
         return validate_json(cls, *args, **kwargs)
 
     monkeypatch.setattr(Baton, "model_validate_json", classmethod(counted))
-    again = baton_of(p, "S1").model_copy(update={"version": baton_of(p, "S1").version + 1})
+    again = p.baton("S1").model_copy(update={"version": p.baton("S1").version + 1})
     p.batons.save(again)
     assert p.batons.get("S1") is again and parses == [0]
     # A write that bypasses the store (a changelog recovery, a rebalance) is parsed afresh.
     other = again.model_copy(update={"version": again.version + 1})
     p.state.batons.put("S1", dumps(other))
-    assert baton_of(p, "S1") == other and parses == [1]
+    assert p.baton("S1") == other and parses == [1]
     p.batons.delete("S1")
     assert p.batons.get("S1") is None

@@ -12,7 +12,6 @@ from baton_kafka.streams.runtime import erasure
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import baton_of, names, run, sink, state
 
 
 async def erase(p: Pipeline, customer: str, session: str | None) -> None:
@@ -24,9 +23,9 @@ async def erase(p: Pipeline, customer: str, session: str | None) -> None:
 
 
 async def test_a_session_and_the_index_entry_are_tombstoned(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
-    await run(pipeline, ticket("a2", "My controller drifts.", "S2"))
-    tables = state(pipeline)
+    await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
+    await pipeline.send(ticket("a2", "My controller drifts.", "S2"))
+    tables = pipeline.state
     assert {"S1", "S2"} <= set(tables.batons.data) and "C1" in tables.customers.data
 
     await erase(pipeline, "C1", "S1")
@@ -37,31 +36,31 @@ async def test_a_session_and_the_index_entry_are_tombstoned(pipeline: Pipeline) 
     mark = pipeline.batons.index("C1")
     assert mark is not None and mark.sessions == [] and mark.orders == [] and mark.erased_at
 
-    replies = await run(
-        pipeline, ticket("a3", "What happened with the order I asked about yesterday?", "S3")
+    replies = await pipeline.send(
+        ticket("a3", "What happened with the order I asked about yesterday?", "S3")
     )
     assert replies[-1].ticket_id == "a3" and replies[-1].order_id is None
 
 
 async def test_a_request_for_another_customer_erases_nothing(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
+    await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await erase(pipeline, "C2", "S1")
     await erase(pipeline, "C2", None)
-    tables = state(pipeline)
+    tables = pipeline.state
     assert set(tables.batons.data) == {"S1"} and tables.batons.tombstones == []
     held = pipeline.batons.index("C1")
     assert held is not None and held.sessions and held.erased_at is None
 
 
 async def test_an_erasure_waits_for_the_ticket_in_flight(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
+    await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await pipeline.gate.enter("S1", "a2", lambda: None)
     waiting = asyncio.create_task(erase(pipeline, "C1", "S1"))
     await asyncio.sleep(0.05)
-    assert not waiting.done() and "S1" in state(pipeline).batons.data
+    assert not waiting.done() and "S1" in pipeline.state.batons.data
     pipeline.gate.leave("S1", "a2")
     await waiting
-    assert state(pipeline).batons.tombstones == ["S1"]
+    assert pipeline.state.batons.tombstones == ["S1"]
 
 
 def test_only_the_marked_records_are_requests() -> None:
@@ -72,10 +71,10 @@ def test_only_the_marked_records_are_requests() -> None:
 async def test_an_erasure_is_never_shed_with_a_flooding_sessions_tickets(
     pipeline: Pipeline,
 ) -> None:
-    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
+    await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     request = dumps(Erasure(request_id="r2", customer_id="C1", session_id="S1"))
     await pipeline.shed("understand", request, Source(), erasure.headers())
-    assert state(pipeline).batons.tombstones == ["S1"]
+    assert pipeline.state.batons.tombstones == ["S1"]
 
 
 async def forget_all(p: Pipeline, customer: str, sessions: list[str]) -> None:
@@ -85,12 +84,12 @@ async def forget_all(p: Pipeline, customer: str, sessions: list[str]) -> None:
 
 
 async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pipeline) -> None:
-    n = names(pipeline)
+    n = pipeline.topics
     written = utcnow() - timedelta(minutes=5)
     old = ticket("a1", "My kettle is leaking, I live at 5 Elm Road.", "S1")
-    await run(pipeline, old)
+    await pipeline.send(old)
     # The session's summary as the index topic held it.
-    baton = baton_of(pipeline, "S1")
+    baton = pipeline.baton("S1")
     update = dumps(
         IndexUpdate(
             customer_id="C1",
@@ -99,7 +98,7 @@ async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pi
         )
     )
     await forget_all(pipeline, "C1", ["S1"])
-    sink(pipeline).sent.clear()
+    pipeline.sink.sent.clear()
 
     # An offset reset or a re-processing reads the same records again, with their old times.
     await pipeline.intake(dumps(old), Source(n.tickets, 0, 0, timestamp=written))
@@ -107,13 +106,13 @@ async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pi
     await pipeline.run_stage("understand", record, Source(n.sessions, 0, 0, timestamp=written))
     await pipeline.shed("understand", record, Source(n.sessions, 0, 1, timestamp=written))
     await pipeline.apply_index(update)
-    assert all(not records for records in sink(pipeline).sent.values()), sink(pipeline).sent
+    assert all(not records for records in pipeline.sink.sent.values()), pipeline.sink.sent
     assert pipeline.batons.get("S1") is None
     mark = pipeline.batons.index("C1")
     assert mark is not None and mark.sessions == [] and mark.orders == []
 
     # The customer's tickets written after the erasure are answered as a new customer's.
-    replies = await run(pipeline, ticket("a2", "My controller drifts.", "S2"))
+    replies = await pipeline.send(ticket("a2", "My controller drifts.", "S2"))
     assert [r.ticket_id for r in replies] == ["a2"]
     index = pipeline.batons.index("C1")
     assert index is not None and [s.session_id for s in index.sessions] == ["S2"]
@@ -121,7 +120,7 @@ async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pi
 
 
 async def test_the_mark_of_an_erasure_is_kept_for_the_index_retention(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("a1", "My kettle is leaking.", "S1"))
+    await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await forget_all(pipeline, "C1", ["S1"])
     await pipeline.sweep_index()
     assert pipeline.batons.erased_at("C1") is not None

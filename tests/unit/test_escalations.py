@@ -15,21 +15,19 @@ import pytest
 from baton_kafka.agents import escalation
 from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.orders import SQLiteOrderStore
-from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas import Reply
 from baton_kafka.schemas.decision import PendingOffer
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import Offer, OfferLine, utcnow
-from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.escalations import EscalationGauges
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import baton_of, dead_letters, in_memory, names, run, sink, state
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
-from tests.unit.test_decisions import LosingSink, decision, feed
+from tests.unit.test_decisions import decision, feed, losing
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 HOUR = 3600.0
@@ -48,27 +46,20 @@ def pipeline_on(store: SQLiteOrderStore, sink: MemorySink | None = None, **kw: A
 def restarted(p: Pipeline) -> Pipeline:
     """A new worker on the same tables and topics (its clocks know no deadline)."""
     p.clocks.close()
-    return Pipeline(
-        settings=p.settings,
-        llm=OfflineLLM(),
-        store=p.store,
-        sink=p.sink,
-        state=p.state,
-        observer=CountingObserver(),
-    )
+    return TestPipeline(orders=p.store, settings=p.settings, sink=p.sink, state=p.state)
 
 
 async def parked(p: Pipeline) -> None:
-    [reply] = await run(p, ticket("t1", "Please cancel my jacket order."))
+    [reply] = await p.send(ticket("t1", "Please cancel my jacket order."))
     assert reply.offer is not None and reply.offer.state == "needs_approval"
 
 
 def age(p: Pipeline, hours: float = 5) -> None:
     """Park the session's pending offer ``hours`` earlier than it was."""
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.pending is not None
     pending = baton.pending.model_copy(update={"at": baton.pending.at - timedelta(hours=hours)})
-    state(p).batons.put(
+    p.state.batons.put(
         "S1", baton.model_copy(update={"pending": pending}).model_dump_json().encode()
     )
 
@@ -81,11 +72,11 @@ async def ring(p: Pipeline) -> None:
 
 
 def replies(p: Pipeline) -> list[Reply]:
-    return [Reply.model_validate_json(v) for _, v in sink(p).sent[names(p).replies]]
+    return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
 def packets(p: Pipeline) -> list[HandoffPacket]:
-    return [HandoffPacket.model_validate_json(v) for _, v in sink(p).sent[names(p).handoffs]]
+    return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 
 async def test_an_overdue_approval_is_escalated_once_and_a_restart_does_not_repeat_it(
@@ -95,7 +86,7 @@ async def test_an_overdue_approval_is_escalated_once_and_a_restart_does_not_repe
     await parked(p)
     # Parking set the offer's deadline on the worker's clocks, an hour from now.
     assert list(p.clocks.alarms) == ["escalation:t1"]
-    offer = baton_of(p, "S1").pending.offer  # type: ignore[union-attr]
+    offer = p.baton("S1").pending.offer  # type: ignore[union-attr]
     age(p)
     p = restarted(p)
     await ring(p)
@@ -114,18 +105,18 @@ async def test_an_overdue_approval_is_escalated_once_and_a_restart_does_not_repe
     assert packet.reasons == ["approval_timeout", "needs_approval"] and packet.urgency == "high"
     assert packet.proposed_offer == offer and packet.reply == escalated.reply
     assert packet.deadline > packet.handed_off_at
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.pending is None and baton.offered == {}
     [note] = baton.escalated
     assert (note.item, note.offer, note.reply, note.packet) == ("t1", offer, "", "")
     assert p.escalations.escalated == 1
-    assert state(p).customers.get("C1") is not None  # the index knows the session after it
+    assert p.state.customers.get("C1") is not None  # the index knows the session after it
 
     # Swept again, and after another restart: nothing more.
     await ring(p)
     p = restarted(p)
     await ring(p)
-    assert len(replies(p)) == 2 and len(packets(p)) == 2 and dead_letters(p) == []
+    assert len(replies(p)) == 2 and len(packets(p)) == 2 and p.dead_letters == []
     metrics = {m.name: m.samples[0].value for m in EscalationGauges(p.escalations).collect()}
     assert metrics == {"baton_approval_deadlines": 0, "baton_approval_escalations": 0}
 
@@ -137,11 +128,11 @@ async def test_a_late_decision_on_an_escalated_offer_is_a_dead_letter(
     await parked(p)
     age(p)
     await ring(restarted(p))
-    before = baton_of(p, "S1")
+    before = p.baton("S1")
     await feed(p, decision("d1", "approve"), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_not_pending" and "escalated" in dl.error
-    assert baton_of(p, "S1") == before and len(replies(p)) == 2
+    assert p.baton("S1") == before and len(replies(p)) == 2
     # A person may still answer the customer.
     await feed(p, decision("d2", "answer", text="Ana here: your jacket order is cancelled."), 1)
     assert replies(p)[-1].decision_id == "d2"
@@ -154,7 +145,7 @@ async def test_a_decided_offer_is_not_escalated(shop: SQLiteOrderStore) -> None:
     await feed(p, decision("d1", "approve"), 0)
     await ring(restarted(p))
     assert [r.decision_id for r in replies(p)] == [None, "d1"]
-    assert baton_of(p, "S1").escalated == [] and len(packets(p)) == 1
+    assert p.baton("S1").escalated == [] and len(packets(p)) == 1
 
 
 async def test_a_taken_over_session_is_escalated_only_once_handed_back(
@@ -166,28 +157,28 @@ async def test_a_taken_over_session_is_escalated_only_once_handed_back(
     age(p)
     p = restarted(p)
     await ring(p)
-    assert len(replies(p)) == 1 and baton_of(p, "S1").pending is not None
+    assert len(replies(p)) == 1 and p.baton("S1").pending is not None
     await feed(p, decision("d2", "handback"), 1)
     await ring(p)
     assert [r.llm for r in replies(p)] == ["offline", "escalated"]
 
 
 async def test_a_lost_escalation_is_sent_once_after_a_restart(shop: SQLiteOrderStore) -> None:
-    p = pipeline_on(shop, sink=LosingSink(b'"llm":"escalated"'))
+    p = pipeline_on(shop, sink=losing(b'"llm":"escalated"'))
     await parked(p)
     age(p)
     p = restarted(p)
     await ring(p)  # the reply's send fails: the baton has the escalation, nothing sent
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert baton.pending is None and escalation.unsent(baton)
     assert len(replies(p)) == 1 and len(packets(p)) == 1
     p = restarted(p)
     await ring(p)
     assert [r.llm for r in replies(p)] == ["offline", "escalated"]
     assert [k.reason for k in packets(p)] == ["needs_approval", "approval_timeout"]
-    assert not escalation.unsent(baton_of(p, "S1"))
+    assert not escalation.unsent(p.baton("S1"))
     # Sent but not marked (a crash right after the sends): nothing is sent twice.
-    state(p).batons.put("S1", baton.model_dump_json().encode())
+    p.state.batons.put("S1", baton.model_dump_json().encode())
     await ring(restarted(p))
     assert len(replies(p)) == 2 and len(packets(p)) == 2
 

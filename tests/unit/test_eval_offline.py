@@ -9,7 +9,7 @@ from baton_kafka.schemas import Reply
 from baton_kafka.streams.eval.run import check, load_cases, load_orders, shifted, week_shift
 from baton_kafka.streams.eval.score import World, score, summarize
 from tests.fixtures.paths import TEST_DATA
-from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 
@@ -23,7 +23,7 @@ async def test_the_offline_model_forgets_nothing_and_resolves_every_order(tmp_pa
         pipeline = in_memory(store)
         for phase in sorted({c.label.phase for c in cases}):
             for case in (c for c in cases if c.label.phase == phase):
-                for reply in await run(pipeline, case.ticket):
+                for reply in await pipeline.send(case.ticket):
                     replies[reply.ticket_id] = reply
     world = World.build(orders, cases)
     scores = [score(c, replies[c.ticket.ticket_id], world) for c in cases]

@@ -23,7 +23,7 @@ from baton_kafka.streams.eval.score import Case, parse_case
 from baton_kafka.streams.eval.state import final_state, render_final_state
 from tests.fixtures.data import EVAL_ORDERS
 from tests.fixtures.paths import ROOT, TEST_DATA
-from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 REFUND = {"kind": "refund", "order_id": "EV-1", "amount": 39.9, "currency": "CNY"}
@@ -250,7 +250,7 @@ async def test_the_bookshop_set_through_the_pipeline_is_scored(tmp_path: Path) -
         pipeline = in_memory(store, policy_file=ROOT / "examples/shops/bookshop/policy.toml")
         for phase in sorted({c.label.phase for c in cases}):
             for c in (c for c in cases if c.label.phase == phase):
-                for r in await run(pipeline, c.ticket):
+                for r in await pipeline.send(c.ticket):
                     replies[r.ticket_id] = r
     s = final_state(cases, replies, ("de", "en"))
     assert (s["scored"], s["unlabelled"]) == (len(cases), 0)

@@ -15,11 +15,9 @@ from baton_kafka.agents.testing.standin import WEAK, StandIn, WeakStyle
 from baton_kafka.schemas import Reply
 from baton_kafka.streams.eval.run import load_cases, load_orders, shifted, week_shift
 from baton_kafka.streams.eval.score import World, score, summarize
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.paths import TEST_DATA
-from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store
 
 
@@ -35,17 +33,15 @@ async def _eval(
         sqlite_store(tmp / f"orders-{style}.sqlite3".replace(" ", ""), orders) as store,
     ):
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
-        pipeline = Pipeline(
+        pipeline = TestPipeline(
+            orders=store,
             settings=Settings(namespace="u", session_ttl_s=3600, llm="anthropic"),
             llm=llm,
-            store=store,
-            sink=MemorySink(),
-            state=MemoryState(),
         )
         try:
             for phase in sorted({c.label.phase for c in cases}):
                 for case in (c for c in cases if c.label.phase == phase):
-                    for reply in await run(pipeline, case.ticket):
+                    for reply in await pipeline.send(case.ticket):
                         replies[reply.ticket_id] = reply
         finally:
             await llm.aclose()

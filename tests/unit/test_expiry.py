@@ -10,13 +10,12 @@ from datetime import timedelta
 import pytest
 
 from baton_kafka.agents.orders import SQLiteOrderStore
-from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas import Baton, IndexUpdate, MemoryIndex, SessionSummary, dumps
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.runtime.expiry import YIELD_EVERY, IndexSweep
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 
 NOW = utcnow()
 DAY = timedelta(days=1)
@@ -25,19 +24,12 @@ DAY = timedelta(days=1)
 @pytest.fixture
 def pipeline(store: SQLiteOrderStore) -> Pipeline:
     settings = Settings(namespace="u", session_ttl_s=7 * 86400, index_retention_days=30)
-    return Pipeline(
-        settings=settings, llm=OfflineLLM(), store=store, sink=MemorySink(), state=MemoryState()
-    )
-
-
-def tables(p: Pipeline) -> MemoryState:
-    assert isinstance(p.state, MemoryState)
-    return p.state
+    return TestPipeline(orders=store, settings=settings)
 
 
 def put_baton(p: Pipeline, session: str, idle: timedelta, customer: str = "C1") -> Baton:
     baton = Baton(session_id=session, customer_id=customer, updated_at=NOW - idle)
-    tables(p).batons.put(session, dumps(baton))
+    p.state.batons.put(session, dumps(baton))
     return baton
 
 
@@ -47,18 +39,12 @@ def summary(session: str, age: timedelta, expired: bool = False) -> SessionSumma
 
 def put_index(p: Pipeline, customer: str, *summaries: SessionSummary) -> None:
     index = MemoryIndex(key=customer, sessions=list(summaries))
-    tables(p).customers.put(customer, dumps(index))
+    p.state.customers.put(customer, dumps(index))
 
 
 def index_of(p: Pipeline, customer: str) -> list[str]:
     index = p.batons.index(customer)
     return [s.session_id for s in index.sessions] if index else []
-
-
-async def apply_index_updates(p: Pipeline) -> None:
-    assert isinstance(p.sink, MemorySink)
-    for _, value in p.sink.take(p.topics.memory_index):
-        await p.apply_index(value)
 
 
 @contextmanager
@@ -86,7 +72,7 @@ async def test_a_sweep_of_many_batons_lets_other_tasks_run(pipeline: Pipeline) -
         ticks[0] = 0
         expired = await pipeline.expire_sessions(lambda sid: True, now=NOW)
         during = ticks[0]
-    assert expired == 500 and len(tables(pipeline).batons.data) == 500
+    assert expired == 500 and len(pipeline.state.batons.data) == 500
     # One turn at least every YIELD_EVERY batons; the sweep used to hold the loop throughout.
     assert during >= 1000 // YIELD_EVERY - 1
 
@@ -108,7 +94,7 @@ async def test_a_session_that_takes_a_ticket_during_the_sweep_is_not_expired(
     expired = await pipeline.expire_sessions(lambda sid: True, now=NOW)
     await task
     assert expired == 3 * YIELD_EVERY - 1
-    assert list(tables(pipeline).batons.data) == [last]
+    assert list(pipeline.state.batons.data) == [last]
 
 
 async def test_an_expired_sessions_summary_is_kept_for_the_retention_then_dropped(
@@ -117,7 +103,7 @@ async def test_an_expired_sessions_summary_is_kept_for_the_retention_then_droppe
     put_baton(pipeline, "OLD", idle=8 * DAY)
     put_baton(pipeline, "NEW", idle=DAY)
     assert await pipeline.expire_sessions(lambda sid: True, now=NOW) == 1
-    await apply_index_updates(pipeline)
+    await pipeline.index()
     index = pipeline.batons.index("C1")
     assert index is not None and [(s.session_id, s.expired) for s in index.sessions] == [
         ("OLD", True)
@@ -128,7 +114,7 @@ async def test_an_expired_sessions_summary_is_kept_for_the_retention_then_droppe
     # ...until its last ticket is older than the retention: then the customer's key goes.
     assert await pipeline.sweep_index(now=NOW + 23 * DAY) == IndexSweep(sessions=1, customers=1)
     assert pipeline.batons.index("C1") is None
-    assert tables(pipeline).customers.tombstones == ["C1"]
+    assert pipeline.state.customers.tombstones == ["C1"]
 
 
 async def test_the_index_sweep_keeps_recent_sessions_and_lets_other_tasks_run(
@@ -143,27 +129,21 @@ async def test_the_index_sweep_keeps_recent_sessions_and_lets_other_tasks_run(
         swept = await pipeline.sweep_index(now=NOW)
         during = ticks[0]
     assert swept == IndexSweep(sessions=1001, customers=1000)
-    assert index_of(pipeline, "C1") == ["S2"] and list(tables(pipeline).customers.data) == ["C1"]
+    assert index_of(pipeline, "C1") == ["S2"] and list(pipeline.state.customers.data) == ["C1"]
     assert during >= 1000 // YIELD_EVERY - 1
 
 
 async def test_an_update_older_than_the_retention_is_not_indexed(pipeline: Pipeline) -> None:
     late = IndexUpdate(customer_id="C9", summary=summary("S1", 31 * DAY, expired=True))
     await pipeline.apply_index(dumps(late))
-    assert pipeline.batons.index("C9") is None and tables(pipeline).customers.tombstones == []
+    assert pipeline.batons.index("C9") is None and pipeline.state.customers.tombstones == []
     put_index(pipeline, "C9", summary("S2", 40 * DAY))
     await pipeline.apply_index(dumps(late))
-    assert pipeline.batons.index("C9") is None and tables(pipeline).customers.tombstones == ["C9"]
+    assert pipeline.batons.index("C9") is None and pipeline.state.customers.tombstones == ["C9"]
 
 
 async def test_the_index_keeps_the_configured_number_of_sessions(store: SQLiteOrderStore) -> None:
-    pipeline = Pipeline(
-        settings=Settings(namespace="u", index_keep=3),
-        llm=OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-    )
+    pipeline = TestPipeline(orders=store, settings=Settings(namespace="u", index_keep=3))
     for i in range(5):
         update = IndexUpdate(customer_id="C1", summary=summary(f"S{i}", (10 - i) * DAY))
         await pipeline.apply_index(dumps(update))
@@ -178,7 +158,7 @@ async def test_a_baton_erased_during_the_sweep_sends_no_summary(pipeline: Pipeli
 
     async def forget() -> None:
         # `baton forget` arrives while the sweep pauses: the batons go, then the index entry.
-        for session, raw in list(tables(pipeline).batons.data.items()):
+        for session, raw in list(pipeline.state.batons.data.items()):
             if raw is not None and Baton.model_validate_json(raw).customer_id == "C-erased":
                 pipeline.batons.delete(session)
 

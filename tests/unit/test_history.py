@@ -14,7 +14,7 @@ from baton_kafka.schemas.baton import IndexUpdate, OrderMemory
 from baton_kafka.schemas.records import Order, Reply, utcnow
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import days_ago, order, ticket
-from tests.fixtures.pipelines import baton_of, in_memory, run, state
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 BLENDER = order("B-1", "C7", product_name="Philips HR3655 Blender", ordered_at=days_ago(20))
@@ -49,15 +49,15 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Pipeline]:
 
 
 async def _story(p: Pipeline) -> list[Reply]:
-    return await run(p, *(ticket(tid, text, "A", "C7") for tid, text in STORY))
+    return await p.send(*(ticket(tid, text, "A", "C7") for tid, text in STORY))
 
 
 def _index(p: Pipeline, customer: str) -> MemoryIndex:
-    return MemoryIndex.model_validate_json(state(p).customers.get(customer) or b"")
+    return MemoryIndex.model_validate_json(p.state.customers.get(customer) or b"")
 
 
 async def _ask(p: Pipeline, tid: str, text: str, session: str, customer: str = "C7") -> Reply:
-    replies = await run(p, ticket(tid, text, session, customer))
+    replies = await p.send(ticket(tid, text, session, customer))
     return next(r for r in replies if r.ticket_id == tid)
 
 
@@ -92,7 +92,7 @@ async def test_a_later_session_finds_the_order_by_what_was_done_or_its_status(
     reply = await _ask(pipeline, "b1", text, "B")
     assert reply.order_id == expected, reply.reply
     assert expected in reply.reply
-    decision = next(e for e in baton_of(pipeline, "B").chain if e.stage == "lookup")
+    decision = next(e for e in pipeline.baton("B").chain if e.stage == "lookup")
     assert decision.decision == f"history: {expected}"
     assert f"recalled by {method}" in decision.reason
 
@@ -115,8 +115,7 @@ async def test_a_return_within_the_session_finds_the_earlier_topic(pipeline: Pip
 async def test_two_orders_fitting_equally_are_asked_about_not_guessed(
     pipeline: Pipeline,
 ) -> None:
-    await run(
-        pipeline,
+    await pipeline.send(
         ticket("c1", "My kettle is leaking, I want a refund.", "C", "C8"),
         ticket("c2", "My headphones stopped working too, I want a refund.", "C", "C8"),
     )
@@ -124,13 +123,12 @@ async def test_two_orders_fitting_equally_are_asked_about_not_guessed(
     assert reply.order_id is None
     assert "K-2" in reply.reply and "H-2" in reply.reply and "which one" in reply.reply.casefold()
     assert "39" not in reply.reply  # no amount promised for either
-    lookup = next(e for e in baton_of(pipeline, "D").chain if e.stage == "lookup")
+    lookup = next(e for e in pipeline.baton("D").chain if e.stage == "lookup")
     assert lookup.decision == "none: no order" and "customer is asked" in lookup.reason
 
 
 async def test_similar_orders_are_told_apart_by_time(pipeline: Pipeline) -> None:
-    await run(
-        pipeline,
+    await pipeline.send(
         ticket("e1", "My Pegasus running shoes US 9 are too small, I want an exchange.", "E", "C9"),
         ticket("e2", "And the Pegasus US 10 pair squeaks, can I return them?", "E", "C9"),
     )
@@ -142,7 +140,7 @@ async def test_no_clue_no_recall(pipeline: Pipeline) -> None:
     await _story(pipeline)
     reply = await _ask(pipeline, "a4", "How long will the speaker take?", "A")
     assert reply.order_id == "T-1"
-    lookup = [e for e in baton_of(pipeline, "A").chain if e.stage == "lookup"][-1]
+    lookup = [e for e in pipeline.baton("A").chain if e.stage == "lookup"][-1]
     assert "recalled" not in lookup.reason
 
 
@@ -151,8 +149,8 @@ async def test_history_is_written_only_under_the_sessions_own_customer(
 ) -> None:
     await _story(pipeline)
     # A guest's session (no customer) and another customer's session leave C7's history alone.
-    await run(pipeline, ticket("g1", "The one I sent for repair, is it fixed?", "G", None))
-    await run(pipeline, ticket("h1", "My kettle is leaking, I want a refund.", "H", "C8"))
+    await pipeline.send(ticket("g1", "The one I sent for repair, is it fixed?", "G", None))
+    await pipeline.send(ticket("h1", "My kettle is leaking, I want a refund.", "H", "C8"))
     assert {e.order_id for e in _index(pipeline, "C7").orders} == {"B-1", "P-1", "T-1"}
     assert {e.order_id for e in _index(pipeline, "C8").orders} == {"K-2"}
     # C8 pointing at "the one I sent for repair" cannot reach C7's phone.
@@ -171,7 +169,7 @@ async def test_replaying_the_index_topic_rebuilds_the_same_history(pipeline: Pip
     pipeline.apply_index = keep  # type: ignore[method-assign]
     await _story(pipeline)
     before = _index(pipeline, "C7")
-    state(pipeline).customers.delete("C7")
+    pipeline.state.customers.delete("C7")
     for value in [*updates, *updates]:  # a restart replays the topic; twice must not matter
         await original(value)
     assert _index(pipeline, "C7") == before

@@ -26,11 +26,9 @@ from baton_kafka.streams.kafka.topics import TopicNames, changelog_topic
 from baton_kafka.streams.observe.dashboard import Recent, trace_command
 from baton_kafka.streams.observe.metrics import PrometheusObserver
 from baton_kafka.streams.observe.shown import shown
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import reply, ticket
-from tests.fixtures.pipelines import run
 
 # Valid ids a hostile or careless producer may send.
 HOSTILE = [
@@ -155,16 +153,14 @@ def test_dead_letter_replay_and_forget_lines_are_one_line(value: str) -> None:
 
 async def test_no_metric_label_carries_an_id(store: SQLiteOrderStore) -> None:
     metrics = PrometheusObserver()
-    pipeline = Pipeline(
+    pipeline = TestPipeline(
+        orders=store,
         settings=Settings(namespace="u", session_ttl_s=3600),
         llm=OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-        observer=metrics,
+        observers=(metrics,),
     )
     tickets = [ticket(v, "My kettle is leaking.", session=v, customer=v) for v in HOSTILE]
-    replies = await run(pipeline, *tickets)
+    replies = await pipeline.send(*tickets)
     assert [r.session_id for r in replies] == HOSTILE
     exposition = generate_latest(metrics.registry).decode()
     assert "baton_replies_total" in exposition

@@ -22,11 +22,9 @@ from baton_kafka.streams.eval.judge import (
 )
 from baton_kafka.streams.eval.run import load_cases, load_orders, shifted, week_shift
 from baton_kafka.streams.eval.score import Case, Label
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.paths import TEST_DATA, data_rows
-from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
@@ -79,14 +77,12 @@ async def test_the_judge_grades_the_eval_set_through_the_sdk(tmp_path: Path) -> 
     replies: dict[str, Reply] = {}
     async with StandIn() as standin, sqlite_store(tmp_path / "o.sqlite3", orders) as store:
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
-        pipeline = Pipeline(
-            settings=Settings(namespace="u", session_ttl_s=3600, llm="anthropic"),
-            llm=llm, store=store, sink=MemorySink(), state=MemoryState(),
-        )  # fmt: skip
+        settings = Settings(namespace="u", session_ttl_s=3600, llm="anthropic")
+        pipeline = TestPipeline(orders=store, settings=settings, llm=llm)
         try:
             for phase in sorted({c.label.phase for c in cases}):
                 for case in (c for c in cases if c.label.phase == phase):
-                    for reply in await run(pipeline, case.ticket):
+                    for reply in await pipeline.send(case.ticket):
                         replies[reply.ticket_id] = reply
         finally:
             await llm.aclose()

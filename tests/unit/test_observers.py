@@ -20,7 +20,7 @@ from baton_kafka.streams.settings import Settings
 from examples.observers.attention import Attention
 from tests.fixtures.data import reply, ticket
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.pipelines import in_memory
 
 
 async def test_create_app_adds_the_observer_to_batons_own(
@@ -53,8 +53,7 @@ async def test_the_example_writes_what_a_person_should_look_at(store: SQLiteOrde
     attention = Attention(out, slow_s=3600)
     observer = Fanout(CountingObserver(), Guarded(attention))
     p = in_memory(store, observer=observer)
-    replies = await run(
-        p,
+    replies = await p.send(
         ticket("t1", "My kettle is leaking, I want a refund."),
         ticket("t2", "My kettle is leaking. Fix it or I will sue you in court.", session="S2"),
     )

@@ -16,13 +16,11 @@ from baton_kafka.agents.languages import customer_language
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.agents.rules.phrases import problem_key, reading, words
 from baton_kafka.schemas import Order, Reply, Ticket
-from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import days_ago
 from tests.fixtures.paths import TEST_DATA
-from tests.fixtures.pipelines import dead_letters, run
 from tests.fixtures.stores import sqlite_store
 
 HERE = TEST_DATA / "offline_languages"
@@ -61,15 +59,12 @@ async def _replies(
         for c in cases
     ]
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
-        pipeline = Pipeline(
+        pipeline = TestPipeline(
+            orders=store,
             settings=Settings(namespace="langs", session_ttl_s=3600, policy_file=POLICY),
             llm=OfflineLLM(),
-            store=store,
-            sink=MemorySink(),
-            state=MemoryState(),
-            observer=CountingObserver(),
         )
-        replies = {r.ticket_id: r for r in await run(pipeline, *tickets)}
+        replies = {r.ticket_id: r for r in await pipeline.send(*tickets)}
     return replies, pipeline
 
 
@@ -98,7 +93,7 @@ async def test_each_language_is_answered_in_it_about_the_right_order(tmp_path: P
     cases = _cases("corpus.jsonl")
     assert {c["lang"] for c in cases} == set(LANGUAGES)
     replies, pipeline = await _replies(tmp_path, cases)
-    assert dead_letters(pipeline) == []
+    assert pipeline.dead_letters == []
     for case in cases:
         r = replies[case["id"]]
         detail = f"{case['id']}: {r.status} {r.reply}"
@@ -162,7 +157,7 @@ async def test_blind_corpus_per_language(tmp_path: Path, name: str) -> None:
     """Tickets written after the code: the figures per language are held to what was measured."""
     cases = _cases(name)
     replies, pipeline = await _replies(tmp_path, cases)
-    assert dead_letters(pipeline) == []
+    assert pipeline.dead_letters == []
     tally = _tally(cases, replies)
     print(name, {lang: dict(t) for lang, t in tally.items()})
     for lang, t in tally.items():

@@ -17,7 +17,7 @@ from baton_kafka.schemas import Ticket
 from examples.orders.shopify_server import BOOKSHOP, TOKEN
 from tests.fixtures.data import ticket
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.shop_shapes import (
     SHOPIFY_TOKEN,
     WOO_BASIC,
@@ -125,9 +125,8 @@ async def test_a_ticket_on_a_shopify_order_names_the_product_and_knows_it_was_de
     shopify: HttpOrderSource,
 ) -> None:
     pipeline = in_memory(shopify)
-    *_, cancel = await run(
-        pipeline,
-        ticket("T-1", "Please cancel my down jacket order, I changed my mind.", "S1", "207119551"),
+    *_, cancel = await pipeline.send(
+        ticket("T-1", "Please cancel my down jacket order, I changed my mind.", "S1", "207119551")
     )
     assert cancel.order_id == "#9469"
     # The product is named after the order's lines, never after its number.
@@ -150,7 +149,7 @@ async def test_the_order_number_a_customer_sees_finds_the_shopify_order(
 ) -> None:
     # Four orders, none named by product: the written "#9470" alone picks the order.
     pipeline = in_memory(shopify)
-    *_, reply = await run(pipeline, ticket("T-1", text, "S1", "207119551"))
+    *_, reply = await pipeline.send(ticket("T-1", text, "S1", "207119551"))
     assert reply.order_id == "#9470", reply.reply
     # The reply names it as the store writes it, its "#" once.
     assert reply.status == "answered" and "#9470" in reply.reply and "##" not in reply.reply
@@ -196,8 +195,8 @@ async def test_the_woocommerce_map_reads_every_field_baton_uses(woo_api: WooApi)
         assert await source.get("727") == pack
         assert await source.get("729") is not None and await source.get("7") is None
         pipeline = in_memory(source)
-        *_, reply = await run(
-            pipeline, ticket("T-1", "The backpack's zip broke, I want a refund.", "S1", "25")
+        *_, reply = await pipeline.send(
+            ticket("T-1", "The backpack's zip broke, I want a refund.", "S1", "25")
         )
         assert reply.order_id == "727" and "Trail Backpack 30L" in reply.reply
         assert "80.00" in reply.reply  # 94.90 paid, 14.90 refunded by the shop
@@ -238,7 +237,7 @@ async def test_the_guides_tickets_are_answered_from_the_example_shopify_server(
             Ticket.model_validate(t | {"customer_id": SHOPIFY_CUSTOMERS[t["customer_id"]]})
             for t in guide_tickets()
         ]
-        replies = {r.ticket_id: r for r in await run(pipeline, *tickets)}
+        replies = {r.ticket_id: r for r in await pipeline.send(*tickets)}
     finally:
         await source.close()
     assert replies["M-1"].order_id == "LL-100301"

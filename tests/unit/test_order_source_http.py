@@ -21,7 +21,7 @@ from baton_kafka.agents.orders.opening import open_source
 from baton_kafka.schemas.records import Order
 from baton_kafka.streams.kafka.embedded import free_port
 from tests.fixtures.data import C1_ORDERS, ORDERS, order, ticket
-from tests.fixtures.pipelines import dead_letters, in_memory, run
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.shop_api import SHOP_MAP, TOKEN, Fault, ShopApi, shop_json
 
 KEY = ("X-Shop-Key", TOKEN)
@@ -203,13 +203,13 @@ async def test_a_shop_api_that_is_down_flags_the_ticket(shop_api: ShopApi) -> No
     s = source(shop_api, retries=1)
     pipeline = in_memory(s)
     shop_api.down = True
-    (reply,) = await run(pipeline, ticket("T-1", "My kettle is leaking, I want a refund."))
+    (reply,) = await pipeline.send(ticket("T-1", "My kettle is leaking, I want a refund."))
     assert reply.status == "degraded" and reply.order_id is None
-    assert [(d.stage, d.reason) for d in dead_letters(pipeline)] == [
+    assert [(d.stage, d.reason) for d in pipeline.dead_letters] == [
         ("lookup", "order_store_unavailable")
     ]
     shop_api.down = False
-    (_, again) = await run(pipeline, ticket("T-2", "My kettle is leaking, I want a refund.", "S2"))
+    (again,) = await pipeline.send(ticket("T-2", "My kettle is leaking, I want a refund.", "S2"))
     assert again.status == "answered" and again.order_id == "O-1"
     await s.close()
 

@@ -16,7 +16,7 @@ from baton_kafka.streams.runtime.orders import build_source, build_store
 from baton_kafka.streams.settings import Settings, SettingsError
 from examples.csv_orders import CsvOrderSource
 from tests.fixtures.data import days_ago, ticket
-from tests.fixtures.pipelines import dead_letters, in_memory, run
+from tests.fixtures.pipelines import in_memory
 
 EXAMPLE = "examples.csv_orders:source"
 
@@ -48,16 +48,16 @@ async def test_the_example_source_by_dotted_path_answers_through_the_pipeline(
     assert isinstance(source, CsvOrderSource)
     assert [o.order_id for o in await source.for_customer("C1")] == ["K-77", "K-78"]
     pipeline = in_memory(source)
-    (reply,) = await run(pipeline, ticket("T-1", "My kettle is leaking, I want a refund."))
+    (reply,) = await pipeline.send(ticket("T-1", "My kettle is leaking, I want a refund."))
     assert reply.status == "answered" and reply.order_id == "K-77" and "K-77" in reply.reply
     # The export changes: the next ticket reads the new file.
     export(csv_export, f"K-80,C1,Sony WH-1000XM5 Headphones,shipped,349,USD,{days_ago(1)},,")
-    (_, later) = await run(pipeline, ticket("T-2", "Where are my headphones?", "S2"))
+    (later,) = await pipeline.send(ticket("T-2", "Where are my headphones?", "S2"))
     assert later.order_id == "K-80"
     os.remove(csv_export)
-    (*_, gone) = await run(pipeline, ticket("T-3", "My kettle is leaking!", "S3"))
+    (*_, gone) = await pipeline.send(ticket("T-3", "My kettle is leaking!", "S3"))
     assert gone.status == "degraded"
-    assert [d.reason for d in dead_letters(pipeline)] == ["order_store_unavailable"]
+    assert [d.reason for d in pipeline.dead_letters] == ["order_store_unavailable"]
     await source.close()
 
 

@@ -10,36 +10,25 @@ import pytest
 from pydantic import BaseModel
 
 from baton_kafka.agents.orders import SQLiteOrderStore
-from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.agents.testing import Request, Responder, StandIn
 from baton_kafka.agents.testing.standin import echo_responder
 from baton_kafka.schemas import Reply, Ticket
 from baton_kafka.schemas.stages import Understanding
 from baton_kafka.streams.kafka.topics import TopicNames, wanted_partitions
 from baton_kafka.streams.observe.dashboard import Recent, summary
-from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime import Chain, Pipeline, stage
 from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings, load
-from baton_kafka.streams.testing import MemorySink, MemoryState
 from examples.stages.priority import PRIORITY, Priority
 from tests.fixtures.data import ticket
 from tests.fixtures.models import standin_env
-from tests.fixtures.pipelines import counts, dead_letters, in_memory, run
+from tests.fixtures.pipelines import in_memory
 
 CHAIN = Chain.of([PRIORITY])
 
 
 def with_priority(store: SQLiteOrderStore, llm: Any = None) -> Pipeline:
-    return Pipeline(
-        settings=Settings(namespace="u", session_ttl_s=3600),
-        llm=llm or OfflineLLM(),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
-        observer=CountingObserver(),
-        chain=CHAIN,
-    )
+    return in_memory(store, client=llm, chain=CHAIN)
 
 
 def test_the_stage_goes_between_understand_and_lookup_on_a_topic_of_its_own() -> None:
@@ -58,8 +47,7 @@ async def test_its_result_reaches_the_reply_without_a_schema_edit(
     store: SQLiteOrderStore,
 ) -> None:
     p = with_priority(store)
-    replies = await run(
-        p,
+    replies = await p.send(
         ticket("t1", "My kettle is leaking, this is unacceptable!! I want a refund."),
         ticket("t2", "How long does a repair take?", session="S2"),
     )
@@ -73,9 +61,9 @@ async def test_its_result_reaches_the_reply_without_a_schema_edit(
         "reason": by_id["t2"].stages["priority"]["reason"],
     }
     # Every stage found the session's context whole, the stage of the shop's own included.
-    ctx = counts(p)
+    ctx = p.counts.counts
     assert ctx["context.full"] == 8 and ctx["done.priority.ok"] == 2, ctx
-    assert not dead_letters(p)
+    assert not p.dead_letters
     baton = p.batons.get("S1")
     assert baton is not None
     assert [e.stage for e in baton.chain if e.ticket_id == "t1"] == [
@@ -91,7 +79,7 @@ async def test_the_dashboard_shows_the_stage_and_its_result(store: SQLiteOrderSt
     p = with_priority(store)
     p.observer = recent
     p.redelivery.observer = recent
-    (reply,) = await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    (reply,) = await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     shown = summary({}, recent)
     assert [s["stage"] for s in shown["stages"]][:5] == ["intake", *CHAIN.names]
     assert shown["tickets"][0]["results"] == {
@@ -121,8 +109,8 @@ async def test_with_a_model_the_stage_asks_it_over_http(
 ) -> None:
     llm = build_llm(load(standin_env(own_standin.base_url)))
     try:
-        (reply,) = await run(
-            with_priority(store, llm), ticket("t1", "My kettle is leaking, I want a refund.")
+        (reply,) = await with_priority(store, llm).send(
+            ticket("t1", "My kettle is leaking, I want a refund.")
         )
     finally:
         await llm.aclose()
@@ -142,8 +130,8 @@ async def test_the_shipped_standin_answers_the_stage_from_its_schema(
     async with StandIn() as server:
         llm = build_llm(load(standin_env(server.base_url)))
         try:
-            (reply,) = await run(
-                with_priority(store, llm), ticket("t1", "My kettle is leaking, I want a refund.")
+            (reply,) = await with_priority(store, llm).send(
+                ticket("t1", "My kettle is leaking, I want a refund.")
             )
         finally:
             await llm.aclose()
@@ -163,12 +151,12 @@ async def test_an_invalid_model_answer_falls_back_to_the_offline_rule(
     llm = build_llm(load(standin_env(own_standin.base_url, BATON_REASK_LIMIT="1")))
     p = with_priority(store, llm)
     try:
-        (reply,) = await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+        (reply,) = await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     finally:
         await llm.aclose()
     assert reply.stages["priority"]["level"] == "high"  # the rule's
     assert reply.status == "degraded"
-    assert [(d.stage, d.reason) for d in dead_letters(p)] == [("priority", "validation_failed")]
+    assert [(d.stage, d.reason) for d in p.dead_letters] == [("priority", "validation_failed")]
 
 
 def test_a_chain_that_cannot_work_is_refused_in_one_line() -> None:
@@ -231,5 +219,5 @@ async def test_a_plain_async_function_is_a_stage(store: SQLiteOrderStore) -> Non
         [stage("words", after="lookup", input=Understanding, output=Words, agent=count)]
     )
     p = in_memory(store, chain=chain)
-    (reply,) = await run(p, ticket("t1", "My kettle is leaking."))
+    (reply,) = await p.send(ticket("t1", "My kettle is leaking."))
     assert isinstance(reply, Reply) and reply.stages == {"words": {"count": 4}}

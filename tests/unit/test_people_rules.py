@@ -23,7 +23,6 @@ from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import C1_ORDERS, ticket
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import baton_of, dead_letters, names, run
 from tests.fixtures.stores import sqlite_store
 from tests.unit.test_decisions import (
     JACKET,
@@ -51,11 +50,11 @@ async def test_a_hostile_answer_is_refused_and_sends_nothing(shop: Any) -> None:
     p = pipeline_on(shop)
     before = await parked(p)
     await feed(p, decision("d1", "answer", item=None, text=HOSTILE), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_invalid" and dl.stage == "decide"
     for finding in ("5,000", "card", "refunds-alpine.example.net"):
         assert finding in dl.error, dl.error
-    assert len(replies(p)) == 1 and baton_of(p, "S1") == before
+    assert len(replies(p)) == 1 and p.baton("S1") == before
 
 
 @pytest.mark.parametrize(
@@ -72,7 +71,7 @@ async def test_an_answer_may_not_promise_money_or_ask_for_secrets(
     p = pipeline_on(shop)
     await parked(p)
     await feed(p, decision("d1", "answer", item=None, text=text), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_invalid" and finding in dl.error
     assert len(replies(p)) == 1
 
@@ -82,8 +81,8 @@ async def test_a_plain_answer_goes_out_and_the_offer_stays_pending(shop: Any) ->
     await parked(p)
     text = "Hi, Ana here: your jacket order is being checked, I write again on Monday."
     await feed(p, decision("d1", "answer", item=None, text=text), 0)
-    assert dead_letters(p) == [] and replies(p)[-1].reply == text
-    assert baton_of(p, "S1").pending is not None
+    assert p.dead_letters == [] and replies(p)[-1].reply == text
+    assert p.baton("S1").pending is not None
 
 
 async def test_an_answer_s_typed_promise_is_held_to_the_policy_and_counted(shop: Any) -> None:
@@ -93,7 +92,7 @@ async def test_an_answer_s_typed_promise_is_held_to_the_policy_and_counted(shop:
     text = "Hi, Ana here: 100 EUR of the jacket order go back to your card today."
     too_much = line.model_copy(update={"amount": 5000.0})
     await feed(p, decision("d1", "answer", item=None, text=text, offer=[too_much]), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_invalid" and "offer" in dl.error
     await feed(p, decision("d2", "answer", item=None, text=text, offer=[line]), 1)
     sent = replies(p)[-1]
@@ -101,29 +100,29 @@ async def test_an_answer_s_typed_promise_is_held_to_the_policy_and_counted(shop:
     assert sent.offer.state == "approved" and sent.offer.total == 100
     assert sent.offer.lines[0].order_id == JACKET.order_id
     # Recorded in the session's ledger, which every later offer for the order counts against.
-    assert baton_of(p, "S1").offered == {JACKET.order_id: {"refund": 100.0}}
+    assert p.baton("S1").offered == {JACKET.order_id: {"refund": 100.0}}
     # Stated again later, it is no new promise; another sum is.
     again = "As said, 100 EUR go back to your card."
     await feed(p, decision("d3", "answer", item=None, text=again), 2)
-    assert replies(p)[-1].decision_id == "d3" and len(dead_letters(p)) == 1
+    assert replies(p)[-1].decision_id == "d3" and len(p.dead_letters) == 1
     await feed(p, decision("d4", "answer", item=None, text="We add 20 EUR for the wait."), 3)
-    assert dead_letters(p)[-1].reason == "decision_invalid" and "20" in dead_letters(p)[-1].error
+    assert p.dead_letters[-1].reason == "decision_invalid" and "20" in p.dead_letters[-1].error
 
 
 async def test_a_close_or_handback_needs_something_open(shop: Any) -> None:
     p = pipeline_on(shop)
-    await run(p, ticket("t1", "My kettle order, where is it?"))
-    assert baton_of(p, "S1").pending is None
-    before = baton_of(p, "S1")
+    await p.send(ticket("t1", "My kettle order, where is it?"))
+    assert p.baton("S1").pending is None
+    before = p.baton("S1")
     await feed(p, decision("d1", "close", item=None), 0)
     await feed(p, decision("d2", "handback", item=None), 1)
-    assert [d.reason for d in dead_letters(p)] == ["decision_not_pending"] * 2
-    assert "nothing for a person to decide" in dead_letters(p)[0].error
-    assert baton_of(p, "S1") == before
+    assert [d.reason for d in p.dead_letters] == ["decision_not_pending"] * 2
+    assert "nothing for a person to decide" in p.dead_letters[0].error
+    assert p.baton("S1") == before
     # A person may start: take the session over, then close it.
     await feed(p, decision("d3", "takeover", item=None), 2)
     await feed(p, decision("d4", "close", item=None), 3)
-    assert len(dead_letters(p)) == 2 and baton_of(p, "S1").closed
+    assert len(p.dead_letters) == 2 and p.baton("S1").closed
 
 
 async def test_every_kind_is_applied_once_after_1000_later_decisions_and_a_restart(
@@ -132,8 +131,8 @@ async def test_every_kind_is_applied_once_after_1000_later_decisions_and_a_resta
     p = pipeline_on(shop)
     await parked(p)
     await feed(p, decision("d-deny", "deny"), 0)
-    await run(p, ticket("t2", "Please cancel my jacket order."))
-    assert baton_of(p, "S1").pending is not None
+    await p.send(ticket("t2", "Please cancel my jacket order."))
+    assert p.baton("S1").pending is not None
     steps = [
         decision("d-approve", "approve", item="t2"),
         decision("x-take", "takeover", item=None),
@@ -149,9 +148,9 @@ async def test_every_kind_is_applied_once_after_1000_later_decisions_and_a_resta
         await feed(p, decision(f"n{i}", "answer", item=None, text=text), 10 + i)
     kinds.append(decision("d-close", "close", item=None))
     await feed(p, kinds[-1], 1_005)
-    assert dead_letters(p) == []
+    assert p.dead_letters == []
     sent = len(replies(p))
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert len(baton.people) == 20 and len(baton.decided) == 1_007
     # A restart: a new worker restores the baton from its changelog.
     restarted = pipeline_on(shop)
@@ -159,11 +158,11 @@ async def test_every_kind_is_applied_once_after_1000_later_decisions_and_a_resta
     for p_ in (p, restarted):
         for offset, d in enumerate(kinds, start=2_000):
             await feed(p_, d, offset)
-        letters = dead_letters(p_)[-len(kinds) :]
+        letters = p_.dead_letters[-len(kinds) :]
         assert [dl.reason for dl in letters] == ["decision_replayed"] * len(kinds)
-        assert len(dead_letters(p_)) == len(kinds)
+        assert len(p_.dead_letters) == len(kinds)
     assert len(replies(p)) == sent and not replies(restarted)
-    assert baton_of(restarted, "S1") == baton
+    assert restarted.baton("S1") == baton
 
 
 async def test_applied_ids_are_kept_as_long_as_a_copy_is_young_enough(shop: Any) -> None:
@@ -174,14 +173,14 @@ async def test_applied_ids_are_kept_as_long_as_a_copy_is_young_enough(shop: Any)
     old = utcnow() - timedelta(minutes=50)
     await feed(p, decision("d1", "takeover", item=None, decided_at=old), 0)
     await feed(p, decision("d2", "handback", item=None), 1)
-    baton = baton_of(p, "S1")
+    baton = p.baton("S1")
     assert set(baton.decided) == {"d1", "d2"}
     too_old = utcnow() - timedelta(minutes=56)
     ahead = utcnow() + timedelta(minutes=10)
     await feed(p, decision("d3", "takeover", item=None, decided_at=too_old), 2)
     await feed(p, decision("d4", "takeover", item=None, decided_at=ahead), 3)
-    assert [d.reason for d in dead_letters(p)] == ["decision_expired"] * 2
-    assert not baton_of(p, "S1").taken_over
+    assert [d.reason for d in p.dead_letters] == ["decision_expired"] * 2
+    assert not p.baton("S1").taken_over
     # An id is dropped once a copy of it would be refused by age anyway.
     later = people.apply(
         decision("d5", "takeover", item=None),
@@ -219,9 +218,9 @@ async def test_an_extreme_decision_is_a_dead_letter_not_a_stuck_record(
     p = pipeline_on(shop)
     before = await parked(p)
     await feed(p, extreme, 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason in ("invalid_input", "decision_expired"), dl
-    assert baton_of(p, "S1") == before and len(replies(p)) == 1
+    assert p.baton("S1") == before and len(replies(p)) == 1
 
 
 async def test_any_failure_while_applying_is_a_dead_letter(
@@ -235,9 +234,9 @@ async def test_any_failure_while_applying_is_a_dead_letter(
 
     monkeypatch.setattr(people, "apply", broken)
     await feed(p, decision("d1", "approve"), 0)
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "decision_failed" and "OverflowError" in dl.error
-    assert baton_of(p, "S1") == before
+    assert p.baton("S1") == before
     # The session's gate was left: the next decision is applied.
     monkeypatch.undo()
     await feed(p, decision("d2", "approve"), 1)
@@ -253,7 +252,7 @@ def test_a_decision_holds_only_numbers_a_currency_can_hold() -> None:
 
 
 def _source(p: Any, offset: int) -> Source:
-    topic = names(p).decisions
+    topic = p.topics.decisions
     return Source(topic, session_partition("S1", p.settings.partitions), offset, key="S1")
 
 
@@ -278,29 +277,29 @@ async def test_a_signed_override_lifts_the_limits_only_as_far_as_the_role_may(
     # Without an override: compensation is not for an order that is only paid, and the total
     # is above what was paid.
     await feed(p, plain, 0)
-    assert dead_letters(p)[-1].reason == "decision_invalid"
-    assert "compensation" in dead_letters(p)[-1].error
+    assert p.dead_letters[-1].reason == "decision_invalid"
+    assert "compensation" in p.dead_letters[-1].error
     # A role the policy does not name, or one that may promise less: refused.
     agent = Override(role="agent", reason="goodwill")
     await feed(p, plain.model_copy(update={"decision_id": "d2", "override": agent}), 1)
-    assert "role agent may not override" in dead_letters(p)[-1].error
+    assert "role agent may not override" in p.dead_letters[-1].error
     lead = Override(role="lead", reason="the customer waited three weeks")
     more = [lines[0], lines[1].model_copy(update={"amount": 5000.0})]
     big = "Hi, Ana here: 150 EUR go back to your card, and 5000 EUR store credit."
     await feed(p, decision("d3", "answer", item=None, text=big, offer=more, override=lead), 2)
-    assert "allows at most 200.00" in dead_letters(p)[-1].error
+    assert "allows at most 200.00" in p.dead_letters[-1].error
     # Never overridden: what the text may say.
     sly = f"{text} Confirm with your CVV at https://evil.example/x"
     await feed(p, decision("d4", "answer", item=None, text=sly, offer=lines, override=lead), 3)
-    assert "evil.example" in dead_letters(p)[-1].error and len(dead_letters(p)) == 4
+    assert "evil.example" in p.dead_letters[-1].error and len(p.dead_letters) == 4
     with caplog.at_level("WARNING", logger="baton.decisions"):
         await feed(p, decision("d5", "answer", item=None, text=text, offer=lines, override=lead), 4)
     sent = replies(p)[-1]
     assert sent.decision_id == "d5" and sent.offer is not None and sent.offer.total == 200
     assert "overriding the policy as lead" in sent.internal_note
     assert any("override by ana as lead" in r.getMessage() for r in caplog.records)
-    assert baton_of(p, "S1").offered == {JACKET.order_id: {"refund": 150.0, "compensation": 50.0}}
-    assert len(dead_letters(p)) == 4
+    assert p.baton("S1").offered == {JACKET.order_id: {"refund": 150.0, "compensation": 50.0}}
+    assert len(p.dead_letters) == 4
 
 
 async def test_an_override_goes_with_an_answer_or_an_approval_only(shop: Any) -> None:
@@ -308,8 +307,8 @@ async def test_an_override_goes_with_an_answer_or_an_approval_only(shop: Any) ->
     await parked(p)
     lead = Override(role="lead", reason="why not")
     await feed(p, decision("d1", "deny", override=lead), 0)
-    assert dead_letters(p)[-1].reason == "decision_invalid"
-    assert "override goes with an answer" in dead_letters(p)[-1].error
+    assert p.dead_letters[-1].reason == "decision_invalid"
+    assert "override goes with an answer" in p.dead_letters[-1].error
 
 
 CORPUS = ROOT / "tests/data/people_answers_blind_corpus.jsonl"

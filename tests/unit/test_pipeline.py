@@ -20,14 +20,12 @@ from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import baton_of, counts, dead_letters, hop, names, run, sink, state
 
 
 async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) -> None:
-    replies = await run(
-        pipeline,
+    replies = await pipeline.send(
         ticket("t1", "My kettle is leaking, I want a refund."),
         ticket("t2", "Actually, can I send it back for repair instead?"),
         ticket("t3", "How long will that take?"),
@@ -35,7 +33,7 @@ async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) ->
     assert [r.order_id for r in replies] == ["O-1", "O-1", "O-1"]
     last = replies[-1]
     assert "O-1" in last.reply and "Kettle" in last.reply and "leak" in last.reply
-    baton = baton_of(pipeline, "S1")
+    baton = pipeline.baton("S1")
     assert [t.ticket_id for t in baton.tickets] == ["t1", "t2", "t3"]
     assert all("Kettle" in t.core_problem for t in baton.tickets)
     assert baton.version == 9 and baton.answered == ["t1", "t2", "t3"]
@@ -44,13 +42,12 @@ async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) ->
 async def test_topic_switch_moves_the_current_order_and_keeps_the_old_one(
     pipeline: Pipeline,
 ) -> None:
-    replies = await run(
-        pipeline,
+    replies = await pipeline.send(
         ticket("t1", "My kettle is leaking."),
         ticket("t2", "Also, the controller I bought last month drifts."),
     )
     assert [r.order_id for r in replies] == ["O-1", "O-2"]
-    baton = baton_of(pipeline, "S1")
+    baton = pipeline.baton("S1")
     assert baton.order_id == "O-2" and baton.order_history == ["O-1"]
     assert baton.product == "DualSense Wireless Controller"
     assert any("topic switch" in f for f in baton.flags)
@@ -58,11 +55,11 @@ async def test_topic_switch_moves_the_current_order_and_keeps_the_old_one(
 
 
 async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("a1", "My kettle is leaking, I want a refund.", session="A"))
-    index = MemoryIndex.model_validate_json(state(pipeline).customers.get("C1") or b"")
+    await pipeline.send(ticket("a1", "My kettle is leaking, I want a refund.", session="A"))
+    index = MemoryIndex.model_validate_json(pipeline.state.customers.get("C1") or b"")
     assert [s.session_id for s in index.sessions] == ["A"] and index.sessions[0].order_id == "O-1"
-    replies = await run(
-        pipeline, ticket("b1", "What happened with the order I asked about yesterday?", "B")
+    replies = await pipeline.send(
+        ticket("b1", "What happened with the order I asked about yesterday?", "B")
     )
     reply = replies[-1]
     assert reply.ticket_id == "b1" and reply.order_id == "O-1"
@@ -71,11 +68,14 @@ async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: Pip
 
 async def test_a_republished_ticket_is_answered_once(pipeline: Pipeline) -> None:
     first = ticket("t1", "My kettle is leaking.")
-    replies = await run(pipeline, first, first)
+    replies = await pipeline.send(first, first)
     assert [r.ticket_id for r in replies] == ["t1"]
-    assert counts(pipeline)["done.understand.reused"] == 1
+    assert pipeline.counts.counts["done.understand.reused"] == 1
     # The copy of an answered ticket stops at the first stage: no later stage re-reads it.
-    assert counts(pipeline)["in.lookup"] == 1 and "done.strategy.reused" not in counts(pipeline)
+    assert (
+        pipeline.counts.counts["in.lookup"] == 1
+        and "done.strategy.reused" not in pipeline.counts.counts
+    )
 
 
 @pytest.mark.parametrize(
@@ -96,16 +96,16 @@ async def test_a_republished_ticket_is_answered_once(pipeline: Pipeline) -> None
 async def test_a_ticket_with_an_unsafe_id_is_an_invalid_input_dead_letter(
     pipeline: Pipeline, field: str, value: object, phrase: str
 ) -> None:
-    n = names(pipeline)
+    n = pipeline.topics
     raw = orjson.dumps({**ticket("t1", "My kettle is leaking.").model_dump(), field: value})
     await pipeline.intake(raw, Source(n.tickets, 0, 7))
-    (letter,) = dead_letters(pipeline)
+    (letter,) = pipeline.dead_letters
     assert (letter.stage, letter.reason) == ("intake", "invalid_input")
     assert letter.error.startswith(f"{field}: ") and phrase in letter.error, letter.error
     assert "\n" not in letter.error and "\x1b" not in letter.error
     assert letter.payload == raw.decode() and letter.source_offset == 7
-    assert n.sessions not in sink(pipeline).sent
-    assert counts(pipeline)["done.intake.invalid"] == 1
+    assert n.sessions not in pipeline.sink.sent
+    assert pipeline.counts.counts["done.intake.invalid"] == 1
 
 
 @pytest.mark.parametrize(
@@ -125,64 +125,64 @@ async def test_ids_as_real_systems_send_them_pass_unchanged_and_key_the_session(
     store: SQLiteOrderStore, pipeline: Pipeline, value: str
 ) -> None:
     odd = ticket(value, "My kettle is leaking.", session=value, customer="C1")
-    (reply,) = await run(pipeline, odd)
+    (reply,) = await pipeline.send(odd)
     assert (reply.ticket_id, reply.session_id) == (value, value)
-    assert baton_of(pipeline, value).tickets[0].ticket_id == value
-    assert names(pipeline).dead_letters not in sink(pipeline).sent
+    assert pipeline.baton(value).tickets[0].ticket_id == value
+    assert pipeline.topics.dead_letters not in pipeline.sink.sent
 
 
 async def test_a_numeric_id_is_answered_under_its_digits(pipeline: Pipeline) -> None:
-    n = names(pipeline)
+    n = pipeline.topics
     raw = b'{"ticket_id": 1029384756, "session_id": 42, "customer_id": "C1", "text": "It leaks."}'
     await pipeline.intake(raw, Source(n.tickets, 0, 0))
-    keys = [key for key, _ in sink(pipeline).sent[n.sessions]]
-    await hop(pipeline, "understand", n.sessions)
-    await hop(pipeline, "lookup", n.understood)
-    await hop(pipeline, "strategy", n.matched)
-    (reply,) = [Reply.model_validate_json(v) for _, v in sink(pipeline).sent[n.replies]]
+    keys = [key for key, _ in pipeline.sink.sent[n.sessions]]
+    await pipeline.hop("understand", n.sessions)
+    await pipeline.hop("lookup", n.understood)
+    await pipeline.hop("strategy", n.matched)
+    (reply,) = [Reply.model_validate_json(v) for _, v in pipeline.sink.sent[n.replies]]
     assert (reply.ticket_id, reply.session_id) == ("1029384756", "42")
     assert keys == ["42"]
 
 
 async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) -> None:
-    n = names(pipeline)
-    await run(pipeline, ticket("t1", "My kettle is leaking."))
-    assert counts(pipeline)["context.full"] == 3
+    n = pipeline.topics
+    await pipeline.send(ticket("t1", "My kettle is leaking."))
+    assert pipeline.counts.counts["context.full"] == 3
 
     # partial: the table lost the baton; the record's snapshot rebuilds it.
     await pipeline.intake(dumps(ticket("t2", "Can it be repaired?")), Source(n.tickets, 0, 9))
-    await hop(pipeline, "understand", n.sessions)
-    state(pipeline).batons.data.clear()
-    await hop(pipeline, "lookup", n.understood)
-    await hop(pipeline, "strategy", n.matched)
-    assert counts(pipeline)["context.partial"] == 1
-    reply = Reply.model_validate_json(sink(pipeline).sent[n.replies][-1][1])
+    await pipeline.hop("understand", n.sessions)
+    pipeline.state.batons.data.clear()
+    await pipeline.hop("lookup", n.understood)
+    await pipeline.hop("strategy", n.matched)
+    assert pipeline.counts.counts["context.partial"] == 1
+    reply = Reply.model_validate_json(pipeline.sink.sent[n.replies][-1][1])
     assert reply.ticket_id == "t2" and reply.order_id == "O-1" and "Kettle" in reply.reply
 
     # minimal: no baton and a record without snapshot; the core problem comes from the ticket.
     await pipeline.intake(dumps(ticket("t3", "My kettle leaks.", "S2")), Source(n.tickets, 0, 10))
-    await hop(pipeline, "understand", n.sessions)
-    ((_, value),) = sink(pipeline).sent.pop(n.understood)
+    await pipeline.hop("understand", n.sessions)
+    ((_, value),) = pipeline.sink.sent.pop(n.understood)
     bare = StageRecord.model_validate_json(value).model_copy(update={"snapshot": Snapshot()})
-    state(pipeline).batons.data.pop("S2")
+    pipeline.state.batons.data.pop("S2")
     await pipeline.run_stage("lookup", dumps(bare), Source(n.understood, 0, 0))
-    assert counts(pipeline)["context.minimal"] == 1
+    assert pipeline.counts.counts["context.minimal"] == 1
 
     # broken: a record that reached strategy without its understanding.
     record = StageRecord(ticket=ticket("t4", "Hello?", "S3"))
     await pipeline.run_stage("strategy", dumps(record), Source(n.matched, 0, 5))
-    assert counts(pipeline)["context.broken"] == 1
-    broken = [d for d in dead_letters(pipeline) if d.reason == "context_broken"]
+    assert pipeline.counts.counts["context.broken"] == 1
+    broken = [d for d in pipeline.dead_letters if d.reason == "context_broken"]
     assert [d.ticket_id for d in broken] == ["t4"]
-    reply = Reply.model_validate_json(sink(pipeline).sent[n.replies][-1][1])
+    reply = Reply.model_validate_json(pipeline.sink.sent[n.replies][-1][1])
     assert reply.ticket_id == "t4" and reply.status == "degraded"
 
 
 async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("t1", "My kettle is leaking.", "OLD"))
-    await run(pipeline, ticket("t2", "My controller drifts.", "NEW"))
-    tables = state(pipeline)
-    old = baton_of(pipeline, "OLD")
+    await pipeline.send(ticket("t1", "My kettle is leaking.", "OLD"))
+    await pipeline.send(ticket("t2", "My controller drifts.", "NEW"))
+    tables = pipeline.state
+    old = pipeline.baton("OLD")
     tables.batons.put(
         "OLD", dumps(old.model_copy(update={"updated_at": utcnow() - timedelta(hours=2)}))
     )
@@ -191,7 +191,7 @@ async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pip
     assert expired == 1
     assert pipeline.batons.get("OLD") is None and pipeline.batons.get("NEW") is not None
     assert tables.batons.tombstones == ["OLD"]
-    for _, value in sink(pipeline).sent.pop(names(pipeline).memory_index, []):
+    for _, value in pipeline.sink.sent.pop(pipeline.topics.memory_index, []):
         await pipeline.apply_index(value)
     index = MemoryIndex.model_validate_json(tables.customers.get("C1") or b"")
     old_summary = next(s for s in index.sessions if s.session_id == "OLD")
@@ -211,76 +211,74 @@ async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) 
         "confidence": 0.8,
         "needs_human": False,
     }
-    p = Pipeline(
+    p = TestPipeline(
+        orders=store,
         settings=Settings(namespace="u"),
         # The independent reader reads the draft and finds nothing.
         llm=ScriptedLLM([Refused("refusal", raw="I can't help with that."), draft, {"lines": []}]),
-        store=store,
-        sink=MemorySink(),
-        state=MemoryState(),
     )
-    (reply,) = await run(p, ticket("t1", "My kettle is leaking."))
+    (reply,) = await p.send(ticket("t1", "My kettle is leaking."))
     assert reply.status == "handoff" and reply.order_id == "O-1"
-    assert [(d.stage, d.reason) for d in dead_letters(p)] == [("understand", "model_refused")]
+    assert [(d.stage, d.reason) for d in p.dead_letters] == [("understand", "model_refused")]
 
 
 @pytest.mark.parametrize("reply_reached_the_topic", [True, False])
 async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
     pipeline: Pipeline, reply_reached_the_topic: bool
 ) -> None:
-    n = names(pipeline)
+    n = pipeline.topics
     await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source(n.tickets, 0, 0))
-    await hop(pipeline, "understand", n.sessions)
-    await hop(pipeline, "lookup", n.understood)
-    before = baton_of(pipeline, "S1")
-    (matched,) = sink(pipeline).sent[n.matched]
-    await hop(pipeline, "strategy", n.matched)
-    (sent,) = sink(pipeline).sent[n.replies]
-    answered = baton_of(pipeline, "S1")
+    await pipeline.hop("understand", n.sessions)
+    await pipeline.hop("lookup", n.understood)
+    before = pipeline.baton("S1")
+    (matched,) = pipeline.sink.sent[n.matched]
+    await pipeline.hop("strategy", n.matched)
+    (sent,) = pipeline.sink.sent[n.replies]
+    answered = pipeline.baton("S1")
     assert answered.in_flight is None and answered.answered == ["t1"]
     # The crash: the baton still holds the reply as pending, as if the worker died right
     # after sending it.
     reply = Reply.model_validate_json(sent[1])
     pending = InFlight(ticket_id="t1", stage="strategy", output=sent[1].decode())
-    state(pipeline).batons.put("S1", dumps(before.model_copy(update={"in_flight": pending})))
+    pipeline.state.batons.put("S1", dumps(before.model_copy(update={"in_flight": pending})))
     if not reply_reached_the_topic:
-        sink(pipeline).sent[n.replies].clear()
+        pipeline.sink.sent[n.replies].clear()
 
     await pipeline.run_stage("strategy", matched[1], Source(n.matched, 0, 0))
 
-    replies = [Reply.model_validate_json(v) for _, v in sink(pipeline).sent[n.replies]]
+    replies = [Reply.model_validate_json(v) for _, v in pipeline.sink.sent[n.replies]]
     assert [r.ticket_id for r in replies] == ["t1"]
     assert replies[0].reply == reply.reply
-    after = baton_of(pipeline, "S1")
+    after = pipeline.baton("S1")
     assert after.answered == ["t1"] and after.in_flight is None
     assert after.version == answered.version, "the reply was recorded once"
 
 
 async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
-    await run(pipeline, ticket("t1", "My kettle is leaking."))
-    first = baton_of(pipeline, "S1")
-    assert baton_of(pipeline, "S1") is first
-    await run(pipeline, ticket("t2", "Can it be repaired?"))
-    second = baton_of(pipeline, "S1")
+    await pipeline.send(ticket("t1", "My kettle is leaking."))
+    first = pipeline.baton("S1")
+    assert pipeline.baton("S1") is first
+    await pipeline.send(ticket("t2", "Can it be repaired?"))
+    second = pipeline.baton("S1")
     assert second is not first and second.answered == ["t1", "t2"]
     # A table value equal to the cached one (a copy recovered from the changelog) is a hit.
-    batons = state(pipeline).batons
+    batons = pipeline.state.batons
     batons.put("S1", bytes(bytearray(batons.get("S1") or b"")))
-    assert baton_of(pipeline, "S1") is second
+    assert pipeline.baton("S1") is second
 
 
 async def test_parsed_batons_are_bounded_by_their_size(pipeline: Pipeline) -> None:
     from baton_kafka.streams.runtime import batons as module
 
     for i in range(3):
-        await run(pipeline, ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))
-    sizes = [len(state(pipeline).batons.get(f"S{i}") or b"") for i in range(3)]
+        await pipeline.send(ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))
+    sizes = [len(pipeline.state.batons.get(f"S{i}") or b"") for i in range(3)]
     module.PARSED_BATON_BYTES, saved = sizes[1] + sizes[2], module.PARSED_BATON_BYTES
     try:
         # A store that did not write them (a worker that took the partitions over) parses each.
         batons = module.BatonStore(pipeline.state)
         for i in range(3):
-            assert batons.get(f"S{i}") == baton_of(pipeline, f"S{i}")
+            assert batons.get(f"S{i}") == pipeline.baton(f"S{i}")
         assert list(batons._parsed) == ["S1", "S2"]
         assert batons._parsed_bytes == sizes[1] + sizes[2]
     finally:

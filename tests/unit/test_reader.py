@@ -29,8 +29,7 @@ from tests.fixtures.agents import BATON, KETTLE_NEW, client, draft, matched, tic
 from tests.fixtures.data import ticket as data_ticket
 from tests.fixtures.data import understanding
 from tests.fixtures.paths import TEST_DATA
-from tests.fixtures.pipelines import dead_letters as pipeline_letters
-from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.pipelines import in_memory
 
 POLICY = default_policy()
 REFUND = OfferLine(kind="refund", order_id="O-2", amount=20.0, currency="USD")
@@ -367,11 +366,11 @@ async def test_the_pipeline_reads_each_reply_once_unless_turned_off(
     llm = client(own_standin)
     p = in_memory(store, client=llm, reader=switch)
     try:
-        (reply,) = await run(p, data_ticket("t1", "My kettle is leaking, order O-1."))
+        (reply,) = await p.send(data_ticket("t1", "My kettle is leaking, order O-1."))
     finally:
         SCRIPTED.clear()
         await llm.aclose()
-    letters = [(d.stage, d.reason, d.error) for d in pipeline_letters(p)]
+    letters = [(d.stage, d.reason, d.error) for d in p.dead_letters]
     if switch == "off":
         assert "reader" not in reply.usage.by_stage and letters == []
         assert reply.status == "answered" and reply.reply.endswith(WORTH)

@@ -42,7 +42,7 @@ from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
 from tests.fixtures.data import handoff_packet, ticket
 from tests.fixtures.paths import TEST_DATA
-from tests.fixtures.pipelines import hop, in_memory, names, sink
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.registry import RegistryServer, registry_server
 
 TICKET_SCHEMA = orjson.dumps(json_schema("ticket")).decode()
@@ -84,23 +84,23 @@ async def test_intake_takes_tickets_from_confluent_s_json_serializer(
     store: SQLiteOrderStore, header_form: bool
 ) -> None:
     p = registry_pipeline(store)
-    n = names(p)
+    n = p.topics
     value, headers = serialize(MockSchemaRegistryClient({"url": "mock://"}), n.tickets, header_form)
     assert (value[:1] == b"\x00") is not header_form
     assert (header_ref(headers) is not None) is header_form
     await p.intake(value, Source(n.tickets, 0, 0), headers)
-    assert n.dead_letters not in sink(p).sent
-    assert len(sink(p).sent[n.sessions]) == 1
+    assert n.dead_letters not in p.sink.sent
+    assert len(p.sink.sent[n.sessions]) == 1
 
 
 async def test_without_the_registry_a_framed_ticket_is_invalid_and_says_why(
     store: SQLiteOrderStore,
 ) -> None:
     p = in_memory(store)
-    n = names(p)
+    n = p.topics
     value, _ = serialize(MockSchemaRegistryClient({"url": "mock://"}), n.tickets)
     await p.intake(value, Source(n.tickets, 0, 0))
-    (raw,) = [v for _, v in sink(p).sent[n.dead_letters]]
+    (raw,) = [v for _, v in p.sink.sent[n.dead_letters]]
     letter = orjson.loads(raw)
     assert letter["reason"] == "invalid_input"
     assert "framed by a Schema Registry serializer" in letter["error"]
@@ -191,14 +191,14 @@ async def test_what_baton_writes_passes_confluent_s_serializers_with_the_closed_
     from tests.fixtures.data import reply as a_reply
 
     p = in_memory(store)
-    n = names(p)
+    n = p.topics
     await p.intake(dumps(ticket("t1", "I will sue you over this kettle.")), Source(n.tickets))
     await p.intake(b'{"ticket_id": 5}', Source(n.tickets, 0, 1))
     for stage, topic in (("understand", n.sessions), ("lookup", n.understood)):
-        await hop(p, stage, topic)
-    await hop(p, "strategy", n.matched)
+        await p.hop(stage, topic)
+    await p.hop("strategy", n.matched)
     written = {
-        record: [orjson.loads(v) for _, v in sink(p).sent[n.role(role)]]
+        record: [orjson.loads(v) for _, v in p.sink.sent[n.role(role)]]
         for record, role in (
             ("reply", "replies"),
             ("handoff-packet", "handoffs"),
@@ -449,14 +449,14 @@ async def framed_output(
     settings = Settings(namespace="u", schema_registry_url=schema_registry.url)
     ids = register_contract(settings)
     p = in_memory(store, schema_registry_url=schema_registry.url)
-    p = Pipeline(p.settings, p.llm, p.store, p.sink, p.state, schema_ids=ids)
-    n = names(p)
+    p.pipeline = Pipeline(p.settings, p.llm, p.store, p.sink, p.state, schema_ids=ids)
+    n = p.topics
     await p.intake(dumps(ticket("t1", text)), Source(n.tickets))
     for stage, source in (("understand", n.sessions), ("lookup", n.understood)):
-        await hop(p, stage, source)
-    await hop(p, "strategy", n.matched)
+        await p.hop(stage, source)
+    await p.hop("strategy", n.matched)
     name = p.settings.topic(topic)
-    (raw,) = [v for _, v in sink(p).sent[name]]
+    (raw,) = [v for _, v in p.sink.sent[name]]
     ref, payload = unframe(raw)
     assert ref is not None and ref.id == ids[name]
     client = SchemaRegistryClient({"url": schema_registry.url})

@@ -17,11 +17,9 @@ from baton_kafka.agents.testing.standin import WEAK, StandIn
 from baton_kafka.agents.testing.standin.messages import Request, echo_responder
 from baton_kafka.schemas import DeadLetter, Order, OrderMatch, Reply, Ticket, Understanding
 from baton_kafka.streams.kafka.topics import TopicNames
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.paths import TEST_DATA
-from tests.fixtures.pipelines import run
 from tests.fixtures.stores import sqlite_store
 
 ORDERS = [
@@ -43,15 +41,11 @@ async def _answer(
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
         sink = MemorySink()
         settings = Settings(namespace="u", session_ttl_s=3600, llm="anthropic")
-        pipeline = Pipeline(
-            settings=settings.with_(reask_limit=reask_limit),
-            llm=llm,
-            store=store,
-            sink=sink,
-            state=MemoryState(),
+        pipeline = TestPipeline(
+            orders=store, settings=settings.with_(reask_limit=reask_limit), llm=llm, sink=sink
         )
         try:
-            replies = await run(pipeline, ticket)
+            replies = await pipeline.send(ticket)
         finally:
             await llm.aclose()
         dead = [
@@ -91,11 +85,9 @@ async def test_the_re_ask_says_in_chinese_what_is_wrong(tmp_path: Path) -> None:
         standin.add_faults([{"fault": "invalid_json", "stage": "strategy", "times": 1}])
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
         settings = Settings(namespace="u", session_ttl_s=3600, llm="anthropic", reask_limit=2)
-        pipeline = Pipeline(
-            settings=settings, llm=llm, store=store, sink=MemorySink(), state=MemoryState()
-        )
+        pipeline = TestPipeline(orders=store, settings=settings, llm=llm)
         try:
-            reply = (await run(pipeline, ticket))[-1]
+            reply = (await pipeline.send(ticket))[-1]
         finally:
             await llm.aclose()
     strategy = [r.text for r in seen if r.stage == "strategy"]

@@ -11,13 +11,10 @@ from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.testing.standin import StandIn
 from baton_kafka.schemas.records import DeadLetter
 from baton_kafka.streams.observe.logs import JsonFormatter, LoggingObserver
-from baton_kafka.streams.observe.observer import Fanout
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.agents import client
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import dead_letters, run
 
 
 async def _through_standin(
@@ -25,19 +22,14 @@ async def _through_standin(
 ) -> tuple[list[DeadLetter], list[str]]:
     async with StandIn() as standin:
         llm = client(standin, max_retries=0, **options)
-        p = Pipeline(
-            settings=Settings(namespace="u"),
-            llm=llm,
-            store=store,
-            sink=MemorySink(),
-            state=MemoryState(),
-            observer=Fanout(LoggingObserver()),
+        p = TestPipeline(
+            orders=store, settings=Settings(namespace="u"), llm=llm, observers=(LoggingObserver(),)
         )
         try:
-            await run(p, ticket("t1", text))
+            await p.send(ticket("t1", text))
         finally:
             await llm.aclose()
-        return dead_letters(p), standin.stats()["request_ids"]
+        return p.dead_letters, standin.stats()["request_ids"]
 
 
 async def test_a_model_error_dead_letter_carries_the_request_id_of_the_failed_call(

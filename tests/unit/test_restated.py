@@ -22,7 +22,7 @@ from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import in_memory, names, run, sink
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -108,16 +108,16 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
 
 
 def actions(p: Pipeline) -> list[Action]:
-    return [Action.model_validate_json(v) for _, v in sink(p).sent.get(names(p).actions, [])]
+    return [Action.model_validate_json(v) for _, v in p.sink.sent.get(p.topics.actions, [])]
 
 
 async def test_a_later_session_asking_after_the_refund_writes_no_second_refund(
     shop: OrderSource,
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want a refund."))
+    await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     [refund] = actions(p)
-    *_, later = await run(p, ticket("t2", "Where is my refund for the kettle?", session="S2"))
+    *_, later = await p.send(ticket("t2", "Where is my refund for the kettle?", session="S2"))
     # The reply still states the agreed refund; the shop is not asked to pay it again.
     assert later.offer is not None and [x.kind for x in later.offer.lines] == ["refund"]
     assert actions(p) == [refund]
@@ -128,14 +128,14 @@ async def test_a_follow_up_restating_the_exchange_writes_none_and_a_new_remedy_o
     shop: OrderSource,
 ) -> None:
     p = in_memory(shop)
-    await run(p, ticket("t1", "My kettle is leaking, I want an exchange."))
+    await p.send(ticket("t1", "My kettle is leaking, I want an exchange."))
     [exchange] = actions(p)
     assert exchange.kind == "exchange"
-    *_, follow_up = await run(p, ticket("t2", "Has the exchange shipped?"))
+    *_, follow_up = await p.send(ticket("t2", "Has the exchange shipped?"))
     assert actions(p) == [exchange]
     assert follow_up.offer is not None and follow_up.offer.restated == [0]
     # A new remedy for the same order is a new line: its action is written.
-    *_, repair = await run(p, ticket("t3", "Actually, can I send it back for repair instead?"))
+    *_, repair = await p.send(ticket("t3", "Actually, can I send it back for repair instead?"))
     assert repair.offer is not None and repair.offer.restated == []
     assert [(a.kind, a.ticket_id) for a in actions(p)] == [("exchange", "t1"), ("repair", "t3")]
 
@@ -147,16 +147,16 @@ async def test_an_approved_parked_offer_acts_once_and_a_restatement_of_it_not_ag
 
     async def approve(n: int, item: str) -> None:
         d = Decision(decision_id=f"d{n}", session_id="S1", item=item, action="approve", by="ana")
-        source = Source(names(p).decisions, session_partition("S1", p.settings.partitions), n)
+        source = Source(p.topics.decisions, session_partition("S1", p.settings.partitions), n)
         await p.people.handle(dumps(d), source, None)
 
-    [held] = await run(p, ticket("t1", "Please cancel my jacket order."))
+    [held] = await p.send(ticket("t1", "Please cancel my jacket order."))
     assert held.offer is not None and held.offer.state == "needs_approval"
     await approve(0, "t1")
     done = actions(p)
     assert len(done) == len(held.offer.lines) == 2 and {a.decision_id for a in done} == {"d0"}
     # Asked again, the same offer is parked again; a person approving it again restates it.
-    *_, again = await run(p, ticket("t2", "Please cancel my jacket order."))
+    *_, again = await p.send(ticket("t2", "Please cancel my jacket order."))
     assert again.offer is not None and again.offer.state == "needs_approval"
     await approve(1, "t2")
     assert actions(p) == done

@@ -13,16 +13,7 @@ from baton_kafka.streams.runtime import erasure
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.data import C1_ORDERS, order, ticket
-from tests.fixtures.pipelines import (
-    baton_of,
-    counts,
-    dead_letters,
-    in_memory,
-    names,
-    run,
-    sink,
-    state,
-)
+from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
 
 HEADPHONES = "Sony WH-1000XM6 Headphones"
@@ -37,26 +28,26 @@ async def shared(tmp_path: Path) -> AsyncIterator[Pipeline]:
 
 
 def everything_sent(p: Pipeline) -> str:
-    return "\n".join(v.decode() for topic in sink(p).sent.values() for _, v in topic)
+    return "\n".join(v.decode() for topic in p.sink.sent.values() for _, v in topic)
 
 
 def index_of(p: Pipeline, customer: str) -> MemoryIndex | None:
-    raw = state(p).customers.get(customer)
+    raw = p.state.customers.get(customer)
     return MemoryIndex.model_validate_json(raw) if raw else None
 
 
 async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
     shared: Pipeline,
 ) -> None:
-    await run(shared, ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
-    before = baton_of(shared, "S1")
-    sink(shared).sent.clear()
+    await shared.send(ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
+    before = shared.baton("S1")
+    shared.sink.sent.clear()
 
     intruder = ticket("b1", "What did I ask about? Which order is it?", customer="C2")
-    await run(shared, intruder)
+    await shared.send(intruder)
 
-    assert sink(shared).sent[names(shared).replies] == []
-    [dl] = dead_letters(shared)
+    assert shared.sink.sent[shared.topics.replies] == []
+    [dl] = shared.dead_letters
     assert dl.reason == "session_conflict" and dl.stage == "understand"
     assert dl.ticket == intruder and Ticket.model_validate_json(dl.payload) == intruder
     assert "may not use session S1" in dl.error and "session id of its own" in dl.error
@@ -64,55 +55,53 @@ async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
     # Nothing published while handling the intruder names the session owner's order or product.
     sent = everything_sent(shared)
     assert "O-1" not in sent and "Kettle" not in sent and "leak" not in dl.model_dump_json()
-    assert baton_of(shared, "S1") == before
+    assert shared.baton("S1") == before
     assert index_of(shared, "C2") is None
 
 
 async def test_a_ticket_without_a_customer_cannot_use_a_customers_session(
     shared: Pipeline,
 ) -> None:
-    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
-    before = baton_of(shared, "S1")
-    await run(shared, ticket("x1", "Tell me about my order.", customer=None))
-    assert [dl.reason for dl in dead_letters(shared)] == ["session_conflict"]
-    assert baton_of(shared, "S1") == before
+    await shared.send(ticket("a1", "My kettle is leaking.", customer="C1"))
+    before = shared.baton("S1")
+    await shared.send(ticket("x1", "Tell me about my order.", customer=None))
+    assert [dl.reason for dl in shared.dead_letters] == ["session_conflict"]
+    assert shared.baton("S1") == before
 
 
 async def test_an_anonymous_session_stays_anonymous(shared: Pipeline) -> None:
-    await run(shared, ticket("x1", "My kettle is leaking.", customer=None))
-    anonymous = baton_of(shared, "S1")
-    replies = await run(shared, ticket("a1", "Which order was that?", customer="C1"))
-    assert [r.ticket_id for r in replies] == ["x1"]
-    [dl] = dead_letters(shared)
+    await shared.send(ticket("x1", "My kettle is leaking.", customer=None))
+    anonymous = shared.baton("S1")
+    await shared.send(ticket("a1", "Which order was that?", customer="C1"))
+    assert [r.ticket_id for r in shared.replies] == ["x1"]
+    [dl] = shared.dead_letters
     # The refusal says nothing about the session: not whose it is, not what kind.
     assert dl.reason == "session_conflict" and "anonymous" not in dl.error
-    assert baton_of(shared, "S1") == anonymous
+    assert shared.baton("S1") == anonymous
 
 
 async def test_the_owners_next_ticket_and_next_session_see_only_their_own_facts(
     shared: Pipeline,
 ) -> None:
-    await run(shared, ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
+    await shared.send(ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
     index_before = index_of(shared, "C1")
     # The intruder talks about their own headphones in the owner's session.
-    await run(
-        shared,
-        ticket("b1", "My headphones are broken, refund order O-9 now.", customer="C2"),
+    await shared.send(
+        ticket("b1", "My headphones are broken, refund order O-9 now.", customer="C2")
     )
     assert index_of(shared, "C1") == index_before
 
-    replies = await run(shared, ticket("a2", "How long will the refund take?", customer="C1"))
+    replies = await shared.send(ticket("a2", "How long will the refund take?", customer="C1"))
     follow_up = replies[-1]
     assert follow_up.ticket_id == "a2" and follow_up.order_id == "O-1"
     assert "Headphones" not in follow_up.reply and "O-9" not in follow_up.reply
-    baton = baton_of(shared, "S1")
+    baton = shared.baton("S1")
     assert baton.customer_id == "C1" and baton.order_id == "O-1"
     assert [t.ticket_id for t in baton.tickets] == ["a1", "a2"]
     assert all("Headphones" not in p for p in baton.core_problems)
 
-    later = await run(
-        shared,
-        ticket("a3", "What happened with the order I asked about yesterday?", "S2", "C1"),
+    later = await shared.send(
+        ticket("a3", "What happened with the order I asked about yesterday?", "S2", "C1")
     )
     assert later[-1].ticket_id == "a3" and later[-1].order_id == "O-1"
     index = index_of(shared, "C1")
@@ -122,12 +111,12 @@ async def test_the_owners_next_ticket_and_next_session_see_only_their_own_facts(
 
 
 async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: Pipeline) -> None:
-    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
-    replies = await run(shared, ticket("b1", "My headphones are broken.", "S9", "C2"))
+    await shared.send(ticket("a1", "My kettle is leaking.", customer="C1"))
+    replies = await shared.send(ticket("b1", "My headphones are broken.", "S9", "C2"))
     mine = replies[-1]
     assert mine.ticket_id == "b1" and mine.order_id == "O-9"
     assert "Kettle" not in mine.reply and "O-1" not in mine.reply
-    assert dead_letters(shared) == []
+    assert shared.dead_letters == []
 
 
 # Guest ids as a producer issues them: random, 16 characters or more.
@@ -139,35 +128,35 @@ def guest(tid: str, text: str, guest_id: str | None, session: str = "S1") -> Tic
 
 
 async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipeline) -> None:
-    first = await run(shared, guest("g1", "My kettle is leaking, I live at 5 Elm Road.", GA))
-    held = baton_of(shared, "S1")
+    first = await shared.send(guest("g1", "My kettle is leaking, I live at 5 Elm Road.", GA))
+    held = shared.baton("S1")
     assert first[-1].ticket_id == "g1"
-    sink(shared).sent.clear()
+    shared.sink.sent.clear()
 
     # Another visitor who learned the session id, with their own guest id or none at all.
-    await run(shared, guest("g2", "What was my problem again? Where do I live?", GB))
-    await run(shared, guest("g3", "What was my problem again?", None))
-    assert sink(shared).sent[names(shared).replies] == []
-    assert [dl.reason for dl in dead_letters(shared)] == ["session_conflict"] * 2
+    await shared.send(guest("g2", "What was my problem again? Where do I live?", GB))
+    await shared.send(guest("g3", "What was my problem again?", None))
+    assert shared.sink.sent[shared.topics.replies] == []
+    assert [dl.reason for dl in shared.dead_letters] == ["session_conflict"] * 2
     sent = everything_sent(shared)
     assert "kettle" not in sent.lower() and "Elm" not in sent
     assert all(
-        "anonymous" not in dl.error and "guest" not in dl.error for dl in dead_letters(shared)
+        "anonymous" not in dl.error and "guest" not in dl.error for dl in shared.dead_letters
     )
-    assert baton_of(shared, "S1") == held
+    assert shared.baton("S1") == held
 
     # The first guest goes on with their context.
-    again = await run(shared, guest("g4", "Can it be repaired instead?", GA))
+    again = await shared.send(guest("g4", "Can it be repaired instead?", GA))
     assert again[-1].ticket_id == "g4"
-    assert [t.ticket_id for t in baton_of(shared, "S1").tickets] == ["g1", "g4"]
+    assert [t.ticket_id for t in shared.baton("S1").tickets] == ["g1", "g4"]
     # The baton keeps a digest of the guest id, never the id itself (a bearer secret).
     assert held.guest and GA not in held.model_dump_json()
 
 
 async def test_a_guest_id_cannot_claim_a_session_opened_without_one(shared: Pipeline) -> None:
-    await run(shared, guest("g1", "My kettle is leaking.", None))
-    await run(shared, guest("g2", "What was my problem?", GB))
-    [dl] = dead_letters(shared)
+    await shared.send(guest("g1", "My kettle is leaking.", None))
+    await shared.send(guest("g2", "What was my problem?", GB))
+    [dl] = shared.dead_letters
     assert dl.reason == "session_conflict" and dl.ticket_id == "g2"
 
 
@@ -183,18 +172,18 @@ def test_a_guest_id_is_ignored_for_a_customer_and_never_stored() -> None:
 async def test_an_intruder_is_refused_before_the_sessions_turn_and_filed_under_the_sender(
     shared: Pipeline,
 ) -> None:
-    await run(shared, ticket("a1", "My kettle is leaking.", customer="C1"))
-    n = names(shared)
+    await shared.send(ticket("a1", "My kettle is leaking.", customer="C1"))
+    n = shared.topics
     # The owner's next ticket is in flight: the session is held.
     await shared.gate.enter("S1", "a2", lambda: None)
     await shared.intake(dumps(ticket("b1", "What did they write?", customer="C2")), Source())
-    [(_, record)] = sink(shared).sent.pop(n.sessions)
+    [(_, record)] = shared.sink.sent.pop(n.sessions)
     assert shared.refuses("understand", record, Source(n.sessions, 0, 0))
     await asyncio.wait_for(shared.run_stage("understand", record, Source(n.sessions, 0, 0)), 2)
-    [dl] = dead_letters(shared)
+    [dl] = shared.dead_letters
     assert dl.reason == "session_conflict" and dl.ticket_id == "b1"
     # Filed under the sender: keyed by them, not by the session they tried to use.
-    [(key, _)] = sink(shared).sent[n.dead_letters]
+    [(key, _)] = shared.sink.sent[n.dead_letters]
     assert key == "C2" and dl.session_id is None
     # The owner's own tickets and erasure requests are not refused.
     own = StageRecord(ticket=ticket("a3", "And the refund?", customer="C1"))
@@ -209,32 +198,32 @@ async def test_a_sender_probing_sessions_fills_the_dead_letters_only_up_to_its_b
     orders = [*C1_ORDERS, order("O-9", customer="C2", product_name=HEADPHONES, amount=349.0)]
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
         p = in_memory(store, refusals_per_minute=3)
-        await run(p, ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
+        await p.send(ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
         for i in range(5):
-            await run(p, ticket(f"b{i}", "What did I ask about?", customer="C2"))
+            await p.send(ticket(f"b{i}", "What did I ask about?", customer="C2"))
         # Another sender keeps its own budget: its first refusal is kept.
-        await run(p, ticket("g1", "Which order is it?", customer="C3"))
-        kept = [dl.ticket.ticket_id for dl in dead_letters(p) if dl.ticket is not None]
+        await p.send(ticket("g1", "Which order is it?", customer="C3"))
+        kept = [dl.ticket.ticket_id for dl in p.dead_letters if dl.ticket is not None]
         assert kept == ["b0", "b1", "b2", "g1"]
-        assert counts(p)["done.understand.throttled"] == 2
-        assert counts(p)["done.understand.refused"] == 4
+        assert p.counts.counts["done.understand.throttled"] == 2
+        assert p.counts.counts["done.understand.refused"] == 4
         # The owner's session is untouched and still answered.
-        replies = await run(p, ticket("a2", "Any news on it?", customer="C1"))
-        assert [r.ticket_id for r in replies] == ["a1", "a2"]
+        await p.send(ticket("a2", "Any news on it?", customer="C1"))
+        assert [r.ticket_id for r in p.replies] == ["a1", "a2"]
 
 
 @pytest.mark.parametrize("guest_id", ["g", "x" * 15, "short-guest-id!"])
 async def test_a_guest_id_shorter_than_the_documented_minimum_is_refused_at_intake(
     shared: Pipeline, guest_id: str
 ) -> None:
-    replies = await run(shared, guest("g1", "My kettle is leaking.", guest_id))
+    replies = await shared.send(guest("g1", "My kettle is leaking.", guest_id))
     assert replies == [] and shared.batons.get("S1") is None
-    [dl] = dead_letters(shared)
+    [dl] = shared.dead_letters
     assert dl.stage == "intake" and dl.reason == "invalid_input"
     assert "16 characters or more" in dl.error and guest_id not in dl.error.split()
     # Nothing went on to the sessions topic: the session stays free for its owner.
-    assert sink(shared).sent[names(shared).sessions] == []
+    assert shared.sink.sent[shared.topics.sessions] == []
     # 16 characters are enough; a customer's ticket ignores its guest id.
-    assert (await run(shared, guest("g2", "My kettle is leaking.", "x" * 16)))[-1].ticket_id == "g2"
+    assert (await shared.send(guest("g2", "My kettle is leaking.", "x" * 16)))[-1].ticket_id == "g2"
     own = Ticket(ticket_id="c1", session_id="S2", customer_id="C1", text="Hi", guest_id="g")
-    assert (await run(shared, own))[-1].ticket_id == "c1"
+    assert (await shared.send(own))[-1].ticket_id == "c1"

@@ -19,14 +19,12 @@ from baton_kafka.agents.models.llm import LLM, Answer, Prompt, T, Unavailable
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.agents.testing import Request, StandIn, echo_responder
 from baton_kafka.schemas import Order, Reply, Ticket
-from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.agents import client
 from tests.fixtures.data import days_ago
 from tests.fixtures.paths import ROOT
-from tests.fixtures.pipelines import dead_letters, run
 from tests.fixtures.stores import sqlite_store
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
@@ -89,15 +87,12 @@ async def model(request: pytest.FixtureRequest) -> AsyncIterator[LLM]:
 
 async def _replies(tmp_path: Path, llm: LLM, **settings: Any) -> tuple[dict[str, Reply], Pipeline]:
     async with sqlite_store(tmp_path / f"orders-{len(settings)}.sqlite3", ORDERS) as store:
-        pipeline = Pipeline(
+        pipeline = TestPipeline(
+            orders=store,
             settings=Settings(**{"namespace": "shop", "session_ttl_s": 3600, **settings}),
             llm=llm,
-            store=store,
-            sink=MemorySink(),
-            state=MemoryState(),
-            observer=CountingObserver(),
         )
-        replies = await run(pipeline, *TICKETS)
+        replies = await pipeline.send(*TICKETS)
     return {r.ticket_id: r for r in replies}, pipeline
 
 
@@ -133,7 +128,7 @@ async def test_each_shop_answers_the_same_tickets_by_its_own_policy(
     assert held.offer.state == "needs_approval" and held.offer.total == 150.0
     assert "150" not in held.reply and "150" not in held.solution
     assert all(r.status == "answered" for t, r in {**demo, **alpine}.items() if t != "T-4")
-    assert dead_letters(demo_pipeline) == dead_letters(alpine_pipeline) == []
+    assert demo_pipeline.dead_letters == alpine_pipeline.dead_letters == []
 
 
 async def test_what_was_offered_before_counts_in_a_later_session(tmp_path: Path) -> None:
@@ -144,14 +139,10 @@ async def test_what_was_offered_before_counts_in_a_later_session(tmp_path: Path)
         text="The Aurora kettle still leaks. Can I get some compensation for the hassle?",
     )
     async with sqlite_store(tmp_path / "orders.sqlite3", ORDERS) as store:
-        pipeline = Pipeline(
-            settings=Settings(namespace="shop", session_ttl_s=3600),
-            llm=OfflineLLM(),
-            store=store,
-            sink=MemorySink(),
-            state=MemoryState(),
+        pipeline = TestPipeline(
+            orders=store, settings=Settings(namespace="shop", session_ttl_s=3600), llm=OfflineLLM()
         )
-        replies = {r.ticket_id: r for r in await run(pipeline, TICKETS[0], later)}
+        replies = {r.ticket_id: r for r in await pipeline.send(TICKETS[0], later)}
     assert _lines(replies["T-1"]) == [("refund", 59.0, "original_payment")]
     # The full price was offered in S-1: nothing is left to compensate on that order.
     assert replies["T-9"].offer is None and "EUR" not in replies["T-9"].reply
@@ -198,7 +189,7 @@ async def test_an_offer_beyond_the_policy_never_reaches_the_customer(tmp_path: P
     kettle = replies["T-1"]
     assert kettle.status == "handoff" and kettle.offer is None
     assert "15" not in kettle.reply and "voucher" not in kettle.reply
-    letter = next(d for d in dead_letters(pipeline) if d.ticket_id == "T-1")
+    letter = next(d for d in pipeline.dead_letters if d.ticket_id == "T-1")
     assert letter.reason == "validation_failed" and letter.policy_version == pipeline.policy.version
     assert "channel voucher is not allowed" in letter.error
     assert "more than the 59.00 paid" in letter.error
@@ -249,15 +240,12 @@ async def test_the_second_shop_answers_a_german_customer_in_german(tmp_path: Pat
         text="Ma bouilloire Aurora fuit, je voudrais être remboursé, s'il vous plaît.",
     )
     async with sqlite_store(tmp_path / "orders-de.sqlite3", ORDERS) as store:
-        pipeline = Pipeline(
+        pipeline = TestPipeline(
+            orders=store,
             settings=Settings(namespace="shop", session_ttl_s=3600, policy_file=ALPINE),
             llm=OfflineLLM(),
-            store=store,
-            sink=MemorySink(),
-            state=MemoryState(),
-            observer=CountingObserver(),
         )
-        replies = {r.ticket_id: r for r in await run(pipeline, german, french)}
+        replies = {r.ticket_id: r for r in await pipeline.send(german, french)}
     from baton_kafka.agents.languages import customer_language
 
     served = pipeline.policy.languages

@@ -26,7 +26,7 @@ from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from tests.fixtures.agents import MODEL, client, prompt, respond
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import in_memory, names, sink
+from tests.fixtures.pipelines import in_memory
 
 USER_TRACE = "0af7651916cd43dd8448eb211c80319c"
 USER_SPAN = "b7ad6b7169203331"
@@ -43,8 +43,8 @@ def traced_pipeline(store: SQLiteOrderStore, *more: Observer) -> Pipeline:
 
 async def drive(p: Pipeline, t: Ticket | bytes, headers: list[tuple[str, bytes]]) -> None:
     """Publish one ticket with ``headers`` and feed each hop's new records, with their headers."""
-    n = names(p)
-    s = sink(p)
+    n = p.topics
+    s = p.sink
     start = {topic: len(s.sent[topic]) for topic in n.all()}
     await p.intake(t if isinstance(t, bytes) else dumps(t), Source(n.tickets, 0, 0), headers)
     for stage, attr in HOPS:
@@ -91,10 +91,10 @@ async def test_every_hop_of_a_ticket_is_one_trace(
     for before, after in itertools.pairwise(chain):
         assert after.parent is not None and after.parent.is_remote
         assert after.parent.span_id == before.get_span_context().span_id  # type: ignore[union-attr]
-    n = names(p)
+    n = p.topics
     for (_, attr), span in zip(HOPS, chain, strict=False):
-        assert parent_of(sink(p).headers[getattr(n, attr)][0]) == ids(span)
-    assert parent_of(sink(p).headers[n.replies][0]) == ids(chain[-1])
+        assert parent_of(p.sink.headers[getattr(n, attr)][0]) == ids(span)
+    assert parent_of(p.sink.headers[n.replies][0]) == ids(chain[-1])
     understand = by_stage["understand"]
     assert understand.kind is SpanKind.CONSUMER
     assert (
@@ -117,7 +117,7 @@ async def test_two_tickets_are_two_traces(
     p = traced_pipeline(store)
     await drive(p, ticket("t1", "My kettle is leaking, I want a refund."), [])
     await drive(p, ticket("t2", "How long will that take?"), [])
-    replies = sink(p).headers[names(p).replies]
+    replies = p.sink.headers[p.topics.replies]
     assert len(replies) == 2
     assert parent_of(replies[0])[0] != parent_of(replies[1])[0]
 
@@ -131,7 +131,7 @@ async def test_a_published_traceparent_is_continued(
     intake = stage_spans(spans)["intake"]
     assert intake.parent is not None
     assert (trace.format_span_id(intake.parent.span_id), ids(intake)[0]) == (USER_SPAN, USER_TRACE)
-    reply_headers = sink(p).headers[names(p).replies][0]
+    reply_headers = p.sink.headers[p.topics.replies][0]
     assert parent_of(reply_headers)[0] == USER_TRACE
     assert ("tracestate", b"vendor=abc") in reply_headers
 
@@ -140,13 +140,13 @@ async def test_dead_letters_carry_the_tickets_trace(
     store: SQLiteOrderStore, spans: InMemorySpanExporter
 ) -> None:
     p = traced_pipeline(store)
-    n = names(p)
+    n = p.topics
     await p.intake(b"{not json", Source(n.tickets, 0, 0), [("traceparent", USER_PARENT)])
     # A record that lost its understanding: the look-up dead-letters it (context_broken).
     record = StageRecord(ticket=ticket("t2", "Where is my order?"))
     other = f"00-{'1' * 32}-{'2' * 16}-01".encode()
     await p.run_stage("lookup", dumps(record), Source(n.understood, 0, 0), [("traceparent", other)])
-    invalid, broken = sink(p).headers[n.dead_letters][:2]
+    invalid, broken = p.sink.headers[n.dead_letters][:2]
     assert parent_of(invalid)[0] == USER_TRACE
     assert parent_of(broken)[0] == "1" * 32
     # The Kafka Connect style headers are still there.
@@ -154,17 +154,17 @@ async def test_dead_letters_carry_the_tickets_trace(
     lookup = stage_spans(spans)["lookup"]
     assert [e.name for e in lookup.events] == ["baton.dead_letter"]
     # Its degraded reply is in the same trace.
-    assert parent_of(sink(p).headers[n.replies][0])[0] == "1" * 32
+    assert parent_of(p.sink.headers[n.replies][0])[0] == "1" * 32
 
 
 async def test_a_shed_tickets_dead_letter_carries_its_trace(
     store: SQLiteOrderStore, spans: InMemorySpanExporter
 ) -> None:
     p = traced_pipeline(store)
-    n = names(p)
+    n = p.topics
     record = dumps(StageRecord(ticket=ticket("t9", "My kettle is leaking.")))
     await p.shed("understand", record, Source(n.sessions, 0, 7), [("traceparent", USER_PARENT)])
-    [letter] = sink(p).headers[n.dead_letters]
+    [letter] = p.sink.headers[n.dead_letters]
     assert parent_of(letter) == (USER_TRACE, ids(stage_spans(spans)["understand"])[1])
     assert any(k == "baton.reason" and v == b"session_flood" for k, v in letter)
 
@@ -186,7 +186,7 @@ async def test_log_lines_of_a_ticket_name_its_trace(
         logger.removeHandler(handler)
         logger.setLevel(logging.NOTSET)
     lines = [orjson.loads(line) for line in out.getvalue().splitlines()]
-    trace_id = parent_of(sink(p).headers[names(p).replies][0])[0]
+    trace_id = parent_of(p.sink.headers[p.topics.replies][0])[0]
     during, after = lines[:-1], lines[-1]
     assert len(during) >= 4
     assert {line.get("trace_id") for line in during} == {trace_id}
@@ -197,8 +197,8 @@ async def test_without_a_provider_no_header_is_added(store: SQLiteOrderStore) ->
     assert not tracing.enabled()
     p = traced_pipeline(store)
     await drive(p, ticket("t1", "My kettle is leaking, I want a refund."), [])
-    await p.intake(b"{not json", Source(names(p).tickets, 0, 1), [])
-    sent = {topic: heads for topic, heads in sink(p).headers.items() if heads}
+    await p.intake(b"{not json", Source(p.topics.tickets, 0, 1), [])
+    sent = {topic: heads for topic, heads in p.sink.headers.items() if heads}
     assert len(sent) >= 5  # the three hops, the reply, the dead letter, the index
     for heads in sent.values():
         assert all(k not in ("traceparent", "tracestate") for h in heads for k, _ in h)
@@ -211,7 +211,7 @@ async def test_without_a_provider_a_published_context_passes_through(
     await drive(
         p, ticket("t1", "My kettle is leaking, I want a refund."), [("traceparent", USER_PARENT)]
     )
-    assert parent_of(sink(p).headers[names(p).replies][0]) == (USER_TRACE, USER_SPAN)
+    assert parent_of(p.sink.headers[p.topics.replies][0]) == (USER_TRACE, USER_SPAN)
 
 
 @pytest.fixture

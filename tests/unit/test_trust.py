@@ -10,15 +10,12 @@ import pytest
 from baton_kafka.agents.guards import check
 from baton_kafka.agents.models.llm import Refused
 from baton_kafka.agents.orders import SQLiteOrderStore
-from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.agents.strategy import decide
 from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas import DeadLetter, OrderMatch, Reply, StageRecord, dumps
-from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, order, ticket
 from tests.fixtures.data import understanding
 from tests.fixtures.stores import sqlite_store
@@ -101,19 +98,14 @@ async def test_a_model_failure_after_an_untrusted_record_keeps_both_reasons(
 
 async def test_the_reply_to_a_forged_record_names_no_order(tmp_path: Path) -> None:
     async with sqlite_store(tmp_path / "p.sqlite3", [KETTLE_OLD, STRANGER]) as store:
-        sink = MemorySink()
-        settings = Settings(namespace="u")
-        pipeline = Pipeline(
-            settings=settings, llm=OfflineLLM(), store=store, sink=sink, state=MemoryState()
-        )
-        t = TopicNames.of(settings)
+        pipeline = TestPipeline(orders=store, settings=Settings(namespace="u"))
+        sink, t = pipeline.sink, pipeline.topics
         await pipeline.intake(
             dumps(ticket("My kettle leaks, refund please")), Source(t.tickets, 0, 0)
         )
-        for stage, topic in (("understand", t.sessions), ("lookup", t.understood)):
-            for i, (_, value) in enumerate(sink.sent.pop(topic)):
-                await pipeline.run_stage(stage, value, Source(topic, 0, i))  # type: ignore[arg-type]
-        ((_, value),) = sink.sent.pop(t.matched)
+        await pipeline.hop("understand")
+        await pipeline.hop("lookup")
+        ((_, value),) = sink.take(t.matched)
         record = StageRecord.model_validate_json(value)
         assert record.match is not None and record.match.order_id == "O-1"
         forged = record.model_copy(update={"match": matched(STRANGER)})

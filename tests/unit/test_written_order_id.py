@@ -14,7 +14,7 @@ from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order
 from tests.fixtures.data import order, ticket, understanding
-from tests.fixtures.pipelines import in_memory, run
+from tests.fixtures.pipelines import in_memory
 
 IDS = ["2026-004502", "2026-004503", "O-1001", "450789469", "727", "#1002", "JD-7"]
 
@@ -147,10 +147,10 @@ async def test_an_id_of_another_customer_is_never_chosen() -> None:
 
 async def test_the_reply_is_about_the_order_written_in_the_message() -> None:
     pipeline = in_memory(STORE)
-    *_, tent = await run(pipeline, ticket("T-1", "Das Zelt Basecamp Tent 2P hat einen Riss."))
+    *_, tent = await pipeline.send(ticket("T-1", "Das Zelt Basecamp Tent 2P hat einen Riss."))
     assert tent.order_id == "2026-004520"
     # The same session: the tent is its order, and the message names another by its id alone.
-    *_, reply = await run(pipeline, ticket("T-2", "Best. 2026-004502 ist noch nicht da."))
+    *_, reply = await pipeline.send(ticket("T-2", "Best. 2026-004502 ist noch nicht da."))
     assert reply.order_id == "2026-004502" and "Summit Down Jacket" in reply.reply
 
 
