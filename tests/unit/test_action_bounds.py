@@ -21,10 +21,9 @@ from baton_kafka.streams.actions.manual import ManualExecutor
 from baton_kafka.streams.config.spec import SettingsError
 from baton_kafka.streams.config.values import money_caps
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.signing import Signer
-from baton_kafka.streams.testing import MemoryTable
+from baton_kafka.streams.testing import MemoryTable, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import in_memory
@@ -42,12 +41,14 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
         yield s
 
 
-def actions(p: Pipeline) -> list[tuple[Source, bytes]]:
+def actions(p: TestPipeline) -> list[tuple[Source, bytes]]:
     topic = p.topics.actions
     return [(Source(topic, 0, n, key=k), v) for n, (k, v) in enumerate(p.sink.sent[topic])]
 
 
-async def approved_by_a_person(p: Pipeline, amount: float | None = None) -> tuple[Source, bytes]:
+async def approved_by_a_person(
+    p: TestPipeline, amount: float | None = None
+) -> tuple[Source, bytes]:
     """The jacket's refund parked for approval, then approved with a signed decision."""
     p.people.signer = Signer(KEYS)
     [held] = await p.send(ticket("t1", "Please cancel my jacket order."))

@@ -25,10 +25,9 @@ from baton_kafka.streams.actions.manual import ManualExecutor
 from baton_kafka.streams.actions.runner import Runner
 from baton_kafka.streams.admin.decisions import BadDecision, build
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.signing import Signer
-from baton_kafka.streams.testing import MemoryTable
+from baton_kafka.streams.testing import MemoryTable, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.pipelines import in_memory
 
@@ -61,7 +60,7 @@ class Refusing:
     async def close(self) -> None: ...
 
 
-def wired(p: Pipeline, executor: Executor, table: MemoryTable | None = None) -> Runner:
+def wired(p: TestPipeline, executor: Executor, table: MemoryTable | None = None) -> Runner:
     """A runner telling on the pipeline's topics, and the pipeline's decisions closing in its
     ledger, as a worker with an executor has them."""
     n = p.topics
@@ -80,22 +79,22 @@ def wired(p: Pipeline, executor: Executor, table: MemoryTable | None = None) -> 
     return runner
 
 
-async def approved_refund(p: Pipeline) -> tuple[Source, bytes]:
+async def approved_refund(p: TestPipeline) -> tuple[Source, bytes]:
     await p.send(ticket("t1", "My kettle is leaking, I want a refund."))
     topic = p.topics.actions
     [(key, value)] = p.sink.sent[topic]
     return Source(topic, 0, 0, key=key), value
 
 
-def replies(p: Pipeline) -> list[Reply]:
+def replies(p: TestPipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
-def follow_ups(p: Pipeline) -> list[Reply]:
+def follow_ups(p: TestPipeline) -> list[Reply]:
     return [r for r in replies(p) if r.status.startswith("action_")]
 
 
-def packets(p: Pipeline) -> list[HandoffPacket]:
+def packets(p: TestPipeline) -> list[HandoffPacket]:
     return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 
@@ -103,7 +102,7 @@ def closing(did: str, action: str, item: str, **kw: Any) -> Decision:
     return Decision(decision_id=did, session_id="S1", item=item, action=action, by="ana", **kw)  # type: ignore[arg-type]
 
 
-async def feed(p: Pipeline, d: Decision, offset: int, signed: bool = False) -> None:
+async def feed(p: TestPipeline, d: Decision, offset: int, signed: bool = False) -> None:
     topic = p.topics.decisions
     value = dumps(d)
     headers = Signer(KEYS).headers(topic, "S1", value) if signed else None

@@ -22,8 +22,7 @@ from baton_kafka.streams.actions.http_map import ActionMap
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.runner import Runner
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.testing import MemoryTable
+from baton_kafka.streams.testing import MemoryTable, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments
 from tests.fixtures.pipelines import in_memory
@@ -48,11 +47,11 @@ async def executor(
     await ex.close()
 
 
-def runner_of(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
+def runner_of(p: TestPipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
     return Runner(executor, Ledger(table), p.batons, p.dead_letter, p.store, backoff_s=0)
 
 
-def on_topic(p: Pipeline) -> list[tuple[Source, bytes]]:
+def on_topic(p: TestPipeline) -> list[tuple[Source, bytes]]:
     topic = p.topics.actions
     return [
         (Source(topic, 0, n, key=key), value)
@@ -169,7 +168,7 @@ async def test_money_the_order_no_longer_allows_is_refused_not_sent(
     assert await runner.too_much(action) is None
 
 
-def telling(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
+def telling(p: TestPipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
     n = p.topics
     teller = Teller(p.out, n.replies, n.handoffs, p.batons, "en", 600)
     noting = Noting(p.batons, p.gate, p.redelivery.unfinished)
@@ -178,12 +177,12 @@ def telling(p: Pipeline, executor: HttpExecutor, table: MemoryTable) -> Runner:
     )
 
 
-def follow_ups(p: Pipeline) -> list[Reply]:
+def follow_ups(p: TestPipeline) -> list[Reply]:
     replies = [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
     return [r for r in replies if r.status.startswith("action_")]
 
 
-def packets(p: Pipeline) -> list[HandoffPacket]:
+def packets(p: TestPipeline) -> list[HandoffPacket]:
     return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 

@@ -17,9 +17,8 @@ from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.records import Offer, OfferLine
 from baton_kafka.streams.actions.publish import publish
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
-from baton_kafka.streams.testing import MemorySink
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
@@ -98,11 +97,11 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
         yield s
 
 
-def actions(p: Pipeline) -> list[Action]:
+def actions(p: TestPipeline) -> list[Action]:
     return [Action.model_validate_json(v) for _, v in p.sink.sent[p.topics.actions]]
 
 
-async def decide(p: Pipeline, action: str, offset: int) -> None:
+async def decide(p: TestPipeline, action: str, offset: int) -> None:
     d = Decision(decision_id=f"d{offset}", session_id="S1", item="t1", action=action, by="ana")  # type: ignore[arg-type]
     topic = p.topics.decisions
     source = Source(topic, session_partition("S1", p.settings.partitions), offset, key="S1")

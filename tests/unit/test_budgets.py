@@ -11,7 +11,6 @@ from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas import DeadLetter, Reply, Ticket
 from baton_kafka.schemas.records import CallUsage
 from baton_kafka.streams.runtime.budgets import SLICES, Allowance, CustomerBudgets
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
@@ -104,7 +103,7 @@ class PricedLLM(OfflineLLM):
         return Answer(value=answer.value, usage=usage, raw=answer.raw)
 
 
-async def answer(p: Pipeline, t: Ticket) -> tuple[Reply, list[DeadLetter]]:
+async def answer(p: TestPipeline, t: Ticket) -> tuple[Reply, list[DeadLetter]]:
     """Run ``t`` through every stage; its reply and dead letters."""
     before = len(p.dead_letters)
     (reply,) = await p.send(t)

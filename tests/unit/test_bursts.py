@@ -17,8 +17,7 @@ from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.runtime.bursts import BURST_MAX, Bursts, coalesced, joined, turn_ids
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
-from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.testing import MemorySink
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory
 
@@ -26,7 +25,7 @@ WINDOW = 3.0
 BURST = ["hi", "my kettle leaks", "order O-1"]
 
 
-def queued(p: Pipeline, records: list[StageRecord]) -> list[Delivery]:
+def queued(p: TestPipeline, records: list[StageRecord]) -> list[Delivery]:
     """``records`` on the sessions topic as the first stage's scheduler queues them."""
     topic = p.topics.sessions
     out = [Delivery(dumps(r), Source(topic, 0, i)) for i, r in enumerate(records)]
@@ -48,7 +47,7 @@ def burst(session: str = "S1", start: float = 30.0, gap: float = 1.0) -> list[St
     ]
 
 
-async def through(p: Pipeline, deliveries: list[Delivery]) -> list[Reply]:
+async def through(p: TestPipeline, deliveries: list[Delivery]) -> list[Reply]:
     """The queued records through the chain as the workers' schedulers run them: each
     session's in order on the first stage, the sessions side by side, the later stages fed
     meanwhile."""
@@ -75,7 +74,7 @@ async def through(p: Pipeline, deliveries: list[Delivery]) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
-def coalescing(store: SQLiteOrderStore, **settings: Any) -> Pipeline:
+def coalescing(store: SQLiteOrderStore, **settings: Any) -> TestPipeline:
     p = in_memory(store, coalesce_window_s=WINDOW, first_reply_deadline_s=0.0, **settings)
     p.bursts = Bursts(WINDOW)
     return p

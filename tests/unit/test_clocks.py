@@ -18,9 +18,8 @@ from baton_kafka.schemas.records import utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.runtime.clocks import ClockGauges, age_bucket
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings, SettingsError, load
-from baton_kafka.streams.testing import MemoryState
+from baton_kafka.streams.testing import MemoryState, TestPipeline
 from tests.fixtures.agents import client
 from tests.fixtures.data import ticket
 from tests.fixtures.delivery import Tally
@@ -48,13 +47,13 @@ def pipeline(
     llm: AnthropicLLM,
     deadline: float = DEADLINE_S,
     state: MemoryState | None = None,
-) -> Pipeline:
+) -> TestPipeline:
     return in_memory(
         store, client=llm, state=state, first_reply_deadline_s=deadline, languages=("en", "de")
     )
 
 
-def replies(p: Pipeline) -> list[Reply]:
+def replies(p: TestPipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
@@ -62,7 +61,7 @@ def hang_understanding(standin: StandIn) -> None:
     standin.add_faults([{"fault": "hang", "stage": "understand", "times": 1}])
 
 
-async def until_holding(p: Pipeline, timeout: float = 5.0) -> float:
+async def until_holding(p: TestPipeline, timeout: float = 5.0) -> float:
     """Seconds until ``p`` sent a holding reply."""
     started = time.monotonic()
     while not any(r.status == "holding" for r in replies(p)):

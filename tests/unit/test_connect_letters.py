@@ -7,8 +7,8 @@ from baton_kafka.schemas import StageRecord, dumps
 from baton_kafka.streams.debug.dlq import as_json, described, letters, redrive
 from baton_kafka.streams.kafka.client import Message
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory
 
@@ -31,11 +31,11 @@ ORIGINAL_HEADERS = [
 ]
 
 
-def connect_pipeline(store: SQLiteOrderStore) -> Pipeline:
+def connect_pipeline(store: SQLiteOrderStore) -> TestPipeline:
     return in_memory(store, dead_letter_format="connect")
 
 
-def stored(p: Pipeline) -> list[Message]:
+def stored(p: TestPipeline) -> list[Message]:
     """The dead-letter topic's records as a reader gets them."""
     topic = p.topics.dead_letters
     return [

@@ -23,12 +23,11 @@ from baton_kafka.schemas.stages import StrategyDraft
 from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.batons import BatonStore
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.redelivery import Redelivery
 from baton_kafka.streams.runtime.scheduler import SessionGate
 from baton_kafka.streams.runtime.signing import Signer
-from baton_kafka.streams.testing import MemorySink, MemoryState
+from baton_kafka.streams.testing import MemorySink, MemoryState, TestPipeline
 from tests.fixtures.data import C1_ORDERS, days_ago, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
@@ -47,7 +46,7 @@ def losing(marker: bytes = b'"decision_id":"') -> MemorySink:
     )
 
 
-def pipeline_on(store: OrderSource, sink: MemorySink | None = None, **kw: Any) -> Pipeline:
+def pipeline_on(store: OrderSource, sink: MemorySink | None = None, **kw: Any) -> TestPipeline:
     return in_memory(store, sink=sink, **{"policy_file": ALPINE, **kw})
 
 
@@ -61,7 +60,7 @@ def decision(did: str, action: str, item: str | None = "t1", **kw: Any) -> Decis
     return Decision(decision_id=did, session_id="S1", item=item, action=action, by="ana", **kw)  # type: ignore[arg-type]
 
 
-async def feed(p: Pipeline, d: Decision | bytes, offset: int, signed: bool = False) -> None:
+async def feed(p: TestPipeline, d: Decision | bytes, offset: int, signed: bool = False) -> None:
     """Hand one record of the decisions topic to the pipeline, as read from its partition."""
     topic = p.topics.decisions
     value = d if isinstance(d, bytes) else dumps(d)
@@ -70,11 +69,11 @@ async def feed(p: Pipeline, d: Decision | bytes, offset: int, signed: bool = Fal
     await p.people.handle(value, source, headers)
 
 
-def replies(p: Pipeline) -> list[Reply]:
+def replies(p: TestPipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
-async def parked(p: Pipeline) -> Baton:
+async def parked(p: TestPipeline) -> Baton:
     [reply] = await p.send(ticket("t1", "Please cancel my jacket order."))
     assert reply.status == "handoff" and reply.offer is not None
     assert reply.offer.state == "needs_approval" and reply.offer.total == 150

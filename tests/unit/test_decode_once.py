@@ -13,8 +13,8 @@ from baton_kafka.schemas import Baton, MemoryIndex, StageRecord, dumps
 from baton_kafka.schemas.codec import InvalidRecord, parse
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory
 
@@ -41,13 +41,13 @@ def decodings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield calls
 
 
-def read(p: Pipeline, topic: str, key: str | None, offset: int) -> Source:
+def read(p: TestPipeline, topic: str, key: str | None, offset: int) -> Source:
     """Where a broker hands the record over: on its key's partition."""
     partition = session_partition(key or "", p.settings.partitions)
     return Source(topic, partition, offset, key=key or "")
 
 
-async def deliver(p: Pipeline, stage: str, topic: str, decodings: list[int]) -> list[int]:
+async def deliver(p: TestPipeline, stage: str, topic: str, decodings: list[int]) -> list[int]:
     """Each record waiting on ``topic`` taken in by ``stage`` as the Faust agent does (the
     admission check, then the stage); how many decodings each delivery cost."""
     pending = list(zip(p.sink.sent.pop(topic, []), p.sink.headers.pop(topic, []), strict=True))

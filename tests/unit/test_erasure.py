@@ -10,11 +10,11 @@ from baton_kafka.schemas import Erasure, IndexUpdate, StageRecord, dumps
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.runtime import erasure
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
 
 
-async def erase(p: Pipeline, customer: str, session: str | None) -> None:
+async def erase(p: TestPipeline, customer: str, session: str | None) -> None:
     request = dumps(Erasure(request_id="r1", customer_id=customer, session_id=session))
     if session is None:
         await p.apply_index(request, erasure.headers())
@@ -22,7 +22,7 @@ async def erase(p: Pipeline, customer: str, session: str | None) -> None:
         await p.run_stage("understand", request, Source(), erasure.headers())
 
 
-async def test_a_session_and_the_index_entry_are_tombstoned(pipeline: Pipeline) -> None:
+async def test_a_session_and_the_index_entry_are_tombstoned(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await pipeline.send(ticket("a2", "My controller drifts.", "S2"))
     tables = pipeline.state
@@ -42,7 +42,7 @@ async def test_a_session_and_the_index_entry_are_tombstoned(pipeline: Pipeline) 
     assert replies[-1].ticket_id == "a3" and replies[-1].order_id is None
 
 
-async def test_a_request_for_another_customer_erases_nothing(pipeline: Pipeline) -> None:
+async def test_a_request_for_another_customer_erases_nothing(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await erase(pipeline, "C2", "S1")
     await erase(pipeline, "C2", None)
@@ -52,7 +52,7 @@ async def test_a_request_for_another_customer_erases_nothing(pipeline: Pipeline)
     assert held is not None and held.sessions and held.erased_at is None
 
 
-async def test_an_erasure_waits_for_the_ticket_in_flight(pipeline: Pipeline) -> None:
+async def test_an_erasure_waits_for_the_ticket_in_flight(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await pipeline.gate.enter("S1", "a2", lambda: None)
     waiting = asyncio.create_task(erase(pipeline, "C1", "S1"))
@@ -69,7 +69,7 @@ def test_only_the_marked_records_are_requests() -> None:
 
 
 async def test_an_erasure_is_never_shed_with_a_flooding_sessions_tickets(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     request = dumps(Erasure(request_id="r2", customer_id="C1", session_id="S1"))
@@ -77,13 +77,13 @@ async def test_an_erasure_is_never_shed_with_a_flooding_sessions_tickets(
     assert pipeline.state.batons.tombstones == ["S1"]
 
 
-async def forget_all(p: Pipeline, customer: str, sessions: list[str]) -> None:
+async def forget_all(p: TestPipeline, customer: str, sessions: list[str]) -> None:
     for session in sessions:
         await erase(p, customer, session)
     await erase(p, customer, None)
 
 
-async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pipeline) -> None:
+async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: TestPipeline) -> None:
     n = pipeline.topics
     written = utcnow() - timedelta(minutes=5)
     old = ticket("a1", "My kettle is leaking, I live at 5 Elm Road.", "S1")
@@ -119,7 +119,9 @@ async def test_records_written_before_an_erasure_bring_nothing_back(pipeline: Pi
     assert index.erased_at == mark.erased_at
 
 
-async def test_the_mark_of_an_erasure_is_kept_for_the_index_retention(pipeline: Pipeline) -> None:
+async def test_the_mark_of_an_erasure_is_kept_for_the_index_retention(
+    pipeline: TestPipeline,
+) -> None:
     await pipeline.send(ticket("a1", "My kettle is leaking.", "S1"))
     await forget_all(pipeline, "C1", ["S1"])
     await pipeline.sweep_index()

@@ -20,7 +20,6 @@ from baton_kafka.schemas.decision import PendingOffer
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import Offer, OfferLine, utcnow
 from baton_kafka.streams.runtime.escalations import EscalationGauges
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
@@ -39,22 +38,22 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
         yield s
 
 
-def pipeline_on(store: SQLiteOrderStore, sink: MemorySink | None = None, **kw: Any) -> Pipeline:
+def pipeline_on(store: SQLiteOrderStore, sink: MemorySink | None = None, **kw: Any) -> TestPipeline:
     return in_memory(store, sink=sink, **{"policy_file": ALPINE, "approval_timeout_s": HOUR, **kw})
 
 
-def restarted(p: Pipeline) -> Pipeline:
+def restarted(p: TestPipeline) -> TestPipeline:
     """A new worker on the same tables and topics (its clocks know no deadline)."""
     p.clocks.close()
     return TestPipeline(orders=p.store, settings=p.settings, sink=p.sink, state=p.state)
 
 
-async def parked(p: Pipeline) -> None:
+async def parked(p: TestPipeline) -> None:
     [reply] = await p.send(ticket("t1", "Please cancel my jacket order."))
     assert reply.offer is not None and reply.offer.state == "needs_approval"
 
 
-def age(p: Pipeline, hours: float = 5) -> None:
+def age(p: TestPipeline, hours: float = 5) -> None:
     """Park the session's pending offer ``hours`` earlier than it was."""
     baton = p.baton("S1")
     assert baton.pending is not None
@@ -64,18 +63,18 @@ def age(p: Pipeline, hours: float = 5) -> None:
     )
 
 
-async def ring(p: Pipeline) -> None:
+async def ring(p: TestPipeline) -> None:
     """Arm every owned session's deadline, as the sweep after a start does, and let those
     that are due ring."""
     await p.escalations.sweep(lambda session: True)
     await asyncio.gather(*p.clocks.alarms.values())
 
 
-def replies(p: Pipeline) -> list[Reply]:
+def replies(p: TestPipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
-def packets(p: Pipeline) -> list[HandoffPacket]:
+def packets(p: TestPipeline) -> list[HandoffPacket]:
     return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 

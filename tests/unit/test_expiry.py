@@ -13,7 +13,6 @@ from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.schemas import Baton, IndexUpdate, MemoryIndex, SessionSummary, dumps
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.runtime.expiry import YIELD_EVERY, IndexSweep
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import MemorySink, TestPipeline
 
@@ -22,12 +21,12 @@ DAY = timedelta(days=1)
 
 
 @pytest.fixture
-def pipeline(store: SQLiteOrderStore) -> Pipeline:
+def pipeline(store: SQLiteOrderStore) -> TestPipeline:
     settings = Settings(namespace="u", session_ttl_s=7 * 86400, index_retention_days=30)
     return TestPipeline(orders=store, settings=settings)
 
 
-def put_baton(p: Pipeline, session: str, idle: timedelta, customer: str = "C1") -> Baton:
+def put_baton(p: TestPipeline, session: str, idle: timedelta, customer: str = "C1") -> Baton:
     baton = Baton(session_id=session, customer_id=customer, updated_at=NOW - idle)
     p.state.batons.put(session, dumps(baton))
     return baton
@@ -37,12 +36,12 @@ def summary(session: str, age: timedelta, expired: bool = False) -> SessionSumma
     return SessionSummary(session_id=session, core_problem="x", at=NOW - age, expired=expired)
 
 
-def put_index(p: Pipeline, customer: str, *summaries: SessionSummary) -> None:
+def put_index(p: TestPipeline, customer: str, *summaries: SessionSummary) -> None:
     index = MemoryIndex(key=customer, sessions=list(summaries))
     p.state.customers.put(customer, dumps(index))
 
 
-def index_of(p: Pipeline, customer: str) -> list[str]:
+def index_of(p: TestPipeline, customer: str) -> list[str]:
     index = p.batons.index(customer)
     return [s.session_id for s in index.sessions] if index else []
 
@@ -64,7 +63,7 @@ def ticking() -> Iterator[list[int]]:
         task.cancel()
 
 
-async def test_a_sweep_of_many_batons_lets_other_tasks_run(pipeline: Pipeline) -> None:
+async def test_a_sweep_of_many_batons_lets_other_tasks_run(pipeline: TestPipeline) -> None:
     for i in range(1000):
         put_baton(pipeline, f"S{i}", idle=8 * DAY if i % 2 else DAY)
     with ticking() as ticks:
@@ -78,7 +77,7 @@ async def test_a_sweep_of_many_batons_lets_other_tasks_run(pipeline: Pipeline) -
 
 
 async def test_a_session_that_takes_a_ticket_during_the_sweep_is_not_expired(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     for i in range(3 * YIELD_EVERY):
         put_baton(pipeline, f"S{i:03d}", idle=8 * DAY)
@@ -98,7 +97,7 @@ async def test_a_session_that_takes_a_ticket_during_the_sweep_is_not_expired(
 
 
 async def test_an_expired_sessions_summary_is_kept_for_the_retention_then_dropped(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     put_baton(pipeline, "OLD", idle=8 * DAY)
     put_baton(pipeline, "NEW", idle=DAY)
@@ -118,7 +117,7 @@ async def test_an_expired_sessions_summary_is_kept_for_the_retention_then_droppe
 
 
 async def test_the_index_sweep_keeps_recent_sessions_and_lets_other_tasks_run(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     put_index(pipeline, "C1", summary("S2", DAY), summary("S1", 40 * DAY))
     for i in range(1000):
@@ -133,7 +132,7 @@ async def test_the_index_sweep_keeps_recent_sessions_and_lets_other_tasks_run(
     assert during >= 1000 // YIELD_EVERY - 1
 
 
-async def test_an_update_older_than_the_retention_is_not_indexed(pipeline: Pipeline) -> None:
+async def test_an_update_older_than_the_retention_is_not_indexed(pipeline: TestPipeline) -> None:
     late = IndexUpdate(customer_id="C9", summary=summary("S1", 31 * DAY, expired=True))
     await pipeline.apply_index(dumps(late))
     assert pipeline.batons.index("C9") is None and pipeline.state.customers.tombstones == []
@@ -150,7 +149,7 @@ async def test_the_index_keeps_the_configured_number_of_sessions(store: SQLiteOr
     assert index_of(pipeline, "C1") == ["S4", "S3", "S2"]
 
 
-async def test_a_baton_erased_during_the_sweep_sends_no_summary(pipeline: Pipeline) -> None:
+async def test_a_baton_erased_during_the_sweep_sends_no_summary(pipeline: TestPipeline) -> None:
     for i in range(3 * YIELD_EVERY):
         put_baton(pipeline, f"S{i:03d}", idle=8 * DAY, customer="C1" if i else "C-erased")
     for i in range(3 * YIELD_EVERY - 1, 2 * YIELD_EVERY, -1):

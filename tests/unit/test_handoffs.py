@@ -34,8 +34,7 @@ from baton_kafka.streams.debug import handoffs as handoffs_view
 from baton_kafka.streams.kafka.client import Message
 from baton_kafka.streams.runtime import handoffs
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.testing import MemorySink
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.agents import client
 from tests.fixtures.data import C1_ORDERS, handoff_packet, jacket, ticket
 from tests.fixtures.data import reply as data_reply
@@ -49,7 +48,7 @@ JACKET = jacket("C1")
 
 def pipeline_on(
     store: OrderSource, llm: LLM | None = None, sink: MemorySink | None = None, **kw: Any
-) -> Pipeline:
+) -> TestPipeline:
     return in_memory(store, client=llm, sink=sink, **kw)
 
 
@@ -66,15 +65,15 @@ async def standin() -> AsyncIterator[StandIn]:
         yield s
 
 
-def packets(p: Pipeline) -> list[HandoffPacket]:
+def packets(p: TestPipeline) -> list[HandoffPacket]:
     return [HandoffPacket.model_validate_json(v) for _, v in p.sink.sent[p.topics.handoffs]]
 
 
-def replies(p: Pipeline) -> list[Reply]:
+def replies(p: TestPipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in p.sink.sent[p.topics.replies]]
 
 
-def one_packet(p: Pipeline, ticket_id: str) -> HandoffPacket:
+def one_packet(p: TestPipeline, ticket_id: str) -> HandoffPacket:
     """The only packet of the pipeline, for ``ticket_id``, keyed by its session."""
     found = packets(p)
     assert [x.ticket_id for x in found] == [ticket_id]

@@ -12,7 +12,7 @@ from baton_kafka.agents import history
 from baton_kafka.schemas import MemoryIndex, dumps
 from baton_kafka.schemas.baton import IndexUpdate, OrderMemory
 from baton_kafka.schemas.records import Order, Reply, utcnow
-from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import days_ago, order, ticket
 from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
@@ -42,26 +42,26 @@ STORY = [  # One session, three topics: a refund, a repair, a parcel not arrived
 
 
 @pytest.fixture
-async def pipeline(tmp_path: Path) -> AsyncIterator[Pipeline]:
+async def pipeline(tmp_path: Path) -> AsyncIterator[TestPipeline]:
     orders: list[Order] = [BLENDER, PHONE, SPEAKER, LAMP, KETTLE, HEADSET, SHOE_9, SHOE_10]
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as s:
         yield in_memory(s)
 
 
-async def _story(p: Pipeline) -> list[Reply]:
+async def _story(p: TestPipeline) -> list[Reply]:
     return await p.send(*(ticket(tid, text, "A", "C7") for tid, text in STORY))
 
 
-def _index(p: Pipeline, customer: str) -> MemoryIndex:
+def _index(p: TestPipeline, customer: str) -> MemoryIndex:
     return MemoryIndex.model_validate_json(p.state.customers.get(customer) or b"")
 
 
-async def _ask(p: Pipeline, tid: str, text: str, session: str, customer: str = "C7") -> Reply:
+async def _ask(p: TestPipeline, tid: str, text: str, session: str, customer: str = "C7") -> Reply:
     replies = await p.send(ticket(tid, text, session, customer))
     return next(r for r in replies if r.ticket_id == tid)
 
 
-async def test_the_index_keeps_every_order_a_session_discussed(pipeline: Pipeline) -> None:
+async def test_the_index_keeps_every_order_a_session_discussed(pipeline: TestPipeline) -> None:
     replies = await _story(pipeline)
     assert [r.order_id for r in replies] == ["B-1", "P-1", "T-1"]
     entries = {e.order_id: e for e in _index(pipeline, "C7").orders}
@@ -86,7 +86,7 @@ async def test_the_index_keeps_every_order_a_session_discussed(pipeline: Pipelin
     ],
 )
 async def test_a_later_session_finds_the_order_by_what_was_done_or_its_status(
-    pipeline: Pipeline, text: str, expected: str, method: str
+    pipeline: TestPipeline, text: str, expected: str, method: str
 ) -> None:
     await _story(pipeline)
     reply = await _ask(pipeline, "b1", text, "B")
@@ -97,7 +97,7 @@ async def test_a_later_session_finds_the_order_by_what_was_done_or_its_status(
     assert f"recalled by {method}" in decision.reason
 
 
-async def test_the_reference_is_answered_with_that_orders_problem(pipeline: Pipeline) -> None:
+async def test_the_reference_is_answered_with_that_orders_problem(pipeline: TestPipeline) -> None:
     await _story(pipeline)
     reply = await _ask(pipeline, "b1", "The one I sent for repair, is it fixed yet?", "B")
     assert "Pixel 8 Phone" in reply.reply and "speaker" not in reply.reply.casefold()
@@ -106,14 +106,14 @@ async def test_the_reference_is_answered_with_that_orders_problem(pipeline: Pipe
     assert follow.order_id == "P-1"
 
 
-async def test_a_return_within_the_session_finds_the_earlier_topic(pipeline: Pipeline) -> None:
+async def test_a_return_within_the_session_finds_the_earlier_topic(pipeline: TestPipeline) -> None:
     await _story(pipeline)
     reply = await _ask(pipeline, "a4", "Back to the one I sent for repair: do I pay postage?", "A")
     assert reply.order_id == "P-1"
 
 
 async def test_two_orders_fitting_equally_are_asked_about_not_guessed(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     await pipeline.send(
         ticket("c1", "My kettle is leaking, I want a refund.", "C", "C8"),
@@ -127,7 +127,7 @@ async def test_two_orders_fitting_equally_are_asked_about_not_guessed(
     assert lookup.decision == "none: no order" and "customer is asked" in lookup.reason
 
 
-async def test_similar_orders_are_told_apart_by_time(pipeline: Pipeline) -> None:
+async def test_similar_orders_are_told_apart_by_time(pipeline: TestPipeline) -> None:
     await pipeline.send(
         ticket("e1", "My Pegasus running shoes US 9 are too small, I want an exchange.", "E", "C9"),
         ticket("e2", "And the Pegasus US 10 pair squeaks, can I return them?", "E", "C9"),
@@ -136,7 +136,7 @@ async def test_similar_orders_are_told_apart_by_time(pipeline: Pipeline) -> None
     assert reply.order_id == "S-10", reply.reply
 
 
-async def test_no_clue_no_recall(pipeline: Pipeline) -> None:
+async def test_no_clue_no_recall(pipeline: TestPipeline) -> None:
     await _story(pipeline)
     reply = await _ask(pipeline, "a4", "How long will the speaker take?", "A")
     assert reply.order_id == "T-1"
@@ -145,7 +145,7 @@ async def test_no_clue_no_recall(pipeline: Pipeline) -> None:
 
 
 async def test_history_is_written_only_under_the_sessions_own_customer(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     await _story(pipeline)
     # A guest's session (no customer) and another customer's session leave C7's history alone.
@@ -158,7 +158,7 @@ async def test_history_is_written_only_under_the_sessions_own_customer(
     assert reply.order_id != "P-1" and "P-1" not in reply.reply
 
 
-async def test_replaying_the_index_topic_rebuilds_the_same_history(pipeline: Pipeline) -> None:
+async def test_replaying_the_index_topic_rebuilds_the_same_history(pipeline: TestPipeline) -> None:
     updates: list[bytes] = []
     original = pipeline.apply_index
 

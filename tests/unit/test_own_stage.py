@@ -16,9 +16,10 @@ from baton_kafka.schemas import Reply, Ticket
 from baton_kafka.schemas.stages import Understanding
 from baton_kafka.streams.kafka.topics import TopicNames, wanted_partitions
 from baton_kafka.streams.observe.dashboard import Recent, summary
-from baton_kafka.streams.runtime import Chain, Pipeline, stage
+from baton_kafka.streams.runtime import Chain, stage
 from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings, load
+from baton_kafka.streams.testing import TestPipeline
 from examples.stages.priority import PRIORITY, Priority
 from tests.fixtures.data import ticket
 from tests.fixtures.models import standin_env
@@ -27,7 +28,7 @@ from tests.fixtures.pipelines import in_memory
 CHAIN = Chain.of([PRIORITY])
 
 
-def with_priority(store: SQLiteOrderStore, llm: Any = None) -> Pipeline:
+def with_priority(store: SQLiteOrderStore, llm: Any = None) -> TestPipeline:
     return in_memory(store, client=llm, chain=CHAIN)
 
 

@@ -18,13 +18,12 @@ from baton_kafka.schemas import (
 )
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
 
 
-async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) -> None:
+async def test_follow_ups_carry_product_problem_and_order(pipeline: TestPipeline) -> None:
     replies = await pipeline.send(
         ticket("t1", "My kettle is leaking, I want a refund."),
         ticket("t2", "Actually, can I send it back for repair instead?"),
@@ -40,7 +39,7 @@ async def test_follow_ups_carry_product_problem_and_order(pipeline: Pipeline) ->
 
 
 async def test_topic_switch_moves_the_current_order_and_keeps_the_old_one(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     replies = await pipeline.send(
         ticket("t1", "My kettle is leaking."),
@@ -54,7 +53,7 @@ async def test_topic_switch_moves_the_current_order_and_keeps_the_old_one(
     assert "Kettle" in baton.tickets[0].core_problem
 
 
-async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: Pipeline) -> None:
+async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("a1", "My kettle is leaking, I want a refund.", session="A"))
     index = MemoryIndex.model_validate_json(pipeline.state.customers.get("C1") or b"")
     assert [s.session_id for s in index.sessions] == ["A"] and index.sessions[0].order_id == "O-1"
@@ -66,7 +65,7 @@ async def test_a_new_session_resolves_the_order_asked_about_before(pipeline: Pip
     assert "O-1" in reply.reply
 
 
-async def test_a_republished_ticket_is_answered_once(pipeline: Pipeline) -> None:
+async def test_a_republished_ticket_is_answered_once(pipeline: TestPipeline) -> None:
     first = ticket("t1", "My kettle is leaking.")
     replies = await pipeline.send(first, first)
     assert [r.ticket_id for r in replies] == ["t1"]
@@ -94,7 +93,7 @@ async def test_a_republished_ticket_is_answered_once(pipeline: Pipeline) -> None
     ],
 )
 async def test_a_ticket_with_an_unsafe_id_is_an_invalid_input_dead_letter(
-    pipeline: Pipeline, field: str, value: object, phrase: str
+    pipeline: TestPipeline, field: str, value: object, phrase: str
 ) -> None:
     n = pipeline.topics
     raw = orjson.dumps({**ticket("t1", "My kettle is leaking.").model_dump(), field: value})
@@ -122,7 +121,7 @@ async def test_a_ticket_with_an_unsafe_id_is_an_invalid_input_dead_letter(
     ],
 )
 async def test_ids_as_real_systems_send_them_pass_unchanged_and_key_the_session(
-    store: SQLiteOrderStore, pipeline: Pipeline, value: str
+    store: SQLiteOrderStore, pipeline: TestPipeline, value: str
 ) -> None:
     odd = ticket(value, "My kettle is leaking.", session=value, customer="C1")
     (reply,) = await pipeline.send(odd)
@@ -131,7 +130,7 @@ async def test_ids_as_real_systems_send_them_pass_unchanged_and_key_the_session(
     assert pipeline.topics.dead_letters not in pipeline.sink.sent
 
 
-async def test_a_numeric_id_is_answered_under_its_digits(pipeline: Pipeline) -> None:
+async def test_a_numeric_id_is_answered_under_its_digits(pipeline: TestPipeline) -> None:
     n = pipeline.topics
     raw = b'{"ticket_id": 1029384756, "session_id": 42, "customer_id": "C1", "text": "It leaks."}'
     await pipeline.intake(raw, Source(n.tickets, 0, 0))
@@ -144,7 +143,7 @@ async def test_a_numeric_id_is_answered_under_its_digits(pipeline: Pipeline) -> 
     assert keys == ["42"]
 
 
-async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) -> None:
+async def test_context_levels_full_partial_minimal_broken(pipeline: TestPipeline) -> None:
     n = pipeline.topics
     await pipeline.send(ticket("t1", "My kettle is leaking."))
     assert pipeline.counts.counts["context.full"] == 3
@@ -178,7 +177,7 @@ async def test_context_levels_full_partial_minimal_broken(pipeline: Pipeline) ->
     assert reply.ticket_id == "t4" and reply.status == "degraded"
 
 
-async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: Pipeline) -> None:
+async def test_expiry_tombstones_idle_sessions_and_keeps_the_index(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("t1", "My kettle is leaking.", "OLD"))
     await pipeline.send(ticket("t2", "My controller drifts.", "NEW"))
     tables = pipeline.state
@@ -224,7 +223,7 @@ async def test_a_refusal_upstream_hands_the_ticket_off(store: SQLiteOrderStore) 
 
 @pytest.mark.parametrize("reply_reached_the_topic", [True, False])
 async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
-    pipeline: Pipeline, reply_reached_the_topic: bool
+    pipeline: TestPipeline, reply_reached_the_topic: bool
 ) -> None:
     n = pipeline.topics
     await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source(n.tickets, 0, 0))
@@ -254,7 +253,7 @@ async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
     assert after.version == answered.version, "the reply was recorded once"
 
 
-async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
+async def test_a_baton_is_parsed_once_per_version(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("t1", "My kettle is leaking."))
     first = pipeline.baton("S1")
     assert pipeline.baton("S1") is first
@@ -267,7 +266,7 @@ async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
     assert pipeline.baton("S1") is second
 
 
-async def test_parsed_batons_are_bounded_by_their_size(pipeline: Pipeline) -> None:
+async def test_parsed_batons_are_bounded_by_their_size(pipeline: TestPipeline) -> None:
     from baton_kafka.streams.runtime import batons as module
 
     for i in range(3):

@@ -17,8 +17,8 @@ from baton_kafka.schemas.baton import Baton, TicketMemory
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.records import Offer, OfferLine
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.data import reply as data_reply
 from tests.fixtures.paths import ROOT
@@ -107,7 +107,7 @@ async def shop(tmp_path: Path) -> AsyncIterator[SQLiteOrderStore]:
         yield s
 
 
-def actions(p: Pipeline) -> list[Action]:
+def actions(p: TestPipeline) -> list[Action]:
     return [Action.model_validate_json(v) for _, v in p.sink.sent.get(p.topics.actions, [])]
 
 

@@ -11,7 +11,7 @@ import pytest
 from baton_kafka.schemas import MemoryIndex, StageRecord, Ticket, dumps
 from baton_kafka.streams.runtime import erasure
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import C1_ORDERS, order, ticket
 from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
@@ -20,24 +20,24 @@ HEADPHONES = "Sony WH-1000XM6 Headphones"
 
 
 @pytest.fixture
-async def shared(tmp_path: Path) -> AsyncIterator[Pipeline]:
+async def shared(tmp_path: Path) -> AsyncIterator[TestPipeline]:
     """A pipeline whose store holds C1's kettle and controller and C2's headphones."""
     orders = [*C1_ORDERS, order("O-9", customer="C2", product_name=HEADPHONES, amount=349.0)]
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
         yield in_memory(store)
 
 
-def everything_sent(p: Pipeline) -> str:
+def everything_sent(p: TestPipeline) -> str:
     return "\n".join(v.decode() for topic in p.sink.sent.values() for _, v in topic)
 
 
-def index_of(p: Pipeline, customer: str) -> MemoryIndex | None:
+def index_of(p: TestPipeline, customer: str) -> MemoryIndex | None:
     raw = p.state.customers.get(customer)
     return MemoryIndex.model_validate_json(raw) if raw else None
 
 
 async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
-    shared: Pipeline,
+    shared: TestPipeline,
 ) -> None:
     await shared.send(ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
     before = shared.baton("S1")
@@ -60,7 +60,7 @@ async def test_another_customers_ticket_is_dead_lettered_and_learns_nothing(
 
 
 async def test_a_ticket_without_a_customer_cannot_use_a_customers_session(
-    shared: Pipeline,
+    shared: TestPipeline,
 ) -> None:
     await shared.send(ticket("a1", "My kettle is leaking.", customer="C1"))
     before = shared.baton("S1")
@@ -69,7 +69,7 @@ async def test_a_ticket_without_a_customer_cannot_use_a_customers_session(
     assert shared.baton("S1") == before
 
 
-async def test_an_anonymous_session_stays_anonymous(shared: Pipeline) -> None:
+async def test_an_anonymous_session_stays_anonymous(shared: TestPipeline) -> None:
     await shared.send(ticket("x1", "My kettle is leaking.", customer=None))
     anonymous = shared.baton("S1")
     await shared.send(ticket("a1", "Which order was that?", customer="C1"))
@@ -81,7 +81,7 @@ async def test_an_anonymous_session_stays_anonymous(shared: Pipeline) -> None:
 
 
 async def test_the_owners_next_ticket_and_next_session_see_only_their_own_facts(
-    shared: Pipeline,
+    shared: TestPipeline,
 ) -> None:
     await shared.send(ticket("a1", "My kettle is leaking, I want a refund.", customer="C1"))
     index_before = index_of(shared, "C1")
@@ -110,7 +110,7 @@ async def test_the_owners_next_ticket_and_next_session_see_only_their_own_facts(
     assert all(s.order_id == "O-1" for s in index.sessions)
 
 
-async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: Pipeline) -> None:
+async def test_the_intruder_is_answered_in_a_session_of_their_own(shared: TestPipeline) -> None:
     await shared.send(ticket("a1", "My kettle is leaking.", customer="C1"))
     replies = await shared.send(ticket("b1", "My headphones are broken.", "S9", "C2"))
     mine = replies[-1]
@@ -127,7 +127,7 @@ def guest(tid: str, text: str, guest_id: str | None, session: str = "S1") -> Tic
     return Ticket(ticket_id=tid, session_id=session, text=text, guest_id=guest_id)
 
 
-async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipeline) -> None:
+async def test_a_second_guest_cannot_read_the_first_guests_session(shared: TestPipeline) -> None:
     first = await shared.send(guest("g1", "My kettle is leaking, I live at 5 Elm Road.", GA))
     held = shared.baton("S1")
     assert first[-1].ticket_id == "g1"
@@ -153,7 +153,7 @@ async def test_a_second_guest_cannot_read_the_first_guests_session(shared: Pipel
     assert held.guest and GA not in held.model_dump_json()
 
 
-async def test_a_guest_id_cannot_claim_a_session_opened_without_one(shared: Pipeline) -> None:
+async def test_a_guest_id_cannot_claim_a_session_opened_without_one(shared: TestPipeline) -> None:
     await shared.send(guest("g1", "My kettle is leaking.", None))
     await shared.send(guest("g2", "What was my problem?", GB))
     [dl] = shared.dead_letters
@@ -170,7 +170,7 @@ def test_a_guest_id_is_ignored_for_a_customer_and_never_stored() -> None:
 
 
 async def test_an_intruder_is_refused_before_the_sessions_turn_and_filed_under_the_sender(
-    shared: Pipeline,
+    shared: TestPipeline,
 ) -> None:
     await shared.send(ticket("a1", "My kettle is leaking.", customer="C1"))
     n = shared.topics
@@ -214,7 +214,7 @@ async def test_a_sender_probing_sessions_fills_the_dead_letters_only_up_to_its_b
 
 @pytest.mark.parametrize("guest_id", ["g", "x" * 15, "short-guest-id!"])
 async def test_a_guest_id_shorter_than_the_documented_minimum_is_refused_at_intake(
-    shared: Pipeline, guest_id: str
+    shared: TestPipeline, guest_id: str
 ) -> None:
     replies = await shared.send(guest("g1", "My kettle is leaking.", guest_id))
     assert replies == [] and shared.batons.get("S1") is None

@@ -7,12 +7,11 @@ import pytest
 from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.schemas import DeadLetter, MemoryIndex, Reply, StageRecord, dumps
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.signing import HEADER, Signer
 from baton_kafka.streams.runtime.worker import check_signing
 from baton_kafka.streams.settings import SettingsError, load
-from baton_kafka.streams.testing import MemorySink
+from baton_kafka.streams.testing import MemorySink, TestPipeline
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory
 
@@ -66,22 +65,22 @@ def test_signing_keys_setting() -> None:
 
 
 @pytest.fixture
-def signed(store: SQLiteOrderStore) -> Pipeline:
+def signed(store: SQLiteOrderStore) -> TestPipeline:
     return in_memory(store, signing_keys=(NEW, OLD))
 
 
-def out(p: Pipeline) -> MemorySink:
+def out(p: TestPipeline) -> MemorySink:
     assert isinstance(p.sink, MemorySink)
     return p.sink
 
 
-def read_at(p: Pipeline, topic: str, key: str | None, offset: int = 0) -> Source:
+def read_at(p: TestPipeline, topic: str, key: str | None, offset: int = 0) -> Source:
     """Where a broker would have read a record of ``topic`` under ``key``: its own partition."""
     partition = session_partition(key, p.settings.partitions) if key else 0
     return Source(topic, partition, offset, key)
 
 
-async def feed(p: Pipeline, stage: str, topic: str, i: int = -1, **changes: object) -> None:
+async def feed(p: TestPipeline, stage: str, topic: str, i: int = -1, **changes: object) -> None:
     """Feed record ``i`` of ``topic`` to ``stage`` with its own key, headers and ``changes``."""
     key, value = out(p).sent[topic][i]
     headers = out(p).headers[topic][i]
@@ -90,22 +89,22 @@ async def feed(p: Pipeline, stage: str, topic: str, i: int = -1, **changes: obje
     await p.run_stage(stage, value, read_at(p, topic, key), headers)  # type: ignore[arg-type]
 
 
-async def through_lookup(p: Pipeline) -> None:
+async def through_lookup(p: TestPipeline) -> None:
     n = p.topics
     await p.intake(dumps(ticket("t1", "My kettle is leaking, I want a refund.")), Source())
     await feed(p, "understand", n.sessions)
     await feed(p, "lookup", n.understood)
 
 
-def replies(p: Pipeline) -> list[Reply]:
+def replies(p: TestPipeline) -> list[Reply]:
     return [Reply.model_validate_json(v) for _, v in out(p).sent[p.topics.replies]]
 
 
-def letters(p: Pipeline) -> list[DeadLetter]:
+def letters(p: TestPipeline) -> list[DeadLetter]:
     return [DeadLetter.model_validate_json(v) for _, v in out(p).sent[p.topics.dead_letters]]
 
 
-async def test_signed_records_flow_through_every_stage(signed: Pipeline) -> None:
+async def test_signed_records_flow_through_every_stage(signed: TestPipeline) -> None:
     await through_lookup(signed)
     await feed(signed, "strategy", signed.topics.matched)
     assert [r.ticket_id for r in replies(signed)] == ["t1"] and letters(signed) == []
@@ -114,7 +113,7 @@ async def test_signed_records_flow_through_every_stage(signed: Pipeline) -> None
     assert out(signed).headers[signed.topics.replies] == [[]]
 
 
-async def test_a_forged_order_in_a_stage_record_is_dead_lettered(signed: Pipeline) -> None:
+async def test_a_forged_order_in_a_stage_record_is_dead_lettered(signed: TestPipeline) -> None:
     await through_lookup(signed)
     matched = StageRecord.model_validate_json(out(signed).sent[signed.topics.matched][-1][1])
     assert matched.match is not None and matched.match.order is not None
@@ -128,7 +127,7 @@ async def test_a_forged_order_in_a_stage_record_is_dead_lettered(signed: Pipelin
     assert "9999" in dl.payload
 
 
-async def test_unsigned_or_misrouted_records_are_dead_lettered(signed: Pipeline) -> None:
+async def test_unsigned_or_misrouted_records_are_dead_lettered(signed: TestPipeline) -> None:
     await through_lookup(signed)
     n = signed.topics
     value = out(signed).sent[n.matched][-1][1]
@@ -145,7 +144,7 @@ async def test_unsigned_or_misrouted_records_are_dead_lettered(signed: Pipeline)
     ]
 
 
-async def test_an_unsigned_index_update_is_ignored(signed: Pipeline) -> None:
+async def test_an_unsigned_index_update_is_ignored(signed: TestPipeline) -> None:
     await through_lookup(signed)
     await feed(signed, "strategy", signed.topics.matched)
     n = signed.topics
@@ -159,7 +158,7 @@ async def test_an_unsigned_index_update_is_ignored(signed: Pipeline) -> None:
 
 
 async def test_a_signed_record_read_under_another_key_or_partition_is_dead_lettered(
-    signed: Pipeline,
+    signed: TestPipeline,
 ) -> None:
     n = signed.topics
     await signed.intake(dumps(ticket("t1", "My kettle is leaking, I want a refund.")), Source())
@@ -187,7 +186,7 @@ async def test_a_signed_record_read_under_another_key_or_partition_is_dead_lette
 
 
 async def test_without_signing_a_record_off_its_sessions_key_is_still_refused(
-    pipeline: Pipeline,
+    pipeline: TestPipeline,
 ) -> None:
     n = pipeline.topics
     await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source())
@@ -198,7 +197,7 @@ async def test_without_signing_a_record_off_its_sessions_key_is_still_refused(
     assert pipeline.batons.get("S1") is None and n.understood not in out(pipeline).sent
 
 
-async def test_an_index_update_under_another_customers_key_is_ignored(signed: Pipeline) -> None:
+async def test_an_index_update_under_another_customers_key_is_ignored(signed: TestPipeline) -> None:
     await through_lookup(signed)
     await feed(signed, "strategy", signed.topics.matched)
     n = signed.topics

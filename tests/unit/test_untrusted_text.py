@@ -19,8 +19,8 @@ from baton_kafka.schemas import StageRecord, dumps
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.schemas.stages import OrderMatch, Recall, StrategyDraft
 from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.settings import SettingsError, load
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import C1_ORDERS, ticket, understanding
 from tests.fixtures.pipelines import in_memory
 
@@ -187,7 +187,7 @@ async def test_no_customer_words_reach_a_prompt_field_not_marked_as_theirs(store
 async def test_a_backdated_created_at_moves_time_words_by_the_setting_at_most(
     store: Any,
 ) -> None:
-    p: Pipeline = in_memory(store, ticket_max_age_days=7.0)
+    p: TestPipeline = in_memory(store, ticket_max_age_days=7.0)
     now = utcnow()
     old = ticket("t1", "My kettle from last month leaks.").model_copy(
         update={"created_at": now - timedelta(days=90)}
