@@ -26,7 +26,7 @@ from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import in_memory
 from tests.fixtures.stores import sqlite_store
-from tests.unit.test_decisions import decision, feed, losing
+from tests.unit.streams.runtime.test_decisions import decision, feed, losing
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 HOUR = 3600.0

@@ -24,7 +24,7 @@ from baton_kafka.streams.runtime.placement import session_partition
 from tests.fixtures.data import C1_ORDERS, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.stores import sqlite_store
-from tests.unit.test_decisions import (
+from tests.unit.streams.runtime.test_decisions import (
     JACKET,
     decision,
     feed,

@@ -15,7 +15,7 @@ from baton_kafka.streams.actions.choose import open_executor
 from baton_kafka.streams.actions.reconcile import carry_out
 from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments
 from tests.fixtures.pipelines import in_memory
-from tests.unit.test_action_manual import approved_refund, shop, wired
+from tests.unit.streams.actions.test_action_manual import approved_refund, shop, wired
 
 __all__ = ["payments", "shop"]
 

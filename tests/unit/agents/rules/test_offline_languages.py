@@ -189,7 +189,7 @@ async def test_blind_corpus_per_language(tmp_path: Path, name: str) -> None:
 def test_each_language_is_read_into_its_problem_and_demand(
     text: str, problem: str, demand: str
 ) -> None:
-    from tests.unit.test_offline import _understand
+    from tests.unit.agents.rules.test_offline import _understand
 
     u = _understand(text)
     assert (problem_key(u.problem), u.demand) == (problem, demand), u
@@ -201,7 +201,7 @@ def test_each_language_is_read_into_its_problem_and_demand(
 
 def test_english_and_chinese_are_read_by_their_own_words_only() -> None:
     """Another language's words never read an English or Chinese text."""
-    from tests.unit.test_offline import _understand
+    from tests.unit.agents.rules.test_offline import _understand
 
     assert reading("en") == reading("zh")
     assert reading("de").problems["broken"].pattern != reading("en").problems["broken"].pattern
@@ -211,7 +211,7 @@ def test_english_and_chinese_are_read_by_their_own_words_only() -> None:
 
 
 def test_an_order_id_in_full_width_digits_is_the_orders() -> None:
-    from tests.unit.test_offline import ORDERS, _choose
+    from tests.unit.agents.rules.test_offline import ORDERS, _choose
 
     oid = ORDERS[1].order_id
     wide = oid.translate({ord(c): ord(c) + 0xFEE0 for c in "0123456789"})

@@ -111,9 +111,9 @@ async def test_a_fixed_token_is_sent_with_its_extensions() -> None:
 @pytest.mark.parametrize(
     ("path", "token"),
     [
-        ("tests.unit.test_oauth:msk_style", "signed-token"),
-        ("tests.unit.test_oauth:async_token", "async-token"),
-        ("tests.unit.test_oauth:OwnProvider", "own-token"),
+        ("tests.unit.streams.kafka.test_oauth:msk_style", "signed-token"),
+        ("tests.unit.streams.kafka.test_oauth:async_token", "async-token"),
+        ("tests.unit.streams.kafka.test_oauth:OwnProvider", "own-token"),
     ],
 )
 async def test_a_provider_of_one_s_own_by_dotted_path(path: str, token: str) -> None:
@@ -125,7 +125,7 @@ def test_a_dotted_path_that_does_not_import_is_one_line() -> None:
     with pytest.raises(SettingsError, match="cannot import no_such_module_x"):
         Dotted("no_such_module_x:f")
     with pytest.raises(SettingsError, match="has no nothing_here"):
-        Dotted("tests.unit.test_oauth:nothing_here")
+        Dotted("tests.unit.streams.kafka.test_oauth:nothing_here")
 
 
 async def test_client_credentials_asks_once_and_keeps_the_token() -> None:

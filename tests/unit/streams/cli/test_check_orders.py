@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from baton_kafka.streams.cli.main import main
+from tests.fixtures.paths import ROOT
 from tests.fixtures.shop_shapes import (
     SHOPIFY_AUTH,
     WOO_AUTH,
@@ -19,7 +20,7 @@ from tests.fixtures.shop_shapes import (
     woo_order,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "orders"
+EXAMPLES = ROOT / "examples" / "orders"
 
 
 def _closed_port() -> int:

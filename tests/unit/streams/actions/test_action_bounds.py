@@ -27,7 +27,7 @@ from baton_kafka.streams.testing import MemoryTable, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipelines import in_memory
-from tests.unit.test_action_manual import packets, wired
+from tests.unit.streams.actions.test_action_manual import packets, wired
 
 ALPINE = ROOT / "examples/shops/alpine/policy.toml"
 KEYS = (("k1", "a-signing-secret-of-32-characters"),)

@@ -211,10 +211,10 @@ def test_the_setting_chooses_none_a_map_or_a_factory(tmp_path: Path) -> None:
     path = tmp_path / "map.json"
     path.write_text(json.dumps(mapped(RMA_MAP, "https://returns.example")))
     assert isinstance(open_executor(str(path)), HttpExecutor)
-    made = open_executor("tests.unit.test_action_executor:make_executor")
+    made = open_executor("tests.unit.streams.actions.test_action_executor:make_executor")
     assert isinstance(made, HttpExecutor)
     for bad, why in [
-        ("tests.unit.test_action_executor:nothing", "has no attribute"),
+        ("tests.unit.streams.actions.test_action_executor:nothing", "has no attribute"),
         (str(tmp_path / "absent.json"), "cannot read the map"),
     ]:
         with pytest.raises(ValueError, match=why) as caught:

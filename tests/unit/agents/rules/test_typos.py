@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +22,9 @@ from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order, Ticket
 from baton_kafka.schemas.stages import OrderChoice, Understanding
 from tests.fixtures import data
+from tests.fixtures.paths import TEST_DATA
 
-CORPUS = Path(__file__).parents[1] / "data" / "typo_corpus.jsonl"
+CORPUS = TEST_DATA / "typo_corpus.jsonl"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 # Reached on the corpus; Chinese typos of two-character words (健盘, 鼠表) stay misses on purpose.
 MISSES = {"en": 1, "zh": 3}

@@ -235,7 +235,7 @@ async def test_switched_off_nothing_waits() -> None:
 
 
 async def test_the_setting_switches_it_and_the_pipeline_answers_alike(tmp_path: Path) -> None:
-    from tests.unit.test_bench import _store_with
+    from tests.unit.streams.bench.test_bench import _store_with
 
     assert load({}).stage_priority is False
     assert load({"BATON_STAGE_PRIORITY": "1"}).stage_priority is True

@@ -19,7 +19,7 @@ from baton_kafka.streams.bench.inproc import measure
 from baton_kafka.streams.bench.load import Workload
 from baton_kafka.streams.bench.report import check_figures
 from baton_kafka.streams.bench.run import notes
-from tests.unit.test_bench import _store_with
+from tests.unit.streams.bench.test_bench import _store_with
 
 
 def _usage(calls: int, tokens: int, cost: float, **by_stage: int) -> dict[str, object]:
