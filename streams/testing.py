@@ -1,4 +1,5 @@
-"""The test kit: the chain in memory (``TestPipeline``), an order source, a sink and tables.
+"""The test kit, baton's own and a shop's: the chain in memory (``TestPipeline``), an order
+source, a sink (with a broker fault to inject) and tables.
 
 pipeline = TestPipeline(orders=MemoryOrders(order), stages=[MY_STAGE])
 [reply] = await pipeline.send(Ticket(ticket_id="t1", session_id="s1", text="..."))
@@ -6,9 +7,9 @@ pipeline = TestPipeline(orders=MemoryOrders(order), stages=[MY_STAGE])
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -33,20 +34,22 @@ Records = list[tuple[str | None, bytes]]
 
 @dataclass
 class MemorySink:
-    """Topics in memory: ``sent`` holds every record sent, ``take`` hands out the new ones.
+    """Topics in memory: ``sent`` holds the records sent to each topic, ``take`` hands them out.
 
-    Tests may edit ``sent`` (pop a record to feed it to a stage, clear a topic to lose it);
-    ``contains`` answers from ``sent``. ``headers`` holds each record's headers, in the order
-    sent (not edited with ``sent``).
+    A record waits in ``sent`` until a stage takes it: tests may edit ``sent`` (pop a record to
+    feed it to a stage by hand, clear a topic to lose it); ``contains`` answers from ``sent``.
+    ``headers`` holds each record's headers, in the order sent (not edited with ``sent``).
+    ``fail_first`` makes the first matching send raise ``ConnectionError`` (a broker that
+    went away after the sends before it: the fault a worker must survive); it is a topic name's
+    suffix, or a test of ``(topic, value)``. ``failed`` says whether it has happened.
     """
 
     sent: defaultdict[str, Records] = field(default_factory=lambda: defaultdict(list))
     headers: defaultdict[str, list[list[tuple[str, bytes]]]] = field(
         default_factory=lambda: defaultdict(list)
     )
-    _untaken: defaultdict[str, deque[tuple[str | None, bytes]]] = field(
-        default_factory=lambda: defaultdict(deque), init=False, repr=False
-    )
+    fail_first: str | Callable[[str, bytes], bool] | None = None
+    failed: bool = False
 
     async def send(
         self,
@@ -55,9 +58,16 @@ class MemorySink:
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
+        if not self.failed and self._fails(topic, value):
+            self.failed = True
+            raise ConnectionError("the broker went away")
         self.sent[topic].append((key, value))
         self.headers[topic].append(list(headers or []))
-        self._untaken[topic].append((key, value))
+
+    def _fails(self, topic: str, value: bytes) -> bool:
+        if isinstance(self.fail_first, str):
+            return topic.endswith(self.fail_first)
+        return self.fail_first is not None and self.fail_first(topic, value)
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
@@ -65,11 +75,8 @@ class MemorySink:
         return any(k == key and match(v) for k, v in self.sent[topic])
 
     def take(self, topic: str) -> Records:
-        """The records sent to ``topic`` since the last ``take`` of it."""
-        queue = self._untaken[topic]
-        taken = list(queue)
-        queue.clear()
-        return taken
+        """The records waiting on ``topic``, taken out of ``sent``."""
+        return self.sent.pop(topic, [])
 
 
 @dataclass
@@ -140,6 +147,10 @@ class TestPipeline:
 
         pipeline = TestPipeline(orders=store, stages=[PRIORITY])
         [reply] = await pipeline.send(Ticket(ticket_id="t1", session_id="s1", text="..."))
+
+    ``sink`` and ``state`` may be given: a ``MemorySink(fail_first=...)`` to lose the broker
+    mid-record, the ``state`` of an earlier pipeline to restart on its tables. Attributes the
+    kit does not name are the ``Pipeline``'s (``run_stage``, ``intake``, ``batons``, ...).
     """
 
     __test__ = False  # not a pytest test class, whatever the name says
@@ -149,26 +160,36 @@ class TestPipeline:
     llm: LLM | None = None
     stages: Chain | Iterable[Stage[Any]] | None = None
     observers: Iterable[Observer] = ()
+    sink: MemorySink = field(default_factory=MemorySink)
+    state: MemoryState = field(default_factory=MemoryState)
     counts: CountingObserver = field(default_factory=CountingObserver, init=False)
     pipeline: Pipeline = field(init=False)
     _offset: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
+        self.llm = self.llm or OfflineLLM()
         self.pipeline = Pipeline(
             settings=self.settings,
-            llm=self.llm or OfflineLLM(),
+            llm=self.llm,
             store=self.orders,
-            sink=MemorySink(),
-            state=MemoryState(),
+            sink=self.sink,
+            state=self.state,
             observer=Fanout(self.counts, *(Guarded(o) for o in self.observers)),
             chain=Chain.of(self.stages),
         )
 
-    @property
-    def sink(self) -> MemorySink:
-        """Every record the chain wrote, by full topic name (``sink.sent``)."""
-        assert isinstance(self.pipeline.sink, MemorySink)
-        return self.pipeline.sink
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped ``Pipeline``'s attribute (only called for names the kit lacks)."""
+        if name == "pipeline":  # not built yet
+            raise AttributeError(name)
+        return getattr(self.pipeline, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set the kit's own fields here, anything else (``bursts``, ...) on the pipeline."""
+        if name in _OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.pipeline, name, value)
 
     async def send(self, *tickets: Ticket | dict[str, Any] | bytes) -> list[Reply]:
         """Publish ``tickets`` in order and run each through the chain; the replies they got.
@@ -183,12 +204,22 @@ class TestPipeline:
             await self.pipeline.intake(value, Source(topics.tickets, 0, self._offset))
             self._offset += 1
             for stage in self.pipeline.chain:
-                topic = self.pipeline.source_topic(stage)
-                for i, (_, record) in enumerate(self.sink.take(topic)):
-                    await self.pipeline.run_stage(stage.name, record, Source(topic, 0, i))
-            for _, update in self.sink.take(topics.memory_index):
-                await self.pipeline.apply_index(update)
+                await self.hop(stage.name)
+            await self.index()
         return [Reply.model_validate_json(v) for _, v in self.sink.sent[topics.replies][before:]]
+
+    async def hop(self, stage: str, topic: str | None = None) -> None:
+        """Run ``stage`` on every record waiting on ``topic`` (the stage's own input topic
+        unless given): one step of ``send``, for a test that stops between stages."""
+        if topic is None:
+            topic = self.pipeline.source_topic(self.pipeline.chain[stage])
+        for i, (_, record) in enumerate(self.sink.take(topic)):
+            await self.pipeline.run_stage(stage, record, Source(topic, 0, i))
+
+    async def index(self) -> None:
+        """Apply the session-index updates waiting (the last step of ``send``)."""
+        for _, update in self.sink.take(self.pipeline.topics.memory_index):
+            await self.pipeline.apply_index(update)
 
     @property
     def replies(self) -> list[Reply]:
@@ -217,3 +248,6 @@ class TestPipeline:
         """Close the model client and the order source."""
         await self.pipeline.llm.aclose()
         await self.orders.close()
+
+
+_OWN = frozenset(f.name for f in fields(TestPipeline))

@@ -70,7 +70,7 @@ async def test_dry_run_lists_the_selection_and_creates_nothing(run: Deployment) 
         return sorted(ids)
 
     # Each is a `baton replay` process against the broker; how the filters combine is
-    # tested on records in tests/unit/test_debug_tools.py.
+    # tested on records in tests/unit/streams/debug/test_debug_tools.py.
     assert selected() == [a1, a2, b1]
     assert selected("--session", "s-a") == [a1, a2]
     assert selected("--from-dead-letters") == [b1]
