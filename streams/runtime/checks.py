@@ -272,7 +272,7 @@ class Turn:
             return GO
         assert view.record is not None
         ticket = view.ticket
-        host.clocks.start(view.record, view.held)  # before the wait: the customer is waiting
+        host.clocks.start(view.record)  # before the wait: the customer is waiting
         unfinished = host.redelivery.unfinished
         entering = host.gate.enter(ticket.session_id, ticket.ticket_id, lambda: unfinished(ticket))
         # Waiting for the session's previous ticket, the chain's other work goes on; a
@@ -306,9 +306,8 @@ class Burst:
             return record  # a person has the session: each ticket is theirs to read
         topic = host.source_topic(host.chain.first)
         later = await bursts.gather(record, view.source, lambda d: joins(host, topic, d))
-        view.refresh()
         for each in later:
-            host.clocks.start(each, view.held)
+            host.clocks.start(each)
         return joined(record, later)
 
 
@@ -364,8 +363,9 @@ class TakenOver:
     name: str = "taken_over"
 
     async def __call__(self, host: Host, view: RecordView) -> Verdict:
-        held, stage = view.held(), view.stage
-        if not (stage.opens_session and held is not None and held.taken_over):
+        stage = view.stage
+        held = view.held() if stage.opens_session else None
+        if held is None or not held.taken_over:
             return GO
         assert view.record is not None
         reply, held = people.silent(view.ticket, held, llm=host.llm.name, policy=host.policy)

@@ -97,14 +97,12 @@ class Clocks:
     # Other deadlines of the worker's sessions (an approval's), by key: one task each.
     alarms: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
-    def start(self, record: StageRecord, held: Callable[[], Baton | None] | None = None) -> None:
-        """Start ``record``'s ticket's clock at its writing time, unless it is off or answered
-        (``held`` reads the session's baton; None: from the store)."""
+    def start(self, record: StageRecord) -> None:
+        """Start ``record``'s ticket's clock at its writing time, unless it is off or answered."""
         ticket = record.ticket
         if self.deadline_s <= 0 or ticket.ticket_id in self.open:
             return
-        baton = held() if held is not None else self.batons.get(ticket.session_id)
-        if answered(baton, ticket.ticket_id):
+        if answered(self.batons.get(ticket.session_id), ticket.ticket_id):
             return  # a copy of a ticket answered already
         written = ticket.written_at(record.received_at)
         left = self.deadline_s - (utcnow() - written).total_seconds()
