@@ -149,23 +149,25 @@ class Pipeline(Intake):
         self.refusals = Refusals(self.settings.refusals_per_minute)
         # People's decisions (support.decisions): applied between the session's tickets.
         self.people = decisions.Decisions(
-            self.topics.decisions,
-            self.topics.replies,
-            self.batons,
-            self.gate,
-            self.signer,
-            self.admission,
-            self.out,
-            self.store,
-            self.policy,
-            self.observer,
-            self.dead_letter,
-            self.redelivery.unfinished,
-            self.index,
+            topics=decisions.DecisionTopics(
+                decisions=self.topics.decisions,
+                replies=self.topics.replies,
+                actions=self.topics.actions,
+            ),
+            batons=self.batons,
+            gate=self.gate,
+            signer=self.signer,
+            admission=self.admission,
+            sink=self.out,
+            store=self.store,
+            policy=self.policy,
+            observer=self.observer,
+            dead_letter=self.dead_letter,
+            unfinished=self.redelivery.unfinished,
+            index=self.index,
             oldest=people_replays.max_age(
                 self.settings.decision_max_age_s, self.settings.session_ttl_s
             ),
-            actions_topic=self.topics.actions,
         )
 
     def _paced(self, part: Any) -> Any:
