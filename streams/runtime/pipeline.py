@@ -34,6 +34,7 @@ from baton_kafka.streams.runtime import (
     replies,
 )
 from baton_kafka.streams.runtime.admission import Admission
+from baton_kafka.streams.runtime.admission_checks import ADMITTING
 from baton_kafka.streams.runtime.batons import BatonStore, State
 from baton_kafka.streams.runtime.budgets import CustomerBudgets
 from baton_kafka.streams.runtime.bursts import Bursts
@@ -52,6 +53,7 @@ from baton_kafka.streams.runtime.scheduler import SessionGate
 from baton_kafka.streams.runtime.signing import Headers, SignedSink, Signer
 from baton_kafka.streams.runtime.sink import FramingSink, Sink, TracedSink
 from baton_kafka.streams.runtime.stages import Inputs, Stage
+from baton_kafka.streams.runtime.turn_checks import ATTEMPTING
 from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
@@ -83,8 +85,8 @@ class Pipeline(Intake):
     # (None: as ``BATON_STAGE_PRIORITY`` says).
     priority: ChainPriority | None = None
     # The per-record checks, in order: once per record, then once per attempt at the stage.
-    admitting: tuple[checks.Check, ...] = checks.ADMITTING
-    attempting: tuple[checks.Check, ...] = checks.ATTEMPTING
+    admitting: tuple[checks.Check, ...] = ADMITTING
+    attempting: tuple[checks.Check, ...] = ATTEMPTING
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)

@@ -9,7 +9,9 @@ import pytest
 from baton_kafka.agents import memory
 from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.schemas import StageRecord, dumps
-from baton_kafka.streams.runtime import checks, pipeline
+from baton_kafka.streams.runtime import admission_checks as admit
+from baton_kafka.streams.runtime import pipeline
+from baton_kafka.streams.runtime import turn_checks as turn
 from baton_kafka.streams.runtime.batons import BatonStore
 from baton_kafka.streams.runtime.checks import DONE, GO, RecordView
 from baton_kafka.streams.runtime.dead_letters import Source
@@ -60,14 +62,14 @@ ATTEMPTING = {
 
 
 def test_the_checks_run_in_this_order() -> None:
-    assert [c.name for c in checks.ADMITTING] == list(ADMITTING)
-    assert [c.name for c in checks.ATTEMPTING] == list(ATTEMPTING)
+    assert [c.name for c in admit.ADMITTING] == list(ADMITTING)
+    assert [c.name for c in turn.ATTEMPTING] == list(ATTEMPTING)
     assert all(len(why) > 20 for why in (*ADMITTING.values(), *ATTEMPTING.values()))
 
 
 def test_a_pipeline_runs_the_list_it_is_given(store: SQLiteOrderStore) -> None:
     p = in_memory(store)
-    assert p.admitting == checks.ADMITTING and p.attempting == checks.ATTEMPTING
+    assert p.admitting == admit.ADMITTING and p.attempting == turn.ATTEMPTING
 
 
 @pytest.fixture
@@ -84,7 +86,7 @@ def delivery_of(p: Pipeline, topic: str, i: int = -1, key: str | None = None) ->
 
 
 def view_of(p: Pipeline, stage: str, delivery: Delivery) -> RecordView:
-    return RecordView(p.chain[stage], delivery, delivery.source, p.batons)  # type: ignore[index]
+    return RecordView(p.chain[stage], delivery, delivery.source, p.batons)
 
 
 async def taken_in(p: Pipeline, tid: str = "T1", customer: str = "C1") -> Delivery:
@@ -97,10 +99,10 @@ async def test_signature_passes_a_signed_record_and_letters_one_read_elsewhere(
     p: Pipeline,
 ) -> None:
     d = await taken_in(p)
-    assert await checks.Signature()(p, view_of(p, "understand", d)) is GO
+    assert await admit.Signature()(p, view_of(p, "understand", d)) is GO
     assert dead_letters(p) == []
     moved = delivery_of(p, p.topics.sessions, key="S2")
-    assert await checks.Signature()(p, view_of(p, "understand", moved)) is DONE
+    assert await admit.Signature()(p, view_of(p, "understand", moved)) is DONE
     [dl] = dead_letters(p)
     assert dl.reason == "untrusted_record" and dl.stage == "understand"
 
@@ -110,9 +112,9 @@ async def test_decode_keeps_the_record_on_the_view_and_letters_bytes_that_hold_n
 ) -> None:
     d = await taken_in(p)
     view = view_of(p, "understand", d)
-    assert await checks.Decode()(p, view) is GO and view.ticket.ticket_id == "T1"
+    assert await admit.Decode()(p, view) is GO and view.ticket.ticket_id == "T1"
     broken = view_of(p, "understand", Delivery(b"{not json", d.source, d.headers))
-    assert await checks.Decode()(p, broken) is DONE and broken.record is None
+    assert await admit.Decode()(p, broken) is DONE and broken.record is None
     [dl] = dead_letters(p)
     assert dl.reason == "invalid_input" and counts(p)["done.understand.invalid"] == 1
 
@@ -120,22 +122,23 @@ async def test_decode_keeps_the_record_on_the_view_and_letters_bytes_that_hold_n
 async def test_placement_refuses_a_record_off_its_sessions_partition(p: Pipeline) -> None:
     d = await taken_in(p)
     view = view_of(p, "understand", d)
-    await checks.Decode()(p, view)
-    assert await checks.Placement()(p, view) is GO
+    await admit.Decode()(p, view)
+    assert await admit.Placement()(p, view) is GO
+    assert d.source.partition is not None
     wrong = (d.source.partition + 1) % p.settings.partitions
     off = Source(d.source.topic, wrong, 0, key=d.source.key)
     moved = view_of(p, "understand", Delivery(d.value, off, d.headers))
-    await checks.Decode()(p, moved)
-    assert await checks.Placement()(p, moved) is DONE
+    await admit.Decode()(p, moved)
+    assert await admit.Placement()(p, moved) is DONE
     assert [dl.reason for dl in dead_letters(p)] == ["untrusted_record"]
 
 
 async def test_an_erasure_request_is_obeyed_only_at_the_first_stage(p: Pipeline) -> None:
     d = await taken_in(p)
     asking = Delivery(d.value, d.source, [*(d.headers or []), *erasure_headers()])
-    assert await checks.ErasureRequest()(p, view_of(p, "lookup", asking)) is GO
-    assert await checks.ErasureRequest()(p, view_of(p, "understand", asking)) is DONE
-    assert await checks.ErasureRequest()(p, view_of(p, "understand", d)) is GO
+    assert await admit.ErasureRequest()(p, view_of(p, "lookup", asking)) is GO
+    assert await admit.ErasureRequest()(p, view_of(p, "understand", asking)) is DONE
+    assert await admit.ErasureRequest()(p, view_of(p, "understand", d)) is GO
 
 
 async def owned_by_c1(p: Pipeline, d: Delivery) -> None:
@@ -149,11 +152,11 @@ async def test_ownership_refuses_another_senders_ticket_and_its_first_stage_form
     intruder = await taken_in(p, "T2", customer="C2")
     at_first, at_lookup = view_of(p, "understand", intruder), view_of(p, "lookup", intruder)
     for view in (at_first, at_lookup):
-        await checks.Decode()(p, view)
-    assert await checks.Ownership(opening_only=True)(p, at_lookup) is GO
+        await admit.Decode()(p, view)
+    assert await admit.Ownership(opening_only=True)(p, at_lookup) is GO
     assert dead_letters(p) == []
-    assert await checks.Ownership(opening_only=True)(p, at_first) is DONE
-    assert await checks.Ownership()(p, at_lookup) is DONE
+    assert await admit.Ownership(opening_only=True)(p, at_first) is DONE
+    assert await admit.Ownership()(p, at_lookup) is DONE
     assert [dl.reason for dl in dead_letters(p)] == ["session_conflict"] * 2
 
 
@@ -162,23 +165,23 @@ async def test_context_fails_a_ticket_that_reached_a_stage_without_an_earlier_re
 ) -> None:
     d = await taken_in(p)
     view = view_of(p, "lookup", d)  # the sessions record: no understanding in it
-    await checks.Decode()(p, view)
-    assert await checks.ContextComplete()(p, view) is DONE
+    await admit.Decode()(p, view)
+    assert await turn.ContextComplete()(p, view) is DONE
     assert [dl.reason for dl in dead_letters(p)] == ["context_broken"]
     assert counts(p)["context.broken"] == 1
     first = view_of(p, "understand", d)
-    await checks.Decode()(p, first)
-    assert await checks.ContextComplete()(p, first) is GO
+    await admit.Decode()(p, first)
+    assert await turn.ContextComplete()(p, first) is GO
 
 
 async def test_restore_and_budget_leave_the_baton_and_the_allowance_for_the_stage(
     p: Pipeline,
 ) -> None:
     view = view_of(p, "understand", await taken_in(p))
-    await checks.Decode()(p, view)
-    assert await checks.Restore()(p, view) is GO
+    await admit.Decode()(p, view)
+    assert await turn.Restore()(p, view) is GO
     assert view.baton is not None and view.baton.session_id == "S1" and view.started > 0
-    assert await checks.Budget()(p, view) is GO
+    assert await turn.Budget()(p, view) is GO
     assert view.allowance is not None
     assert view.allowance.tokens == p.settings.session_token_budget
 
@@ -188,16 +191,16 @@ async def test_a_taken_over_session_gets_a_silent_reply_and_no_stage(p: Pipeline
     record = StageRecord.model_validate_json(d.value or b"")
     p.batons.save(memory.new_baton(record.ticket).model_copy(update={"taken_over": True}))
     view = view_of(p, "understand", d)
-    await checks.Decode()(p, view)
-    assert await checks.TakenOver()(p, view) is DONE
+    await admit.Decode()(p, view)
+    assert await turn.TakenOver()(p, view) is DONE
     [(_, raw)] = sink(p).sent[p.topics.replies]
     assert b'"T1"' in raw and counts(p)["done.understand.taken_over"] == 1
-    assert await checks.TakenOver()(p, view_of(p, "lookup", d)) is GO
+    assert await turn.TakenOver()(p, view_of(p, "lookup", d)) is GO
 
 
 async def test_the_view_reads_the_baton_once_until_it_is_refreshed(p: Pipeline) -> None:
     view = view_of(p, "understand", await taken_in(p))
-    await checks.Decode()(p, view)
+    await admit.Decode()(p, view)
     reads = count_reads(p.batons)
     assert view.held() is None and view.held() is None and view.entry() is None
     assert reads == ["get"]
