@@ -10,7 +10,7 @@ from baton_kafka.agents import memory
 from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.schemas import StageRecord, dumps
 from baton_kafka.streams.runtime import admission_checks as admit
-from baton_kafka.streams.runtime import pipeline
+from baton_kafka.streams.runtime import checks, pipeline
 from baton_kafka.streams.runtime import turn_checks as turn
 from baton_kafka.streams.runtime.batons import BatonStore
 from baton_kafka.streams.runtime.checks import DONE, GO, RecordView
@@ -251,3 +251,34 @@ async def test_a_records_checks_read_the_session_store_a_few_times_on_the_normal
     first, *later = at_inputs
     assert first == ["get", "get", "get", "get", "index"]
     assert later == [["get", "index"]] * (len(p.chain.names) - 1)
+
+
+async def test_redelivery_settles_a_copy_of_a_ticket_the_stage_forwarded(p: Pipeline) -> None:
+    d = await taken_in(p)
+    fresh = view_of(p, "understand", d)
+    await admit.Decode()(p, fresh)
+    assert await turn.Redelivered()(p, fresh) is GO  # the baton has not seen the ticket
+    await p.deliver("understand", d)
+    [first] = sink(p).sent[p.topics.understood]
+    copy = view_of(p, "understand", d)
+    await admit.Decode()(p, copy)
+    assert await turn.Redelivered()(p, copy) is DONE
+    assert sink(p).sent[p.topics.understood] == [first, first]  # its output sent again
+    assert counts(p)["done.understand.reused"] == 1
+
+
+async def test_a_list_stops_at_the_first_check_that_settles_the_record(p: Pipeline) -> None:
+    ran: list[str] = []
+
+    class Seen:
+        def __init__(self, name: str, verdict: checks.Verdict) -> None:
+            self.name, self.verdict = name, verdict
+
+        async def __call__(self, host: checks.Host, view: RecordView) -> checks.Verdict:
+            ran.append(self.name)
+            return self.verdict
+
+    view = view_of(p, "understand", await taken_in(p))
+    assert await checks.passed([Seen("a", GO), Seen("b", GO)], p, view)
+    assert not await checks.passed([Seen("c", GO), Seen("d", DONE), Seen("e", GO)], p, view)
+    assert ran == ["a", "b", "c", "d"]
