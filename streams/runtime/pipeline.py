@@ -215,6 +215,7 @@ class Pipeline(Intake):
             await self.bursts.gather(delivery.record(), delivery.source, lambda _: True, arrived)
 
     async def _run_stage(self, stage: StageName, delivery: Delivery, source: Source) -> None:
+        """The record's checks once, then up to ``STAGE_ATTEMPTS`` attempts at the stage."""
         self.observer.record_in(stage)
         view = RecordView(self.chain[stage], delivery, source, self.batons)
         if not await checks.passed(self.admitting, self, view):
