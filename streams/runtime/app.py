@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import faust
@@ -27,13 +26,20 @@ from baton_kafka.streams.observe.tracing import TracingObserver
 from baton_kafka.streams.runtime.bursts import Bursts
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
 from baton_kafka.streams.runtime.clocks import ClockGauges
-from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.escalations import EscalationGauges
+from baton_kafka.streams.runtime.faust_agents import (
+    Wiring,
+    decide_agent,
+    expiry_timer,
+    index_agent,
+    intake_agent,
+    lag_task,
+    source_of,
+    stage_agent,
+)
 from baton_kafka.streams.runtime.faust_io import FaustSessionTable, FaustSink, FaustState
 from baton_kafka.streams.runtime.own_stages import chain_for
 from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.runtime.placement import session_partition
 from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
 from baton_kafka.streams.runtime.stage_context import STAGE_EVENTS
 from baton_kafka.streams.runtime.stages import Stage
@@ -124,28 +130,6 @@ def stage_schedulers(settings: Settings, chain: Chain | None = None) -> dict[str
     }
 
 
-def _source(event: Any) -> Source:
-    msg = event.message
-    key = msg.key
-    # An unkeyed record names an empty key: it is read from a broker, so its place is checked.
-    text = bytes(key).decode("utf-8", "replace") if key is not None else ""
-    at = datetime.fromtimestamp(msg.timestamp, UTC) if msg.timestamp else None
-    return Source(
-        topic=msg.topic,
-        partition=msg.partition,
-        offset=msg.offset,
-        key=text,
-        timestamp=at,
-        raw_key=None if key is None else bytes(key),
-    )
-
-
-def _headers(event: Any) -> list[tuple[str, bytes]]:
-    """The record's headers as pairs, however the Faust version hands them over."""
-    raw = event.message.headers or []
-    return list(raw.items()) if isinstance(raw, dict) else [(k, v) for k, v in raw]
-
-
 def close_on_shutdown(app: faust.App, orders: OrderSource) -> None:
     """Close ``orders`` when ``app`` shuts down (after its agents have stopped)."""
 
@@ -220,7 +204,7 @@ def acting(
     @app.agent(sink.topics[names.actions], name="act")
     async def act(stream: Any) -> None:
         async for event in stream.events():
-            await runner.handle(event.value, _source(event))
+            await runner.handle(event.value, source_of(event))
 
     @app.timer(interval=settings.expiry_interval_s)
     async def reconcile() -> None:
@@ -262,33 +246,14 @@ def create_app(
         close_on_shutdown(app, orders)
     names = TopicNames.of(settings, chain)
     sources = frozenset({names.tickets, *(names.role(chain.source_role(s)) for s in chain)})
-    app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
-        sources | {names.memory_index, names.decisions, names.actions},
-        fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
-        options=settings.kafka_client.consumer,
-    )
-    # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.
-    idempotent = not settings.embedded_broker and settings.producer_acks == "all"
-    if settings.kafka_client.producer:
-        app.transport.Producer = configured_producer(  # type: ignore[misc]
-            settings.kafka_client.producer, idempotent=idempotent
-        )
-    elif idempotent:
-        app.transport.Producer = IdempotentProducer  # type: ignore[misc]
+    clients(app, settings, sources | {names.memory_index, names.decisions, names.actions})
     sink = FaustSink(app, names, settings.partitions, settings)
     gate = SessionGate(settings.turn_timeout_s)
     schedulers = stage_schedulers(settings, chain)
     metrics = PrometheusObserver()
     metrics.watch(app, schedulers, names.all(), sessions_open=lambda: len(gate))
     metrics.watch_llm(llm)
-    inputs = sources | {names.memory_index}
-    lag = LagSampler(
-        settings,
-        settings.app_id,
-        lambda: [tp for tp in app.consumer.assignment() if tp.topic in inputs],
-        # Public on Faust's consumer: the high-water mark of the latest fetch response.
-        highwater=lambda tp: app.consumer.highwater(tp),
-    )
+    lag = lag_sampler(app, settings, sources | {names.memory_index})
     metrics.watch_lag(lag)
     recent = Recent(stages=("intake", *chain.names))
     # Registered before any record is written: the outputs are framed with these ids.
@@ -314,93 +279,42 @@ def create_app(
 
     app.on_before_shutdown.connect(stop_clocks, weak=False)
     web.register(app, settings, metrics, recent)
-
-    @app.agent(sink.topics[names.memory_index], name="index")
-    async def index(stream: Any) -> None:
-        async for event in stream.events():
-            await pipeline.apply_index(event.value, _headers(event), _source(event))
-
-    def owns(session_id: str) -> bool:
-        """This worker reads the session's partition now (not a standby's copy)."""
-        actives = app.assignor.assigned_actives()
-        partition = session_partition(session_id, settings.partitions)
-        return any(tp.topic == names.sessions and tp.partition == partition for tp in actives)
-
-    pipeline.escalations.owned = owns
-
-    @app.timer(interval=settings.expiry_interval_s)
-    async def expire() -> None:
-        actives = app.assignor.assigned_actives()
-        owned = {tp.partition for tp in actives if tp.topic == names.sessions}
-
-        def mine(sid: str) -> bool:
-            return session_partition(sid, settings.partitions) in owned
-
-        expired = await pipeline.expire_sessions(mine)
-        # A start or a rebalance gave this worker parked sessions: their approval deadlines.
-        await pipeline.escalations.sweep(mine)
-        if expired:
-            log.info("expired %d idle sessions", expired)
-        # The worker reading the index topic is the index table's one writer: it sweeps it.
-        if any(tp.topic == names.memory_index for tp in actives):
-            swept = await pipeline.sweep_index()
-            if swept.sessions or swept.customers:
-                log.info(
-                    "dropped %d index entries past the retention, %d customers emptied",
-                    swept.sessions,
-                    swept.customers,
-                )
-
-    @app.task
-    async def sample_lag() -> None:
-        await lag.run(settings.lag_interval_s)
-
-    # People's decisions: acked once applied or dead-lettered, concurrent across sessions.
-    deciding = SessionScheduler(
-        "decide", max_running=settings.max_in_flight, max_buffered=settings.max_buffered
-    )
-
-    async def decided(event: Any) -> None:
-        await pipeline.people.handle(event.value, _source(event), _headers(event))
-
-    @app.agent(sink.topics[names.decisions], name="decide")
-    async def decide(stream: Any) -> None:
-        await deciding.run(stream.noack(), decided)
-
-    @app.agent(sink.topics[names.tickets], name="intake")
-    async def intake(stream: Any) -> None:
-        async for event in stream.events():
-            await pipeline.intake(event.value, _source(event), _headers(event))
-
-    def stage_agent(stage: Stage[Any]) -> None:
-        scheduler = schedulers[stage.name]
-
-        # Each record is read once: the admission check, the flood's shedding and the stage
-        # share its bytes' one decoding.
-        def delivered(event: Any) -> Delivery:
-            return Delivery(event.value, _source(event), _headers(event))
-
-        async def handle(delivery: Delivery) -> None:
-            await pipeline.deliver(stage.name, delivery)
-
-        async def shed(delivery: Delivery) -> None:
-            await pipeline.shed_delivery(stage.name, delivery)
-
-        def refused(delivery: Delivery) -> bool:
-            return pipeline.refuses_delivery(stage.name, delivery)
-
-        # The first stage's queue of each session is where a burst's tickets wait for its turn.
-        bursts = pipeline.bursts if stage.opens_session else None
-        arrived = bursts.arrived if bursts is not None else None
-        ready = pipeline.quiet if bursts is not None else None
-
-        async def agent(stream: Any) -> None:
-            await scheduler.run(stream.noack(), handle, shed, refused, delivered, arrived, ready)
-
-        app.agent(sink.topics[names.role(chain.source_role(stage))], name=stage.name)(agent)
-
+    wired = Wiring(app=app, settings=settings, pipeline=pipeline, sink=sink)
+    index_agent(wired)
+    pipeline.escalations.owned = wired.owns
+    expiry_timer(wired)
+    lag_task(wired, lag)
+    decide_agent(wired)
+    intake_agent(wired)
     for stage in chain:
-        stage_agent(stage)
-    acting(app, settings, pipeline, sink, owns)
-
+        stage_agent(wired, stage, schedulers[stage.name])
+    acting(app, settings, pipeline, sink, wired.owns)
     return Runtime(app=app, pipeline=pipeline, sink=sink, schedulers=schedulers)
+
+
+def clients(app: faust.App, settings: Settings, inputs: frozenset[str]) -> None:
+    """The app's Kafka consumer (seeking, on ``inputs``) and producer classes."""
+    app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
+        inputs,
+        fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
+        options=settings.kafka_client.consumer,
+    )
+    # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.
+    idempotent = not settings.embedded_broker and settings.producer_acks == "all"
+    if settings.kafka_client.producer:
+        app.transport.Producer = configured_producer(  # type: ignore[misc]
+            settings.kafka_client.producer, idempotent=idempotent
+        )
+    elif idempotent:
+        app.transport.Producer = IdempotentProducer  # type: ignore[misc]
+
+
+def lag_sampler(app: faust.App, settings: Settings, inputs: frozenset[str]) -> LagSampler:
+    """The sampler of the consumer's lag on the ``inputs`` partitions it is assigned."""
+    return LagSampler(
+        settings,
+        settings.app_id,
+        lambda: [tp for tp in app.consumer.assignment() if tp.topic in inputs],
+        # Public on Faust's consumer: the high-water mark of the latest fetch response.
+        highwater=lambda tp: app.consumer.highwater(tp),
+    )

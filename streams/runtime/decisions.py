@@ -69,7 +69,19 @@ def signed(baton: Baton, decision: Decision, value: bytes, headers: Headers | No
     return baton.model_copy(update={"people": people_})
 
 
-@dataclass
+@dataclass(frozen=True)
+class DecisionTopics:
+    """Where decisions are read and where what they cause is written."""
+
+    # The topic people's decisions are read from (the signature is checked for it).
+    decisions: str
+    # Where a decision's reply to the customer goes.
+    replies: str
+    # Where an approved offer's actions go, written with the decision's reply (empty: nowhere).
+    actions: str = ""
+
+
+@dataclass(kw_only=True)
 class Decisions:
     """Applies each decision to its session's baton between the session's tickets, once.
 
@@ -78,8 +90,7 @@ class Decisions:
     is sent, so a crash in between sends the reply after a restart, once.
     """
 
-    topic: str
-    replies_topic: str
+    topics: DecisionTopics
     batons: BatonStore
     gate: SessionGate
     signer: Signer
@@ -92,8 +103,6 @@ class Decisions:
     unfinished: Callable[[Ticket], str | None]
     index: CustomerIndex
     oldest: timedelta = field(default=timedelta(days=1))
-    # Where an approved offer's actions go, written with the decision's reply (empty: nowhere).
-    actions_topic: str = ""
     # Closes actions waiting for a person (done, failed); None: no executor, such decisions
     # close nothing and are refused.
     closer: Closer | None = None
@@ -103,7 +112,7 @@ class Decisions:
     ) -> None:
         """Check one record of the decisions topic and apply it, or dead-letter it."""
         self.observer.record_in(STAGE)
-        problem = self.signer.problem(self.topic, source.key, value, headers)
+        problem = self.signer.problem(self.topics.decisions, source.key, value, headers)
         if problem is not None:
             await self._refuse(value, "untrusted_record", problem, source)
             return
@@ -216,9 +225,9 @@ class Decisions:
         if reply:
             sent = Reply.model_validate_json(reply)
             if not (resumed and await self._on_topic(sent, decision.decision_id)):
-                await self.sink.send(self.replies_topic, sent.session_id, reply.encode())
+                await self.sink.send(self.topics.replies, sent.session_id, reply.encode())
             since = sent.replied_at - REPLY_SCAN_MARGIN if resumed else None
-            await publish(self.sink, self.actions_topic, sent, since)
+            await publish(self.sink, self.topics.actions, sent, since)
             baton = people.delivered(baton, decision.decision_id)
             await self.batons.save_durably(baton)
         if sent is not None:
@@ -232,7 +241,7 @@ class Decisions:
             return marker in value and Reply.model_validate_json(value).decision_id == decision_id
 
         since = reply.replied_at - REPLY_SCAN_MARGIN
-        return await self.sink.contains(self.replies_topic, reply.session_id, since, is_it)
+        return await self.sink.contains(self.topics.replies, reply.session_id, since, is_it)
 
     async def _refuse(
         self,

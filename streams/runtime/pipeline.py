@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from baton_kafka.agents import languages, memory, people, people_replays
-from baton_kafka.agents.asking import budget_tokens
+from baton_kafka.agents import languages, memory, people_replays
 from baton_kafka.agents.guards import UNTRUSTED
 from baton_kafka.agents.history import recallable
 from baton_kafka.agents.models.llm import LLM
@@ -19,7 +18,6 @@ from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import load as load_policy
 from baton_kafka.schemas.baton import Baton
-from baton_kafka.schemas.codec import InvalidRecord
 from baton_kafka.schemas.records import StageName, utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.kafka.topics import TopicNames
@@ -28,20 +26,20 @@ from baton_kafka.streams.observe.logs import describe
 from baton_kafka.streams.observe.observer import CountingObserver, Observer
 from baton_kafka.streams.observe.shown import shown
 from baton_kafka.streams.runtime import (
-    context,
+    checks,
     dead_letters,
     decisions,
-    erasure,
     expiry,
     handoffs,
-    ownership,
     replies,
 )
 from baton_kafka.streams.runtime.admission import Admission
+from baton_kafka.streams.runtime.admission_checks import ADMITTING
 from baton_kafka.streams.runtime.batons import BatonStore, State
 from baton_kafka.streams.runtime.budgets import CustomerBudgets
-from baton_kafka.streams.runtime.bursts import Bursts, joined, turn_ids
+from baton_kafka.streams.runtime.bursts import Bursts
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
+from baton_kafka.streams.runtime.checks import RecordView
 from baton_kafka.streams.runtime.clocks import Clocks
 from baton_kafka.streams.runtime.dead_letters import Source, read_as
 from baton_kafka.streams.runtime.delivery import Delivery
@@ -49,12 +47,13 @@ from baton_kafka.streams.runtime.escalations import Escalations
 from baton_kafka.streams.runtime.index import CustomerIndex
 from baton_kafka.streams.runtime.intake import Intake
 from baton_kafka.streams.runtime.priority import ChainPriority, Paced
-from baton_kafka.streams.runtime.redelivery import Redelivery, own_entry
+from baton_kafka.streams.runtime.redelivery import Redelivery
 from baton_kafka.streams.runtime.refusals import Refusals
 from baton_kafka.streams.runtime.scheduler import SessionGate
 from baton_kafka.streams.runtime.signing import Headers, SignedSink, Signer
 from baton_kafka.streams.runtime.sink import FramingSink, Sink, TracedSink
 from baton_kafka.streams.runtime.stages import Inputs, Stage
+from baton_kafka.streams.runtime.turn_checks import ATTEMPTING
 from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")
@@ -85,6 +84,9 @@ class Pipeline(Intake):
     # The stages' turns on the event loop: a ticket in the chain before a new one's first stage
     # (None: as ``BATON_STAGE_PRIORITY`` says).
     priority: ChainPriority | None = None
+    # The per-record checks, in order: once per record, then once per attempt at the stage.
+    admitting: tuple[checks.Check, ...] = ADMITTING
+    attempting: tuple[checks.Check, ...] = ATTEMPTING
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
@@ -149,23 +151,25 @@ class Pipeline(Intake):
         self.refusals = Refusals(self.settings.refusals_per_minute)
         # People's decisions (support.decisions): applied between the session's tickets.
         self.people = decisions.Decisions(
-            self.topics.decisions,
-            self.topics.replies,
-            self.batons,
-            self.gate,
-            self.signer,
-            self.admission,
-            self.out,
-            self.store,
-            self.policy,
-            self.observer,
-            self.dead_letter,
-            self.redelivery.unfinished,
-            self.index,
+            topics=decisions.DecisionTopics(
+                decisions=self.topics.decisions,
+                replies=self.topics.replies,
+                actions=self.topics.actions,
+            ),
+            batons=self.batons,
+            gate=self.gate,
+            signer=self.signer,
+            admission=self.admission,
+            sink=self.out,
+            store=self.store,
+            policy=self.policy,
+            observer=self.observer,
+            dead_letter=self.dead_letter,
+            unfinished=self.redelivery.unfinished,
+            index=self.index,
             oldest=people_replays.max_age(
                 self.settings.decision_max_age_s, self.settings.session_ttl_s
             ),
-            actions_topic=self.topics.actions,
         )
 
     def _paced(self, part: Any) -> Any:
@@ -210,76 +214,21 @@ class Pipeline(Intake):
             arrived = self.bursts.arrival(delivery)
             await self.bursts.gather(delivery.record(), delivery.source, lambda _: True, arrived)
 
-    async def _gathered(self, record: StageRecord, source: Source) -> StageRecord:
-        """``record``'s turn with the session's tickets that follow it within the coalescing
-        window (their clocks started: the customer is waiting on each)."""
-        ticket = record.ticket
-        held = self.batons.get(ticket.session_id)
-        if self.bursts is None or self.redelivery.known(ticket):
-            return record
-        if held is not None and (held.taken_over or held.pending is not None):
-            return record  # a person has the session: each ticket is theirs to read
-        topic = self.source_topic(self.chain.first)
-        later = await self.bursts.gather(record, source, lambda d: self._joins(topic, d))
-        for each in later:
-            self.clocks.start(each)
-        return joined(record, later)
-
-    def _joins(self, topic: str, delivery: Delivery) -> bool:
-        """A queued record may be answered in an earlier ticket's turn: a valid ticket the
-        session takes, not a copy of one the baton knows, not an erasure request."""
-        ticket = delivery.ticket()
-        if ticket is None or erasure.requested(delivery.headers) or self.redelivery.known(ticket):
-            return False
-        return not self.admission.refuses(topic, delivery)
-
     async def _run_stage(self, stage: StageName, delivery: Delivery, source: Source) -> None:
+        """The record's checks once, then up to ``STAGE_ATTEMPTS`` attempts at the stage."""
         self.observer.record_in(stage)
-        step = self.chain[stage]
-        value, headers = delivery.value, delivery.headers
-        problem = self.signer.problem(self.source_topic(step), source.key, value, headers)
-        if problem is not None:
-            await self._untrusted(stage, value, problem, source, delivery.ticket())
+        view = RecordView(self.chain[stage], delivery, source, self.batons)
+        if not await checks.passed(self.admitting, self, view):
             return
-        if step.opens_session and erasure.requested(headers):
-            await erasure.erase_session(
-                self.batons, self.gate, value, self.admission.misplaced(source)
-            )
-            return
-        try:
-            record = delivery.record()
-        except InvalidRecord as exc:
-            await self._reject(stage, value, exc, source)
-            self.observer.stage_done(stage, "invalid", 0.0)
-            return
+        record, value = view.record, delivery.value
+        assert record is not None  # the decode check passed
         ticket = record.ticket
-        if (problem := self.admission.misplaced(source)(ticket.session_id)) is not None:
-            await self._untrusted(stage, value, problem, source, ticket)
-            return
-        if self.admission.erased(ticket, source):
-            self._drop_erased(stage, ticket)
-            return
-        tracing.annotate(ticket.ticket_id, ticket.session_id)
-        if step.opens_session:
-            # Ownership first: a ticket that may not use the session never waits for its turn.
-            held = self.batons.get(ticket.session_id)
-            if (problem := ownership.conflict(held, ticket)) is not None:
-                await self._refuse(record, stage, problem, source)
-                return
-            self.clocks.start(record)  # before the wait for its turn: the customer is waiting
-            entering = self.gate.enter(
-                ticket.session_id, ticket.ticket_id, lambda: self.redelivery.unfinished(ticket)
-            )
-            # Waiting for the session's previous ticket, the chain's other work goes on; a
-            # ticket that need not wait keeps its turn.
-            waits = self.gate.held(ticket.session_id, ticket.ticket_id)
-            await (self.turns.waited(entering) if waits else entering)
-            gathering = self._gathered(record, source)
-            record = await (self.turns.waited(gathering) if self.bursts else gathering)
         for attempt in range(1, STAGE_ATTEMPTS + 1):
+            if attempt > 1:
+                view.refresh()  # the failed attempt and the wait may have written the baton
             try:
                 with tracing.agent_span(stage, ticket.session_id, self.llm.name):
-                    await self._run(step, record, source)
+                    await self._run(view)
                 return
             except Exception as exc:
                 # The type and a short message: the record's contents stay out of the logs.
@@ -350,53 +299,12 @@ class Pipeline(Intake):
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap), source)
             self.observer.stage_done(stage, "flooded", 0.0)
 
-    async def _run(self, stage: Stage[Any], record: StageRecord, source: Source) -> None:
-        ticket = record.ticket
-        held = self.batons.get(ticket.session_id)
-        if (problem := ownership.conflict(held, ticket)) is not None:
-            await self._refuse(record, stage.name, problem, source)
+    async def _run(self, view: RecordView) -> None:
+        """One attempt: the checks at the session's turn, then the stage on what they read."""
+        if not await checks.passed(self.attempting, self, view):
             return
-        entry = own_entry(held, ticket)
-        if stage.answers and held is not None and entry is not None and entry.pending:
-            await self._answered(*await self.turns.waited(self.redelivery.resume(entry, held)))
-            return
-        taken_over = stage.opens_session and held is not None and held.taken_over
-        if taken_over and held is not None and entry is not None and entry.pending:
-            # A taken-over ticket's reply is pending: its first stage's copy is the only one.
-            await self._answered(*await self.turns.waited(self.redelivery.resume(entry, held)))
-            return
-        target = self.topics.role(stage.target_role)
-        if await self.redelivery.settle(stage.name, ticket, entry, target):
-            return
-        if taken_over and held is not None:
-            # A person has the session: no agent answers until it is handed back.
-            reply, held = people.silent(ticket, held, llm=self.llm.name, policy=self.policy)
-            reply = reply.model_copy(update={"ticket_ids": turn_ids(record)})
-            await self._answered(reply, await self.turns.waited(self.redelivery.reply(reply, held)))
-            self.observer.stage_done(stage.name, "taken_over", 0.0)
-            return
-        if missing := self.chain.missing(stage, record):
-            self.observer.context(stage.name, "broken")
-            dl = dead_letters.letter(
-                stage=stage.name,
-                reason="context_broken",
-                error=f"the record reached {stage.name} without the result of "
-                f"{' and '.join(missing)}",
-                payload="",
-                source=source,
-                ticket=ticket,
-            )
-            await self._fail_ticket(record, stage.name, dl, source)
-            return
-        started = time.monotonic()
-        level, baton = context.restore(record, held, self.chain.previous(stage.name))
-        self.observer.context(stage.name, level)
-        session_left = (
-            self.settings.session_token_budget
-            - budget_tokens(baton.usage)
-            - budget_tokens(record.usage)
-        )
-        allowance = self.budgets.allowance(ticket.customer_id, session_left)
+        stage, record, baton, allowance = view.stage, view.record, view.baton, view.allowance
+        assert record is not None and baton is not None and allowance is not None
         inputs = Inputs(
             record=record,
             baton=baton,
@@ -409,8 +317,9 @@ class Pipeline(Intake):
             given=self._given(stage, record),
             read=self.settings.reader == "on",
         )
-        outcome = self.budgets.settle(ticket.customer_id, allowance, await stage.run(inputs))
-        await self._finish(stage, record, baton, outcome, source, started)
+        customer = record.ticket.customer_id
+        outcome = self.budgets.settle(customer, allowance, await stage.run(inputs))
+        await self._finish(stage, record, baton, outcome, view.source, view.started)
 
     async def _finish(
         self,

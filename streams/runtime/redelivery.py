@@ -25,6 +25,10 @@ from baton_kafka.streams.runtime.sink import Sink
 # taken before the send, the record's timestamp by the broker.
 REPLY_SCAN_MARGIN = timedelta(seconds=5)
 
+# How the session's baton is read: a caller that read it already passes its reader (the
+# record's view), so one record's checks read the store once.
+Held = Callable[[], Baton | None]
+
 
 def own_entry(baton: Baton | None, ticket: Ticket) -> InFlight | None:
     """The baton's entry in flight if it belongs to ``ticket``."""
@@ -50,20 +54,23 @@ class Redelivery:
     # Where an approved offer's actions go, written with the reply (empty: nowhere).
     actions_topic: str = ""
 
-    def entry(self, ticket: Ticket) -> InFlight | None:
+    def _reader(self, ticket: Ticket, held: Held | None) -> Held:
+        return held if held is not None else lambda: self.batons.get(ticket.session_id)
+
+    def entry(self, ticket: Ticket, held: Held | None = None) -> InFlight | None:
         """The ticket's entry in flight, if its session's baton holds one."""
-        return own_entry(self.batons.get(ticket.session_id), ticket)
+        return own_entry(self._reader(ticket, held)(), ticket)
 
-    def known(self, ticket: Ticket) -> bool:
+    def known(self, ticket: Ticket, held: Held | None = None) -> bool:
         """The baton holds the ticket in flight or answered: a copy is settled from it."""
-        entry = self.entry(ticket)
-        return entry is not None or self.finished(ticket, entry)
+        entry = self.entry(ticket, held)
+        return entry is not None or self.finished(ticket, entry, held)
 
-    def finished(self, ticket: Ticket, entry: InFlight | None) -> bool:
+    def finished(self, ticket: Ticket, entry: InFlight | None, held: Held | None = None) -> bool:
         """The ticket has its reply (sent, or pending in ``entry``): a copy goes no further."""
         if entry is not None and entry.pending:
             return True
-        baton = self.batons.get(ticket.session_id)
+        baton = self._reader(ticket, held)()
         return baton is not None and ticket.ticket_id in baton.answered
 
     def unfinished(self, ticket: Ticket) -> str | None:
@@ -83,7 +90,12 @@ class Redelivery:
         return open_[-1] if open_ else None
 
     async def settle(
-        self, stage: StageName, ticket: Ticket, entry: InFlight | None, topic: str
+        self,
+        stage: StageName,
+        ticket: Ticket,
+        entry: InFlight | None,
+        topic: str,
+        held: Held | None = None,
     ) -> bool:
         """Settle a copy of a ticket the stage has seen before (``entry``); False if it must run.
 
@@ -92,7 +104,7 @@ class Redelivery:
         session (the original is still on its way). A ticket whose entry is this stage's
         sends the recorded output again: the crash may have come before it was acknowledged.
         """
-        if self.finished(ticket, entry):
+        if self.finished(ticket, entry, held):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
         elif entry is None or not entry.reached(stage, self.chain.names):
             return False
