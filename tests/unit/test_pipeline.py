@@ -256,6 +256,44 @@ async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
     assert after.version == answered.version, "the reply was recorded once"
 
 
+async def test_a_pending_reply_whose_check_fails_every_attempt_is_still_sent(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The redelivered record is the only one that finishes a pending reply: when the scan of
+    the replies topic fails on every attempt, the reply goes out unchecked, not never."""
+    from baton_kafka.streams.runtime.faust_io import ScanIncomplete
+
+    n = names(pipeline)
+    await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source(n.tickets, 0, 0))
+    await hop(pipeline, "understand", n.sessions)
+    await hop(pipeline, "lookup", n.understood)
+    before = baton_of(pipeline, "S1")
+    (matched,) = sink(pipeline).sent[n.matched]
+    await hop(pipeline, "strategy", n.matched)
+    (sent,) = sink(pipeline).sent[n.replies]
+    # The crash came after the pending entry was recorded, before the reply was sent.
+    pending = InFlight(ticket_id="t1", stage="strategy", output=sent[1].decode())
+    state(pipeline).batons.put("S1", dumps(before.model_copy(update={"in_flight": pending})))
+    sink(pipeline).sent[n.replies].clear()
+
+    async def unreadable(*args: object, **kwargs: object) -> bool:
+        raise ScanIncomplete("support.replies[0] not read to offset 9 in time")
+
+    monkeypatch.setattr(sink(pipeline), "contains", unreadable)
+    await pipeline.run_stage("strategy", matched[1], Source(n.matched, 0, 0))
+
+    replies = [Reply.model_validate_json(v) for _, v in sink(pipeline).sent[n.replies]]
+    assert [(r.ticket_id, r.reply) for r in replies] == [
+        ("t1", Reply.model_validate_json(sent[1]).reply)
+    ]
+    assert [(d.stage, d.reason) for d in dead_letters(pipeline)] == [("strategy", "stage_error")]
+    assert "ScanIncomplete" in dead_letters(pipeline)[0].error
+    after = baton_of(pipeline, "S1")
+    assert after.answered == ["t1"] and after.in_flight is None
+    # The session's next ticket does not wait for t1 at the gate.
+    assert pipeline.redelivery.unfinished(ticket("t2", "And a repair?")) is None
+
+
 async def test_a_baton_is_parsed_once_per_version(pipeline: Pipeline) -> None:
     await run(pipeline, ticket("t1", "My kettle is leaking."))
     first = baton_of(pipeline, "S1")
