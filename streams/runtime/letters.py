@@ -106,15 +106,28 @@ class Letters:
     async def _fail_ticket(
         self, record: StageRecord, stage: StageName, dl: DeadLetter, source: Source
     ) -> None:
-        """Dead-letter the ticket (carrying the record) and still answer it once, as degraded."""
+        """Dead-letter the ticket (carrying the record) and still answer it once: with its
+        pending reply if this stage is the one that finishes it, else as degraded."""
         ticket = record.ticket
         if not dl.payload:
             dl = dl.model_copy(update={"payload": dumps(record).decode()})
         await self.dead_letter(dl, source)
-        if self.redelivery.finished(ticket, self.redelivery.entry(ticket)):
+        entry = self.redelivery.entry(ticket)
+        baton = self.batons.get(ticket.session_id)
+        if (
+            entry is not None
+            and entry.pending
+            and baton is not None
+            and self._resumes(stage, baton)
+        ):
+            # This record is the one that finishes the pending reply (its check of the topic
+            # failed every attempt); no other copy will, and the session's next ticket waits
+            # for it: sent unchecked (at worst a second copy) rather than never.
+            await self._answered(*await self.redelivery.resume(entry, baton, checked=False))
+            return
+        if self.redelivery.finished(ticket, entry):
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
-        baton = self.batons.get(ticket.session_id)
         if ownership.conflict(baton, ticket) is not None:
             self.gate.leave(ticket.session_id, ticket.ticket_id)
             return
@@ -131,6 +144,12 @@ class Letters:
         )
         packet = self.desk.for_fallback(record, baton, reply, dl)
         await self._answered(reply, await self.redelivery.reply(reply, baton, packet))
+
+    def _resumes(self, stage: StageName, baton: Baton) -> bool:
+        """Whether ``stage``'s record finishes a pending reply (as the stage's run does): the
+        answering stage's, or the first stage's while a person has the session."""
+        chain = self.redelivery.chain
+        return stage == chain.answering.name or (stage == chain.first.name and baton.taken_over)
 
     async def _reject(
         self, stage: StageName, value: bytes | None, exc: InvalidRecord, source: Source

@@ -149,8 +149,11 @@ class Redelivery:
         await publish(self.sink, self.actions_topic, reply)
         return await self._answered(reply, baton)
 
-    async def resume(self, entry: InFlight, baton: Baton) -> tuple[Reply, Baton]:
-        """Finish the reply ``baton`` holds as pending: send it unless the topic has it."""
+    async def resume(
+        self, entry: InFlight, baton: Baton, *, checked: bool = True
+    ) -> tuple[Reply, Baton]:
+        """Finish the reply ``baton`` holds as pending: send it unless the topic has it
+        (``checked=False``: send it without looking, when the topics cannot be read)."""
         reply = Reply.model_validate_json(entry.output)
         marker = f'"ticket_id":{dumps(reply.ticket_id).decode()}'.encode()
 
@@ -167,18 +170,22 @@ class Redelivery:
             )
 
         since = entry.at - REPLY_SCAN_MARGIN
+
+        async def on_topic(topic: str, match: Callable[[bytes], bool]) -> bool:
+            return checked and await self.sink.contains(topic, reply.session_id, since, match)
+
         await self._answering(reply)
-        if await self.sink.contains(self.replies_topic, reply.session_id, since, is_it):
+        if await on_topic(self.replies_topic, is_it):
             self.observer.stage_done(entry.stage, "reused", 0.0)
         else:
             await self.sink.send(self.replies_topic, reply.session_id, entry.output.encode())
         for other in coalesced(reply):
             found = functools.partial(is_coalesced, ticket_id=other.ticket_id, by=reply.ticket_id)
-            if not await self.sink.contains(self.replies_topic, reply.session_id, since, found):
+            if not await on_topic(self.replies_topic, found):
                 await self.sink.send(self.replies_topic, reply.session_id, dumps(other))
         if entry.handoff is not None:
-            await self._resume_packet(entry.handoff, reply, since)
-        await publish(self.sink, self.actions_topic, reply, since)
+            await self._resume_packet(entry.handoff, reply, since, checked)
+        await publish(self.sink, self.actions_topic, reply, since if checked else None)
         return reply, await self._answered(reply, baton)
 
     async def _answering(self, reply: Reply) -> None:
@@ -187,7 +194,9 @@ class Redelivery:
             for ticket_id in reply.ticket_ids:
                 await self.answering(ticket_id)
 
-    async def _resume_packet(self, handoff: str, reply: Reply, since: datetime) -> None:
+    async def _resume_packet(
+        self, handoff: str, reply: Reply, since: datetime, checked: bool = True
+    ) -> None:
         """Send the pending hand-off packet unless the handoffs topic has it already."""
         packet = HandoffPacket.model_validate_json(handoff)
         marker = f'"packet_id":{dumps(packet.packet_id).decode()}'.encode()
@@ -198,7 +207,10 @@ class Redelivery:
                 and HandoffPacket.model_validate_json(value).packet_id == packet.packet_id
             )
 
-        if not await self.sink.contains(self.handoffs_topic, reply.session_id, since, is_it):
+        if not (
+            checked
+            and await self.sink.contains(self.handoffs_topic, reply.session_id, since, is_it)
+        ):
             await self.sink.send(self.handoffs_topic, reply.session_id, handoff.encode())
 
     async def _answered(self, reply: Reply, baton: Baton) -> Baton:

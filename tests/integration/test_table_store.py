@@ -122,7 +122,12 @@ async def test_a_rocksdb_worker_killed_mid_stream_loses_and_repeats_no_reply(
         # Four baton writes per ticket: fewer means tickets were still in flight at the kill.
         assert at_kill < 4 * len(tickets), "the kill came after the last ticket: proves nothing"
         worker, back = await restart(deployment)
-        replies = await delivery.replies(deployment, len(tickets))
+        try:
+            replies = await delivery.replies(deployment, len(tickets))
+        except AssertionError as exc:
+            # Which tickets lack a reply and why: lost (no reply will come) or late.
+            why = await delivery.unanswered(deployment, tickets)
+            raise AssertionError(f"{exc}\n{why}") from None
     delivery.Tally(delivery.sessions(tickets), replies).assert_exactly_once_in_order()
     for reply in (r for r in replies if r.ticket_id.endswith("-2")):
         assert reply.order_id == expected_order[reply.session_id], reply

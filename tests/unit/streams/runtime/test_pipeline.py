@@ -253,6 +253,44 @@ async def test_a_reply_left_pending_by_a_crash_is_sent_exactly_once(
     assert after.version == answered.version, "the reply was recorded once"
 
 
+async def test_a_pending_reply_whose_check_fails_every_attempt_is_still_sent(
+    pipeline: TestPipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The redelivered record is the only one that finishes a pending reply: when the scan of
+    the replies topic fails on every attempt, the reply goes out unchecked, not never."""
+    from baton_kafka.streams.runtime.faust_io import ScanIncomplete
+
+    n = pipeline.topics
+    await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source(n.tickets, 0, 0))
+    await pipeline.hop("understand", n.sessions)
+    await pipeline.hop("lookup", n.understood)
+    before = pipeline.baton("S1")
+    (matched,) = pipeline.sink.sent[n.matched]
+    await pipeline.hop("strategy", n.matched)
+    (sent,) = pipeline.sink.sent[n.replies]
+    # The crash came after the pending entry was recorded, before the reply was sent.
+    pending = InFlight(ticket_id="t1", stage="strategy", output=sent[1].decode())
+    pipeline.state.batons.put("S1", dumps(before.model_copy(update={"in_flight": pending})))
+    pipeline.sink.sent[n.replies].clear()
+
+    async def unreadable(*args: object, **kwargs: object) -> bool:
+        raise ScanIncomplete("support.replies[0] not read to offset 9 in time")
+
+    monkeypatch.setattr(pipeline.sink, "contains", unreadable)
+    await pipeline.run_stage("strategy", matched[1], Source(n.matched, 0, 0))
+
+    replies = [Reply.model_validate_json(v) for _, v in pipeline.sink.sent[n.replies]]
+    assert [(r.ticket_id, r.reply) for r in replies] == [
+        ("t1", Reply.model_validate_json(sent[1]).reply)
+    ]
+    assert [(d.stage, d.reason) for d in pipeline.dead_letters] == [("strategy", "stage_error")]
+    assert "ScanIncomplete" in pipeline.dead_letters[0].error
+    after = pipeline.baton("S1")
+    assert after.answered == ["t1"] and after.in_flight is None
+    # The session's next ticket does not wait for t1 at the gate.
+    assert pipeline.redelivery.unfinished(ticket("t2", "And a repair?")) is None
+
+
 async def test_a_baton_is_parsed_once_per_version(pipeline: TestPipeline) -> None:
     await pipeline.send(ticket("t1", "My kettle is leaking."))
     first = pipeline.baton("S1")
