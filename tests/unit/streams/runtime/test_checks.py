@@ -17,10 +17,10 @@ from baton_kafka.streams.runtime.checks import DONE, GO, RecordView
 from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.delivery import Delivery
 from baton_kafka.streams.runtime.erasure import headers as erasure_headers
-from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
-from tests.fixtures.pipelines import counts, dead_letters, in_memory, sink
+from tests.fixtures.pipelines import in_memory
 
 KEYS = (("k1", "a-secret-of-thirty-two-characters"),)
 
@@ -73,53 +73,53 @@ def test_a_pipeline_runs_the_list_it_is_given(store: SQLiteOrderStore) -> None:
 
 
 @pytest.fixture
-def p(store: SQLiteOrderStore) -> Pipeline:
+def p(store: SQLiteOrderStore) -> TestPipeline:
     return in_memory(store, signing_keys=KEYS)
 
 
-def delivery_of(p: Pipeline, topic: str, i: int = -1, key: str | None = None) -> Delivery:
+def delivery_of(p: TestPipeline, topic: str, i: int = -1, key: str | None = None) -> Delivery:
     """Record ``i`` of ``topic`` as a broker hands it over (under ``key``: another key)."""
-    k, value = sink(p).sent[topic][i]
+    k, value = p.sink.sent[topic][i]
     used = k if key is None else key
     partition = session_partition(used or "", p.settings.partitions)
-    return Delivery(value, Source(topic, partition, i, key=used or ""), sink(p).headers[topic][i])
+    return Delivery(value, Source(topic, partition, i, key=used or ""), p.sink.headers[topic][i])
 
 
-def view_of(p: Pipeline, stage: str, delivery: Delivery) -> RecordView:
+def view_of(p: TestPipeline, stage: str, delivery: Delivery) -> RecordView:
     return RecordView(p.chain[stage], delivery, delivery.source, p.batons)
 
 
-async def taken_in(p: Pipeline, tid: str = "T1", customer: str = "C1") -> Delivery:
+async def taken_in(p: TestPipeline, tid: str = "T1", customer: str = "C1") -> Delivery:
     text = "My kettle is leaking, I want a refund."
     await p.intake(dumps(ticket(tid, text, customer=customer)), Source())
     return delivery_of(p, p.topics.sessions)
 
 
 async def test_signature_passes_a_signed_record_and_letters_one_read_elsewhere(
-    p: Pipeline,
+    p: TestPipeline,
 ) -> None:
     d = await taken_in(p)
     assert await admit.Signature()(p, view_of(p, "understand", d)) is GO
-    assert dead_letters(p) == []
+    assert p.dead_letters == []
     moved = delivery_of(p, p.topics.sessions, key="S2")
     assert await admit.Signature()(p, view_of(p, "understand", moved)) is DONE
-    [dl] = dead_letters(p)
+    [dl] = p.dead_letters
     assert dl.reason == "untrusted_record" and dl.stage == "understand"
 
 
 async def test_decode_keeps_the_record_on_the_view_and_letters_bytes_that_hold_none(
-    p: Pipeline,
+    p: TestPipeline,
 ) -> None:
     d = await taken_in(p)
     view = view_of(p, "understand", d)
     assert await admit.Decode()(p, view) is GO and view.ticket.ticket_id == "T1"
     broken = view_of(p, "understand", Delivery(b"{not json", d.source, d.headers))
     assert await admit.Decode()(p, broken) is DONE and broken.record is None
-    [dl] = dead_letters(p)
-    assert dl.reason == "invalid_input" and counts(p)["done.understand.invalid"] == 1
+    [dl] = p.dead_letters
+    assert dl.reason == "invalid_input" and p.counts.counts["done.understand.invalid"] == 1
 
 
-async def test_placement_refuses_a_record_off_its_sessions_partition(p: Pipeline) -> None:
+async def test_placement_refuses_a_record_off_its_sessions_partition(p: TestPipeline) -> None:
     d = await taken_in(p)
     view = view_of(p, "understand", d)
     await admit.Decode()(p, view)
@@ -130,10 +130,10 @@ async def test_placement_refuses_a_record_off_its_sessions_partition(p: Pipeline
     moved = view_of(p, "understand", Delivery(d.value, off, d.headers))
     await admit.Decode()(p, moved)
     assert await admit.Placement()(p, moved) is DONE
-    assert [dl.reason for dl in dead_letters(p)] == ["untrusted_record"]
+    assert [dl.reason for dl in p.dead_letters] == ["untrusted_record"]
 
 
-async def test_an_erasure_request_is_obeyed_only_at_the_first_stage(p: Pipeline) -> None:
+async def test_an_erasure_request_is_obeyed_only_at_the_first_stage(p: TestPipeline) -> None:
     d = await taken_in(p)
     asking = Delivery(d.value, d.source, [*(d.headers or []), *erasure_headers()])
     assert await admit.ErasureRequest()(p, view_of(p, "lookup", asking)) is GO
@@ -141,12 +141,12 @@ async def test_an_erasure_request_is_obeyed_only_at_the_first_stage(p: Pipeline)
     assert await admit.ErasureRequest()(p, view_of(p, "understand", d)) is GO
 
 
-async def owned_by_c1(p: Pipeline, d: Delivery) -> None:
+async def owned_by_c1(p: TestPipeline, d: Delivery) -> None:
     p.batons.save(memory.new_baton(StageRecord.model_validate_json(d.value or b"").ticket))
 
 
 async def test_ownership_refuses_another_senders_ticket_and_its_first_stage_form_only_there(
-    p: Pipeline,
+    p: TestPipeline,
 ) -> None:
     await owned_by_c1(p, await taken_in(p))
     intruder = await taken_in(p, "T2", customer="C2")
@@ -154,28 +154,28 @@ async def test_ownership_refuses_another_senders_ticket_and_its_first_stage_form
     for view in (at_first, at_lookup):
         await admit.Decode()(p, view)
     assert await admit.Ownership(opening_only=True)(p, at_lookup) is GO
-    assert dead_letters(p) == []
+    assert p.dead_letters == []
     assert await admit.Ownership(opening_only=True)(p, at_first) is DONE
     assert await admit.Ownership()(p, at_lookup) is DONE
-    assert [dl.reason for dl in dead_letters(p)] == ["session_conflict"] * 2
+    assert [dl.reason for dl in p.dead_letters] == ["session_conflict"] * 2
 
 
 async def test_context_fails_a_ticket_that_reached_a_stage_without_an_earlier_result(
-    p: Pipeline,
+    p: TestPipeline,
 ) -> None:
     d = await taken_in(p)
     view = view_of(p, "lookup", d)  # the sessions record: no understanding in it
     await admit.Decode()(p, view)
     assert await turn.ContextComplete()(p, view) is DONE
-    assert [dl.reason for dl in dead_letters(p)] == ["context_broken"]
-    assert counts(p)["context.broken"] == 1
+    assert [dl.reason for dl in p.dead_letters] == ["context_broken"]
+    assert p.counts.counts["context.broken"] == 1
     first = view_of(p, "understand", d)
     await admit.Decode()(p, first)
     assert await turn.ContextComplete()(p, first) is GO
 
 
 async def test_restore_and_budget_leave_the_baton_and_the_allowance_for_the_stage(
-    p: Pipeline,
+    p: TestPipeline,
 ) -> None:
     view = view_of(p, "understand", await taken_in(p))
     await admit.Decode()(p, view)
@@ -186,19 +186,19 @@ async def test_restore_and_budget_leave_the_baton_and_the_allowance_for_the_stag
     assert view.allowance.tokens == p.settings.session_token_budget
 
 
-async def test_a_taken_over_session_gets_a_silent_reply_and_no_stage(p: Pipeline) -> None:
+async def test_a_taken_over_session_gets_a_silent_reply_and_no_stage(p: TestPipeline) -> None:
     d = await taken_in(p)
     record = StageRecord.model_validate_json(d.value or b"")
     p.batons.save(memory.new_baton(record.ticket).model_copy(update={"taken_over": True}))
     view = view_of(p, "understand", d)
     await admit.Decode()(p, view)
     assert await turn.TakenOver()(p, view) is DONE
-    [(_, raw)] = sink(p).sent[p.topics.replies]
-    assert b'"T1"' in raw and counts(p)["done.understand.taken_over"] == 1
+    [(_, raw)] = p.sink.sent[p.topics.replies]
+    assert b'"T1"' in raw and p.counts.counts["done.understand.taken_over"] == 1
     assert await turn.TakenOver()(p, view_of(p, "lookup", d)) is GO
 
 
-async def test_the_view_reads_the_baton_once_until_it_is_refreshed(p: Pipeline) -> None:
+async def test_the_view_reads_the_baton_once_until_it_is_refreshed(p: TestPipeline) -> None:
     view = view_of(p, "understand", await taken_in(p))
     await admit.Decode()(p, view)
     reads = count_reads(p.batons)
@@ -228,7 +228,7 @@ def count_reads(batons: BatonStore) -> list[str]:
 
 
 async def test_a_records_checks_read_the_session_store_a_few_times_on_the_normal_path(
-    p: Pipeline, monkeypatch: pytest.MonkeyPatch
+    p: TestPipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first stage reads the baton before its turn, its clock and the gate read it, and
     it is read again at the turn; the customer's erasure mark is read once. A later stage
@@ -247,27 +247,27 @@ async def test_a_records_checks_read_the_session_store_a_few_times_on_the_normal
     for stage in p.chain:
         reads.clear()
         await p.deliver(stage.name, delivery_of(p, p.source_topic(stage)))
-    assert len(sink(p).sent[p.topics.replies]) == 1 and dead_letters(p) == []
+    assert len(p.sink.sent[p.topics.replies]) == 1 and p.dead_letters == []
     first, *later = at_inputs
     assert first == ["get", "get", "get", "get", "index"]
     assert later == [["get", "index"]] * (len(p.chain.names) - 1)
 
 
-async def test_redelivery_settles_a_copy_of_a_ticket_the_stage_forwarded(p: Pipeline) -> None:
+async def test_redelivery_settles_a_copy_of_a_ticket_the_stage_forwarded(p: TestPipeline) -> None:
     d = await taken_in(p)
     fresh = view_of(p, "understand", d)
     await admit.Decode()(p, fresh)
     assert await turn.Redelivered()(p, fresh) is GO  # the baton has not seen the ticket
     await p.deliver("understand", d)
-    [first] = sink(p).sent[p.topics.understood]
+    [first] = p.sink.sent[p.topics.understood]
     copy = view_of(p, "understand", d)
     await admit.Decode()(p, copy)
     assert await turn.Redelivered()(p, copy) is DONE
-    assert sink(p).sent[p.topics.understood] == [first, first]  # its output sent again
-    assert counts(p)["done.understand.reused"] == 1
+    assert p.sink.sent[p.topics.understood] == [first, first]  # its output sent again
+    assert p.counts.counts["done.understand.reused"] == 1
 
 
-async def test_a_list_stops_at_the_first_check_that_settles_the_record(p: Pipeline) -> None:
+async def test_a_list_stops_at_the_first_check_that_settles_the_record(p: TestPipeline) -> None:
     ran: list[str] = []
 
     class Seen:
