@@ -21,8 +21,8 @@ from baton_kafka.agents.models.batches import BatchLLM, BatchSender, run_batched
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.records import DeadLetter, Reply, Ticket
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import MemorySink, MemoryState
 

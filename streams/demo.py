@@ -15,7 +15,12 @@ from baton_kafka.schemas.codec import dumps, parse
 from baton_kafka.schemas.records import Order, Reply, Ticket
 from baton_kafka.streams.kafka.embedded import EmbeddedBroker
 from baton_kafka.streams.kafka.topics import REPLIES
-from baton_kafka.streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
+from baton_kafka.streams.runtime.faust_app.spawn import (
+    WorkerProcess,
+    read_replies,
+    spawn_worker,
+    stop_worker,
+)
 from baton_kafka.streams.settings import Settings
 
 
@@ -30,7 +35,7 @@ def read_jsonl(path: Path, model: type[Ticket] | type[Order]) -> list[Any]:
 
 def import_orders(settings: Settings, orders: Sequence[Order]) -> None:
     """Upsert ``orders`` into the settings' order store."""
-    from baton_kafka.streams.runtime.orders import build_store
+    from baton_kafka.streams.runtime.faust_app.orders import build_store
 
     async def run() -> None:
         store = build_store(settings)

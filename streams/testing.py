@@ -23,8 +23,8 @@ from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import DeadLetter, Order, Reply, Ticket
 from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Guarded, Observer
 from baton_kafka.streams.runtime.chain import Chain
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 
 __all__ = ["MemoryOrders", "MemorySink", "MemoryState", "MemoryTable", "TestPipeline"]

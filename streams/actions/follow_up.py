@@ -14,9 +14,9 @@ from baton_kafka.schemas.action import ActionNote, LedgerEntry, noted
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import OfferLine, Reply, Ticket, utcnow
-from baton_kafka.streams.runtime.batons import BatonStore
-from baton_kafka.streams.runtime.scheduler import SessionGate
-from baton_kafka.streams.runtime.sink import Sink
+from baton_kafka.streams.runtime.records.sink import Sink
+from baton_kafka.streams.runtime.session.batons import BatonStore
+from baton_kafka.streams.runtime.session.scheduler import SessionGate
 
 DETAIL_CHARS = 300
 

@@ -13,8 +13,8 @@ from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.decision import AUTHORISING, Decision
 from baton_kafka.streams.actions.caps import CENT, DailyCaps, Use, day_of, uses
 from baton_kafka.streams.actions.ledger import Ledger
-from baton_kafka.streams.runtime.placement import session_partition
-from baton_kafka.streams.runtime.signing import HEADER, Signer
+from baton_kafka.streams.runtime.records.placement import session_partition
+from baton_kafka.streams.runtime.records.signing import HEADER, Signer
 
 
 @dataclass

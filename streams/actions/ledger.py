@@ -7,7 +7,7 @@ from collections.abc import Callable
 import orjson
 
 from baton_kafka.schemas.action import FINAL, Action, LedgerEntry
-from baton_kafka.streams.runtime.batons import SessionTable
+from baton_kafka.streams.runtime.session.batons import SessionTable
 
 
 def moves(old: LedgerEntry, new: LedgerEntry) -> bool:

@@ -8,7 +8,7 @@ from datetime import datetime
 from baton_kafka.schemas.action import Action, actions_of
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.records import Reply
-from baton_kafka.streams.runtime.sink import Sink
+from baton_kafka.streams.runtime.records.sink import Sink
 
 
 def _is(action: Action) -> Callable[[bytes], bool]:

@@ -18,9 +18,9 @@ from baton_kafka.streams.actions.follow_up import tells
 from baton_kafka.streams.actions.guard import Guard
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.reconcile import carry_out
-from baton_kafka.streams.runtime import dead_letters
-from baton_kafka.streams.runtime.batons import BatonStore
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.records import dead_letters
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.session.batons import BatonStore
 
 log = logging.getLogger("baton.actions")
 

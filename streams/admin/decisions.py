@@ -99,7 +99,7 @@ async def send(settings: Settings, decision: Decision) -> str:
     from baton_kafka.schemas.codec import dumps
     from baton_kafka.streams.kafka.client import publish
     from baton_kafka.streams.kafka.topics import TopicNames
-    from baton_kafka.streams.runtime.signing import Signer
+    from baton_kafka.streams.runtime.records.signing import Signer
 
     topic = TopicNames.of(settings).decisions
     signer = Signer(settings.signing_keys)

@@ -24,9 +24,9 @@ from baton_kafka.streams.kafka.topics import (
     changelogs,
     topic_configs,
 )
-from baton_kafka.streams.runtime import erasure
 from baton_kafka.streams.runtime.own_stages import configured_chain
-from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.runtime.records.signing import Signer
+from baton_kafka.streams.runtime.session import erasure
 from baton_kafka.streams.settings import Settings
 
 POLL_S = 1.0

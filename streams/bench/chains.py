@@ -40,7 +40,7 @@ def run_faust(settings: Settings) -> None:
     """Three Faust agents in a row, configured like the pipeline's worker."""
     import faust
 
-    from baton_kafka.streams.runtime.app import faust_settings
+    from baton_kafka.streams.runtime.faust_app.app import faust_settings
 
     topics = chain_topics(settings, "faust")
     conf = faust_settings(settings)

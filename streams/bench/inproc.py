@@ -18,8 +18,8 @@ from baton_kafka.agents.orders import open_store
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.records import StageName, Ticket
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import MemorySink, MemoryState
 

@@ -37,7 +37,7 @@ from baton_kafka.streams.bench.stats import Row, first_and_last_tenth, rss_drift
 from baton_kafka.streams.jsonl import Progress
 from baton_kafka.streams.kafka.embedded import free_port
 from baton_kafka.streams.kafka.topics import TopicNames, ensure_topics
-from baton_kafka.streams.runtime.spawn import child_env, spawn_worker
+from baton_kafka.streams.runtime.faust_app.spawn import child_env, spawn_worker
 from baton_kafka.streams.settings import Settings
 
 WARM_SESSIONS_PER_PARTITION = 3

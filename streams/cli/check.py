@@ -150,7 +150,7 @@ def _model(settings: Settings) -> tuple[str, str, str]:
 
 
 def _limits(settings: Settings) -> tuple[str, str, str]:
-    from baton_kafka.streams.runtime.llms import limits_line
+    from baton_kafka.streams.runtime.faust_app.llms import limits_line
 
     return (OK, "model limits", limits_line(settings))
 

@@ -170,7 +170,7 @@ def orders_lines(settings: Settings, timeout: float, customer: str | None) -> li
     its map reads, field by field for ``customer``'s orders when given."""
     from baton_kafka.agents.dsn import mask_url
     from baton_kafka.agents.orders.source import StoreUnavailable
-    from baton_kafka.streams.runtime.orders import build_source, check_source
+    from baton_kafka.streams.runtime.faust_app.orders import build_source, check_source
 
     where = settings.orders_source or mask_url(settings.orders_url)
     try:

@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from baton_kafka.agents.orders import SourceMisconfigured, StoreUnavailable
-    from baton_kafka.streams.runtime.orders import build_store
+    from baton_kafka.streams.runtime.faust_app.orders import build_store
 
     orders = load_records(Order, args.file, args.skip_invalid)
     progress = Progress(len(orders), "importing")

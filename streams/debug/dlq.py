@@ -15,7 +15,7 @@ from baton_kafka.schemas.codec import dumps, loads
 from baton_kafka.schemas.records import DeadLetter, Ticket
 from baton_kafka.streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
 from baton_kafka.streams.observe.shown import shown
-from baton_kafka.streams.runtime.connect_letters import from_connect, is_connect
+from baton_kafka.streams.runtime.records.connect_letters import from_connect, is_connect
 from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:

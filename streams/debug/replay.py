@@ -12,7 +12,12 @@ from baton_kafka.schemas.records import Reply, Ticket
 from baton_kafka.streams.debug.replay_plan import Selection, first_replies, select
 from baton_kafka.streams.kafka.topics import CUSTOMER_TABLE, TopicNames, changelog_topic
 from baton_kafka.streams.progress import Progress
-from baton_kafka.streams.runtime.spawn import WorkerProcess, read_replies, spawn_worker, stop_worker
+from baton_kafka.streams.runtime.faust_app.spawn import (
+    WorkerProcess,
+    read_replies,
+    spawn_worker,
+    stop_worker,
+)
 from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -126,8 +131,8 @@ def replay_in_batches(
     )
     from baton_kafka.streams.kafka.client import publish
     from baton_kafka.streams.kafka.topics import ensure_topics
-    from baton_kafka.streams.runtime import dead_letters
-    from baton_kafka.streams.runtime.orders import build_source
+    from baton_kafka.streams.runtime.faust_app.orders import build_source
+    from baton_kafka.streams.runtime.records import dead_letters
 
     into = TopicNames.of(target)
     replies = first_replies(there[into.replies])

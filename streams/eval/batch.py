@@ -39,7 +39,7 @@ def run_in_batches(
     from baton_kafka.agents.testing.standin import run_in_thread
     from baton_kafka.streams.batched import answer_in_batches, batch_llm, run_key, state_path
     from baton_kafka.streams.demo import import_orders
-    from baton_kafka.streams.runtime.orders import build_source
+    from baton_kafka.streams.runtime.faust_app.orders import build_source
 
     tickets = [c.ticket for c in cases]
     phases = sorted({c.label.phase for c in cases})

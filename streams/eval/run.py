@@ -34,7 +34,7 @@ from baton_kafka.streams.eval.score import (
     summarize,
 )
 from baton_kafka.streams.eval.state import final_state, label_problems, render_final_state
-from baton_kafka.streams.runtime.spawn import spawn_worker, stop_worker
+from baton_kafka.streams.runtime.faust_app.spawn import spawn_worker, stop_worker
 from baton_kafka.streams.settings import OWN_ORDERS, Settings
 
 if TYPE_CHECKING:

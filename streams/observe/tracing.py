@@ -39,7 +39,7 @@ _OFF: AbstractContextManager[None] = nullcontext()
 
 
 class Where(Protocol):
-    """Where a record was read from (``streams.runtime.dead_letters.Source``)."""
+    """Where a record was read from (``streams.runtime.records.dead_letters.Source``)."""
 
     @property
     def topic(self) -> str | None: ...

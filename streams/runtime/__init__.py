@@ -7,18 +7,18 @@ from typing import Any
 
 # Resolved on first use: importing a runtime module must not pull in Faust and the app.
 _HOMES = {
-    "BatonStore": "baton_kafka.streams.runtime.batons",
+    "BatonStore": "baton_kafka.streams.runtime.session.batons",
     "Chain": "baton_kafka.streams.runtime.chain",
     "Pipeline": "baton_kafka.streams.runtime.pipeline",
-    "Runtime": "baton_kafka.streams.runtime.app",
+    "Runtime": "baton_kafka.streams.runtime.faust_app.app",
     "STAGES": "baton_kafka.streams.runtime.chain",
-    "SessionGate": "baton_kafka.streams.runtime.scheduler",
-    "SessionScheduler": "baton_kafka.streams.runtime.scheduler",
-    "Sink": "baton_kafka.streams.runtime.sink",
+    "SessionGate": "baton_kafka.streams.runtime.session.scheduler",
+    "SessionScheduler": "baton_kafka.streams.runtime.session.scheduler",
+    "Sink": "baton_kafka.streams.runtime.records.sink",
     "Stage": "baton_kafka.agents.stage",
     "StageContext": "baton_kafka.agents.stage_context",
-    "State": "baton_kafka.streams.runtime.batons",
-    "create_app": "baton_kafka.streams.runtime.app",
+    "State": "baton_kafka.streams.runtime.session.batons",
+    "create_app": "baton_kafka.streams.runtime.faust_app.app",
     "stage": "baton_kafka.agents.declare",
 }
 

@@ -7,11 +7,11 @@ from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import Ticket
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.observe import tracing
-from baton_kafka.streams.runtime import ownership
-from baton_kafka.streams.runtime.admission import Admission
-from baton_kafka.streams.runtime.dead_letters import Source, read_as
-from baton_kafka.streams.runtime.letters import Letters
-from baton_kafka.streams.runtime.signing import Headers
+from baton_kafka.streams.runtime.answers.letters import Letters
+from baton_kafka.streams.runtime.records.dead_letters import Source, read_as
+from baton_kafka.streams.runtime.records.signing import Headers
+from baton_kafka.streams.runtime.session import ownership
+from baton_kafka.streams.runtime.trust.admission import Admission
 
 
 class Intake(Letters):

@@ -25,35 +25,32 @@ from baton_kafka.streams.observe import tracing
 from baton_kafka.streams.observe.logs import describe
 from baton_kafka.streams.observe.observer import CountingObserver, Observer
 from baton_kafka.streams.observe.shown import shown
-from baton_kafka.streams.runtime import (
-    checks,
-    dead_letters,
-    decisions,
-    expiry,
-    handoffs,
-    replies,
-)
-from baton_kafka.streams.runtime.admission import Admission
-from baton_kafka.streams.runtime.admission_checks import ADMITTING
-from baton_kafka.streams.runtime.batons import BatonStore, State
-from baton_kafka.streams.runtime.budgets import CustomerBudgets
-from baton_kafka.streams.runtime.bursts import Bursts
+from baton_kafka.streams.runtime.answers import handoffs, replies
+from baton_kafka.streams.runtime.answers.clocks import Clocks
+from baton_kafka.streams.runtime.answers.index import CustomerIndex
+from baton_kafka.streams.runtime.answers.redelivery import Redelivery
+from baton_kafka.streams.runtime.answers.refusals import Refusals
 from baton_kafka.streams.runtime.chain import BUILTIN, Chain
-from baton_kafka.streams.runtime.checks import RecordView
-from baton_kafka.streams.runtime.clocks import Clocks
-from baton_kafka.streams.runtime.dead_letters import Source, read_as
-from baton_kafka.streams.runtime.delivery import Delivery
-from baton_kafka.streams.runtime.escalations import Escalations
-from baton_kafka.streams.runtime.index import CustomerIndex
 from baton_kafka.streams.runtime.intake import Intake
-from baton_kafka.streams.runtime.priority import ChainPriority, Paced
-from baton_kafka.streams.runtime.redelivery import Redelivery
-from baton_kafka.streams.runtime.refusals import Refusals
-from baton_kafka.streams.runtime.scheduler import SessionGate
-from baton_kafka.streams.runtime.signing import Headers, SignedSink, Signer
-from baton_kafka.streams.runtime.sink import FramingSink, Sink, TracedSink
+from baton_kafka.streams.runtime.people import decisions
+from baton_kafka.streams.runtime.people.escalations import Escalations
+from baton_kafka.streams.runtime.records import dead_letters
+from baton_kafka.streams.runtime.records.dead_letters import Source, read_as
+from baton_kafka.streams.runtime.records.delivery import Delivery
+from baton_kafka.streams.runtime.records.signing import Headers, SignedSink, Signer
+from baton_kafka.streams.runtime.records.sink import FramingSink, Sink, TracedSink
+from baton_kafka.streams.runtime.session import expiry
+from baton_kafka.streams.runtime.session.batons import BatonStore, State
+from baton_kafka.streams.runtime.session.budgets import CustomerBudgets
+from baton_kafka.streams.runtime.session.bursts import Bursts
+from baton_kafka.streams.runtime.session.priority import ChainPriority, Paced
+from baton_kafka.streams.runtime.session.scheduler import SessionGate
 from baton_kafka.streams.runtime.stages import Inputs, Stage
-from baton_kafka.streams.runtime.turn_checks import ATTEMPTING
+from baton_kafka.streams.runtime.trust import checks
+from baton_kafka.streams.runtime.trust.admission import Admission
+from baton_kafka.streams.runtime.trust.admission_checks import ADMITTING
+from baton_kafka.streams.runtime.trust.checks import RecordView
+from baton_kafka.streams.runtime.trust.turn_checks import ATTEMPTING
 from baton_kafka.streams.settings import Settings
 
 log = logging.getLogger("baton.pipeline")

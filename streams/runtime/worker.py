@@ -12,8 +12,13 @@ from baton_kafka.agents.models.capabilities import capabilities_of, describe
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
-from baton_kafka.streams.runtime.llms import build_llm, client_options, limits_line, model_options
-from baton_kafka.streams.runtime.orders import build_source, check_source
+from baton_kafka.streams.runtime.faust_app.llms import (
+    build_llm,
+    client_options,
+    limits_line,
+    model_options,
+)
+from baton_kafka.streams.runtime.faust_app.orders import build_source, check_source
 from baton_kafka.streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.worker")
@@ -87,9 +92,9 @@ def run(
 
     from baton_kafka.streams.kafka.topics import ensure_topics
     from baton_kafka.streams.observe.logs import faust_loglevel, logging_config
-    from baton_kafka.streams.runtime.app import close_on_shutdown, create_app
+    from baton_kafka.streams.runtime.faust_app.app import close_on_shutdown, create_app
+    from baton_kafka.streams.runtime.faust_app.table_store import check_store, lock_table_dir
     from baton_kafka.streams.runtime.own_stages import chain_for
-    from baton_kafka.streams.runtime.table_store import check_store, lock_table_dir
 
     check_store(settings)
     # The stages of the shop's own are imported first: one that cannot be is one line.

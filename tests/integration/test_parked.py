@@ -14,7 +14,7 @@ from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.handoff import HandoffPacket
 from baton_kafka.schemas.records import Order
-from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.runtime.records.signing import Signer
 from tests.fixtures import delivery
 from tests.fixtures.data import jacket, ticket_record
 from tests.fixtures.delivery import figures, settled

@@ -10,7 +10,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.runtime.records.signing import Signer
 from tests.fixtures import delivery
 from tests.fixtures.data import ticket_record
 from tests.fixtures.deployments import Deployment

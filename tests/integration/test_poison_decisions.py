@@ -13,8 +13,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from baton_kafka.schemas import DeadLetter
-from baton_kafka.streams.runtime.placement import session_partition
-from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.runtime.records.placement import session_partition
+from baton_kafka.streams.runtime.records.signing import Signer
 from tests.fixtures import delivery
 from tests.fixtures.data import ticket_record
 from tests.fixtures.deployments import Deployment

@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaProducer
 from baton_kafka.schemas import StageRecord, Ticket, dumps
 from baton_kafka.schemas.stages import OrderMatch
 from baton_kafka.streams.kafka.topics import changelog_topic
-from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.records.placement import session_partition
 from tests.fixtures.data import ORDERS, ticket_record
 from tests.fixtures.deployments import Deployment, settings_of
 

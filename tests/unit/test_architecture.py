@@ -104,7 +104,9 @@ def test_the_cycle_finder_sees_a_cycle() -> None:
 def test_the_graph_sees_lazy_imports() -> None:
     graph = import_graph()
     # streams.runtime.worker imports the app inside ``run`` only.
-    assert "baton_kafka.streams.runtime.app" in graph["baton_kafka.streams.runtime.worker"]
+    assert (
+        "baton_kafka.streams.runtime.faust_app.app" in graph["baton_kafka.streams.runtime.worker"]
+    )
 
 
 def test_no_module_imports_itself_back() -> None:

@@ -210,6 +210,12 @@ PINNED: dict[str, list[str]] = {
         "create_app",
         "stage",
     ],
+    "baton_kafka.streams.runtime.answers": [],
+    "baton_kafka.streams.runtime.faust_app": [],
+    "baton_kafka.streams.runtime.people": [],
+    "baton_kafka.streams.runtime.records": [],
+    "baton_kafka.streams.runtime.session": [],
+    "baton_kafka.streams.runtime.trust": [],
     "baton_kafka.streams.testing": [
         "MemoryOrders",
         "MemorySink",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from baton_kafka.agents import memory
 from baton_kafka.schemas import Baton, Snapshot, StageRecord
 from baton_kafka.schemas.records import UsageTotals
-from baton_kafka.streams.runtime.context import restore
+from baton_kafka.streams.runtime.session.context import restore
 from tests.fixtures.data import ticket, understanding
 
 

@@ -56,7 +56,7 @@ def test_the_passwords_of_a_dsn_as_written_and_decoded() -> None:
 def test_orders_import_prints_the_dsn_without_its_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import baton_kafka.streams.runtime.orders as runtime_orders
+    import baton_kafka.streams.runtime.faust_app.orders as runtime_orders
 
     lines = tmp_path / "orders.jsonl"
     lines.write_text(
@@ -90,7 +90,7 @@ def test_an_unsupported_dsn_is_one_line_without_its_password(
         open_store(f"mysql://u:{PASSWORD}@h/db")
     assert PASSWORD not in str(raised.value)
 
-    from baton_kafka.streams.runtime.orders import build_store
+    from baton_kafka.streams.runtime.faust_app.orders import build_store
 
     with pytest.raises(SettingsError, match="BATON_ORDERS_DSN"):
         build_store(Settings(data_dir=tmp_path, orders_dsn=f"redis://u:{PASSWORD}@h"))

@@ -146,7 +146,7 @@ def test_the_shop_languages_are_a_setting_validated_in_one_line() -> None:
 
 def test_what_baton_writes_itself_is_in_the_customer_language() -> None:
     from baton_kafka.agents.fixed_texts import fixed
-    from baton_kafka.streams.runtime.replies import could_not_process
+    from baton_kafka.streams.runtime.answers.replies import could_not_process
 
     five = ("zh", "ja", "en", "de", "es")
     for lang in five:

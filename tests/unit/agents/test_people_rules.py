@@ -19,12 +19,12 @@ from baton_kafka.agents.policy.model import People
 from baton_kafka.schemas import Baton, dumps
 from baton_kafka.schemas.decision import Decision, Override
 from baton_kafka.schemas.records import OfferLine, utcnow
-from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.placement import session_partition
 from tests.fixtures.data import C1_ORDERS, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.stores import sqlite_store
-from tests.unit.streams.runtime.test_decisions import (
+from tests.unit.streams.runtime.people.test_decisions import (
     JACKET,
     decision,
     feed,

@@ -24,7 +24,7 @@ from baton_kafka.agents.testing import Request, Responder, StandIn
 from baton_kafka.agents.testing.standin import echo_responder
 from baton_kafka.schemas import StrategyDraft
 from baton_kafka.schemas.records import OfferLine, Order
-from baton_kafka.streams.runtime import dead_letters
+from baton_kafka.streams.runtime.records import dead_letters
 from tests.fixtures.agents import BATON, KETTLE_NEW, client, draft, matched, ticket
 from tests.fixtures.data import ticket as data_ticket
 from tests.fixtures.data import understanding

@@ -20,7 +20,7 @@ from baton_kafka.schemas import (
 )
 from baton_kafka.schemas.records import UsageTotals
 from baton_kafka.schemas.stages import StrategyDraft
-from baton_kafka.streams.runtime import clocks, replies
+from baton_kafka.streams.runtime.answers import clocks, replies
 from tests.fixtures.data import jacket
 from tests.fixtures.paths import ROOT
 

@@ -13,7 +13,7 @@ from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.strategy import decide
 from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas import DeadLetter, OrderMatch, Reply, StageRecord, dumps
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.agents import BATON, KETTLE_OLD, draft, matched, order, ticket

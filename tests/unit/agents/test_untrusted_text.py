@@ -18,7 +18,7 @@ from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas import StageRecord, dumps
 from baton_kafka.schemas.records import utcnow
 from baton_kafka.schemas.stages import OrderMatch, Recall, StrategyDraft
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import SettingsError, load
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import C1_ORDERS, ticket, understanding

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from baton_kafka.schemas import dumps
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.testing import MemorySink, TestPipeline
 from examples.stages import priority_check
 from tests.fixtures.data import C1_ORDERS, ticket

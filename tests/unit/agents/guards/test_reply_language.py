@@ -138,7 +138,7 @@ def test_a_hand_off_text_never_holds_the_internal_summary(lang: str) -> None:
 
 def test_the_fallback_speaks_the_understanding_language_not_the_quoted_names() -> None:
     from baton_kafka.schemas import Baton, StageRecord
-    from baton_kafka.streams.runtime.replies import could_not_process, fallback
+    from baton_kafka.streams.runtime.answers.replies import could_not_process, fallback
 
     ticket = Ticket(
         ticket_id="f1", session_id="s-f1", customer_id="G-CHEN",

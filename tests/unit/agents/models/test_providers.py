@@ -27,7 +27,7 @@ from baton_kafka.agents.models.tokens import ApiCounter, Estimator
 from baton_kafka.agents.testing import Request, Responder, StandIn
 from baton_kafka.schemas import OrderChoice, UsageTotals
 from baton_kafka.streams.kafka.embedded import free_port
-from baton_kafka.streams.runtime.llms import limits_line
+from baton_kafka.streams.runtime.faust_app.llms import limits_line
 from baton_kafka.streams.runtime.worker import build_llm, model_options
 from baton_kafka.streams.settings import Settings, SettingsError, load
 from tests.fixtures.agents import MODEL, ORDERS, prompt, respond

@@ -11,8 +11,8 @@ import pytest
 from baton_kafka.agents.orders import SQLiteOrderStore, StoreUnavailable
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.streams.cli.main import main
-from baton_kafka.streams.runtime.app import create_app
-from baton_kafka.streams.runtime.orders import build_source, build_store
+from baton_kafka.streams.runtime.faust_app.app import create_app
+from baton_kafka.streams.runtime.faust_app.orders import build_source, build_store
 from baton_kafka.streams.settings import Settings, SettingsError
 from examples.csv_orders import CsvOrderSource
 from tests.fixtures.data import days_ago, ticket

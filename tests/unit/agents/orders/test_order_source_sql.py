@@ -24,7 +24,7 @@ from baton_kafka.agents.orders import (
 )
 from baton_kafka.streams.cli.main import main
 from baton_kafka.streams.kafka.embedded import free_port
-from baton_kafka.streams.runtime.orders import build_source, check_source
+from baton_kafka.streams.runtime.faust_app.orders import build_source, check_source
 from baton_kafka.streams.settings import Settings, SettingsError
 from tests.fixtures.data import order
 

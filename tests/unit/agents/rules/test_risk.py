@@ -15,7 +15,7 @@ from baton_kafka.agents.rules.understanding import understand_rules
 from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.agents.understand import understand
 from baton_kafka.schemas.stages import RiskFlag, Understanding
-from baton_kafka.streams.runtime.handoffs import TRIGGERS, URGENT
+from baton_kafka.streams.runtime.answers.handoffs import TRIGGERS, URGENT
 from tests.fixtures.agents import BATON, ticket
 from tests.fixtures.data import order, understanding
 from tests.fixtures.paths import ROOT, data_rows

@@ -24,9 +24,9 @@ from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.manual import ManualExecutor
 from baton_kafka.streams.actions.runner import Runner
 from baton_kafka.streams.admin.decisions import BadDecision, build
-from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.placement import session_partition
-from baton_kafka.streams.runtime.signing import Signer
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.placement import session_partition
+from baton_kafka.streams.runtime.records.signing import Signer
 from baton_kafka.streams.testing import MemoryTable, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.pipelines import in_memory

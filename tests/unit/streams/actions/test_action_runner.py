@@ -21,7 +21,7 @@ from baton_kafka.streams.actions.http import HttpExecutor
 from baton_kafka.streams.actions.http_map import ActionMap
 from baton_kafka.streams.actions.ledger import Ledger
 from baton_kafka.streams.actions.runner import Runner
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.testing import MemoryTable, TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.payments import SHOPIFY_MAP, TOKEN, Payments, mapped, payments

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 from aiohttp import web
 
-from baton_kafka.streams.runtime.signing import HEADER, Signer
+from baton_kafka.streams.runtime.records.signing import HEADER, Signer
 from tests.fixtures.paths import ROOT
 
 

@@ -16,8 +16,8 @@ from baton_kafka.schemas.action import Action, actions_of, idempotency_key
 from baton_kafka.schemas.baton import Baton, TicketMemory
 from baton_kafka.schemas.decision import Decision
 from baton_kafka.schemas.records import Offer, OfferLine
-from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.placement import session_partition
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import C1_ORDERS, jacket, ticket
 from tests.fixtures.data import reply as data_reply

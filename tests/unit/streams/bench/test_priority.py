@@ -11,7 +11,7 @@ import pytest
 
 from baton_kafka.streams.bench.inproc import measure
 from baton_kafka.streams.bench.load import Workload
-from baton_kafka.streams.runtime.priority import ChainPriority, Paced
+from baton_kafka.streams.runtime.session.priority import ChainPriority, Paced
 from baton_kafka.streams.settings import load
 
 

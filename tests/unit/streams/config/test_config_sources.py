@@ -13,7 +13,7 @@ import pytest
 from baton_kafka.streams.config import reference
 from baton_kafka.streams.config.kafka import CLIENT_OPTIONS
 from baton_kafka.streams.config.loading import specs
-from baton_kafka.streams.runtime.spawn import child_env
+from baton_kafka.streams.runtime.faust_app.spawn import child_env
 from baton_kafka.streams.settings import Settings, SettingsError, load
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from baton_kafka.agents.models.prices import Price
-from baton_kafka.streams.runtime.spawn import child_env
+from baton_kafka.streams.runtime.faust_app.spawn import child_env
 from baton_kafka.streams.settings import Settings, SettingsError, load
 
 
@@ -232,7 +232,7 @@ def test_the_processing_guarantee_is_a_closed_choice() -> None:
 
 
 def test_exactly_once_is_refused_on_the_embedded_broker_in_one_line() -> None:
-    from baton_kafka.streams.runtime.app import faust_settings
+    from baton_kafka.streams.runtime.faust_app.app import faust_settings
     from baton_kafka.streams.runtime.worker import check_guarantee
 
     on_kafka = Settings(processing_guarantee="exactly_once")

@@ -24,7 +24,7 @@ from baton_kafka.streams.kafka.connect import (
 )
 from baton_kafka.streams.kafka.faust_auth import broker_credentials
 from baton_kafka.streams.observe.logs import logging_config
-from baton_kafka.streams.runtime.app import faust_settings
+from baton_kafka.streams.runtime.faust_app.app import faust_settings
 from baton_kafka.streams.settings import Settings, SettingsError, load
 from tests.fixtures.secure_kafka import make_ca, make_server_cert
 

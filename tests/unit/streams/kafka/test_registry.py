@@ -37,8 +37,8 @@ from baton_kafka.streams.kafka.registry import (
     schema_text,
 )
 from baton_kafka.streams.runtime.chain import BUILTIN
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 from tests.fixtures.data import handoff_packet, ticket
 from tests.fixtures.paths import TEST_DATA

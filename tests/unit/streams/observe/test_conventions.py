@@ -26,9 +26,9 @@ from baton_kafka.streams.observe import tracing
 from baton_kafka.streams.observe.logs import JsonFormatter
 from baton_kafka.streams.observe.metrics import PrometheusObserver
 from baton_kafka.streams.observe.observer import CountingObserver, Fanout
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.runtime.placement import session_partition
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.placement import session_partition
 from tests.fixtures.agents import MODEL, client, prompt, respond
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory

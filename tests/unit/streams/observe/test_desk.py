@@ -34,7 +34,7 @@ from baton_kafka.streams.observe.handoff_queue import (
     settling,
 )
 from baton_kafka.streams.observe.web import PATHS
-from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.faust_app.app import create_app
 from baton_kafka.streams.settings import Settings
 
 TOKEN = "a-long-enough-token-0123"

@@ -22,8 +22,8 @@ from baton_kafka.streams.kafka.carrier import GETTER, SETTER
 from baton_kafka.streams.observe import tracing
 from baton_kafka.streams.observe.logs import JsonFormatter, LoggingObserver
 from baton_kafka.streams.observe.observer import CountingObserver, Fanout, Observer
-from baton_kafka.streams.runtime.dead_letters import Source
 from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from tests.fixtures.agents import MODEL, client, prompt, respond
 from tests.fixtures.data import ticket
 from tests.fixtures.pipelines import in_memory

@@ -29,7 +29,7 @@ from baton_kafka.streams.observe.guard import (
     is_loopback,
 )
 from baton_kafka.streams.observe.web import dashboard_page, readiness
-from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.faust_app.app import create_app
 from baton_kafka.streams.settings import Settings
 from tests.fixtures.faust_app import FakeApp, FakeEvent, FakeRecovery, FakeTables
 

@@ -17,10 +17,10 @@ from baton_kafka.schemas import DeadLetter, Reply, Ticket, dumps
 from baton_kafka.schemas.records import StageName
 from baton_kafka.streams.debug.dlq import redrive
 from baton_kafka.streams.kafka.topics import TopicNames
-from baton_kafka.streams.runtime.app import stage_schedulers
-from baton_kafka.streams.runtime.dead_letters import Source
-from baton_kafka.streams.runtime.faust_io import session_partition
+from baton_kafka.streams.runtime.faust_app.app import stage_schedulers
+from baton_kafka.streams.runtime.faust_app.faust_io import session_partition
 from baton_kafka.streams.runtime.pipeline import Pipeline
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import MemorySink, MemoryState
 from tests.fixtures.data import ticket

@@ -17,7 +17,7 @@ from baton_kafka.schemas import (
     dumps,
 )
 from baton_kafka.schemas.records import utcnow
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.data import ticket
@@ -258,7 +258,7 @@ async def test_a_pending_reply_whose_check_fails_every_attempt_is_still_sent(
 ) -> None:
     """The redelivered record is the only one that finishes a pending reply: when the scan of
     the replies topic fails on every attempt, the reply goes out unchecked, not never."""
-    from baton_kafka.streams.runtime.faust_io import ScanIncomplete
+    from baton_kafka.streams.runtime.faust_app.faust_io import ScanIncomplete
 
     n = pipeline.topics
     await pipeline.intake(dumps(ticket("t1", "My kettle is leaking.")), Source(n.tickets, 0, 0))
@@ -305,7 +305,7 @@ async def test_a_baton_is_parsed_once_per_version(pipeline: TestPipeline) -> Non
 
 
 async def test_parsed_batons_are_bounded_by_their_size(pipeline: TestPipeline) -> None:
-    from baton_kafka.streams.runtime import batons as module
+    from baton_kafka.streams.runtime.session import batons as module
 
     for i in range(3):
         await pipeline.send(ticket(f"t{i}", "My kettle is leaking.", f"S{i}"))

@@ -14,10 +14,10 @@ from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas import Baton, Reply, Ticket, dumps
 from baton_kafka.streams.observe.observer import CountingObserver
-from baton_kafka.streams.runtime.app import create_app
-from baton_kafka.streams.runtime.dead_letters import Source
+from baton_kafka.streams.runtime.faust_app.app import create_app
 from baton_kafka.streams.runtime.pipeline import Pipeline
-from baton_kafka.streams.runtime.scheduler import SessionGate, SessionScheduler
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.session.scheduler import SessionGate, SessionScheduler
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import MemorySink, MemoryState, MemoryTable
 from tests.fixtures import data

@@ -28,7 +28,7 @@ from baton_kafka.schemas import Ticket
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.stages import StrategyDraft, Understanding
 from baton_kafka.streams.runtime import StageContext, stage
-from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.faust_app.app import create_app
 from baton_kafka.streams.runtime.stage_context import StageMetrics, wants_context
 from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings, load

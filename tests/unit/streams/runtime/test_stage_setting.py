@@ -13,9 +13,9 @@ from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.streams.admin.forget import retention
 from baton_kafka.streams.cli.main import main
 from baton_kafka.streams.runtime import Chain
-from baton_kafka.streams.runtime.app import create_app
+from baton_kafka.streams.runtime.faust_app.app import create_app
+from baton_kafka.streams.runtime.faust_app.spawn import child_env, spawn_worker
 from baton_kafka.streams.runtime.own_stages import chain_for, configured_chain
-from baton_kafka.streams.runtime.spawn import child_env, spawn_worker
 from baton_kafka.streams.settings import Settings, SettingsError, load
 from examples.stages.priority import PRIORITY
 

@@ -1,0 +1,3 @@
+"""A session's state: its baton, turn, bursts, budgets, owner and erasure."""
+
+__all__: list[str] = []
