@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	@$(BIN)/baton demo
 
-# One process by default: under two (TEST_WORKERS=2, a test file at a time each, each process
-# with its own brokers; tests/fixtures/brokers.py) timing-sensitive fault tests can flake.
-TEST_WORKERS ?= 0
+# Two processes by default, a test file at a time each, each with its own brokers
+# (tests/fixtures/brokers.py); TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= 2
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
