@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import orjson
 from pydantic import BaseModel
 
 from baton_kafka.agents.models.llm import (
@@ -174,3 +175,27 @@ async def ask(
         reasks, feedback = reasks + 1, invalid.message
         if feedback_note:
             feedback = f"{feedback}\n{feedback_note}"
+
+
+async def ask_with_data(
+    llm: LLM,
+    stage: str,
+    output: type[T],
+    *,
+    system: str,
+    data: Mapping[str, Any],
+    max_tokens: int,
+    reask_limit: int,
+    tokens_left: int | None,
+) -> Asked[T]:
+    """Ask ``llm`` for ``output`` with ``system`` as the instructions and ``data`` as JSON (the
+    way a stage declared with a prompt, and a stage function's context, ask)."""
+    prompt = Prompt(
+        stage=stage,
+        system=system,
+        context=orjson.dumps(data).decode(),
+        output_type=output,
+        facts=None,
+        max_tokens=max_tokens,
+    )
+    return await ask(llm, prompt, reask_limit=reask_limit, tokens_left=tokens_left)

@@ -6,12 +6,10 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
-import orjson
 from pydantic import BaseModel
 
 from baton_kafka.agents import memory
-from baton_kafka.agents.asking import ask
-from baton_kafka.agents.models.llm import Prompt
+from baton_kafka.agents.asking import ask_with_data
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.prompts import stage_results
 from baton_kafka.agents.stage import Inputs, Stage
@@ -143,16 +141,13 @@ def stage(
         if i.record.results:
             # The shop's earlier stages' results, as the strategy's prompt shows them: data.
             facts["stages"] = [r.model_dump(mode="json") for r in stage_results(i.record.results)]
-        asked = await ask(
+        asked = await ask_with_data(
             i.llm,
-            Prompt(
-                stage=name,
-                system=prompt,
-                context=orjson.dumps(facts).decode(),
-                output_type=output,
-                facts=None,
-                max_tokens=max_tokens,
-            ),
+            name,
+            output,
+            system=prompt,
+            data=facts,
+            max_tokens=max_tokens,
             reask_limit=i.reask_limit,
             tokens_left=i.tokens_left,
         )

@@ -15,8 +15,8 @@ import orjson
 from prometheus_client import Counter
 from pydantic import BaseModel
 
-from baton_kafka.agents.asking import ask, budget_tokens
-from baton_kafka.agents.models.llm import LLM, Prompt
+from baton_kafka.agents.asking import ask_with_data, budget_tokens
+from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Failure
 from baton_kafka.agents.policy import Policy
@@ -160,16 +160,13 @@ class StageContext:
         facts = {"message": self.ticket.text, "input": data}
         spent = sum(budget_tokens(c) for c in self.calls)
         left = None if self._tokens_left is None else max(self._tokens_left - spent, 0)
-        asked = await ask(
+        asked = await ask_with_data(
             self.model,
-            Prompt(
-                stage=self.stage,
-                system=prompt,
-                context=orjson.dumps(facts).decode(),
-                output_type=output,
-                facts=None,
-                max_tokens=max_tokens,
-            ),
+            self.stage,
+            output,
+            system=prompt,
+            data=facts,
+            max_tokens=max_tokens,
             reask_limit=self._reask_limit,
             tokens_left=left,
         )
