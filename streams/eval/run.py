@@ -144,13 +144,42 @@ def check(cases: Sequence[Case], orders: Sequence[Order], source: str) -> None:
     _first(errors)
 
 
-def week_shift(cases: Sequence[Case], today: date) -> timedelta:
-    """Whole weeks that move the file's latest ``created_at`` into the seven days ending today."""
+def week_shift(cases: Sequence[Case], today: date, orders: Sequence[Order] = ()) -> timedelta:
+    """Whole weeks that move the file's latest ``created_at`` into the last five weeks ending
+    today, chosen so that each ticket stays the same number of calendar months after each of
+    its customer's orders ("last month" keeps meaning the month it was written about)."""
     stamps = [c.ticket.created_at for c in cases if c.ticket.created_at is not None]
     if not stamps:
         return timedelta(0)
-    latest = max(s if s.tzinfo else s.replace(tzinfo=UTC) for s in stamps)
-    return timedelta(weeks=(today - latest.astimezone(UTC).date()).days // 7)
+    latest = max(_utc(s) for s in stamps)
+    weeks = (today - latest.date()).days // 7
+    placed = [
+        (c.ticket.customer_id, _utc(c.ticket.created_at))
+        for c in cases
+        if c.ticket.created_at is not None
+    ]
+    bought = [(o.customer_id, _utc(o.ordered_at)) for o in orders if o.ordered_at is not None]
+
+    def months_moved(shift: timedelta) -> int:
+        moved = 0
+        for customer, at in placed:
+            for owner, when in bought:
+                if owner == customer and _months(at, when) != _months(at + shift, when + shift):
+                    moved += 1
+        return moved
+
+    choices = [timedelta(weeks=w) for w in range(weeks, max(weeks - 5, -1), -1)] or [
+        timedelta(weeks=weeks)
+    ]
+    return min(choices, key=lambda shift: (months_moved(shift), -shift))
+
+
+def _utc(moment: datetime) -> datetime:
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def _months(later: datetime, earlier: datetime) -> int:
+    return (later.year - earlier.year) * 12 + later.month - earlier.month
 
 
 def shifted(
@@ -340,7 +369,7 @@ def evaluate(
     cases = load_cases(tickets_file)
     orders = load_orders(orders_file)
     check(cases, orders, str(tickets_file))
-    shift = week_shift(cases, datetime.now(UTC).date())
+    shift = week_shift(cases, datetime.now(UTC).date(), orders)
     cases, orders = shifted(cases, orders, shift)
     started = time.monotonic()
     batches: dict[str, Any] | None = None

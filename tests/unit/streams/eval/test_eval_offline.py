@@ -17,7 +17,7 @@ async def test_the_offline_model_forgets_nothing_and_resolves_every_order(tmp_pa
     cases = load_cases(TEST_DATA / "eval_tickets.jsonl")
     orders = load_orders(TEST_DATA / "eval_orders.jsonl")
     check(cases, orders, "eval_tickets.jsonl")
-    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date()))
+    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date(), orders))
     replies: dict[str, Reply] = {}
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
         pipeline = in_memory(store)

@@ -309,3 +309,21 @@ def test_bad_input_is_one_line_and_nonzero(
 
     assert main(["eval", "--llm", "anthropic", str(tickets)]) == 2
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_the_shift_keeps_each_ticket_the_same_calendar_months_after_its_orders() -> None:
+    """A ticket of 29 November about "last month" (an October order) is not moved into December
+    while its order stays in October: fewer weeks are taken when more would change that."""
+    order = EVAL_ORDERS[0].model_copy(
+        update={"customer_id": "C-M", "ordered_at": datetime(2026, 10, 20, 9, tzinfo=UTC)}
+    )
+    cases = [case(created_at="2026-11-29T10:30:00Z", customer_id="C-M")]
+    assert week_shift(cases, date(2026, 12, 6)) == timedelta(weeks=1)
+    assert week_shift(cases, date(2026, 12, 6), [order]) == timedelta(0)
+    shift = week_shift(cases, date(2027, 1, 20), [order])
+    moved_ticket = cases[0].ticket.created_at + shift
+    moved_order = order.ordered_at + shift
+    assert shift.days % 7 == 0 and date(2027, 1, 20) - moved_ticket.date() < timedelta(weeks=6)
+    assert (moved_ticket.year * 12 + moved_ticket.month) - (
+        moved_order.year * 12 + moved_order.month
+    ) == 1

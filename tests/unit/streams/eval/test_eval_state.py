@@ -244,7 +244,7 @@ async def test_the_bookshop_set_through_the_pipeline_is_scored(tmp_path: Path) -
     tickets = ROOT / "examples/shops/bookshop/eval_tickets.jsonl"
     cases = load_cases(tickets)
     orders = load_orders(tickets.with_name("eval_orders.jsonl"))
-    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date()))
+    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date(), orders))
     replies: dict[str, Reply] = {}
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
         pipeline = in_memory(store, policy_file=ROOT / "examples/shops/bookshop/policy.toml")

@@ -26,7 +26,7 @@ async def _eval(
 ) -> tuple[dict[str, Any], int, AnthropicLLM, dict[str, Reply]]:
     cases = load_cases(TEST_DATA / "eval_tickets.jsonl")
     orders = load_orders(TEST_DATA / "eval_orders.jsonl")
-    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date()))
+    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date(), orders))
     replies: dict[str, Reply] = {}
     async with (
         StandIn(style=style) as standin,

@@ -73,7 +73,7 @@ def test_the_judge_prompt_version_follows_its_instructions_and_the_policy() -> N
 async def test_the_judge_grades_the_eval_set_through_the_sdk(tmp_path: Path) -> None:
     cases = load_cases(TEST_DATA / "eval_tickets.jsonl")
     orders = load_orders(TEST_DATA / "eval_orders.jsonl")
-    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date()))
+    cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date(), orders))
     replies: dict[str, Reply] = {}
     async with StandIn() as standin, sqlite_store(tmp_path / "o.sqlite3", orders) as store:
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
