@@ -287,3 +287,10 @@ def read(
     names = list(names)
     kept = grounded(flags, text, names, language, extra)
     return merged([*kept, *scan(text, language, names, extra)])[:8]
+
+
+def warm(extra: Triggers = NONE) -> None:
+    """Compile every language pack's triggers, and the shop's ``extra``, as a ticket's first
+    reading in that language would (``_patterns``): a worker does it before its first ticket."""
+    for language in dict.fromkeys([*packs.languages(CONCERN), *extra]):
+        _patterns(language, extra)
