@@ -58,6 +58,8 @@ class Inputs:
     given: Any = None
     # Whether the strategy's final reply is read again by the independent reader.
     read: bool = False
+    # The last ``history()``: the baton and index it was read from, and the orders.
+    _recalled: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def ticket(self) -> Ticket:
@@ -80,7 +82,13 @@ class Inputs:
     def history(self) -> list[OrderMemory]:
         """The orders this customer discussed: this session's and the index's."""
         index = self.batons.index(self.ticket.customer_id) if self.ticket.customer_id else None
-        return recallable(self.baton, index)
+        # Read again (the reply records it) only if the index changed meanwhile: the store
+        # hands out the same index object while its bytes are the same, and neither it nor
+        # the baton is ever mutated.
+        kept = self._recalled
+        if not kept or kept[0] is not self.baton or kept[1] is not index:
+            kept[:] = [self.baton, index, recallable(self.baton, index)]
+        return list(kept[2])
 
     def earlier(self) -> list[EarlierSession]:
         """The customer's other sessions (warm memory), most recent first."""

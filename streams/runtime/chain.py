@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -94,8 +95,9 @@ class Chain:
     def __len__(self) -> int:
         return len(self.stages)
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
+        # Made once: every record's checks ask for it several times.
         return tuple(s.name for s in self.stages)
 
     def __getitem__(self, name: str) -> Stage[Any]:

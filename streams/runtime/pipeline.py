@@ -12,12 +12,10 @@ from typing import Any
 
 from baton_kafka.agents import languages, memory, people_replays
 from baton_kafka.agents.guards import UNTRUSTED
-from baton_kafka.agents.history import recallable
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import load as load_policy
-from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import StageName, utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.kafka.topics import TopicNames
@@ -320,18 +318,18 @@ class Pipeline(Intake):
         )
         customer = record.ticket.customer_id
         outcome = self.budgets.settle(customer, allowance, await stage.run(inputs))
-        await self._finish(stage, record, baton, outcome, view.source, view.started)
+        await self._finish(stage, inputs, outcome, view.source, view.started)
 
     async def _finish(
         self,
         stage: Stage[Any],
-        record: StageRecord,
-        baton: Baton,
+        inputs: Inputs,
         outcome: Outcome[Any],
         source: Source,
         started: float,
     ) -> None:
         """Book a stage's result (usage, dead letter, hand-off), then forward it or reply."""
+        record, baton = inputs.record, inputs.baton
         ticket = record.ticket
         usage = record.usage
         for call in outcome.calls:
@@ -346,7 +344,6 @@ class Pipeline(Intake):
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
         if stage.answers:
-            customer = ticket.customer_id
             reply = replies.answer(
                 record,
                 baton,
@@ -358,7 +355,7 @@ class Pipeline(Intake):
                 timings=replies.reply_timings(record, stage.name, started),
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
                 policy=self.policy,
-                history=recallable(baton, self.batons.index(customer) if customer else None),
+                history=inputs.history(),
             )
             packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
             answered = await self.turns.waited(self.redelivery.reply(reply, baton, packet))
