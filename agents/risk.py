@@ -196,11 +196,13 @@ def _reading(text: str, language: str, names: Iterable[str], extra: Triggers) ->
     """``text`` normalised; the same in lower case with the product names and figurative
     phrases cut out; the patterns of every language it is read in."""
     # A ticket is read several times (understand, the reply's triggers, each a scan and a
-    # grounding) with the same words: read once per text, names, triggers and packs.
+    # grounding) with the same words: read once per text, names, triggers and packs. A name
+    # repeated (two orders of one product) cuts nothing more, so the names count each once and
+    # every stage's reading of the ticket is the same one.
     frozen = tuple(
         (lang, tuple((k, tuple(v)) for k, v in by.items())) for lang, by in extra.items()
     )
-    return _read_once(text, language, tuple(names), frozen, packs.version())
+    return _read_once(text, language, tuple(dict.fromkeys(names)), frozen, packs.version())
 
 
 @functools.lru_cache(maxsize=256)
