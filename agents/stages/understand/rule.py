@@ -195,8 +195,10 @@ def understand_rules(facts: Facts) -> Understanding:
         (t for t in session.topics if t.product == product and t.order_id != session.order_id),
         None,
     ) or _discussed(facts, product)
-    # A problem is read without the product names: a "Spark" sleeping bag is no fire.
-    unnamed = normalize(risk.without_products(message, names).replace(risk.CUT, " "))
+    # A problem is read without the product names: a "Spark" sleeping bag is no fire. The cut
+    # text is the risk reading's, which the risks below are read from too.
+    language = customer_language(message, DEFAULT_LANGUAGES)
+    unnamed = normalize(risk.unnamed(message, language, names).replace(risk.CUT, " "))
     # Each problem's and demand's words in the message are read once: the problem, the demand
     # and the keywords are all drawn from these.
     said_problems = {k: hits(rx, norm, read.negated) for k, rx in read.problems.items()}
@@ -256,7 +258,6 @@ def understand_rules(facts: Facts) -> Understanding:
         keywords += found
     keywords += [time_hint] if time_hint else []
     keywords += content_words(message)
-    language = customer_language(message, DEFAULT_LANGUAGES)
     return Understanding(
         product=product,
         problem=problem,

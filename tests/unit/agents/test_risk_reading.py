@@ -69,3 +69,11 @@ def test_the_reading_with_repeated_names_is_the_reading_with_each_once() -> None
             text, language, once, (), version
         )
         assert risk.scan(text, language, names) == risk.scan(text, language, once)
+
+
+def test_the_cut_text_of_the_reading_is_the_text_without_products() -> None:
+    rng = random.Random(11)
+    for _ in range(1500):
+        text, names = _text(rng), _names(rng)
+        language = rng.choice(["en", "zh", "de", "ja", "fr"])
+        assert risk.unnamed(text, language, names) == risk.without_products(text, names)
