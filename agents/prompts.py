@@ -458,14 +458,37 @@ _KEEP_WHOLE = frozenset({"understanding", "match", "result"})
 def _compact(value: Any) -> Any:
     """Drop empty values to save tokens, except inside stage records whose nulls are facts."""
     if isinstance(value, dict):
-        return {
-            k: v if k in _KEEP_WHOLE else _compact(v)
-            for k, v in value.items()
-            if v not in (None, [], "", {})
-        }
+        return _compact_dict(value)
     if isinstance(value, list):
-        return [_compact(v) for v in value]
+        return _compact_list(value)
     return value
+
+
+# The JSON a facts dump holds: only its containers are walked, and an empty text, list or
+# object, or a null, is dropped (a zero or a false is a fact and stays).
+_CONTAINERS = (dict, list)
+_EMPTIABLE = (str, list, dict)
+
+
+def _compact_dict(value: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if v is None or (not v and isinstance(v, _EMPTIABLE)):
+            continue
+        if k in _KEEP_WHOLE or not isinstance(v, _CONTAINERS):
+            out[k] = v
+        elif isinstance(v, dict):
+            out[k] = _compact_dict(v)
+        else:
+            out[k] = _compact_list(v)
+    return out
+
+
+def _compact_list(value: list[Any]) -> list[Any]:
+    return [
+        _compact_dict(v) if isinstance(v, dict) else _compact_list(v) if isinstance(v, list) else v
+        for v in value
+    ]
 
 
 def _inert_json(value: Any) -> str:

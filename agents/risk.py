@@ -189,18 +189,22 @@ def without_products(text: str, names: Iterable[str]) -> str:
     return text
 
 
-Reading = tuple[str, str, tuple[tuple[str, re.Pattern[str]], ...]]
+# The text normalised; in lower case with names and figurative phrases cut; the patterns it is
+# read with; normalised with the names cut (``without_products``).
+Reading = tuple[str, str, tuple[tuple[str, re.Pattern[str]], ...], str]
 
 
 def _reading(text: str, language: str, names: Iterable[str], extra: Triggers) -> Reading:
     """``text`` normalised; the same in lower case with the product names and figurative
     phrases cut out; the patterns of every language it is read in."""
     # A ticket is read several times (understand, the reply's triggers, each a scan and a
-    # grounding) with the same words: read once per text, names, triggers and packs.
+    # grounding) with the same words: read once per text, names, triggers and packs. A name
+    # repeated (two orders of one product) cuts nothing more, so the names count each once and
+    # every stage's reading of the ticket is the same one.
     frozen = tuple(
         (lang, tuple((k, tuple(v)) for k, v in by.items())) for lang, by in extra.items()
     )
-    return _read_once(text, language, tuple(names), frozen, packs.version())
+    return _read_once(text, language, tuple(dict.fromkeys(names)), frozen, packs.version())
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,12 +217,19 @@ def _read_once(
 ) -> Reading:
     extra: Triggers = {lang: dict(by) for lang, by in frozen}
     read = norm(text)
-    low = lower(without_products(text, names))
+    cut = without_products(text, names)
+    low = lower(cut)
     found = [p for lang in languages_of(text, language, extra) for p in _patterns(lang, extra)]
     for kind, rx in found:
         if kind == FIGURATIVE:
             low = rx.sub(lambda m: CUT * len(m.group()), low)
-    return read, low, tuple(found)
+    return read, low, tuple(found), cut
+
+
+def unnamed(text: str, language: str, names: Iterable[str] = (), extra: Triggers = NONE) -> str:
+    """``without_products(text, names)``, from the ticket's one reading (``scan`` of the same
+    text, language, names and triggers reads it again from there)."""
+    return _reading(text, language, names, extra)[3]
 
 
 def scan(
@@ -229,7 +240,7 @@ def scan(
 ) -> list[RiskFlag]:
     """The risks the packs (and the shop's ``extra`` triggers) find in ``text``, the product
     ``names`` and figurative phrases cut out first; each with the words that set it off."""
-    read, low, found = _reading(text, language, names, extra)
+    read, low, found, _ = _reading(text, language, names, extra)
     flags: list[RiskFlag] = []
     for kind, rx in found:
         m = rx.search(low) if kind != FIGURATIVE else None
@@ -248,7 +259,7 @@ def grounded(
 ) -> list[RiskFlag]:
     """The ``flags`` whose evidence occurs in ``text`` (case, width and spacing aside) outside
     the product ``names`` and figurative phrases: a model cannot invent one, nor flag a name."""
-    read, low, _ = _reading(text, language, names, extra)
+    read, low, _, _ = _reading(text, language, names, extra)
     said = lower(read)
     kept = []
     for flag in flags:

@@ -49,12 +49,24 @@ def every_product(orders: list[Order]) -> list[str]:
     return list(dict.fromkeys(name for o in orders for name in o.products()))
 
 
-def rank(u: Understanding, orders: list[Order], now: datetime) -> list[OrderCandidate]:
-    """Score each real order for the understanding, best first (a misspelled product counts)."""
+def mention_scores(u: Understanding, orders: list[Order]) -> dict[str, float]:
+    """How well the understanding's product (a misspelling corrected) names each order, by id."""
     mention = corrected(u.product, every_product(orders)) if u.product else None
+    return {o.order_id: order_score(mention, o.products()) if mention else 0.0 for o in orders}
+
+
+def rank(
+    u: Understanding,
+    orders: list[Order],
+    now: datetime,
+    mentioned: dict[str, float] | None = None,
+) -> list[OrderCandidate]:
+    """Score each real order for the understanding, best first (a misspelled product counts);
+    ``mentioned`` is ``mention_scores(u, orders)`` when the caller has it already."""
+    mentioned = mention_scores(u, orders) if mentioned is None else mentioned
     ranked = []
     for order in orders:
-        product = order_score(mention, order.products()) if mention else 0.0
+        product = mentioned[order.order_id]
         score = 0.65 * product + 0.2 * time_score(u.time_hint, order.ordered_at, now)
         score += 0.15 * status_fit(u.demand, str(order.status))
         ranked.append(
@@ -114,7 +126,9 @@ async def look_up(
     if written:
         orders = [by_id[oid] for oid in written]
         by_id = {o.order_id: o for o in orders}
-    ranked = rank(understanding, orders, now)
+    # The product's fit to each order is read once: the ranking and the mentioned pool use it.
+    scores = mention_scores(understanding, orders)
+    ranked = rank(understanding, orders, now, scores)
     if len(written) == 1:
         reason = f"the customer wrote the order id {written[0]}"
         return Outcome(_match(by_id[written[0]], "deterministic", 0.95, reason, ranked))
@@ -151,12 +165,7 @@ async def look_up(
     if len(orders) == 1 and not understanding.product:
         return Outcome(_match(orders[0], "deterministic", 0.7, "the customer's only order", ranked))
 
-    mention = corrected(product, every_product(orders)) if product else None
-    mentioned = [
-        c
-        for c in ranked
-        if mention and order_score(mention, by_id[c.order_id].products()) >= PRODUCT_MIN
-    ]
+    mentioned = [c for c in ranked if product and scores[c.order_id] >= PRODUCT_MIN]
     if understanding.product and not mentioned:
         reason = f"no order of this customer matches {understanding.product!r}"
         return Outcome(_match(None, "none", 0.8, reason, ranked))

@@ -8,6 +8,7 @@ from baton_kafka.agents import packs, risk
 from baton_kafka.agents.fixed_texts import fixed
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.policy import offer as offers
+from baton_kafka.agents.policy.model import Handoff
 from baton_kafka.agents.prompts import Facts, ItemFact, OrderFact, persons_asked
 from baton_kafka.agents.rules.matching import product_score
 from baton_kafka.agents.rules.phrases import (
@@ -276,12 +277,43 @@ def _done_before(
     )
 
 
+# The last reading of a ticket's hand-off triggers with everything it was read from: the
+# strategy reads them twice per ticket (the rules' draft, then the stage on whatever draft it
+# got), and the second reading of the same ticket with the same inputs is this one.
+_last_triggers: tuple[tuple[object, ...], list[str]] | None = None
+
+
 def handoff_triggers(facts: Facts, u: Understanding, policy: Policy) -> list[str]:
     """The policy's hand-off triggers the ticket sets off (safety, legal, self-harm, injection,
     repeats): the understanding's risk flags its words ground, and the language packs' and the
     policy's trigger words, the customer's product names cut out first."""
+    global _last_triggers
     rules = policy.handoff
     names = [n for o in facts.orders for n in o.products()]
+    session = facts.session
+    read_from = (
+        facts.ticket_id,
+        facts.message,
+        u.language,
+        u.problem,
+        tuple(u.risks),
+        tuple(names),
+        session.problem,
+        session.repeats,
+        rules,
+        packs.version(),
+    )
+    last = _last_triggers
+    if last is not None and last[0] == read_from:
+        return list(last[1])
+    found = _handoff_triggers(facts, u, rules, names)
+    _last_triggers = (read_from, found)
+    return list(found)
+
+
+def _handoff_triggers(
+    facts: Facts, u: Understanding, rules: Handoff, names: list[str]
+) -> list[str]:
     flags = risk.read(facts.message, u.risks, u.language, names, rules.triggers)
     kinds = {f.kind for f in flags if rules.on(f.kind)}
     problem = facts.session.problem

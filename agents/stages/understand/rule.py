@@ -195,9 +195,18 @@ def understand_rules(facts: Facts) -> Understanding:
         (t for t in session.topics if t.product == product and t.order_id != session.order_id),
         None,
     ) or _discussed(facts, product)
-    # A problem is read without the product names: a "Spark" sleeping bag is no fire.
-    unnamed = normalize(risk.without_products(message, names).replace(risk.CUT, " "))
-    key = next((k for k, rx in read.problems.items() if hits(rx, unnamed, read.negated)), None)
+    # A problem is read without the product names: a "Spark" sleeping bag is no fire. The cut
+    # text is the risk reading's, which the risks below are read from too.
+    language = customer_language(message, DEFAULT_LANGUAGES)
+    unnamed = normalize(risk.unnamed(message, language, names).replace(risk.CUT, " "))
+    # Each problem's and demand's words in the message are read once: the problem, the demand
+    # and the keywords are all drawn from these.
+    said_problems = {k: hits(rx, norm, read.negated) for k, rx in read.problems.items()}
+    said_demands = {d: hits(rx, norm, read.negated) for d, rx in read.demands.items()}
+    if unnamed == norm:  # no product name cut out: the problem is the first one said
+        key = next((k for k, found in said_problems.items() if found), None)
+    else:
+        key = next((k for k, rx in read.problems.items() if hits(rx, unnamed, read.negated)), None)
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
         key = problem_key(past.core_problem)
@@ -215,7 +224,7 @@ def understand_rules(facts: Facts) -> Understanding:
         problem, key = returned.problem, problem_key(returned.problem)
     else:
         problem, key = problem_label("general", lang), "general"
-    demands = [d for d, rx in read.demands.items() if hits(rx, norm, read.negated)]
+    demands = [d for d, found in said_demands.items() if found]
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if not demands and past is not None:
         past_norm = normalize(past.core_problem)
@@ -245,11 +254,10 @@ def understand_rules(facts: Facts) -> Understanding:
     )
     time_hint = extract_time_hint(message)
     keywords: list[str] = [*mentions]
-    for rx in (*read.problems.values(), *read.demands.values()):
-        keywords += hits(rx, norm, read.negated)
+    for found in (*said_problems.values(), *said_demands.values()):
+        keywords += found
     keywords += [time_hint] if time_hint else []
     keywords += content_words(message)
-    language = customer_language(message, DEFAULT_LANGUAGES)
     return Understanding(
         product=product,
         problem=problem,
