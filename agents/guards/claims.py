@@ -53,8 +53,8 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
     for language in dict.fromkeys(languages):
         words = marks("claims", language, "claims")
         markers = marks("commitments", language, "kinds")
-        if words is None:
-            continue
+        if words is None or not words.may_read(text):
+            continue  # no claim word of this language stands anywhere in the text
         for c in _read(text, words, markers or words):
             found.setdefault((c.kind, c.words), c)
     return list(found.values())

@@ -72,8 +72,8 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
     found: dict[tuple[str, str], Commitment] = {}
     for language in dict.fromkeys(languages):
         pack = marks("commitments", language, "kinds")
-        if pack is None:
-            continue
+        if pack is None or not pack.may_read(text):
+            continue  # no commitment word of this language stands anywhere in the text
         for c in _read(text, pack):
             found.setdefault((c.kind, c.words), c)
     return list(found.values())

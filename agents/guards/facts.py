@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.money import money
 from baton_kafka.agents.guards.numbers import Number, all_numbers
+from baton_kafka.agents.guards.skipping import led
 
 KINDS = ("delivery", "dispatch", "validity", "size", "price")
 TIMED = frozenset({"delivery", "dispatch", "validity"})  # the kinds of a duration or a date
@@ -83,8 +84,9 @@ class _Words:
                 months.setdefault(int(key), []).extend(str(n) for n in names)
         self.months = {n: re.compile(f"(?:{'|'.join(v)})", re.I) for n, v in months.items()}
         every = "|".join(v for n in sorted(months) for v in months[n]) or "(?!)"
+        # Led by the characters a date starts with: each pattern is tried along the whole text.
         self.dates = [
-            re.compile(p.replace("{month}", f"(?:{every})"), re.I)
+            led(p.replace("{month}", f"(?:{every})"), re.I)
             for p in words.entries("facts", "dates.patterns")
         ]
 
