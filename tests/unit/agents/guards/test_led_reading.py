@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.guards import claims, clauses, commitments, facts, reading, words
+from baton_kafka.agents.guards import (
+    claims,
+    clauses,
+    commitments,
+    facts,
+    number_words,
+    reading,
+    words,
+)
 from tests.fixtures.paths import TEST_DATA
 
 CORPORA = (
@@ -180,3 +188,29 @@ def test_a_language_skipped_for_a_text_would_have_read_nothing_in_it(
         for language in packs.LANGUAGES:
             got = module.read(text, [language])
             assert got == _read_unsieved(module, text, language, monkeypatch), (language, text)
+
+
+def test_the_number_word_scans_find_what_their_plain_patterns_find() -> None:
+    tokens = [w.tokens.pattern for w in number_words.languages().values()]
+    any_word = words.compiled(number_words._any_word)
+    assert any_word.pattern.startswith("(?=[")
+    bare_any = re.compile("|".join(f"(?:{p})" for p in tokens), re.I)
+    ambiguous = number_words.ambiguous()
+    parts = re.fullmatch(r"(\(\?=\[[^\]]+\]\))(\(\?<!\[\^\\W\\d_\]\))(.*)", ambiguous.pattern)
+    assert parts is not None
+    first, behind, tail = parts.groups()
+    # The same look behind and first letter, in the order of the words' own patterns.
+    unswapped = re.compile(behind + first + tail, re.I)
+    spelled = ["once", "ONCE", "Elf", "un", "une", "mil", "null", "seis", "einS", "mille"]
+    rng = random.Random(42)
+    texts = [*_texts()]
+    texts += [
+        " ".join(rng.choice([*spelled, "x", "1", "我", "-"]) for _ in range(6)) for _ in range(500)
+    ]
+    found = 0
+    for text in texts:
+        assert _spans(any_word.finditer(text)) == _spans(bare_any.finditer(text)), text
+        got = _spans(ambiguous.finditer(text))
+        assert got == _spans(unswapped.finditer(text)), text
+        found += len(got)
+    assert found > 300
