@@ -201,5 +201,14 @@ def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
 def _any_word() -> re.Pattern[str]:
     """A number word of any language pack (each language's own pattern, as one)."""
     patterns = [w.tokens.pattern for w in languages().values()]
-    # Led by the letters a number word starts with: most texts are scanned for none.
-    return led("|".join(f"(?:{p})" for p in patterns) or "(?!)", re.I)
+    if not patterns:
+        return re.compile("(?!)")
+    # Each language's word starts where a word starts: tested once for all of them, after the
+    # first letters of any; most positions fail one of the two at once.
+    if all(p.startswith(_WORD_START) for p in patterns):
+        rest = "|".join(f"(?:{p[len(_WORD_START) :]})" for p in patterns)
+        return led(f"{_WORD_START}(?:{rest})", re.I)
+    return led("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+_WORD_START = r"(?<![^\W\d_])"
