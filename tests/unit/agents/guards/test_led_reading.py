@@ -214,3 +214,64 @@ def test_the_number_word_scans_find_what_their_plain_patterns_find() -> None:
         assert got == _spans(unswapped.finditer(text)), text
         found += len(got)
     assert found > 300
+
+
+def _commitments_as_read_before(text: str, pack: clauses.Marks) -> list[Any]:
+    """Every sentence asked about first, every clause's report and promise before its words."""
+    found = []
+    for sentence in clauses.sentences(text, pack):
+        if pack.has("question", sentence.text):
+            continue
+        mode = None
+        for clause in sentence.clauses:
+            if pack.has("reported", clause) or not pack.has("promise", clause):
+                continue
+            if not pack.may_hold(clause):
+                continue
+            for kind, pattern in pack.words.items():
+                for hit in pattern.finditer(clause):
+                    if not clauses.denied(pack, clause, hit.start(), hit.end()):
+                        mode = mode or commitments._mode(pack, sentence.text)
+                        words_ = hit.group().strip()
+                        found.append(commitments.Commitment(kind, words_, pack.language, mode))
+                        break
+    return found
+
+
+def _claims_as_read_before(
+    text: str, words_: clauses.Marks, markers: clauses.Marks
+) -> list[claims.Claim]:
+    found = []
+    for sentence in clauses.sentences(text, markers):
+        if markers.has("question", sentence.text):
+            continue
+        for clause in sentence.clauses:
+            if markers.has("reported", clause) or not words_.may_hold(clause):
+                continue
+            for kind, pattern in words_.words.items():
+                for hit in pattern.finditer(clause):
+                    if markers.has("conditional", clause[: hit.start()]):
+                        continue
+                    if not clauses.denied(markers, clause, hit.start(), hit.end()):
+                        found.append(
+                            claims.Claim(kind, hit.group().strip(), words_.language, sentence.text)
+                        )
+                        break
+    return found
+
+
+def test_a_clause_read_for_its_words_first_reads_what_every_marker_first_read() -> None:
+    said = {"commitments": 0, "claims": 0}
+    for text in _texts():
+        body = clauses.readable(text)
+        for language in packs.LANGUAGES:
+            pack = clauses.marks("commitments", language, "kinds")
+            claimed = clauses.marks("claims", language, "claims")
+            assert pack is not None and claimed is not None
+            got = list(commitments._read(body, pack))
+            assert got == _commitments_as_read_before(body, pack), (language, text)
+            said["commitments"] += len(got)
+            found = list(claims._read(body, claimed, pack))
+            assert found == _claims_as_read_before(body, claimed, pack), (language, text)
+            said["claims"] += len(found)
+    assert said["commitments"] > 500 and said["claims"] > 100, said
