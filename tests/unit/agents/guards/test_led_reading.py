@@ -275,3 +275,43 @@ def test_a_clause_read_for_its_words_first_reads_what_every_marker_first_read() 
             assert found == _claims_as_read_before(body, claimed, pack), (language, text)
             said["claims"] += len(found)
     assert said["commitments"] > 500 and said["claims"] > 100, said
+
+
+@functools.cache
+def _plain_kinds() -> dict[str, re.Pattern[str]]:
+    return {
+        k: re.compile(words.alternation("facts", f"kinds.{k}", end=False), re.I)
+        for k in ("delivery", "dispatch", "validity", "price")
+    }
+
+
+def _kinds_as_read_before(text: str, at: int) -> frozenset[str]:
+    """The kinds around ``at`` as each fact read them: the text split anew, plain patterns."""
+    plain = _plain_kinds()
+    sentences = facts.spans(text, facts._SENTENCE)
+    sentence = next(((a, b) for a, b in sentences if a <= at <= b), (0, len(text)))
+    part = text[sentence[0] : sentence[1]]
+    offset = at - sentence[0]
+    clause = next(
+        (part[a:b] for a, b in facts.spans(part, facts._CLAUSE) if a <= offset <= b), part
+    )
+    for piece in (clause, part):
+        found = frozenset(k for k, p in plain.items() if p.search(piece))
+        if found:
+            return found
+    return frozenset()
+
+
+def test_the_kinds_around_each_fact_of_a_text_read_with_one_split_are_the_kinds_read_anew() -> None:
+    assert all(p.pattern.startswith("(?=[") for p in facts._w().kinds.values())
+    marked = 0
+    rng = random.Random(43)
+    for text in _texts()[::3]:
+        text = reading.normalise(text)
+        kinds = facts._Kinds(text)
+        # Positions in any order, each several times, as a text's facts ask for them.
+        for at in rng.sample(range(len(text) + 1), min(len(text) + 1, 40)) * 2:
+            got = kinds.at(at)
+            assert got == _kinds_as_read_before(text, at) == facts.kinds_at(text, at), (text, at)
+            marked += bool(got)
+    assert marked > 1000
