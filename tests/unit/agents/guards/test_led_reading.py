@@ -21,6 +21,7 @@ from baton_kafka.agents.guards import (
     reading,
     words,
 )
+from baton_kafka.agents.guards import language as reply_language
 from tests.fixtures.paths import TEST_DATA
 
 CORPORA = (
@@ -315,3 +316,34 @@ def test_the_kinds_around_each_fact_of_a_text_read_with_one_split_are_the_kinds_
             assert got == _kinds_as_read_before(text, at) == facts.kinds_at(text, at), (text, at)
             marked += bool(got)
     assert marked > 1000
+
+
+def _names_left_out_one_by_one(text: str) -> str:
+    for name in reply_language._NAMES:
+        text = re.sub(rf"(?<![A-Za-z]){name}(?![A-Za-z])", " ", text)
+    return text
+
+
+def test_the_carrier_names_left_out_in_one_pass_are_those_left_out_one_by_one() -> None:
+    rng = random.Random(44)
+    pieces = [
+        *reply_language._NAMES,
+        "ups",
+        "OKAY",
+        "XUPS",
+        "UPSX",
+        "Fed",
+        "Ex",
+        "-",
+        "1",
+        " ",
+        "。",
+    ]
+    texts = [*_texts()[::5]]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 10))) for _ in range(3000)]
+    left_out = 0
+    for text in texts:
+        got = reply_language._NAMED.sub(" ", text)
+        assert got == _names_left_out_one_by_one(text), text
+        left_out += got != text
+    assert left_out > 500
