@@ -53,8 +53,8 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
     for language in dict.fromkeys(languages):
         words = marks("claims", language, "claims")
         markers = marks("commitments", language, "kinds")
-        if words is None:
-            continue
+        if words is None or not words.may_read(text):
+            continue  # no claim word of this language stands anywhere in the text
         for c in _read(text, words, markers or words):
             found.setdefault((c.kind, c.words), c)
     return list(found.values())
@@ -62,11 +62,16 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
 
 def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
     for sentence in sentences(text, markers):
-        if markers.has("question", sentence.text):
-            continue
+        # Most clauses hold no claim word: that is looked at first, and whether the sentence
+        # asks only once one of its clauses could claim something.
+        asks: bool | None = None
         for clause in sentence.clauses:
-            if markers.has("reported", clause) or not words.may_hold(clause):
+            if not words.may_hold(clause) or markers.has("reported", clause):
                 continue
+            if asks is None:
+                asks = markers.has("question", sentence.text)
+            if asks:
+                break
             for kind, pattern in words.words.items():
                 for hit in pattern.finditer(clause):
                     # A condition before it claims nothing ("if it was shipped, ...").

@@ -11,6 +11,7 @@ from typing import Any
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.guards.reading import normalise
+from baton_kafka.agents.guards.skipping import Sieved, led
 
 # The customer's words quoted back ("you wrote “refund me twice”") promise nothing: blanked.
 _QUOTED = re.compile(
@@ -32,10 +33,17 @@ class Marks:
     reach: Mapping[str, int] = field(default_factory=dict)
     # Every entry of ``words`` in one alternation: a text it does not match holds none of them.
     any_word: re.Pattern[str] | None = None
+    # The words one of which every match of ``any_word`` holds: a text without any is not read.
+    sieve: Sieved | None = None
 
     def may_hold(self, text: str) -> bool:
         """False only when ``text`` holds none of ``words``' entries (a quick test first)."""
         return self.any_word is None or self.any_word.search(text) is not None
+
+    def may_read(self, text: str) -> bool:
+        """False only when no part of ``text`` (no sentence, no clause) holds one of ``words``'
+        entries: a text in another script than every entry's is not split and read at all."""
+        return self.sieve is None or self.sieve.may_match(text)
 
     def has(self, marker: str, text: str) -> bool:
         """Whether ``text`` holds one of ``marker``'s words."""
@@ -112,17 +120,23 @@ def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
     reach = {k: int(v) for k, v in words.get("reach", {}).items()}
     every = [e for entries in table.values() for e in entries]
     any_word = _any(group, every) if every else None
+    sieve = Sieved(_alternation(every), re.I) if every else None
     kinds = {k: p for k, p in compiled.items() if p is not None}
-    return Marks(language, kinds, markers, reach, any_word)
+    return Marks(language, kinds, markers, reach, any_word, sieve)
 
 
 def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:
     if not entries:
         return None
     try:
-        return re.compile("|".join(f"(?:{e})" for e in entries), re.I)
+        # Led by the characters a match starts with: markers are searched in every clause.
+        return led(_alternation(entries), re.I)
     except re.error as exc:
         raise packs.PackError(f"{name}: {exc}") from None
+
+
+def _alternation(entries: Sequence[str]) -> str:
+    return "|".join(f"(?:{e})" for e in entries)
 
 
 def denied(marks: Marks, clause: str, start: int, end: int) -> bool:

@@ -72,8 +72,8 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
     found: dict[tuple[str, str], Commitment] = {}
     for language in dict.fromkeys(languages):
         pack = marks("commitments", language, "kinds")
-        if pack is None:
-            continue
+        if pack is None or not pack.may_read(text):
+            continue  # no commitment word of this language stands anywhere in the text
         for c in _read(text, pack):
             found.setdefault((c.kind, c.words), c)
     return list(found.values())
@@ -82,14 +82,19 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
 def _read(text: str, pack: Marks) -> Iterator[Commitment]:
     for sentence in sentences(text, pack):
         # Each sentence's markers are read once: a long sentence of many clauses stays linear.
-        if pack.has("question", sentence.text):
-            continue
+        # Most clauses hold no commitment word: that is looked at first, and whether the
+        # sentence asks only once one of its clauses could commit.
+        asks: bool | None = None
         mode: Mode | None = None  # read only for a sentence that commits to something
         for clause in sentence.clauses:
-            if pack.has("reported", clause) or not pack.has("promise", clause):
+            if not pack.may_hold(clause) or pack.has("reported", clause):
                 continue
-            if not pack.may_hold(clause):
+            if not pack.has("promise", clause):
                 continue
+            if asks is None:
+                asks = pack.has("question", sentence.text)
+            if asks:
+                break
             for kind, words in pack.words.items():
                 for hit in words.finditer(clause):
                     if not denied(pack, clause, hit.start(), hit.end()):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.money import money
 from baton_kafka.agents.guards.numbers import Number, all_numbers
+from baton_kafka.agents.guards.skipping import led
 
 KINDS = ("delivery", "dispatch", "validity", "size", "price")
 TIMED = frozenset({"delivery", "dispatch", "validity"})  # the kinds of a duration or a date
@@ -62,8 +63,9 @@ class _Words:
 
     def __init__(self) -> None:
         alt = words.alternation
+        # Led by the letters a kind's word starts with: each is searched in a fact's clause.
         self.kinds = {
-            k: re.compile(alt("facts", f"kinds.{k}", end=False), re.I)
+            k: led(alt("facts", f"kinds.{k}", end=False), re.I)
             for k in ("delivery", "dispatch", "validity", "price")
         }
         about = alt("numbers", "about")
@@ -83,8 +85,9 @@ class _Words:
                 months.setdefault(int(key), []).extend(str(n) for n in names)
         self.months = {n: re.compile(f"(?:{'|'.join(v)})", re.I) for n, v in months.items()}
         every = "|".join(v for n in sorted(months) for v in months[n]) or "(?!)"
+        # Led by the characters a date starts with: each pattern is tried along the whole text.
         self.dates = [
-            re.compile(p.replace("{month}", f"(?:{every})"), re.I)
+            led(p.replace("{month}", f"(?:{every})"), re.I)
             for p in words.entries("facts", "dates.patterns")
         ]
 
@@ -105,25 +108,47 @@ def spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
 
 def kinds_at(text: str, at: int) -> frozenset[str]:
     """The kinds the words around position ``at`` mark: its clause's, else its sentence's."""
-    w = _w()
-    sentence = next(((a, b) for a, b in spans(text, _SENTENCE) if a <= at <= b), (0, len(text)))
-    part = text[sentence[0] : sentence[1]]
-    offset = at - sentence[0]
-    clause = next((part[a:b] for a, b in spans(part, _CLAUSE) if a <= offset <= b), part)
-    for piece in (clause, part):
-        found = frozenset(k for k, p in w.kinds.items() if p.search(piece))
-        if found:
-            return found
-    return frozenset()
+    return _Kinds(text).at(at)
+
+
+class _Kinds:
+    """The kinds marked around positions of one text: its sentences are split once, and each
+    clause and sentence searched once, however many facts stand in it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._sentences: list[tuple[int, int]] | None = None
+        self._found: dict[str, frozenset[str]] = {}
+
+    def at(self, at: int) -> frozenset[str]:
+        """As ``kinds_at(text, at)``."""
+        text = self.text
+        if self._sentences is None:
+            self._sentences = spans(text, _SENTENCE)
+        sentence = next(((a, b) for a, b in self._sentences if a <= at <= b), (0, len(text)))
+        part = text[sentence[0] : sentence[1]]
+        offset = at - sentence[0]
+        clause = next((part[a:b] for a, b in spans(part, _CLAUSE) if a <= offset <= b), part)
+        for piece in (clause, part):
+            found = self._found.get(piece)
+            if found is None:
+                kinds = _w().kinds.items()
+                found = self._found[piece] = frozenset(k for k, p in kinds if p.search(piece))
+            if found:
+                return found
+        return frozenset()
 
 
 def _overlaps(a: int, b: int, skip: Sequence[tuple[int, int]]) -> bool:
     return any(a < y and x < b for x, y in skip)
 
 
-def dates(text: str, skip: Sequence[tuple[int, int]] = ()) -> Iterator[Fact]:
+def dates(
+    text: str, skip: Sequence[tuple[int, int]] = (), kinds: _Kinds | None = None
+) -> Iterator[Fact]:
     """Every date ``text`` writes ("2026-12-14", "14. Dezember", "12月14日")."""
     w = _w()
+    kinds = kinds or _Kinds(text)
     taken: list[tuple[int, int]] = list(skip)
     for pattern in w.dates:
         for m in pattern.finditer(text):
@@ -137,8 +162,8 @@ def dates(text: str, skip: Sequence[tuple[int, int]] = ()) -> Iterator[Fact]:
             if month is None or not (1 <= month <= 12 and 1 <= day <= 31):
                 continue
             taken.append(m.span())
-            kinds = kinds_at(text, m.start()) & TIMED
-            yield Fact(kinds, "date", (month * 100.0 + day,), m.group(), *m.span())
+            marked = kinds.at(m.start()) & TIMED
+            yield Fact(marked, "date", (month * 100.0 + day,), m.group(), *m.span())
 
 
 def _unit_after(text: str, at: int) -> tuple[str, int] | None:
@@ -151,7 +176,7 @@ def _unit_after(text: str, at: int) -> tuple[str, int] | None:
     return best
 
 
-def _measured(text: str, numbers: Sequence[Number]) -> Iterator[Fact]:
+def _measured(text: str, numbers: Sequence[Number], marks: _Kinds) -> Iterator[Fact]:
     """Figures with a unit of time or measure after them (or a size word before them); the
     first of a range ("3 to 5 days", "3〜5 営業日") takes its partner's unit."""
     w = _w()
@@ -183,16 +208,16 @@ def _measured(text: str, numbers: Sequence[Number]) -> Iterator[Fact]:
             continue
         used.update(f.start for f in figures)
         end = max(end, figures[-1].end)
-        kinds = kinds_at(text, n.start) & TIMED if base in DURATIONS else frozenset({"size"})
+        kinds = marks.at(n.start) & TIMED if base in DURATIONS else frozenset({"size"})
         yield Fact(kinds, base, values, text[n.start : end], n.start, end)
 
 
-def _prices(text: str, skip: list[tuple[int, int]]) -> Iterator[Fact]:
+def _prices(text: str, skip: list[tuple[int, int]], marks: _Kinds) -> Iterator[Fact]:
     """Amounts with a currency in a clause that speaks of a price, fee or shipping cost."""
     for m in money(text, skip):
         if m.kind != "amount" or not m.marked:
             continue
-        if "price" not in kinds_at(text, m.at):
+        if "price" not in marks.at(m.at):
             continue
         currency = next(iter(m.currencies)) if len(m.currencies) == 1 else None
         end = m.at + len(m.written)
@@ -204,7 +229,8 @@ def stated(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fact]:
     customer's quoted words), in reading order. A duration or a date counts only where a word
     marks its kind; a measure always does; an amount only where a price word stands by it."""
     skip = list(skip)
-    found = list(dates(text, skip))
+    marks = _Kinds(text)  # the kinds of every fact of the text, read with one split
+    found = list(dates(text, skip, marks))
     skip += [(f.start, f.end) for f in found]
     numbers = all_numbers(text, skip)
     hyphened = [
@@ -212,9 +238,9 @@ def stated(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fact]:
         for m in _HYPHENED.finditer(text)
         if not _overlaps(*m.span(), [*skip, *((n.start, n.end) for n in numbers)])
     ]
-    found += _measured(text, sorted([*numbers, *hyphened], key=lambda n: n.start))
+    found += _measured(text, sorted([*numbers, *hyphened], key=lambda n: n.start), marks)
     taken = skip + [(f.start, f.end) for f in found]
-    found += _prices(text, taken)
+    found += _prices(text, taken, marks)
     return sorted(found, key=lambda f: f.start)
 
 

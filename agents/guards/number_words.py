@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton_kafka.agents.guards import words as packs_words
+from baton_kafka.agents.guards.skipping import led
 
 _GAP = re.compile(r"[\s\u00a0-]+")
 
@@ -184,7 +185,8 @@ def _ambiguous() -> re.Pattern[str]:
         return re.compile("(?!)")
     first = re.escape("".join(sorted({w[0] for w in words})))
     alternatives = "|".join(map(re.escape, words[::-1]))
-    return re.compile(rf"(?<![^\W\d_])(?=[{first}])(?:{alternatives})(?![^\W\d_])", re.I)
+    # The first letter is tested before the look behind: most positions fail it at once.
+    return re.compile(rf"(?=[{first}])(?<![^\W\d_])(?:{alternatives})(?![^\W\d_])", re.I)
 
 
 def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
@@ -199,4 +201,14 @@ def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
 def _any_word() -> re.Pattern[str]:
     """A number word of any language pack (each language's own pattern, as one)."""
     patterns = [w.tokens.pattern for w in languages().values()]
-    return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)", re.I)
+    if not patterns:
+        return re.compile("(?!)")
+    # Each language's word starts where a word starts: tested once for all of them, after the
+    # first letters of any; most positions fail one of the two at once.
+    if all(p.startswith(_WORD_START) for p in patterns):
+        rest = "|".join(f"(?:{p[len(_WORD_START) :]})" for p in patterns)
+        return led(f"{_WORD_START}(?:{rest})", re.I)
+    return led("|".join(f"(?:{p})" for p in patterns), re.I)
+
+
+_WORD_START = r"(?<![^\W\d_])"

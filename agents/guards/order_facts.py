@@ -149,13 +149,21 @@ def _target(ident: Identifier, books: CustomerOrders) -> str | None:
     return target
 
 
-def _fixes(text: str, books: CustomerOrders) -> list[tuple[Identifier, str]]:
+def _as_written(books: CustomerOrders) -> tuple[set[str], set[str]]:
+    """The ids a text may name as written: the store's own (exactly), and the ticket's,
+    session's, customer's and the products' model numbers (in any case)."""
     exact = {o.order_id for o in books.own} | {o.tracking_no for o in books.own if o.tracking_no}
     # An id the store writes with its "#" ("#1001", Shopify's names) is read as the digits after it.
     exact |= {x.removeprefix("#") for x in exact}
-    # Ids the text may name as written: the ticket's, session's, customer's, products' models.
     keep = {k.casefold() for k in books.known_ids}
     keep |= {t.casefold() for o in books.own for n in o.products() for t in RUN.findall(n)}
+    return exact, keep
+
+
+def _fixes(
+    text: str, books: CustomerOrders, written: tuple[set[str], set[str]] | None = None
+) -> list[tuple[Identifier, str]]:
+    exact, keep = written or _as_written(books)
     found = identifiers(text, books.shapes)
     found += [
         c
@@ -202,9 +210,10 @@ def corrected(
     ``names``; a reply off the topic is left for the re-ask); what was replaced."""
     updates: dict[str, str] = {}
     done: list[Correction] = []
+    written = _as_written(books)  # the same for each text of the draft
     for name in FIELDS:
         text = getattr(draft, name)
-        fixes = _fixes(text, books)
+        fixes = _fixes(text, books, written)
         if fixes:
             updates[name] = _replaced(text, fixes)
             done += [Correction(name, i.value, stored) for i, stored in fixes]
