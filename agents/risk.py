@@ -58,8 +58,16 @@ def folded(text: str) -> str:
     return lower(norm(text))
 
 
+# Lower-casing a whole text differs from doing it character by character only for a capital
+# sigma (its final form at the end of a word) and for a character that lowers to two ("İ").
+_SIGMA = "\u03a3"
+
+
 def lower(text: str) -> str:
     """``text`` in lower case, character for character (so a match's span is the text's)."""
+    low = text.lower()
+    if len(low) == len(text) and _SIGMA not in text:
+        return low
     return "".join(c if len(low := c.lower()) != 1 else low for c in text)
 
 

@@ -77,3 +77,23 @@ def test_the_cut_text_of_the_reading_is_the_text_without_products() -> None:
         text, names = _text(rng), _names(rng)
         language = rng.choice(["en", "zh", "de", "ja", "fr"])
         assert risk.unnamed(text, language, names) == risk.without_products(text, names)
+
+
+def _by_character(text: str) -> str:
+    """The definition of ``risk.lower``: each character lowered alone, kept if it would grow."""
+    return "".join(c if len(low := c.lower()) != 1 else low for c in text)
+
+
+_CASED = "AaZzÄäÖßẞΣσςΟΔİIıiǅǄЖжΑΩ漏水カナ한 \n-'·\u0301\u00a6ﾀ１Ａ"
+
+
+def test_lower_is_character_by_character_on_generated_texts() -> None:
+    rng = random.Random(3)
+    for _ in range(20000):
+        if rng.random() < 0.7:
+            text = "".join(rng.choice(_CASED) for _ in range(rng.randint(0, 12)))
+        else:  # any code point, surrogates aside
+            points = (rng.randint(0, 0x2FFFF) for _ in range(rng.randint(0, 8)))
+            text = "".join(chr(p) for p in points if not 0xD800 <= p <= 0xDFFF)
+        assert risk.lower(text) == _by_character(text), ascii(text)
+    assert risk.lower("ΟΔΟΣ") == "οδοσ" and risk.lower("İx") == "İx"
