@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -277,13 +277,24 @@ def logging_config(settings: Settings) -> dict[str, Any]:
 _last_read: tuple[bytes, dict[str, str]] | None = None
 
 
+# faust's ``current_event``, imported on the first log event (not at import: faust is heavy).
+_current_event: Callable[[], Any] | None = None
+
+
+def _event_of() -> Callable[[], Any]:
+    global _current_event
+    if _current_event is None:
+        from faust import current_event
+
+        _current_event = current_event
+    return _current_event
+
+
 def current_ids() -> dict[str, str]:
     """ticket_id and session_id of the record this task is processing, when there is one."""
     global _last_read
     try:
-        from faust import current_event
-
-        event = current_event()
+        event = _event_of()()
         value = event.message.value if event is not None else None
     except Exception:
         return {}
