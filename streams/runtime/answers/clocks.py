@@ -75,7 +75,8 @@ class _Open:
 
     session_id: str
     written: datetime
-    timer: asyncio.Task[None] | None = None
+    # A timer until the deadline, then the task that sends the holding reply.
+    timer: asyncio.TimerHandle | asyncio.Task[None] | None = None
     sending: asyncio.Task[None] | None = None
 
 
@@ -83,8 +84,9 @@ class _Open:
 class Clocks:
     """Starts each ticket's first-reply clock; sends the holding reply once; shows the ages.
 
-    The timer is a task of its own: it never holds the session gate or a stage, and the
-    holding reply is recorded in the baton (acknowledged) before it is sent.
+    The timer is the loop's (a task of its own only once it is due): it never holds the
+    session gate or a stage, and the holding reply is recorded in the baton (acknowledged)
+    before it is sent.
     """
 
     deadline_s: float
@@ -109,7 +111,14 @@ class Clocks:
         left = self.deadline_s - (utcnow() - written).total_seconds()
         clock = _Open(ticket.session_id, written)
         self.open[ticket.ticket_id] = clock
-        clock.timer = asyncio.get_running_loop().create_task(self._fire(record, max(left, 0.0)))
+        # A timer, not a sleeping task per ticket: most tickets are answered before it is due.
+        clock.timer = asyncio.get_running_loop().call_later(
+            max(left, 0.0), self._due, clock, record
+        )
+
+    def _due(self, clock: _Open, record: StageRecord) -> None:
+        # Runs in the context the timer copied at start(), as the task would have.
+        clock.timer = asyncio.get_running_loop().create_task(self._fire(record))
 
     async def answering(self, ticket_id: str) -> None:
         """Stop the ticket's clock before its reply is sent; a holding reply on its way goes
@@ -159,8 +168,7 @@ class Clocks:
             if self.alarms.get(key) is asyncio.current_task():
                 del self.alarms[key]
 
-    async def _fire(self, record: StageRecord, delay: float) -> None:
-        await asyncio.sleep(delay)
+    async def _fire(self, record: StageRecord) -> None:
         ticket = record.ticket
         clock = self.open.get(ticket.ticket_id)
         baton = self.batons.get(ticket.session_id)
