@@ -20,8 +20,8 @@ from baton_kafka.schemas.records import StageName, utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.observe import tracing
-from baton_kafka.streams.observe.logs import describe
 from baton_kafka.streams.observe.observer import CountingObserver, Observer
+from baton_kafka.streams.observe.redaction import describe
 from baton_kafka.streams.observe.shown import shown
 from baton_kafka.streams.runtime import warm
 from baton_kafka.streams.runtime.answers import handoffs, replies

@@ -19,7 +19,7 @@ from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import dumps
 from baton_kafka.schemas.records import Reply, utcnow
 from baton_kafka.schemas.stages import StageRecord
-from baton_kafka.streams.observe.logs import describe
+from baton_kafka.streams.observe.redaction import describe
 from baton_kafka.streams.observe.shown import shown
 from baton_kafka.streams.runtime.answers import replies
 from baton_kafka.streams.runtime.records.sink import Sink

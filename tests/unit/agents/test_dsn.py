@@ -17,7 +17,8 @@ from baton_kafka.agents.orders import (
     open_store,
 )
 from baton_kafka.streams.cli.main import main
-from baton_kafka.streams.observe.logs import JsonFormatter, RedactFilter, logging_config
+from baton_kafka.streams.observe.logs import JsonFormatter, logging_config
+from baton_kafka.streams.observe.redaction import RedactFilter
 from baton_kafka.streams.settings import Settings, SettingsError
 
 PASSWORD = "pg-Secret-0123456789"

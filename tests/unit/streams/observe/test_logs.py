@@ -22,13 +22,12 @@ from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.observe.logs import (
     JsonFormatter,
     LoggingObserver,
-    RedactFilter,
     TextFormatter,
     current_ids,
-    describe,
     faust_loglevel,
     logging_config,
 )
+from baton_kafka.streams.observe.redaction import RedactFilter, describe
 from baton_kafka.streams.settings import Settings
 
 API_KEY = "sk-ant-api03-Zx9_secretSECRETsecret-0123456789abcdef"

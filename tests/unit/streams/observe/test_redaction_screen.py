@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from baton_kafka.streams.observe.logs import Redactor
+from baton_kafka.streams.observe.redaction import Redactor
 
 SECRET = "s3cret-Value-42"
 # Pieces of what the patterns look for, in the spellings re's case folding also matches
