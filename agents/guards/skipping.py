@@ -110,55 +110,6 @@ def led(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return compiled if _scanned(compiled) else skipping(pattern, flags)
 
 
-def by_first(alternatives: list[str]) -> str | None:
-    """``alternatives`` as one alternation, grouped by the character a match starts with (each
-    group led by it, in the alternatives' order), or None when that is not worked out here.
-
-    At any position only the group of its character can match, so the engine tries a few
-    alternatives instead of all: same matches, with or without ``re.I``. Letters are grouped
-    by their lower case, digits together; a class, a category or a cased letter outside ASCII
-    is not worked out.
-    """
-    groups: dict[str, list[str]] = {}
-    for alternative in alternatives:
-        try:
-            first, empty = _first_of(parser.parse(alternative))
-        except (_Unknown, re.error):
-            return None
-        keys = {_group_of(item) for item in first}
-        if empty or not keys or None in keys:
-            return None
-        for key in sorted(k for k in keys if k is not None):
-            groups.setdefault(key, []).append(alternative)
-    if len(groups) < 2:
-        return None
-    # Led by every group's characters: a position none of the words starts at fails at once.
-    each = "|".join(f"(?=[{key}])(?:{'|'.join(group)})" for key, group in groups.items())
-    return f"(?=[{''.join(groups)}])(?:{each})"
-
-
-def _group_of(item: str) -> str | None:
-    """The group of a first character (a ``_first_of`` item), whose characters no other
-    group's match: an ASCII letter in either case, any digit, or the character itself."""
-    if item == r"\d":
-        return item
-    if not (item.startswith("\\U") and len(item) == 10):
-        return None  # a range or a category other than digits
-    char = chr(int(item[2:], 16))
-    if char.isascii():
-        if char.isalpha():  # both cases: the caller's flags decide which the words take
-            return _char(ord(char.lower())) + _char(ord(char.upper()))
-        if char.isdigit():
-            return r"\d"
-        return None if char.isspace() else item
-    # Outside ASCII only characters without case and that are no digit (Chinese, Japanese).
-    uncased = char.lower() == char == char.upper()
-    return item if uncased and not _DIGIT.match(char) and not char.isspace() else None
-
-
-_DIGIT = re.compile(r"\d")
-
-
 def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """The pattern ``skipping`` led with a lookahead, without it (to check both agree)."""
     text = pattern.pattern

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.guards.skipping import by_first
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -134,18 +133,12 @@ def alternation(
     others = [e for e in western if e not in lettered]
     parts = []
     if lettered:
-        parts.append(rf"(?<![^\W\d_])(?:{_grouped(lettered)}){after}")
+        parts.append(rf"(?<![^\W\d_])(?:{'|'.join(lettered)}){after}")
     if others:
-        parts.append(rf"(?:{_grouped(others)}){after}")
+        parts.append(rf"(?:{'|'.join(others)}){after}")
     if eastern:
-        parts.append(_grouped(eastern))
+        parts.append("|".join(eastern))
     return "|".join(parts) or "(?!)"
-
-
-def _grouped(entries: list[str]) -> str:
-    """``entries`` as one alternation; grouped by their first characters where that is worked
-    out (a position then tries only the words that start with its character)."""
-    return by_first(entries) or "|".join(entries)
 
 
 def languages(concern: str) -> Iterator[tuple[str, Mapping[str, Any]]]:

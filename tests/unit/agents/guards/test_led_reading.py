@@ -19,7 +19,6 @@ from baton_kafka.agents.guards import (
     facts,
     number_words,
     reading,
-    skipping,
     words,
 )
 from baton_kafka.agents.guards import language as reply_language
@@ -348,75 +347,3 @@ def test_the_carrier_names_left_out_in_one_pass_are_those_left_out_one_by_one() 
         assert got == _names_left_out_one_by_one(text), text
         left_out += got != text
     assert left_out > 500
-
-
-def _list_keys(value: Any, prefix: str = "") -> list[str]:
-    if isinstance(value, dict):
-        return [k for key, v in value.items() for k in _list_keys(v, f"{prefix}{key}.")]
-    return [prefix[:-1]] if isinstance(value, list) and value else []
-
-
-@functools.cache
-def _every_list() -> list[tuple[str, str]]:
-    found: dict[tuple[str, str], None] = {}
-    for language in packs.LANGUAGES:
-        for path in sorted((packs.SHIPPED / language).glob("*.toml")):
-            raw = packs.pack(path.stem, language)
-            found.update(dict.fromkeys((path.stem, key) for key in _list_keys(dict(raw))))
-    return list(found)
-
-
-def test_every_pack_list_grouped_by_first_character_finds_what_the_plain_alternation_finds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    lists = _every_list()
-    assert len(lists) > 100
-    texts = [clauses.readable(t) for t in _texts()[::8]]
-    grouped = 0
-    for concern, key in lists:
-        try:
-            plain_parts = []
-            with monkeypatch.context() as m:
-                m.setattr(words, "by_first", lambda entries: None)
-                for start, end in ((True, True), (True, False), (False, True)):
-                    plain_parts.append(words.alternation(concern, key, start=start, end=end))
-            led_parts = [
-                words.alternation(concern, key, start=start, end=end)
-                for start, end in ((True, True), (True, False), (False, True))
-            ]
-            pairs = [
-                (re.compile(a, flags), re.compile(b, flags))
-                for a, b in zip(led_parts, plain_parts, strict=True)
-                for flags in (re.I, 0)
-            ]
-        except re.error:
-            continue  # not a list of patterns (a list of names or numbers)
-        grouped += led_parts != plain_parts
-        for text in texts:
-            for led_one, plain_one in pairs:
-                got = _spans(led_one.finditer(text))
-                assert got == _spans(plain_one.finditer(text)), (concern, key, text)
-    assert grouped > 50
-
-
-def test_alternatives_grouped_by_first_character_match_as_they_stand_in_order() -> None:
-    atoms = ["3x", r"\d", "3y", "a", "A", "ab", "Ab", "(?:a|3)y", "-", "-x", "x?a", "我", "我们"]
-    atoms += [r"\d\d", "k", "K", "s", "ſt", "(?:b|B)a", "[ab]", r"\w"]
-    rng = random.Random(45)
-    checked = 0
-    for _ in range(3000):
-        alternatives = [rng.choice(atoms) for _ in range(rng.randrange(1, 7))]
-        grouped = skipping.by_first(alternatives)
-        if grouped is None:
-            continue
-        checked += 1
-        text = "".join(rng.choice("3xyaAbBkKsſt-z 我们\u212a") for _ in range(rng.randrange(1, 16)))
-        for flags in (re.I, 0):
-            bare = re.compile("|".join(alternatives), flags)
-            got = _spans(re.compile(grouped, flags).finditer(text))
-            assert got == _spans(bare.finditer(text)), (alternatives, text, flags)
-    assert checked > 1000
-    # Which of several words starting alike matches is the alternatives' own order.
-    crafted = skipping.by_first(["3x", r"\d", "3y", "a"])
-    assert crafted is not None
-    assert (m := re.search(crafted, "3y")) is not None and m.span() == (0, 1)
