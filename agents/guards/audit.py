@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from baton_kafka.agents.guards import conditions, offered, reading, shop_terms, words
+from baton_kafka.agents.guards.facts import Fact, stated
 from baton_kafka.agents.guards.identifiers import Identifier, identifiers, shape
 from baton_kafka.agents.guards.money import marked, money
 from baton_kafka.agents.guards.numbers import RUN, all_numbers
@@ -167,6 +168,11 @@ class CustomerOrders:
     def asked(self) -> list[float]:
         """The numbers the customer wrote."""
         return [n.value for n in all_numbers(self.message, [])]
+
+    @functools.cached_property
+    def message_facts(self) -> tuple[Fact, ...]:
+        """The facts the customer's own words state: read once for every draft of the ticket."""
+        return tuple(stated(reading.normalise(self.message)))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -177,7 +177,7 @@ def uncited(text: str, books: CustomerOrders, articles: Sequence[str] = ()) -> l
     sources = policy_pool(books.policy) | store_pool(books.own)
     for article in articles:
         sources = sources | _text_pool(article)
-    theirs = stated(reading.normalise(books.message))
+    theirs = books.message_facts
     own = Pool.of((f for f in theirs if f.unit in ("size", "date", "cm", "kg", "l")), EVERY)
     said = Pool.of(theirs, EVERY)
     reported = words.compiled(_reported)

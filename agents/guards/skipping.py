@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterator
@@ -90,24 +91,36 @@ def skipping(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(f"(?=[{''.join(sorted(first))}])(?:{pattern})", flags)
 
 
-def _scanned(compiled: re.Pattern[str]) -> bool:
-    """Whether the engine itself scans ``compiled``'s text for a literal prefix or a set of
-    first characters (uncased literals first): a lead would only slow it down."""
+def _scanned(parsed: Any, flags: int) -> bool:
+    """Whether the engine itself scans a text for ``parsed``'s literal prefix or set of first
+    characters (uncased literals first): a lead would only slow it down."""
     try:
         from re import _compiler  # type: ignore[attr-defined]
 
-        parsed = parser.parse(compiled.pattern, compiled.flags)
-        prefix, _, _ = _compiler._get_literal_prefix(parsed, compiled.flags)
-        return bool(prefix or _compiler._get_charset_prefix(parsed, compiled.flags))
+        prefix, _, _ = _compiler._get_literal_prefix(parsed, flags)
+        return bool(prefix or _compiler._get_charset_prefix(parsed, flags))
     except Exception:  # the engine's internals moved: lead as ``skipping`` does
         return False
 
 
 def led(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``pattern`` compiled as ``skipping`` leads it, unless the engine already scans for its
-    first characters (an alternation of Chinese words): same matches, fewer tries either way."""
-    compiled = re.compile(pattern, flags)
-    return compiled if _scanned(compiled) else skipping(pattern, flags)
+    first characters (an alternation of Chinese words): same matches, fewer tries either way.
+
+    The pattern is parsed once for both (the packs' long alternations are many).
+    """
+    if _INLINE_FLAGS.match(pattern):
+        return re.compile(pattern, flags)  # global inline flags must stay first
+    parsed = parser.parse(pattern, flags | re.UNICODE)
+    if _scanned(parsed, parsed.state.flags):
+        return re.compile(pattern, flags)
+    try:
+        first, empty = _first_of(parsed)
+    except _Unknown:
+        return re.compile(pattern, flags)
+    if empty or not first:
+        return re.compile(pattern, flags)
+    return re.compile(f"(?=[{''.join(sorted(first))}])(?:{pattern})", flags)
 
 
 def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
@@ -118,6 +131,8 @@ def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
     return pattern
 
 
+# The same characters recur in every pack's words (all of a Chinese pack's): each tried once.
+@functools.lru_cache(maxsize=4096)
 def _reaches_ascii(char: str, flags: int) -> bool:
     """Whether ``char`` as a literal of a pattern with ``flags`` matches an ASCII character."""
     literal = re.compile(re.escape(char), flags)
