@@ -49,6 +49,7 @@ from baton_kafka.agents.models.llm import (
     TimedOut,
     Truncated,
 )
+from baton_kafka.agents.models.message_body import read_message
 from baton_kafka.agents.models.pacing import (
     AdaptiveLimit,
     Clock,
@@ -226,7 +227,7 @@ class AnthropicLLM:
     ) -> tuple[Message, Mapping[str, str]]:
         """One request: the answer and its headers; an SDK error or ``AttemptFailed``."""
         raw = await self._client.messages.with_raw_response.create(**request, timeout=timeout_s)
-        return await raw.parse(), raw.headers
+        return await read_message(raw), raw.headers
 
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         last: ModelFailure | None = None

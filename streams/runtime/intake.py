@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import orjson
+
 from baton_kafka.schemas.codec import InvalidRecord, dumps, parse
 from baton_kafka.schemas.framing import unframe
 from baton_kafka.schemas.records import Ticket
@@ -65,3 +67,22 @@ class Intake(Letters):
             f"value is framed by a Schema Registry serializer (schema {ref.id or ref.guid}); "
             "set BATON_SCHEMA_REGISTRY_URL to accept the framed form"
         )
+
+
+def session_key(value: bytes | None, raw_key: bytes | None) -> bytes:
+    """The session a raw ticket names, as the bytes its tickets are forwarded in sequence by;
+    the record's own key when the value names none (it will be dead-lettered).
+
+    Never raises: a worker reads every record's key before it validates the record.
+    """
+    if value:
+        try:
+            named = orjson.loads(unframe(value)[1]).get("session_id")
+        except (orjson.JSONDecodeError, AttributeError):
+            named = None
+        # A JSON number is the session its digits name (as the ticket's validation reads it).
+        if isinstance(named, int) and not isinstance(named, bool):
+            named = str(named)
+        if isinstance(named, str) and named:
+            return b"s:" + named.encode("utf-8", "surrogatepass")
+    return b"k:" + (raw_key or b"")

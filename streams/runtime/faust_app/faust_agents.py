@@ -12,6 +12,7 @@ import faust
 from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.observe.lag import LagSampler
 from baton_kafka.streams.runtime.faust_app.faust_io import FaustSink
+from baton_kafka.streams.runtime.intake import session_key
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.runtime.records.delivery import Delivery
@@ -77,12 +78,27 @@ def index_agent(w: Wiring) -> None:
 
 
 def intake_agent(w: Wiring) -> None:
-    """The agent taking raw tickets in."""
+    """The agent taking raw tickets in: concurrent across sessions, in order within one.
+
+    Forwarding one ticket at a time, each waiting for the broker's acknowledgement, held a
+    burst's last tickets back by every earlier ticket's round trip; a session's tickets still
+    go out in the order they were read, and each record is acked only after its forward (or
+    its dead letter) was acknowledged, in offset order.
+    """
+    taking = SessionScheduler(
+        "intake", max_running=w.settings.max_in_flight, max_buffered=w.settings.max_buffered
+    )
+
+    async def take(event: Any) -> None:
+        await w.pipeline.intake(event.value, source_of(event), headers_of(event))
+
+    def session(event: Any) -> bytes:
+        key = event.message.key
+        return session_key(event.value, None if key is None else bytes(key))
 
     @w.app.agent(w.sink.topics[w.names.tickets], name="intake")
     async def intake(stream: Any) -> None:
-        async for event in stream.events():
-            await w.pipeline.intake(event.value, source_of(event), headers_of(event))
+        await taking.run(stream.noack(), take, key_of=session)
 
 
 def decide_agent(w: Wiring) -> None:

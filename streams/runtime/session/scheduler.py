@@ -69,11 +69,13 @@ class SessionScheduler:
         prepare: Callable[[Any], Any] | None = None,
         arrived: Callable[[Any], None] | None = None,
         ready: Handler | None = None,
+        key_of: Callable[[Any], bytes] | None = None,
     ) -> None:
         """Consume ``stream`` (a Faust stream with acks disabled) until it ends.
 
         ``prepare`` turns each event into what ``bypass`` and the handlers are given, once per
-        event (the event itself when None); the event is what gets acked.
+        event (the event itself when None); the event is what gets acked. ``key_of`` reads the
+        key records run in sequence by from that (the record's key when None).
 
         ``overflow`` takes the records of a key beyond ``max_queued_per_key``; it runs at once,
         beside the key's queued records, and its record is acked like any other once it returns.
@@ -88,11 +90,11 @@ class SessionScheduler:
             raise ValueError("a scheduler with max_queued_per_key needs an overflow handler")
         async for event in stream.events():
             await self._buffered.acquire()
-            key = bytes(event.key or b"")
             held = self._hold(event)
+            item = event if prepare is None else prepare(event)
+            key = bytes(event.key or b"") if key_of is None else key_of(item)
             queued = self._queued.get(key, 0)
             cap = self.max_queued_per_key
-            item = event if prepare is None else prepare(event)
             aside = None
             if bypass is not None and bypass(item):
                 aside = handle

@@ -264,3 +264,38 @@ async def test_a_refused_record_takes_no_place_in_its_keys_queue() -> None:
     while len(stream.acked) < len(items):
         await asyncio.sleep(0.01)
     assert handled == [1, 3, 5, 7, 0, 2] and sorted(stream.acked) == list(range(8))
+
+
+async def test_records_run_in_sequence_by_the_key_read_from_them() -> None:
+    """``key_of`` decides which records wait for each other, whatever the records' own keys:
+    records sharing a read key never overlap and keep their order; others run side by side."""
+    rng = random.Random(11)
+    # Every record has its own key; the value's session (value // 10) is what orders them.
+    items = [
+        FakeEvent(key=f"r{i}".encode(), value=10 * s + k, message=FakeMessage(offset=i))
+        for i, (s, k) in enumerate((s, k) for k in range(4) for s in range(6))
+    ]
+    stream = FakeStream(items)
+    seen: dict[int, list[int]] = {}
+    running: dict[int, int] = {}
+    overlapped = []
+    peak = 0
+
+    async def handle(event: FakeEvent) -> None:
+        nonlocal peak
+        session = event.value // 10
+        running[session] = running.get(session, 0) + 1
+        overlapped.append(running[session] > 1)
+        peak = max(peak, sum(running.values()))
+        await asyncio.sleep(rng.uniform(0.001, 0.01))
+        seen.setdefault(session, []).append(event.value % 10)
+        running[session] -= 1
+
+    scheduler = SessionScheduler("t", max_running=8, max_buffered=1000)
+    await scheduler.run(stream, handle, key_of=lambda e: str(e.value // 10).encode())
+    while len(stream.acked) < len(items):
+        await asyncio.sleep(0.01)
+    assert seen == {s: [0, 1, 2, 3] for s in range(6)}
+    assert not any(overlapped)
+    assert peak > 1
+    assert stream.acked == list(range(len(items)))
