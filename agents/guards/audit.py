@@ -132,7 +132,7 @@ class CustomerOrders:
     @functools.cached_property
     def name_phrases(self) -> dict[str, Alone]:
         """The talked-about products' names, and their parts with digits, as text names them
-        (each with the pattern of it written alone).
+        (each with how it is found written alone).
 
         The whole name, each word with digits with its neighbour ("forerunner 265"), and a
         model number of 4+ digits alone ("the LEGO set 42171").
