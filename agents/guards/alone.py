@@ -13,13 +13,13 @@ _BEFORE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _AFTER = re.compile(r"[A-Za-z0-9]|[.,]\d")
 
 
-@dataclass(frozen=True)
 class Found:
     """One place ``text[start:end]`` where the phrase is written (as a match reports it)."""
 
-    text: str
-    start: int
-    end: int
+    __slots__ = ("end", "start", "text")
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self.text, self.start, self.end = text, start, end
 
     def span(self) -> tuple[int, int]:
         return self.start, self.end
@@ -28,7 +28,7 @@ class Found:
         return self.text[self.start : self.end]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Alone:
     """``phrase`` written alone, not inside a longer word or number: what
     ``(?<![A-Za-z0-9.,])<phrase>(?![A-Za-z0-9]|[.,]\\d)`` matches, left to right, without

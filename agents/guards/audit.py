@@ -178,6 +178,7 @@ class CustomerOrders:
         return tuple(stated(reading.normalise(self.message)))
 
 
+@functools.lru_cache(maxsize=4096)
 def _phrase(phrase: str) -> Alone:
     """``phrase`` written alone, not inside a longer word or number."""
     # Letters and digits of Latin script bound it; a Chinese character after it does not.
