@@ -133,8 +133,11 @@ def known_kinds(policy: Policy) -> Any:
     return validate
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def _folded(text: str) -> str:
-    return re.sub(r"\s+", " ", readable(text)).strip().casefold()
+    return _SPACES.sub(" ", readable(text)).strip().casefold()
 
 
 def occurs(words: str, reply: str) -> bool:

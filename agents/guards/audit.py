@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from baton_kafka.agents.guards import conditions, offered, reading, shop_terms, words
+from baton_kafka.agents.guards.alone import Alone
 from baton_kafka.agents.guards.facts import Fact, stated
 from baton_kafka.agents.guards.identifiers import Identifier, identifiers, shape
 from baton_kafka.agents.guards.money import marked, money
@@ -25,8 +26,10 @@ FIELDS = ("reply", "solution", "internal_note")
 CUSTOMER_FACING = ("reply", "solution")
 _CENT = 0.005
 _DIGIT_RUN = re.compile(r"\d+(?:[.,]\d+)*")
+_ID_NUMBER = re.compile(r"\d{3,}")
 
 
+@words.builder
 def _promised_before() -> re.Pattern[str]:
     """Right after a promise, a model number alone is an amount: "we will refund 42171 for it"."""
     verbs = words.alternation("money", "promise.verbs", end=False)
@@ -123,13 +126,13 @@ class CustomerOrders:
             tokens.update(t.casefold() for t in (o.tracking_no,) if t)
             tokens.update(t.casefold() for n in o.products() for t in RUN.findall(n))
             tokens.update(i.sku.casefold() for i in o.items if i.sku)
-            tokens.update(re.findall(r"\d{3,}", o.order_id))  # "order 1001" for O-1001
+            tokens.update(_ID_NUMBER.findall(o.order_id))  # "order 1001" for O-1001
         return frozenset(tokens)
 
     @functools.cached_property
-    def name_phrases(self) -> dict[str, re.Pattern[str]]:
+    def name_phrases(self) -> dict[str, Alone]:
         """The talked-about products' names, and their parts with digits, as text names them
-        (each with the pattern of it written alone).
+        (each with how it is found written alone).
 
         The whole name, each word with digits with its neighbour ("forerunner 265"), and a
         model number of 4+ digits alone ("the LEGO set 42171").
@@ -176,10 +179,10 @@ class CustomerOrders:
 
 
 @functools.lru_cache(maxsize=4096)
-def _phrase(phrase: str) -> re.Pattern[str]:
+def _phrase(phrase: str) -> Alone:
     """``phrase`` written alone, not inside a longer word or number."""
     # Letters and digits of Latin script bound it; a Chinese character after it does not.
-    return re.compile(rf"(?<![A-Za-z0-9.,]){re.escape(phrase)}(?![A-Za-z0-9]|[.,]\d)")
+    return Alone(phrase)  # found with str.find: no pattern compiled per product name
 
 
 def audit(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
@@ -209,7 +212,7 @@ def _inside(i: Identifier, spans: Sequence[tuple[int, int]]) -> bool:
     return any(a <= i.start and i.end <= b for a, b in spans)
 
 
-def _name_spans(text: str, names: Mapping[str, re.Pattern[str]]) -> list[tuple[int, int]]:
+def _name_spans(text: str, names: Mapping[str, Alone]) -> list[tuple[int, int]]:
     """Where ``text`` names a product of the customer's ("Kettle 1500", "Forerunner 265").
 
     A number of the name with a currency next to it ("Forerunner 265 USD", "$265 Watch"), or

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_kafka.agents.guards import reading, words
+from baton_kafka.agents.guards import alone, reading, words
 from baton_kafka.agents.guards.audit import CustomerOrders
 from baton_kafka.agents.guards.clauses import readable
 from baton_kafka.agents.guards.facts import Fact, spans, stated
@@ -34,6 +34,7 @@ _WHAT = {
 }
 _CENT = 0.005
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\d\.)\s+|[。！？\n]+")
+_PRICED_KEY = re.compile("cost|fee|price|shipping")
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def _walk(value: Any, key: str = "") -> Iterator[Fact]:
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if key.endswith("_days"):
             yield Fact(frozenset({"validity"}), "day", (float(value),), str(value), 0, 0)
-        elif key == "cap" or re.search("cost|fee|price|shipping", key):
+        elif key == "cap" or _PRICED_KEY.search(key):
             yield Fact(frozenset({"price"}), "money", (float(value),), str(value), 0, 0)
 
 
@@ -148,6 +149,7 @@ def quoted_prices(policy: Policy, articles: Sequence[str]) -> tuple[float, ...]:
     return tuple(dict.fromkeys(v for v, _ in pool.figures.get(("price", "money"), ())))
 
 
+@words.builder
 def _reported() -> re.Pattern[str]:
     return re.compile(words.alternation("commitments", "markers.reported", end=False), re.I)
 
@@ -159,7 +161,7 @@ def _spans_of(text: str, books: CustomerOrders) -> list[tuple[int, int]]:
     folded = text.casefold()
     names = {n.casefold() for o in books.own for n in o.products() if n}
     for name in names:
-        skip += [m.span() for m in re.finditer(re.escape(name), folded)]
+        skip += alone.spans(name, folded)  # str.find: no pattern compiled per name
     for pattern in books.name_phrases.values():
         skip += [m.span() for m in pattern.finditer(folded)]
     return skip

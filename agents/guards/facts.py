@@ -58,6 +58,7 @@ class Fact:
     currency: str | None = None
 
 
+@words.builder
 class _Words:
     """The ``facts`` packs of every language, compiled."""
 

@@ -17,11 +17,13 @@ IdKind = Literal["order id", "tracking number"]
 # O-1001, EV-101, ORD-88231: upper-case letters, a hyphen, digits, nothing after.
 _ORDER_SHAPE = re.compile(r"[A-Z]{1,5}-\d{3,}")
 _DIGITS = re.compile(r"\d")
+_DIGIT_SPLIT = re.compile(r"(\d+)")
 _LONG = re.compile(r"[A-Za-z0-9]{10,}")
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
 _ID_CHARS = re.compile(r"[A-Za-z0-9-]+")  # ids have no decimal point: "order: 39.99" is a price
 
 
+@words.builder
 class _Words:
     """The words before an id and after an amount, of every language pack, compiled."""
 
@@ -52,6 +54,10 @@ class Identifier:
     end: int
 
 
+# Ids of many orders share a few shapes: each compiled once, whatever else ``re`` has cached since.
+_compiled = functools.lru_cache(maxsize=256)(re.compile)
+
+
 @functools.lru_cache(maxsize=4096)
 def shape(order_id: str) -> re.Pattern[str] | None:
     """The pattern of ids written like ``order_id`` ("O-1001" -> ``O-\\d{2,6}``), if any.
@@ -59,13 +65,13 @@ def shape(order_id: str) -> re.Pattern[str] | None:
     Digit runs keep about their width, so "3-5" or "2026-03-14" never look like "2024-118830";
     an id of digits alone needs 6 or more of them ("400918273"), else it has no shape.
     """
-    parts = [p for p in re.split(r"(\d+)", order_id) if p]
+    parts = [p for p in _DIGIT_SPLIT.split(order_id) if p]
     runs = [p for p in parts if p.isdigit()]
     if not runs or (len(parts) == 1 and len(runs[0]) < 6):
         return None
     if len(parts) == 1:
         width = len(runs[0])
-        return re.compile(rf"\d{{{width - 1},{width + 1}}}")
+        return _compiled(rf"\d{{{width - 1},{width + 1}}}")
     lettered = any(c.isalpha() for c in order_id)
 
     def run(p: str) -> str:
@@ -73,7 +79,7 @@ def shape(order_id: str) -> re.Pattern[str] | None:
             return rf"\d{{{len(p)}}}"  # "305-1123456-7788990": fixed groups
         return rf"\d{{{max(1, len(p) - 2)},{len(p) + 2}}}"
 
-    return re.compile("".join(run(p) if p.isdigit() else re.escape(p) for p in parts))
+    return _compiled("".join(run(p) if p.isdigit() else re.escape(p) for p in parts))
 
 
 def _digit_count(token: str) -> int:

@@ -17,6 +17,7 @@ from baton_kafka.agents.languages import HAN_RE
 _ANY: frozenset[str] = frozenset()  # "元", "块": a currency unit, which one is not said
 
 
+@words.builder
 class _Words:
     """The money and number words of every language pack, compiled."""
 
@@ -112,6 +113,7 @@ PROMISE = _Current("PROMISE")  # a sentence with a match promises money
 COMMITS = _Current("COMMITS")  # a clause with a match commits the shop
 _CREDIT_GAP = 20
 _LIST_MARK = re.compile(r"\s*[.)、]")
+_DIGIT = re.compile(r"\d")
 
 Kind = Literal["amount", "percent"]
 
@@ -197,7 +199,7 @@ def _credit_near(w: _Words, text: str, n: Number, clause: tuple[int, int]) -> bo
     """A credit word ("voucher", "积分", ...) right before or after ``n`` in its clause."""
     for m in w.CREDIT.finditer(text, clause[0], clause[1]):
         gap = text[n.end : m.start()] if m.start() >= n.end else text[m.end() : n.start]
-        if len(gap) <= _CREDIT_GAP and not re.search(r"\d", gap):
+        if len(gap) <= _CREDIT_GAP and not _DIGIT.search(gap):
             return True
     return False
 

@@ -105,6 +105,7 @@ def languages() -> dict[str, Words]:
     return packs_words.compiled(_languages)
 
 
+@packs_words.builder
 def _languages() -> dict[str, Words]:
     data = {
         lang: pack["words"]
@@ -179,6 +180,7 @@ def ambiguous() -> re.Pattern[str]:
     return packs_words.compiled(_ambiguous)
 
 
+@packs_words.builder
 def _ambiguous() -> re.Pattern[str]:
     words = sorted({w for lang in languages().values() for w in lang.ambiguous}, key=len)
     if not words:
@@ -198,6 +200,7 @@ def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
         yield from _numbers(text, words, ambiguous=language == lang)
 
 
+@packs_words.builder
 def _any_word() -> re.Pattern[str]:
     """A number word of any language pack (each language's own pattern, as one)."""
     patterns = [w.tokens.pattern for w in languages().values()]

@@ -22,15 +22,20 @@ _PLAIN = re.compile(
 )
 _RANGE = re.compile(r"(\d+(?:\.\d+)?)[-–](\d+(?:\.\d+)?)")
 _THOUSANDS_K = re.compile(r"(\d+(?:\.\d+)?)[kK]")
+_CODE = re.compile("[A-Z]{3}")
+_NOT_FIGURE = re.compile(r"[^\d.,]")
+_SPACES = re.compile(r"[ \u00a0\u2009\u202f]")
 
 
+@words.builder
 def _codes() -> re.Pattern[str]:
     """A currency code glued to an amount ("RMB2000", "500USD"): the packs' three-letter codes."""
-    codes = [c for c in words.table("money", "currency.after") if re.fullmatch("[A-Z]{3}", c)]
+    codes = [c for c in words.table("money", "currency.after") if _CODE.fullmatch(c)]
     either = "|".join(codes) or "(?!)"
     return re.compile(rf"(?:(?i:{either}))(\d[\d,.]*)|(\d[\d,.]*)(?:(?i:{either}))")
 
 
+@words.builder
 def _scales() -> tuple[re.Pattern[str] | None, dict[str, float]]:
     """Scale words written right after digits ("5万", "1.5千"), unless a unit follows ("千克")."""
     scales = {k: float(v) for k, v in words.table("numbers", "scales").items()}
@@ -44,6 +49,7 @@ def _scales() -> tuple[re.Pattern[str] | None, dict[str, float]]:
     return re.compile(f"({'|'.join(parts)})"), scales
 
 
+@words.builder
 def _grouping() -> re.Pattern[str] | None:
     """Digits grouped by the packs' other thousands separators ("1'000")."""
     marks = [
@@ -83,7 +89,7 @@ def plain_value(token: str) -> float | None:
     """The value of a digits-only token with thousands separators or a decimal comma, or None."""
     grouped = words.compiled(_grouping)
     if grouped is not None and grouped.fullmatch(token) and not _PLAIN.fullmatch(token):
-        token = re.sub(r"[^\d.,]", "", token)
+        token = _NOT_FIGURE.sub("", token)
     if not _PLAIN.fullmatch(token):
         return None
     if _EUROPEAN.fullmatch(token):
@@ -136,7 +142,7 @@ def _digits_read(text: str) -> tuple[_Spaced, _Runs]:
     with where they stand."""
     spaced = []
     for m in _SPACED.finditer(text):
-        value = plain_value(re.sub(r"[ \u00a0\u2009\u202f]", "", m.group()))
+        value = plain_value(_SPACES.sub("", m.group()))
         if value is not None:
             spaced.append((m.start(), m.end(), _with_scale(text, Number(value, *m.span()))))
     runs = tuple(

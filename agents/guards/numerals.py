@@ -26,6 +26,7 @@ class _English:
     any: re.Pattern[str]
 
 
+@words.builder
 def _english() -> _English:
     spelled = words.table("numbers", "spelled")
     units = [str(w).lower() for w in spelled.get("units", [])]
@@ -52,6 +53,7 @@ def english_any() -> re.Pattern[str]:
 
 
 _EN_WORD = re.compile(r"[A-Za-z]+")
+_EN_GAP = re.compile(r"[\s-]+")
 
 
 def _en_groups(text: str, en: _English) -> Iterator[list[re.Match[str]]]:
@@ -61,7 +63,7 @@ def _en_groups(text: str, en: _English) -> Iterator[list[re.Match[str]]]:
     for m in _EN_WORD.finditer(text):
         word = m.group().lower()
         previous = group[-1].group().lower() if group else ""
-        joined = bool(group) and re.fullmatch(r"[\s-]+", text[group[-1].end() : m.start()])
+        joined = bool(group) and _EN_GAP.fullmatch(text[group[-1].end() : m.start()])
         if word in _WORD_VALUE or word in _SCALE_VALUE:
             # "one two" are two numbers; "twenty five" and "hundred and five" are one.
             small = _WORD_VALUE.get(word, 10) < 10
@@ -120,6 +122,7 @@ class _Numerals:
     run: re.Pattern[str]
 
 
+@words.builder
 def _numerals() -> _Numerals:
     table = words.table("numbers", "numerals")
     digits = {str(k): int(v) for k, v in dict(table.get("digits", {})).items()}

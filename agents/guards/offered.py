@@ -13,6 +13,7 @@ from baton_kafka.agents.policy.offer import CENT, cents
 from baton_kafka.schemas.records import OfferLine, Order
 
 
+@words.builder
 class _Words:
     """The offer check's words of every language pack, compiled."""
 

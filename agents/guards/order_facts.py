@@ -36,6 +36,7 @@ _LATIN_CARRIER = re.compile(
 _CJK_CARRIER = re.compile("|".join(re.escape(c) for c in _CARRIERS if not c.isascii()))
 # Sentence ends: ".!?" before a space or the end ("1.7L" is no end), and the CJK stops.
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s+|$)|(?<=[。！？；;\n])")
+_DIGIT_RUN = re.compile(r"\d+")
 # A claim that the parcel has arrived, or that it is still travelling.
 _DELIVERED = re.compile(
     r"\b(?:has|have|had|was|were)\s+(?:already\s+)?(?:been\s+)?delivered\b|\bis\s+delivered\b"
@@ -77,7 +78,7 @@ def _digits(text: str) -> str:
 
 
 def _longest_run(text: str) -> str:
-    return max(re.findall(r"\d+", text), key=len, default="")
+    return max(_DIGIT_RUN.findall(text), key=len, default="")
 
 
 def near_miss_of(token: str, orders: Sequence[Order]) -> str | None:

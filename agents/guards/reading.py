@@ -19,6 +19,7 @@ _URL = re.compile(
 )
 
 
+@words.builder
 class _Words:
     """The credential and id words of every language pack, compiled."""
 
@@ -55,6 +56,7 @@ _PHONE = skipping(
     r"(?<![\w.,+])(?:\+\d{1,3}|\(?0\d{1,5}\)?)(?:[ \u00a0./-]?\(?\d{1,12}\)?){1,5}(?![\w]|[.,]\d)"
 )
 _DIGIT_GROUPS = re.compile(r"\+?\d[\d \u00a0./-]{4,}\d")
+_GROUP_GAP = re.compile(r"[ \u00a0-]")
 _PHONE_DIGITS = 7
 
 
@@ -122,7 +124,7 @@ def grouped_tracking(text: str) -> Iterator[str]:
         g = _GROUPS.match(text, m.end())
         if g is None:
             continue
-        compact = re.sub(r"[ \u00a0-]", "", g.group())
+        compact = _GROUP_GAP.sub("", g.group())
         if sum(c.isdigit() for c in compact) >= 6:
             yield compact
 

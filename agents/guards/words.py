@@ -15,6 +15,16 @@ P = ParamSpec("P")
 # Words in these scripts need no word boundary: a Chinese or Japanese word ends where it ends.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _cache: dict[Callable[[], Any], tuple[object, Any]] = {}
+# Every builder ``compiled`` may make, in the order they were defined: ``warm`` makes them all.
+_builders: dict[Callable[[], Any], None] = {}
+B = TypeVar("B", bound=Callable[[], Any])
+
+
+def builder(build: B) -> B:
+    """Marks ``build`` as made from the packs alone: only a marked builder may be passed to
+    ``compiled``, and ``warm`` makes every marked one before the first ticket."""
+    _builders[build] = None
+    return build
 
 
 def compiled(build: Callable[[], T]) -> T:
@@ -22,8 +32,16 @@ def compiled(build: Callable[[], T]) -> T:
     token = packs.all_packs("money")  # a new object whenever the packs were read again
     hit = _cache.get(build)
     if hit is None or hit[0] is not token:
+        if build not in _builders:  # else a worker would first make it during a ticket
+            raise TypeError(f"{build.__qualname__}: mark it with @words.builder")
         hit = _cache[build] = (token, build())
     return hit[1]
+
+
+def warm() -> None:
+    """Make every marked builder's patterns now (those of the modules imported so far)."""
+    for build in list(_builders):
+        compiled(build)
 
 
 def per_text(maxsize: int) -> Callable[[Callable[P, T]], Callable[P, T]]:

@@ -23,6 +23,8 @@ from baton_kafka.schemas.records import Reason
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
 # Where offered money goes. Open: a shop may name its own channel ("bank_transfer").
 ORIGINAL_PAYMENT = "original_payment"
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
+_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a remedy's or channel's name
 
 
 class Remedy(BaseModel):
@@ -184,7 +186,7 @@ class Handoff(BaseModel):
         out = {}
         for language, by_kind in triggers.items():
             code = primary(language)
-            if not re.fullmatch(r"[a-z]{2,3}", code):
+            if not _LANGUAGE_CODE.fullmatch(code):
                 raise ValueError(f"{language!r} is not a language code (de, en, zh, ...)")
             out[code] = by_kind
         risk.validate(out)
@@ -255,7 +257,7 @@ class Policy(BaseModel):
         for name, r in remedies.items():
             if r.money and not r.channels:
                 raise ValueError(f"{name}: a money remedy needs at least one channel")
-            if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            if not _NAME.fullmatch(name):
                 raise ValueError(f"{name!r}: remedy names are lower-case words")
         return remedies
 
@@ -263,7 +265,7 @@ class Policy(BaseModel):
     @classmethod
     def _own_channels(cls, channels: dict[str, Channel]) -> dict[str, Channel]:
         for name in channels:
-            if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            if not _NAME.fullmatch(name):
                 raise ValueError(f"{name!r}: channel names are lower-case words")
         return channels
 

@@ -89,7 +89,7 @@ class Pipeline(Intake):
         languages.ready()  # the detector's model, loaded before the first ticket waits for it
         # The packs' patterns too: in a burst after a short warm-up, compiling them was a tenth
         # of the stages' CPU (tickets in languages the worker had not read yet).
-        warm.patterns(self.policy.handoff.triggers)
+        warm.patterns(self.policy)
         self.topics = TopicNames.of(self.settings, self.chain)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
