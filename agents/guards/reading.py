@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 
 from baton_kafka.agents.guards import words
+from baton_kafka.agents.guards.parted import Parted
 from baton_kafka.agents.guards.skipping import Sieved, skipping
 
 _URL = re.compile(
@@ -24,7 +25,8 @@ class _Words:
 
     def __init__(self) -> None:
         alt = words.alternation
-        self.SENSITIVE = Sieved(alt("credentials", "secrets", end=False), re.I)
+        # Most replies hold none of a secret's words: only the entries whose words they hold.
+        self.SENSITIVE = Parted(words.entries("credentials", "secrets"), re.I, end=False)
         self.ASKS = Sieved(alt("credentials", "asks", end=False), re.I)
         self.NEVER = skipping(alt("credentials", "never"), re.I)
         self.NEVER_AFTER = skipping(alt("credentials", "never_after"), re.I)

@@ -1,0 +1,129 @@
+"""A pack list's alternation searched with only the entries that can match the text at hand:
+an entry whose words an ASCII text lacks is dropped before the engine tries it at each position."""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from collections.abc import Iterator
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as parser  # type: ignore[attr-defined]
+from typing import Any
+
+from baton_kafka.agents.guards import words
+from baton_kafka.agents.guards.skipping import Sieved, _needed, _reaches_ascii, _Unknown, skipping
+
+
+class Parted:
+    """``words.alternation`` of ``entries`` compiled (as ``Sieved``), searched in an ASCII text
+    with only the entries one of whose needed words the text holds.
+
+    An entry that can match nowhere in the text changes no match of the alternation (the engine
+    takes, at the leftmost position, the first entry in order that matches there): the matches
+    are those of the whole alternation, entry by entry in the same order.
+    """
+
+    def __init__(self, entries: list[str], flags: int = 0, *, end: bool = True) -> None:
+        self._flags = flags
+        self._end = end
+        self._fold = bool(flags & re.I)
+        self.whole = Sieved(words.alternation_of(entries, end=end), flags)
+        self.pattern = self.whole.pattern
+        # In the order the alternation tries them (its sort is stable: a part keeps the order).
+        self._entries = tuple(sorted(entries, key=len, reverse=True))
+        self._needs = tuple(self._needs_of(e) for e in self._entries)
+        # In any other text only an entry all of whose characters are ASCII: its needed words
+        # then stand in a text no character of which a case-insensitive ASCII letter takes.
+        self._needs_any = tuple(
+            ws if ws and _ascii_only(parser.parse(e, flags | re.UNICODE)) else None
+            for e, ws in zip(self._entries, self._needs, strict=True)
+        )
+        self._words = tuple(sorted({w for ws in self._needs if ws for w in ws}))
+        self._all = tuple(range(len(self._entries)))
+
+    def _needs_of(self, entry: str) -> frozenset[str] | None:
+        """Words one of which every match of ``entry`` holds in an ASCII text (None: any text)."""
+        try:
+            parsed = parser.parse(entry, self._flags | re.UNICODE)
+            if parsed.state.groups > 1:
+                return None  # its groups would be numbered anew in a part: always kept
+            return _needed(parsed, self._flags)
+        except (_Unknown, re.error):
+            return None
+
+    def part(self, text: str) -> tuple[int, ...]:
+        """The entries (their places in order) that may match somewhere in ``text``."""
+        needs = self._needs
+        if not text.isascii():
+            if any(_reaches_ascii(c, self._flags) for c in set(text) if not c.isascii()):
+                return self._all
+            needs = self._needs_any
+        folded = text.lower() if self._fold else text
+        present = {w for w in self._words if w in folded}
+        return tuple(i for i, ws in enumerate(needs) if ws is None or not ws.isdisjoint(present))
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one Parted per pack list, kept for good
+    def _compiled(self, kept: tuple[int, ...]) -> re.Pattern[str] | Sieved | None:
+        if not kept:
+            return None
+        if kept == self._all:
+            return self.whole
+        chosen = [self._entries[i] for i in kept]
+        return skipping(words.alternation_of(chosen, end=self._end), self._flags)
+
+    def _for(self, text: str, pos: int, endpos: int) -> re.Pattern[str] | Sieved | None:
+        return self._compiled(self.part(text[pos:endpos] if pos or endpos < len(text) else text))
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """As ``re.Pattern.search``."""
+        pattern = self._for(text, pos, endpos)
+        return None if pattern is None else pattern.search(text, pos, endpos)
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        """As ``re.Pattern.finditer``."""
+        pattern = self._for(text, pos, endpos)
+        return iter(()) if pattern is None else pattern.finditer(text, pos, endpos)
+
+
+_NESTED = (
+    sre.IN,
+    sre.BRANCH,
+    sre.SUBPATTERN,
+    sre.ASSERT,
+    sre.ASSERT_NOT,
+    sre.MAX_REPEAT,
+    sre.MIN_REPEAT,
+    sre.POSSESSIVE_REPEAT,
+    sre.ATOMIC_GROUP,
+)
+
+
+def _ascii_only(parsed: Any) -> bool:
+    """Whether every character a parsed pattern names (literals, ranges) is ASCII."""
+    for op, av in parsed:
+        if op in (sre.LITERAL, sre.NOT_LITERAL) and av > 127:
+            return False
+        if op is sre.RANGE and av[1] > 127:
+            return False
+        nested = op in _NESTED and not all(_ascii_only(sub) for sub in _parts(op, av))
+        if nested:
+            return False
+    return True
+
+
+def _parts(op: Any, av: Any) -> list[Any]:
+    """The parsed sequences inside one item of a parsed pattern."""
+    if op is sre.IN:
+        return [av]
+    if op is sre.BRANCH:
+        return list(av[1])
+    if op is sre.SUBPATTERN:
+        return [av[3]]
+    if op in (sre.ASSERT, sre.ASSERT_NOT):
+        return [av[1]]
+    if op is sre.ATOMIC_GROUP:
+        return [av]
+    return [av[2]]  # a repeat
