@@ -39,8 +39,9 @@ class Parted:
             ws if ws and _ascii_only(parser.parse(e, flags | re.UNICODE)) else None
             for e, ws in zip(self._entries, self._needs, strict=True)
         )
-        self._words = tuple(sorted({w for ws in self._needs if ws for w in ws}))
         self._all = tuple(range(len(self._entries)))
+        self._ascii = _by_word(self._needs)
+        self._other = _by_word(self._needs_any)
 
     def _needs_of(self, entry: str) -> frozenset[str] | None:
         """Words one of which every match of ``entry`` holds in an ASCII text (None: any text)."""
@@ -54,14 +55,14 @@ class Parted:
 
     def part(self, text: str) -> tuple[int, ...]:
         """The entries (their places in order) that may match somewhere in ``text``."""
-        needs = self._needs
+        always, by_word = self._ascii
         if not text.isascii():
             if any(_reaches_ascii(c, self._flags) for c in set(text) if not c.isascii()):
                 return self._all
-            needs = self._needs_any
+            always, by_word = self._other
         folded = text.lower() if self._fold else text
-        present = {w for w in self._words if w in folded}
-        return tuple(i for i, ws in enumerate(needs) if ws is None or not ws.isdisjoint(present))
+        kept = [i for w, places in by_word if w in folded for i in places]
+        return tuple(sorted({*always, *kept})) if kept else always
 
     @functools.lru_cache(maxsize=256)  # noqa: B019 - one Parted per pack list, kept for good
     def _compiled(self, kept: tuple[int, ...]) -> re.Pattern[str] | Sieved | None:
@@ -86,6 +87,19 @@ class Parted:
         """As ``re.Pattern.finditer``."""
         pattern = self._for(text, pos, endpos)
         return iter(()) if pattern is None else pattern.finditer(text, pos, endpos)
+
+
+def _by_word(
+    needs: tuple[frozenset[str] | None, ...],
+) -> tuple[tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
+    """The entries always kept (their words not worked out), and each needed word with the
+    entries it keeps; an entry needing no ASCII word (``frozenset()``) is kept by none."""
+    always = tuple(i for i, ws in enumerate(needs) if ws is None)
+    places: dict[str, list[int]] = {}
+    for i, ws in enumerate(needs):
+        for w in sorted(ws or ()):
+            places.setdefault(w, []).append(i)
+    return always, tuple((w, tuple(p)) for w, p in sorted(places.items()))
 
 
 _NESTED = (
