@@ -67,8 +67,15 @@ def normalise(text: str) -> str:
     return FORMAT_CHARACTERS.sub("", unicodedata.normalize("NFKC", text))
 
 
+# Every link holds "://", "www." or a dot before a letter (of its top-level domain, whose
+# letters ``_URL`` takes case-insensitively, with the four other characters they take then).
+_LINKED = re.compile(r"://|www\.|\.[A-Za-z\u0130\u0131\u017f\u212a]", re.I)
+
+
 def hosts(text: str) -> Iterator[str]:
     """The host of every link in ``text`` ("https://x.com/a", "www.x.com", "x.com/path")."""
+    if not _LINKED.search(text):
+        return  # most replies hold no link: no try of a host at each of their words
     for m in _URL.finditer(text):
         host = m.group("host") or m.group("www") or m.group("bare")
         yield host.lower().rstrip(".").removeprefix("www.")

@@ -7,9 +7,10 @@ import functools
 import json
 import random
 import re
+import sys
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.guards import facts, reading, words
+from baton_kafka.agents.guards import facts, numbers, reading, words
 from baton_kafka.agents.guards.parted import Parted
 from baton_kafka.agents.guards.skipping import Sieved
 from tests.fixtures.paths import TEST_DATA
@@ -149,3 +150,53 @@ def test_a_text_without_a_month_before_a_day_is_not_searched() -> None:
     assert not fast.may_match("Decision: refund for order O-1001 (delivered); email 5")
     assert fast.may_match("It arrives on Dec. 5")
     assert fast.may_match("It arrives on december\u00a014")
+
+
+RUN_GLUE = ["", " ", "-", "_", ".", "/", ":", ",", "'", "’", "..", "-.", ", ", "\u00a0", "，", "（"]
+RUN_PIECES = ["a", "Ab", "xyz", "1", "42", "0x9", "7L", "O", "cpu", "é", "１２", "五", "K\u212a"]
+
+
+@functools.cache
+def _run_texts() -> list[str]:
+    """The corpora's texts and runs of letters, digits and separators glued anyhow."""
+    rng = random.Random(45)
+    texts = [*_texts(), *_eval_texts()]
+    for _ in range(4000):
+        texts.append(
+            "".join(
+                rng.choice(RUN_PIECES) + rng.choice(RUN_GLUE) for _ in range(rng.randrange(1, 12))
+            )
+        )
+    return texts
+
+
+def test_the_digit_runs_are_the_runs_with_a_digit() -> None:
+    found = 0
+    for text in _run_texts():
+        for t in (text, reading.normalise(text)):
+            want = tuple(
+                (m.group(), m.start(), m.end())
+                for m in numbers.RUN.finditer(t)
+                if not m.group().isalpha() and re.search(r"\d", m.group())
+            )
+            assert numbers.digit_runs.__wrapped__(t) == want, t
+            found += len(want)
+    assert found > 10000
+
+
+def test_a_text_without_a_link_mark_holds_no_link() -> None:
+    # The characters other than ASCII letters that the link pattern's letters take.
+    letters = re.compile("[a-z]", re.I)
+    odd = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if letters.match(chr(c)))
+    rng = random.Random(46)
+    pieces = ["shop", "x", "com", "de", "WWW", "http", "ftp", "s", "://", ".", "/", "-", " "]
+    pieces += [*odd, "1", "@", "é", "，", "。", "_"]
+    texts = [*_texts(), *_eval_texts()]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12))) for _ in range(6000)]
+    linked = 0
+    for text in texts:
+        want = [m.group() for m in reading._URL.finditer(text)]
+        if not reading._LINKED.search(text):
+            assert want == [], text
+        linked += bool(want)
+    assert linked > 50
