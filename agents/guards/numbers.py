@@ -14,11 +14,11 @@ from baton_kafka.agents.guards import numerals, words
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
 # CJK characters end a run, so "补偿您80元" reads 80 (a \w boundary would not: 您 is a word char).
 RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])")
-# The runs of ``RUN`` that hold a digit, found by the engine alone: a run starts where no run
-# goes on (no letter or digit, nor one and a separator, before it), and a digit stands in it
-# after whole runs of letters, each joined to the next by a separator.
+# The runs of ``RUN`` that hold a digit, found by the engine alone: a digit stands in the run
+# after whole runs of letters, each joined to the next by a separator (a run without a digit
+# has none in any of its parts either: no match starts inside it).
 _DIGIT_RUN = re.compile(
-    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_./:,'’])"
+    r"(?<![A-Za-z0-9])"
     r"(?=(?:[A-Za-z]+[-_./:,'’](?=[A-Za-z0-9]))*[A-Za-z]*[0-9])"
     r"[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])"
 )

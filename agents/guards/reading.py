@@ -67,9 +67,9 @@ def normalise(text: str) -> str:
     return FORMAT_CHARACTERS.sub("", unicodedata.normalize("NFKC", text))
 
 
-# Every link holds "://", "www." or a dot before a letter (of its top-level domain, whose
-# letters ``_URL`` takes case-insensitively, with the four other characters they take then).
-_LINKED = re.compile(r"://|www\.|\.[A-Za-z\u0130\u0131\u017f\u212a]", re.I)
+# Every link holds "://", "www." or a dot before a letter of its top-level domain (read
+# case-insensitively as ``_URL`` reads it: "ſ" and the Kelvin sign are letters too).
+_LINKED = re.compile(r"://|www\.|\.[a-z]", re.I)
 
 
 def hosts(text: str) -> Iterator[str]:
