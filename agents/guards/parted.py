@@ -12,7 +12,11 @@ from re import _parser as parser  # type: ignore[attr-defined]
 from typing import Any
 
 from baton_kafka.agents.guards import words
-from baton_kafka.agents.guards.skipping import Sieved, _needed, _reaches_ascii, _Unknown, skipping
+from baton_kafka.agents.guards.skipping import Sieved, _needed, _Unknown, skipping
+
+# The characters outside ASCII that a case-insensitive ASCII literal takes ("İ", "ı", "ſ", the
+# Kelvin sign); a test checks this against every character.
+REACHING = frozenset("\u0130\u0131\u017f\u212a")
 
 
 class Parted:
@@ -32,32 +36,35 @@ class Parted:
         self.pattern = self.whole.pattern
         # In the order the alternation tries them (its sort is stable: a part keeps the order).
         self._entries = tuple(sorted(entries, key=len, reverse=True))
-        self._needs = tuple(self._needs_of(e) for e in self._entries)
+        parsed = [_parsed(e, flags) for e in self._entries]
+        self._needs = tuple(self._needs_of(p) for p in parsed)
         # In any other text only an entry all of whose characters are ASCII: its needed words
         # then stand in a text no character of which a case-insensitive ASCII letter takes.
         self._needs_any = tuple(
-            ws if ws and _ascii_only(parser.parse(e, flags | re.UNICODE)) else None
-            for e, ws in zip(self._entries, self._needs, strict=True)
+            ws if ws and p is not None and _ascii_only(p) else None
+            for p, ws in zip(parsed, self._needs, strict=True)
         )
         self._all = tuple(range(len(self._entries)))
         self._ascii = _by_word(self._needs)
         self._other = _by_word(self._needs_any)
+        # The parts most texts keep, compiled now rather than by the first ticket that needs one.
+        self._compiled(self._ascii[0])
+        self._compiled(self._other[0])
 
-    def _needs_of(self, entry: str) -> frozenset[str] | None:
-        """Words one of which every match of ``entry`` holds in an ASCII text (None: any text)."""
+    def _needs_of(self, parsed: Any) -> frozenset[str] | None:
+        """Words one of which every match of an entry holds in an ASCII text (None: any text)."""
+        if parsed is None or parsed.state.groups > 1:
+            return None  # its groups would be numbered anew in a part: always kept
         try:
-            parsed = parser.parse(entry, self._flags | re.UNICODE)
-            if parsed.state.groups > 1:
-                return None  # its groups would be numbered anew in a part: always kept
             return _needed(parsed, self._flags)
-        except (_Unknown, re.error):
+        except _Unknown:
             return None
 
     def part(self, text: str) -> tuple[int, ...]:
         """The entries (their places in order) that may match somewhere in ``text``."""
         always, by_word = self._ascii
         if not text.isascii():
-            if any(_reaches_ascii(c, self._flags) for c in set(text) if not c.isascii()):
+            if self._fold and not REACHING.isdisjoint(text):
                 return self._all
             always, by_word = self._other
         folded = text.lower() if self._fold else text
@@ -87,6 +94,14 @@ class Parted:
         """As ``re.Pattern.finditer``."""
         pattern = self._for(text, pos, endpos)
         return iter(()) if pattern is None else pattern.finditer(text, pos, endpos)
+
+
+def _parsed(entry: str, flags: int) -> Any:
+    """``entry`` parsed as the engine reads it, or None when it is not read here."""
+    try:
+        return parser.parse(entry, flags | re.UNICODE)
+    except re.error:
+        return None
 
 
 def _by_word(

@@ -10,7 +10,7 @@ import re
 import sys
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.guards import facts, numbers, reading, words
+from baton_kafka.agents.guards import facts, numbers, parted, reading, words
 from baton_kafka.agents.guards.parted import Parted
 from baton_kafka.agents.guards.skipping import Sieved
 from tests.fixtures.paths import TEST_DATA
@@ -200,3 +200,9 @@ def test_a_text_without_a_link_mark_holds_no_link() -> None:
             assert want == [], text
         linked += bool(want)
     assert linked > 50
+
+
+def test_the_characters_an_ascii_literal_takes_are_the_four_known() -> None:
+    every = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    taken = {c for a in range(128) for c in re.findall(re.escape(chr(a)), every, re.I)}
+    assert taken == set(parted.REACHING)
