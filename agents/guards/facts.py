@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from re import _parser as parser  # type: ignore[attr-defined]
 
 from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.money import money
@@ -88,13 +89,57 @@ class _Words:
         every = "|".join(v for n in sorted(months) for v in months[n]) or "(?!)"
         # Led by the characters a date starts with: each pattern is tried along the whole text.
         self.dates = [
-            led(p.replace("{month}", f"(?:{every})"), re.I)
+            _month_first(led(p.replace("{month}", f"(?:{every})"), re.I), p, every)
             for p in words.entries("facts", "dates.patterns")
         ]
 
 
 def _w() -> _Words:
     return words.compiled(_Words)
+
+
+_MONTH_FIRST = "(?P<mname>{month})\\.?\\s+(?P<d>"
+_GAP = re.compile(r"\s+(?=\d)")
+# A month name that looks around itself could match in a whole text and not in a window of it.
+_LOOKS_AROUND = re.compile(r"\(\?<|\\[bBAZ]|[$^]")
+
+
+class _MonthFirst:
+    """A date pattern that starts with a month name ("December 14"), tried only on a text where a
+    month name ends right before the spaces before a digit: most texts have none."""
+
+    def __init__(self, pattern: re.Pattern[str], month_end: re.Pattern[str], reach: int) -> None:
+        self.compiled = pattern
+        self.pattern = pattern.pattern
+        self._month_end = month_end
+        self._reach = reach
+
+    def may_match(self, text: str) -> bool:
+        """False only when no match can stand in ``text``: no month name ends where a match's
+        ``\\.?\\s+`` before its day could start."""
+        ends = self._month_end
+        for gap in _GAP.finditer(text):
+            start, digit = gap.span()
+            ats = range(start - (text[start - 1 : start] == "."), digit)
+            if any(ends.search(text, max(0, at - self._reach), at) for at in ats):
+                return True
+        return False
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """As ``re.Pattern.finditer``."""
+        return self.compiled.finditer(text) if self.may_match(text) else iter(())
+
+
+def _month_first(
+    pattern: re.Pattern[str], written: str, every: str
+) -> re.Pattern[str] | _MonthFirst:
+    """``pattern`` (the pack's ``written``), screened when it starts with a month name."""
+    if not written.startswith(_MONTH_FIRST) or _LOOKS_AROUND.search(every):
+        return pattern
+    longest = parser.parse(every, re.I).getwidth()[1]
+    if longest >= 1000:  # unbounded: no window holds every month name
+        return pattern
+    return _MonthFirst(pattern, re.compile(rf"(?:{every})\Z", re.I), longest)
 
 
 def spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:

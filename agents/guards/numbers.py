@@ -14,6 +14,14 @@ from baton_kafka.agents.guards import numerals, words
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
 # CJK characters end a run, so "补偿您80元" reads 80 (a \w boundary would not: 您 is a word char).
 RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])")
+# The runs of ``RUN`` that hold a digit, found by the engine alone: a digit stands in the run
+# after whole runs of letters, each joined to the next by a separator (a run without a digit
+# has none in any of its parts either: no match starts inside it).
+_DIGIT_RUN = re.compile(
+    r"(?<![A-Za-z0-9])"
+    r"(?=(?:[A-Za-z]+[-_./:,'’](?=[A-Za-z0-9]))*[A-Za-z]*[0-9])"
+    r"[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])"
+)
 _PLAIN = re.compile(
     r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,299.00
     r"|\d{1,3}(?:\.\d{3})+,\d{1,2}"  # 1.299,00
@@ -155,11 +163,7 @@ def _digits_read(text: str) -> tuple[_Spaced, _Runs]:
 @functools.lru_cache(maxsize=256)
 def digit_runs(text: str) -> tuple[tuple[str, int, int], ...]:
     """Every run of ``text`` (``RUN``) with a digit in it, and where it starts and ends."""
-    return tuple(
-        (m.group(), m.start(), m.end())
-        for m in RUN.finditer(text)
-        if not m.group().isalpha() and _DIGIT.search(m.group())
-    )
+    return tuple((m.group(), m.start(), m.end()) for m in _DIGIT_RUN.finditer(text))
 
 
 def _read_run(text: str, token: str, at: int) -> Iterator[Number]:

@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 
 from baton_kafka.agents.guards import words
+from baton_kafka.agents.guards.parted import Parted
 from baton_kafka.agents.guards.skipping import Sieved, skipping
 
 _URL = re.compile(
@@ -25,7 +26,8 @@ class _Words:
 
     def __init__(self) -> None:
         alt = words.alternation
-        self.SENSITIVE = Sieved(alt("credentials", "secrets", end=False), re.I)
+        # Most replies hold none of a secret's words: only the entries whose words they hold.
+        self.SENSITIVE = Parted(words.entries("credentials", "secrets"), re.I, end=False)
         self.ASKS = Sieved(alt("credentials", "asks", end=False), re.I)
         self.NEVER = skipping(alt("credentials", "never"), re.I)
         self.NEVER_AFTER = skipping(alt("credentials", "never_after"), re.I)
@@ -67,8 +69,15 @@ def normalise(text: str) -> str:
     return FORMAT_CHARACTERS.sub("", unicodedata.normalize("NFKC", text))
 
 
+# Every link holds "://", "www." or a dot before a letter of its top-level domain (read
+# case-insensitively as ``_URL`` reads it: "ſ" and the Kelvin sign are letters too).
+_LINKED = re.compile(r"://|www\.|\.[a-z]", re.I)
+
+
 def hosts(text: str) -> Iterator[str]:
     """The host of every link in ``text`` ("https://x.com/a", "www.x.com", "x.com/path")."""
+    if not _LINKED.search(text):
+        return  # most replies hold no link: no try of a host at each of their words
     for m in _URL.finditer(text):
         host = m.group("host") or m.group("www") or m.group("bare")
         yield host.lower().rstrip(".").removeprefix("www.")

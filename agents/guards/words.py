@@ -133,7 +133,14 @@ def alternation(
 
     ``script`` "latin" or "cjk" keeps only the entries written in it.
     """
-    items = sorted(entries(concern, key), key=len, reverse=True)
+    return alternation_of(entries(concern, key), start=start, end=end, script=script)
+
+
+def alternation_of(
+    found: list[str], *, start: bool = True, end: bool = True, script: str = "any"
+) -> str:
+    """``found`` (a pack list's entries) as one alternation, as ``alternation`` makes it."""
+    items = sorted(found, key=len, reverse=True)
     eastern = [e for e in items if cjk(e)]
     western = [e for e in items if not cjk(e)]
     if script == "latin":

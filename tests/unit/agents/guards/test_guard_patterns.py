@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from baton_kafka.agents.guards import number_words, reading, words
+from baton_kafka.agents.guards.parted import Parted
 from baton_kafka.agents.guards.skipping import Sieved, plain, skipping
 from tests.fixtures.paths import TEST_DATA
 
@@ -58,7 +59,7 @@ def _patterns() -> list[tuple[str, Any]]:
         for name, value in [*vars(module).items(), *built.items()]:
             for key, pattern in value.items() if isinstance(value, dict) else [("", value)]:
                 led = isinstance(pattern, re.Pattern) and pattern.pattern.startswith("(?=[")
-                if led or isinstance(pattern, Sieved):
+                if led or isinstance(pattern, (Sieved, Parted)):
                     found.append((f"{module.__name__}.{name}{key and f'[{key}]'}", pattern))
     return found
 
@@ -79,7 +80,8 @@ def test_a_led_or_sieved_pattern_finds_what_the_plain_pattern_finds(
 ) -> None:
     texts = _texts()
     assert len(texts) > 1500
-    compiled = pattern.compiled if isinstance(pattern, Sieved) else pattern
+    whole = pattern.whole if isinstance(pattern, Parted) else pattern
+    compiled = whole.compiled if isinstance(whole, Sieved) else whole
     bare = plain(compiled)
     assert bare.pattern != compiled.pattern, name
     for text in texts:
