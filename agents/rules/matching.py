@@ -99,6 +99,7 @@ def _cached_if_short(fn: Callable[[str], frozenset[str]]) -> Callable[[str], fro
         return cached(text) if len(text) <= CACHED_CHARS else fn(text)
 
     call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
     return call
 
 
