@@ -132,7 +132,8 @@ def reading(language: str) -> Reading:
     after = "|".join(p["patterns"]["size_after"] for p in chosen if p["patterns"].get("size_after"))
     problems = {key: problem(key) for key in PROBLEM_ORDER}
     demands = {d: union("demands", d) for d in DEMAND_ORDER}
-    tagged = {**{(True, k): rx for k, rx in problems.items()}}
+    # One screen for both tables, a problem's key tagged True and a demand's False.
+    tagged: dict[tuple[bool, str], re.Pattern[str]] = {(True, k): rx for k, rx in problems.items()}
     tagged.update({(False, d): rx for d, rx in demands.items()})
     return Reading(
         problems=problems,
