@@ -23,6 +23,8 @@ KANA = "\u3040-\u30ff"
 HAN_RE = re.compile(f"[{HAN}]")
 _LETTER = re.compile(f"[^\\W\\d_]{{2,}}|[{HAN}{KANA}]")  # a word, or one CJK character
 _WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
+# Every match of ``_WITH_DIGIT`` holds a digit: a text with none is left as it is, unscanned.
+_DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile(f"[{HAN}{KANA}]")
 _CJK_RUNS = re.compile(f"[{HAN}{KANA}\u3000-\u303f\uff00-\uffef]+")
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -95,10 +97,19 @@ def _rank(text: str) -> tuple[tuple[str, float], ...]:
     return tuple(_identifier().rank(text))
 
 
+@functools.lru_cache(maxsize=256)
+def _places(text: str) -> dict[str, tuple[int, float]]:
+    """Each language of the detector with its place in ``_rank(text)`` and its score."""
+    return {lab: (place, score) for place, (lab, score) in enumerate(_rank(text))}
+
+
 def _scores(text: str, languages: Sequence[str]) -> list[tuple[str, float]]:
     """Each of ``languages`` (by language subtag) with its probability among them, best first."""
     wanted = {primary(lang): lang for lang in languages}
-    ranked = [(wanted[lab], score) for lab, score in _rank(text) if lab in wanted]
+    # The few wanted languages looked up in the ranking, not the ranking's ~100 walked.
+    places = _places(text)
+    found = sorted(places[lab] + (lang,) for lab, lang in wanted.items() if lab in places)
+    ranked = [(lang, score) for _, score, lang in found]
     if not ranked:
         return []
     top = ranked[0][1]
@@ -148,7 +159,8 @@ def detect(
 ) -> str | None:
     """The one of ``languages`` ``text`` is written in, or None when it cannot be told (its
     probability among them below ``sure``)."""
-    text = _WITH_DIGIT.sub(" ", text)  # ids, tracking numbers, sizes: no language's words
+    if _DIGIT.search(text):  # ids, tracking numbers, sizes: no language's words
+        text = _WITH_DIGIT.sub(" ", text)
     if not _LETTER.search(text):
         return None
     text = _main_script(text)
@@ -185,6 +197,13 @@ def detect_or(text: str, languages: Sequence[str], default: str | None = None) -
 def customer_language(text: str, languages: Sequence[str]) -> str:
     """The language to answer ``text`` in: the likeliest of ``languages``, or the first (the
     shop's default) when the text is plainly in a language the shop does not serve."""
+    # The understanding and its rules both ask for the ticket's: it is told once per text.
+    return _customer_language(text, tuple(languages))
+
+
+@functools.lru_cache(maxsize=8)
+def _customer_language(text: str, languages: tuple[str, ...]) -> str:
+    """``customer_language``, kept for the last texts read."""
     if not _LETTER.search(text):
         return languages[0]
     ranked = _rank(_main_script(text))

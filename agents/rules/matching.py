@@ -99,6 +99,7 @@ def _cached_if_short(fn: Callable[[str], frozenset[str]]) -> Callable[[str], fro
         return cached(text) if len(text) <= CACHED_CHARS else fn(text)
 
     call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
     return call
 
 
@@ -187,12 +188,21 @@ def product_kinds(text: str) -> frozenset[str]:
     return _kinds(text)
 
 
-def mentioned_products(text: str) -> list[str]:
-    """Product-kind terms the text mentions, as written in the synonym table, first seen first."""
+# A ticket's message is searched for mentions by the understanding (twice when its spelling
+# needed no fix) and by the reply's drift check: they are found once per text. The table is
+# fixed at import, so what is kept never goes stale.
+@functools.lru_cache(maxsize=8)
+def _mentions(text: str) -> tuple[str, ...]:
+    """``mentioned_products(text)`` as a tuple, kept for the last few texts read."""
     seen: dict[str, str] = {}
     for _, term in sorted(_found_terms(text), key=lambda pair: pair[0]):
         seen.setdefault(term.kind, term.surface)
-    return list(seen.values())
+    return tuple(seen.values())
+
+
+def mentioned_products(text: str) -> list[str]:
+    """Product-kind terms the text mentions, as written in the synonym table, first seen first."""
+    return list(_mentions(text))
 
 
 def content_words(text: str) -> list[str]:
@@ -207,17 +217,37 @@ def _coverage(part: frozenset[str], whole: frozenset[str]) -> float:
 
 def product_score(mention: str, product_name: str) -> float:
     """How well ``mention`` refers to ``product_name``, from 0 (not at all) to 1 (exactly)."""
-    if not mention.strip() or not product_name.strip():
-        return 0.0
-    if normalize(mention) == normalize(product_name):
+    return scorer(mention)(product_name)
+
+
+def scorer(mention: str) -> Callable[[str], float]:
+    """``product_score(mention, name)`` as a function of the name: the mention is read once for
+    every name it is scored against."""
+    if not mention.strip():
+        return _nothing
+    said = normalize(mention), _units(mention), _kinds(mention)
+
+    def score(product_name: str) -> float:
+        return _score(said, product_name) if product_name.strip() else 0.0
+
+    return score
+
+
+def _nothing(product_name: str) -> float:
+    return 0.0
+
+
+def _score(said: tuple[str, frozenset[str], frozenset[str]], product_name: str) -> float:
+    norm, mention_units, mention_kinds = said
+    if norm == normalize(product_name):
         return 1.0
-    mention_units, product_units = _units(mention), _units(product_name)
+    product_units = _units(product_name)
     lexical = max(
         _coverage(mention_units, product_units), 0.9 * _coverage(product_units, mention_units)
     )
     if any(_MODEL_RE.fullmatch(unit) for unit in mention_units & product_units):
         lexical = max(lexical, 0.5)  # a shared model name ("ps5", "rtx4090") is telling
-    mention_kinds, product_kinds = _kinds(mention), _kinds(product_name)
+    product_kinds = _kinds(product_name)
     if mention_kinds & product_kinds:
         return round(min(1.0, 0.75 + 0.25 * lexical), 4)
     if mention_kinds and product_kinds:
@@ -229,7 +259,8 @@ def product_score(mention: str, product_name: str) -> float:
 def order_score(mention: str, names: Sequence[str]) -> float:
     """How well ``mention`` refers to an order that answers to ``names`` (its summary and each
     line's product): the best of them, so "the blender" finds the order whose second line is one."""
-    return max((product_score(mention, name) for name in names), default=0.0)
+    score = scorer(mention)
+    return max((score(name) for name in names), default=0.0)
 
 
 def distinct_name(text: str, product_names: list[str]) -> str | None:
@@ -249,10 +280,11 @@ def find_product(text: str, product_names: list[str]) -> str | None:
     """The name in ``product_names`` that ``text`` mentions best, or None below the threshold."""
     best: str | None = None
     best_score = FIND_THRESHOLD
+    score = scorer(text)
     for name in product_names:
-        score = product_score(text, name)
-        if score > best_score:
-            best, best_score = name, score
+        found = score(name)
+        if found > best_score:
+            best, best_score = name, found
     return best
 
 

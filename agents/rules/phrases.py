@@ -6,12 +6,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.languages import HAN_RE, KANA, detect
 from baton_kafka.agents.rules.matching import normalize
+from baton_kafka.agents.rules.screen import Screen
 from baton_kafka.schemas.stages import Demand
 
 CONCERN = "offline"
@@ -67,6 +68,42 @@ class Reading:
     earlier: re.Pattern[str]
     return_logistics: re.Pattern[str]
     size: re.Pattern[str]
+    # The problems and demands a text may name, told by the literal starts of their words: the
+    # others' patterns are not run over it (each is a scan of the whole text).
+    screen: Screen[tuple[bool, str]] = field(compare=False, repr=False)
+
+    def said(self, norm: str) -> tuple[dict[str, list[str]], dict[Demand, list[str]]]:
+        """What each problem's and each demand's words find in normalized ``norm`` (``hits``)."""
+        may, negated = self.screen.possible(norm), self.negated
+        return (
+            {
+                k: hits(rx, norm, negated) if (True, k) in may else []
+                for k, rx in self.problems.items()
+            },
+            {
+                d: hits(rx, norm, negated) if (False, d) in may else []
+                for d, rx in self.demands.items()
+            },
+        )
+
+    def first_problem(self, norm: str, negated: bool = True) -> str | None:
+        """The first problem whose words ``norm`` holds (not negated, unless ``negated`` false)."""
+        may = self.screen.possible(norm)
+        for key, rx in self.problems.items():
+            if (True, key) in may and (
+                hits(rx, norm, self.negated) if negated else rx.search(norm)
+            ):
+                return key
+        return None
+
+    def demands_in(self, norm: str) -> list[Demand]:
+        """The demands whose words normalized ``norm`` holds, not negated, in ``DEMAND_ORDER``."""
+        may = self.screen.possible(norm)
+        return [
+            d
+            for d, rx in self.demands.items()
+            if (False, d) in may and hits(rx, norm, self.negated)
+        ]
 
 
 def _join(parts: list[str]) -> re.Pattern[str]:
@@ -93,9 +130,15 @@ def reading(language: str) -> Reading:
         p["patterns"]["size_before"] for p in chosen if p["patterns"].get("size_before")
     )
     after = "|".join(p["patterns"]["size_after"] for p in chosen if p["patterns"].get("size_after"))
+    problems = {key: problem(key) for key in PROBLEM_ORDER}
+    demands = {d: union("demands", d) for d in DEMAND_ORDER}
+    # One screen for both tables, a problem's key tagged True and a demand's False.
+    tagged: dict[tuple[bool, str], re.Pattern[str]] = {(True, k): rx for k, rx in problems.items()}
+    tagged.update({(False, d): rx for d, rx in demands.items()})
     return Reading(
-        problems={key: problem(key) for key in PROBLEM_ORDER},
-        demands={d: union("demands", d) for d in DEMAND_ORDER},
+        problems=problems,
+        demands=demands,
+        screen=Screen(tagged),
         news=union("patterns", "news"),
         negated=union("patterns", "negated", bounded=False),
         earlier=union("patterns", "earlier"),
@@ -212,8 +255,7 @@ def problem_key(text: str | None) -> str | None:
         return None
     if text in PROBLEM_BY_LABEL:
         return PROBLEM_BY_LABEL[text]
-    norm, problems = normalize(text), reading(written_in(text)).problems
-    return next((key for key, rx in problems.items() if rx.search(norm)), None)
+    return reading(written_in(text)).first_problem(normalize(text), negated=False)
 
 
 def pad(name: str) -> str:

@@ -16,12 +16,12 @@ from baton_kafka.agents.rules.matching import (
     mentioned_products,
     normalize,
     product_score,
+    scorer,
 )
 from baton_kafka.agents.rules.phrases import (
     CLAUSE_EN,
     DEFAULT_DEMAND,
     NOUN,
-    hits,
     name_in,
     problem_key,
     problem_label,
@@ -161,15 +161,17 @@ def understand_rules(facts: Facts) -> Understanding:
         said = corrected(message, names)
         mentions, product = mentioned_products(said), find_product(said, names)
     if product and mentions:
-        best = product_score(said, product)
-        rivals = [n for n in names if n != product and product_score(said, n) >= best - 0.05]
+        score = scorer(said)
+        best = score(product)
+        rivals = [n for n in names if n != product and score(n) >= best - 0.05]
         if rivals:  # Several orders fit the words equally: keep the customer's own word.
             product = mentions[0]
     if product is None and not mentions:
         # A word only one of the customer's products has: "the Weber", "零食那单".
         product = distinct_name(said, names)
     elif product and mentions and names:
-        fit = {n: product_score(said, n) for n in names}
+        score = scorer(said)
+        fit = {n: score(n) for n in names}
         alike = [n for n in names if fit[n] >= max(fit.values()) - 0.05]
         if len(alike) > 1:  # "the black one": the word only one of the alike products has
             product = distinct_name(said, alike) or product
@@ -201,12 +203,11 @@ def understand_rules(facts: Facts) -> Understanding:
     unnamed = normalize(risk.unnamed(message, language, names).replace(risk.CUT, " "))
     # Each problem's and demand's words in the message are read once: the problem, the demand
     # and the keywords are all drawn from these.
-    said_problems = {k: hits(rx, norm, read.negated) for k, rx in read.problems.items()}
-    said_demands = {d: hits(rx, norm, read.negated) for d, rx in read.demands.items()}
+    said_problems, said_demands = read.said(norm)
     if unnamed == norm:  # no product name cut out: the problem is the first one said
         key = next((k for k, found in said_problems.items() if found), None)
     else:
-        key = next((k for k, rx in read.problems.items() if hits(rx, unnamed, read.negated)), None)
+        key = read.first_problem(unnamed)
     if key is None and past is not None and not session.problem:
         # "The order I asked about before" continues that session's problem.
         key = problem_key(past.core_problem)
@@ -228,7 +229,7 @@ def understand_rules(facts: Facts) -> Understanding:
     previous = session.previous_demand if session.previous_demand in CLAUSE_EN else None
     if not demands and past is not None:
         past_norm = normalize(past.core_problem)
-        demands = [d for d, rx in read.demands.items() if hits(rx, past_norm, read.negated)]
+        demands = read.demands_in(past_norm)
     # What was agreed on about this product: its own topic's, when the session returns to it.
     agreed = returned.demand if returned is not None else previous
     if (
