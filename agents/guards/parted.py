@@ -3,7 +3,6 @@ an entry whose words an ASCII text lacks is dropped before the engine tries it a
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 from collections.abc import Iterator
@@ -47,9 +46,10 @@ class Parted:
         self._all = tuple(range(len(self._entries)))
         self._ascii = _by_word(self._needs)
         self._other = _by_word(self._needs_any)
-        # The parts most texts keep, compiled now rather than by the first ticket that needs one.
-        self._compiled(self._ascii[0])
-        self._compiled(self._other[0])
+        # The parts most texts keep (a text holding none of the words), compiled now; a text
+        # needing any other part is searched with the whole alternation, never a pattern
+        # compiled while a ticket waits (one per set of words met: milliseconds each).
+        self._parts = {kept: self._compile(kept) for kept in (self._ascii[0], self._other[0])}
 
     def _needs_of(self, parsed: Any) -> frozenset[str] | None:
         """Words one of which every match of an entry holds in an ASCII text (None: any text)."""
@@ -71,8 +71,7 @@ class Parted:
         kept = [i for w, places in by_word if w in folded for i in places]
         return tuple(sorted({*always, *kept})) if kept else always
 
-    @functools.lru_cache(maxsize=256)  # noqa: B019 - one Parted per pack list, kept for good
-    def _compiled(self, kept: tuple[int, ...]) -> re.Pattern[str] | Sieved | None:
+    def _compile(self, kept: tuple[int, ...]) -> re.Pattern[str] | Sieved | None:
         if not kept:
             return None
         if kept == self._all:
@@ -81,7 +80,8 @@ class Parted:
         return skipping(words.alternation_of(chosen, end=self._end), self._flags)
 
     def _for(self, text: str, pos: int, endpos: int) -> re.Pattern[str] | Sieved | None:
-        return self._compiled(self.part(text[pos:endpos] if pos or endpos < len(text) else text))
+        kept = self.part(text[pos:endpos] if pos or endpos < len(text) else text)
+        return self._parts.get(kept, self.whole)
 
     def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """As ``re.Pattern.search``."""
