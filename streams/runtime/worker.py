@@ -12,6 +12,7 @@ from baton_kafka.agents.models.capabilities import capabilities_of, describe
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
 from baton_kafka.streams.kafka.connect import TANSU_CLUSTER_ID, probe_broker
+from baton_kafka.streams.runtime import heap
 from baton_kafka.streams.runtime.faust_app.llms import (
     build_llm,
     client_options,
@@ -157,6 +158,7 @@ def run(
         )
         if built:
             close_on_shutdown(worker.app, orders)
+        heap.settle()
         faust.Worker(
             worker.app,
             loglevel=faust_loglevel(settings),

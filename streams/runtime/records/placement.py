@@ -7,9 +7,14 @@ would be written to a changelog partition that expiry and erasure never visit.
 
 from __future__ import annotations
 
+import functools
+
 from baton_kafka.streams.runtime.records.dead_letters import Source
 
 
+# Per session, not per record: murmur2 is pure Python, and every record of a session is placed
+# again (its read checked, each durable baton write, each tombstone).
+@functools.lru_cache(maxsize=1 << 16)
 def session_partition(session_id: str, partitions: int) -> int:
     """The partition Kafka's default partitioner gives a session's records."""
     from aiokafka.partitioner import murmur2

@@ -14,10 +14,12 @@ from baton_kafka.streams.runtime.session import holding
 
 # Batons kept parsed, by the size of their JSON (parsed, a baton takes about five times as
 # much): a stage reads its session's baton several times in a row, and under a backlog the
-# stages of hundreds of sessions interleave between a session's reads. 4 MiB holds about 700
-# sessions of five turns (about 20 MiB parsed); at 1 MiB a backlog of 600 sessions re-parsed
-# its batons at nearly every read.
-PARSED_BATON_BYTES = 4 << 20
+# stages of hundreds of sessions interleave between a session's reads. A session of five turns
+# now takes about 7 KiB (its entry in flight included): 8 MiB holds about 1,100 of them (about
+# 40 MiB parsed). An LRU a little smaller than the sessions in play misses at every read: at
+# 4 MiB the bench's backlog of 600 sessions re-parsed its batons at each ticket's first stage,
+# at 1 MiB at nearly every read.
+PARSED_BATON_BYTES = 8 << 20
 # Memory indexes kept parsed, by the size of their JSON: every record a stage takes in asks
 # for its customer's erasure mark, and the stages read the index for the customer's history.
 PARSED_INDEX_BYTES = 1 << 20
