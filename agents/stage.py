@@ -16,8 +16,9 @@ from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.prompts import EarlierSession
+from baton_kafka.agents.ticket_memo import TicketMemo
 from baton_kafka.schemas import topics
-from baton_kafka.schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary
+from baton_kafka.schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary, TicketMemory
 from baton_kafka.schemas.records import Ticket
 from baton_kafka.schemas.stages import OrderMatch, StageRecord, Understanding
 
@@ -58,7 +59,9 @@ class Inputs:
     given: Any = None
     # Whether the strategy's final reply is read again by the independent reader.
     read: bool = False
-    # The last ``history()``: the baton and index it was read from, and the orders.
+    # What the ticket's stages on this worker share (the last ``history()``); none: this run's.
+    memo: TicketMemo | None = field(default=None, repr=False, compare=False)
+    # The last ``history()`` without a memo: what it was read from, the index, and the orders.
     _recalled: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
@@ -82,18 +85,36 @@ class Inputs:
     def history(self) -> list[OrderMemory]:
         """The orders this customer discussed: this session's and the index's."""
         index = self.batons.index(self.ticket.customer_id) if self.ticket.customer_id else None
-        # Read again (the reply records it) only if the index changed meanwhile: the store
-        # hands out the same index object while its bytes are the same, and neither it nor
-        # the baton is ever mutated.
-        kept = self._recalled
-        if not kept or kept[0] is not self.baton or kept[1] is not index:
-            kept[:] = [self.baton, index, recallable(self.baton, index)]
+        # Read again only if what ``recallable`` reads changed (a later stage's baton keeps the
+        # ticket memories it did not change, the same objects) or the index did: the store
+        # hands out the same index object while its bytes are the same, and neither it nor a
+        # baton is ever mutated.
+        kept = self.memo.recalled if self.memo is not None else self._recalled
+        read = recalled_from(self.baton)
+        if not kept or kept[1] is not index or not same_reading(kept[0], read):
+            kept[:] = [read, index, recallable(self.baton, index)]
         return list(kept[2])
 
     def earlier(self) -> list[EarlierSession]:
         """The customer's other sessions (warm memory), most recent first."""
         summaries = self.batons.earlier(self.ticket.customer_id, self.ticket.session_id)
         return [EarlierSession.of(s) for s in summaries]
+
+
+def recalled_from(baton: Baton) -> tuple[Any, ...]:
+    """What ``recallable`` reads of ``baton``: the session, what was offered per order and the
+    memories of the tickets about an order, in order."""
+    about: list[TicketMemory] = [t for t in baton.tickets if t.order_id]
+    return (baton.session_id, baton.offered, *about)
+
+
+def same_reading(kept: tuple[Any, ...], read: tuple[Any, ...]) -> bool:
+    """Whether two ``recalled_from`` readings are the same objects (the same session)."""
+    return (
+        len(kept) == len(read)
+        and kept[0] == read[0]
+        and all(a is b for a, b in zip(kept[1:], read[1:], strict=True))
+    )
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from baton_kafka.agents import languages, memory, people_replays
 from baton_kafka.agents.guards import UNTRUSTED
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.orders import OrderSource
+from baton_kafka.agents.orders.snapshot import TicketOrders
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import load as load_policy
+from baton_kafka.agents.ticket_memo import TicketMemos
 from baton_kafka.schemas.records import StageName, utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.kafka.topics import TopicNames
@@ -93,6 +95,8 @@ class Pipeline(Intake):
         self.topics = TopicNames.of(self.settings, self.chain)
         self.consumer = tracing.Consumer.of(self.settings.app_id, self.settings.broker)
         self.batons = BatonStore(self.state, self.settings.index_keep)
+        # What a ticket's stages read once and share (its customer's orders, its history).
+        self.memos = TicketMemos()
         self.budgets = CustomerBudgets(
             self.settings.customer_token_budget, self.settings.customer_budget_window_s
         )
@@ -304,17 +308,19 @@ class Pipeline(Intake):
             return
         stage, record, baton, allowance = view.stage, view.record, view.baton, view.allowance
         assert record is not None and baton is not None and allowance is not None
+        memo = self.memos.of(record.ticket)
         inputs = Inputs(
             record=record,
             baton=baton,
             llm=self._paced(self.llm),
-            store=self._paced(self.store),
+            store=TicketOrders(self._paced(self.store), memo),
             batons=self.batons,
             reask_limit=self.settings.reask_limit,
             tokens_left=allowance.tokens,
             policy=self.policy,
             given=self._given(stage, record),
             read=self.settings.reader == "on",
+            memo=memo,
         )
         customer = record.ticket.customer_id
         outcome = self.budgets.settle(customer, allowance, await stage.run(inputs))
@@ -344,6 +350,7 @@ class Pipeline(Intake):
             degraded.append(dl.id)
             handoff = handoff or outcome.failure.handoff
         if stage.answers:
+            history = inputs.history()
             reply = replies.answer(
                 record,
                 baton,
@@ -355,9 +362,9 @@ class Pipeline(Intake):
                 timings=replies.reply_timings(record, stage.name, started),
                 order_trusted=outcome.failure is None or outcome.failure.reason != UNTRUSTED,
                 policy=self.policy,
-                history=inputs.history(),
+                history=history,
             )
-            packet = self.desk.for_answer(record, baton, reply, outcome, degraded)
+            packet = self.desk.for_answer(record, baton, reply, outcome, degraded, history)
             answered = await self.turns.waited(self.redelivery.reply(reply, baton, packet))
             await self._answered(reply, answered)
         else:

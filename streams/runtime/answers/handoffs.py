@@ -202,8 +202,10 @@ class Desk:
         reply: Reply,
         outcome: Outcome[Any],
         dead_letters: Sequence[str],
+        history: list[OrderMemory] | None = None,
     ) -> HandoffPacket | None:
-        """The packet of a strategy reply that hands the ticket to a person; None if not."""
+        """The packet of a strategy reply that hands the ticket to a person; None if not
+        (``history``: the customer's, as the stage read it now; read here when not given)."""
         if reply.status != "handoff":
             return None
         reasons = [TRIGGERS.get(r, r) for r in outcome.handoff_reasons]
@@ -214,8 +216,9 @@ class Desk:
             reasons.append("other")  # an earlier stage's failure: its dead letter says which
         if not reasons:
             reasons.append("agent_decision")
-        customer = record.ticket.customer_id
-        history = recallable(baton, self.batons.index(customer) if customer else None)
+        if history is None:
+            customer = record.ticket.customer_id
+            history = recallable(baton, self.batons.index(customer) if customer else None)
         return build(
             record,
             baton,

@@ -7,6 +7,7 @@ import logging
 from baton_kafka.agents import memory
 from baton_kafka.agents.models.llm import LLM
 from baton_kafka.agents.policy import Policy
+from baton_kafka.agents.ticket_memo import TicketMemos
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.codec import InvalidRecord, dumps
 from baton_kafka.schemas.records import DeadLetter, Reply, StageName, Ticket
@@ -47,6 +48,7 @@ class Letters:
     desk: handoffs.Desk
     index: CustomerIndex
     refusals: Refusals
+    memos: TicketMemos
 
     def _drop_erased(self, stage: StageName, ticket: Ticket) -> None:
         """Drop a record of an erased customer written before the erasure: no dead letter (it
@@ -74,7 +76,9 @@ class Letters:
         self.observer.stage_done(stage, "refused", 0.0)
 
     async def _answered(self, reply: Reply, baton: Baton) -> None:
-        """The reply is published and recorded: report it, free the session, index it."""
+        """The reply is published and recorded: report it, free the session, index it, and
+        forget what its stages read (a copy of the ticket reads afresh)."""
+        self.memos.drop(reply.ticket_id)
         self.observer.reply(reply, replies.age(reply))
         self.gate.leave(reply.session_id, reply.ticket_id)
         await self.index.send(baton, reply.ticket_id)

@@ -1,0 +1,80 @@
+"""What one ticket's stages read once on a worker and share: ``TicketMemo``, ``TicketMemos``."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from baton_kafka.schemas.records import Order, Ticket
+
+# Tickets in flight on one worker whose reads are kept: past it the oldest ticket's go (its
+# later stages then read again, as every stage once did).
+KEEP = 1024
+# How long a ticket's reads are kept when its reply never comes through this worker (a
+# hand-off, a dead letter, a rebalance): long enough for a loaded chain, short enough that a
+# ticket's later stages never act on an old answer.
+TTL_S = 60.0
+
+
+@dataclass(eq=False)
+class TicketMemo:
+    """One ticket's reads on this worker, shared by its stages: its customer's orders as the
+    order source first answered them (by the limit asked), and its last order history read.
+
+    Never handed to another ticket: every stage of the ticket sees one state of the order
+    source, and the next ticket reads it again.
+    """
+
+    ticket_id: str
+    customer_id: str | None
+    born: float
+    # The source's answer to ``for_customer(customer_id, limit)``, by limit (never mutated).
+    orders: dict[int, list[Order]] = field(default_factory=dict)
+    # The last ``Inputs.history()``: what it was read from and the orders (see ``Inputs``).
+    recalled: list[Any] = field(default_factory=list)
+
+
+class TicketMemos:
+    """The worker's ``TicketMemo`` per ticket in flight: made by the first stage that asks,
+    dropped when the ticket's reply is sent, when ``ttl_s`` has passed, or past ``keep``."""
+
+    def __init__(
+        self, keep: int = KEEP, ttl_s: float = TTL_S, timer: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.keep = keep
+        self.ttl_s = ttl_s
+        self._timer = timer
+        # By ticket id, oldest first (an entry is never moved: its age is its place).
+        self._memos: OrderedDict[str, TicketMemo] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._memos)
+
+    def of(self, ticket: Ticket) -> TicketMemo:
+        """The ticket's memo: the one its earlier stages used, or a new one (another customer
+        under the same ticket id, or one older than ``ttl_s``, gets a new one)."""
+        now = self._timer()
+        self._expire(now)
+        memo = self._memos.get(ticket.ticket_id)
+        if memo is not None and memo.customer_id == ticket.customer_id:
+            return memo
+        memo = TicketMemo(ticket.ticket_id, ticket.customer_id, now)
+        self._memos.pop(ticket.ticket_id, None)
+        self._memos[ticket.ticket_id] = memo
+        while len(self._memos) > self.keep:
+            self._memos.popitem(last=False)
+        return memo
+
+    def drop(self, ticket_id: str) -> None:
+        """Forget the ticket's reads (its reply is sent: a copy of it later reads afresh)."""
+        self._memos.pop(ticket_id, None)
+
+    def _expire(self, now: float) -> None:
+        while self._memos:
+            oldest = next(iter(self._memos.values()))
+            if now - oldest.born < self.ttl_s:
+                return
+            self._memos.popitem(last=False)
