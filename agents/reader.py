@@ -83,8 +83,9 @@ def instructions() -> str:
     return PROMPT_FILE.read_text("utf-8")
 
 
+@functools.cache
 def prompt_version() -> str:
-    """The hash of the reader's prompt text."""
+    """The hash of the reader's prompt text (which ``instructions`` reads once)."""
     return "r-" + hashlib.sha256(instructions().encode()).hexdigest()[:10]
 
 

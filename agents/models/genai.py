@@ -31,9 +31,18 @@ DURATION_BUCKETS = [0.01 * 2**i for i in range(14)]
 _CONVERSATION: ContextVar[str | None] = ContextVar("gen_ai_conversation", default=None)
 
 
+# The tracer of the current tracer provider, made once per provider: a provider set after
+# import is used from then on, and a call does not make a tracer of its own.
+_TRACER: list[tuple[object, trace.Tracer]] = []
+
+
 def _tracer() -> trace.Tracer:
-    # Looked up per span, not cached: a provider set after import is used from then on.
-    return trace.get_tracer("baton.models")
+    provider = trace.get_tracer_provider()
+    if _TRACER and _TRACER[0][0] is provider:
+        return _TRACER[0][1]
+    tracer = trace.get_tracer("baton.models", tracer_provider=provider)
+    _TRACER[:] = [(provider, tracer)]
+    return tracer
 
 
 @dataclass

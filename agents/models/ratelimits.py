@@ -13,16 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import httpx2
+
 from baton_kafka.agents.models.pacing import Clock
 
 PREFIX = "anthropic-ratelimit-"
 KINDS = ("requests", "tokens", "input-tokens", "output-tokens")
+# Each kind's header names: remaining, limit, reset.
+_KEYS = tuple(
+    (kind, f"{PREFIX}{kind}-remaining", f"{PREFIX}{kind}-limit", f"{PREFIX}{kind}-reset")
+    for kind in KINDS
+)
 # Reset times are whole seconds on the real API; a call sent on the dot may still be counted
 # in the old window.
 RESET_MARGIN_S = 0.05
@@ -47,13 +55,21 @@ def _int(value: str | None) -> int | None:
 def _reset_in_s(value: str | None, now_wall: float) -> float | None:
     if not value:
         return None
+    reset = _reset_at(value)
+    return None if reset is None else max(0.0, reset - now_wall)
+
+
+@functools.lru_cache(maxsize=64)
+def _reset_at(value: str) -> float | None:
+    # The budgets of one response, and of the responses of one second, share their reset
+    # time: each text is parsed once.
     try:
         reset = datetime.fromisoformat(value.strip())
     except ValueError:
         return None
     if reset.tzinfo is None:
         return None
-    return max(0.0, reset.timestamp() - now_wall)
+    return reset.timestamp()
 
 
 def read_rate_limits(headers: Mapping[str, str], now_wall: float) -> dict[str, Budget]:
@@ -61,15 +77,19 @@ def read_rate_limits(headers: Mapping[str, str], now_wall: float) -> dict[str, B
 
     ``now_wall`` is the wall-clock time (``time.time()``) the reset times are measured from.
     """
+    if isinstance(headers, httpx2.Headers):
+        # httpx's headers scan the whole list on each lookup; their items() are the same
+        # values by lower-case name (repeated headers joined alike), read in one pass.
+        headers = dict(headers.items())
     budgets = {}
-    for kind in KINDS:
-        remaining = _int(headers.get(f"{PREFIX}{kind}-remaining"))
+    for kind, remaining_key, limit_key, reset_key in _KEYS:
+        remaining = _int(headers.get(remaining_key))
         if remaining is None:
             continue
         budgets[kind] = Budget(
-            limit=_int(headers.get(f"{PREFIX}{kind}-limit")),
+            limit=_int(headers.get(limit_key)),
             remaining=remaining,
-            reset_in_s=_reset_in_s(headers.get(f"{PREFIX}{kind}-reset"), now_wall),
+            reset_in_s=_reset_in_s(headers.get(reset_key), now_wall),
         )
     return budgets
 

@@ -25,8 +25,17 @@ def cache_blocks(system: str) -> list[TextBlockParam]:
     Stages on the same model then share the handbook's cache entry, so a rarely called stage
     reads what a busy one wrote.
     """
-    parts = split_shared(system)
-    return [{"type": "text", "text": p, "cache_control": {"type": "ephemeral"}} for p in parts]
+    return [
+        {"type": "text", "text": p, "cache_control": {"type": "ephemeral"}}
+        for p in _system_parts(system)
+    ]
+
+
+@functools.lru_cache(maxsize=64)
+def _system_parts(system: str) -> tuple[str, ...]:
+    # The system prompts are the stages' static texts (a few per worker): split each once, not
+    # on every call. The blocks around the parts stay fresh per call.
+    return tuple(split_shared(system))
 
 
 @functools.cache

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx2
 import pytest
 from pydantic import BaseModel
 
 from baton_kafka.agents.models.claude import AnthropicLLM
 from baton_kafka.agents.models.llm import Unavailable
-from baton_kafka.agents.models.ratelimits import RateLimitPacer, read_rate_limits
+from baton_kafka.agents.models.ratelimits import (
+    KINDS,
+    Budget,
+    RateLimitPacer,
+    read_rate_limits,
+)
 from baton_kafka.agents.testing.standin import RateBudget, StandIn
 from baton_kafka.agents.testing.standin.__main__ import rate_budget
 from baton_kafka.agents.testing.standin.ratelimits import RateWindow
@@ -201,3 +210,68 @@ async def test_the_worker_paces_by_its_settings_and_refuses_a_reserve_of_one_or_
     for bad in ("1", "1.5", "0", "-0.1", "x"):
         with pytest.raises(SettingsError, match="BATON_MODEL_RATELIMIT_RESERVE"):
             load({**env, "BATON_MODEL_RATELIMIT_RESERVE": bad})
+
+
+def _plain_read(headers: Mapping[str, str], now_wall: float) -> dict[str, Budget]:
+    """The reading ``read_rate_limits`` must equal: one lookup per header, each date parsed."""
+
+    def number(value: str | None) -> int | None:
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
+    def reset_in(value: str | None) -> float | None:
+        if not value:
+            return None
+        try:
+            reset = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+        return None if reset.tzinfo is None else max(0.0, reset.timestamp() - now_wall)
+
+    budgets = {}
+    for kind in KINDS:
+        remaining = number(headers.get(f"anthropic-ratelimit-{kind}-remaining"))
+        if remaining is not None:
+            budgets[kind] = Budget(
+                limit=number(headers.get(f"anthropic-ratelimit-{kind}-limit")),
+                remaining=remaining,
+                reset_in_s=reset_in(headers.get(f"anthropic-ratelimit-{kind}-reset")),
+            )
+    return budgets
+
+
+def _generated_headers(rng: random.Random) -> list[tuple[str, str]]:
+    values = ["4000", "0", " 12 ", "-3", "x", "", "1, 2", "1.5"]
+    resets = [
+        "2026-01-01T00:00:05Z",
+        " 2026-01-01T00:00:09+00:00 ",
+        "2026-01-01T00:00:05",
+        "soon",
+        "",
+        "2025-12-31T23:59:59Z",
+    ]
+    items = [("request-id", "req_1"), ("content-type", "application/json")]
+    for kind in KINDS:
+        for part, pool in (("remaining", values), ("limit", values), ("reset", resets)):
+            for _ in range(rng.choice((0, 1, 1, 1, 2))):
+                name = f"anthropic-ratelimit-{kind}-{part}"
+                name = "".join(c.upper() if rng.random() < 0.2 else c for c in name)
+                items.append((name, rng.choice(pool)))
+    rng.shuffle(items)
+    return items
+
+
+def test_reading_the_budgets_equals_one_lookup_per_header_on_generated_headers() -> None:
+    rng = random.Random(3)
+    now_wall = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    for _ in range(500):
+        items = _generated_headers(rng)
+        http = httpx2.Headers(items)
+        assert read_rate_limits(http, now_wall) == _plain_read(http, now_wall)
+        plain = dict(items)
+        assert read_rate_limits(plain, now_wall) == _plain_read(plain, now_wall)
+        # The memo of reset times gives the same figure at a later time.
+        later = now_wall + 2.5
+        assert read_rate_limits(http, later) == _plain_read(http, later)
