@@ -75,15 +75,10 @@ def problems(
     for m in found:
         around = next((text[a:b] for a, b in spans if a <= m.at <= b), text)
         yield from _one(m, around, amounts, paid, prices, matched, _clause(text, m.at))
-    # A sentence's multiplier or repeat is one of the whole text too (a sentence is bounded by
-    # spaces or stops, as in the text): without either, no sentence's promise is searched.
-    scaled = bool(w.MULTIPLIER.search(text) or w.RECURRING.search(text))
     for start, end in spans:
         sentence = text[start:end]
         if hit := w.A_GRAND.search(sentence):
             yield f"mentions money ({hit.group()}) that is not a line of the offer"
-        if not scaled:
-            continue
         with_money = any(start <= m.at <= end for m in found)
         if not (with_money or PROMISE.search(sentence)):
             continue
