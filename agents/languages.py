@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from baton_kafka.agents.ticket_memo import read_once
+
 # A BCP 47 tag as shops write them: a language subtag, then script, region or variant subtags.
 BCP47 = re.compile(r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "zh")
@@ -197,13 +199,13 @@ def detect_or(text: str, languages: Sequence[str], default: str | None = None) -
 def customer_language(text: str, languages: Sequence[str]) -> str:
     """The language to answer ``text`` in: the likeliest of ``languages``, or the first (the
     shop's default) when the text is plainly in a language the shop does not serve."""
-    # The understanding and its rules both ask for the ticket's: it is told once per text.
-    return _customer_language(text, tuple(languages))
+    # The understanding and its rules both ask for the ticket's: it is told once per ticket.
+    served = tuple(languages)
+    return read_once(("customer_language", text, served), lambda: _customer_language(text, served))
 
 
-@functools.lru_cache(maxsize=8)
 def _customer_language(text: str, languages: tuple[str, ...]) -> str:
-    """``customer_language``, kept for the last texts read."""
+    """``customer_language``, told anew."""
     if not _LETTER.search(text):
         return languages[0]
     ranked = _rank(_main_script(text))

@@ -16,7 +16,7 @@ from baton_kafka.agents.orders import OrderSource
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.agents.prompts import EarlierSession
-from baton_kafka.agents.ticket_memo import TicketMemo
+from baton_kafka.agents.ticket_memo import TicketMemo, sharing
 from baton_kafka.schemas import topics
 from baton_kafka.schemas.baton import Baton, MemoryIndex, OrderMemory, SessionSummary, TicketMemory
 from baton_kafka.schemas.records import Ticket
@@ -94,6 +94,11 @@ class Inputs:
         if not kept or kept[1] is not index or not same_reading(kept[0], read):
             kept[:] = [read, index, recallable(self.baton, index)]
         return list(kept[2])
+
+    def shared(self) -> typing.ContextManager[TicketMemo]:
+        """A block within which the ticket's readings (``ticket_memo.read_once``) are made once:
+        kept in the ticket's memo, or without one in a memo of this stage run alone."""
+        return sharing(self.memo or TicketMemo(self.ticket.ticket_id, self.ticket.customer_id, 0.0))
 
     def earlier(self) -> list[EarlierSession]:
         """The customer's other sessions (warm memory), most recent first."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from baton_kafka.schemas.records import Order, Ticket
 
@@ -17,6 +19,8 @@ KEEP = 1024
 # hand-off, a dead letter, a rebalance): long enough for a loaded chain, short enough that a
 # ticket's later stages never act on an old answer.
 TTL_S = 60.0
+
+V = TypeVar("V")
 
 
 @dataclass(eq=False)
@@ -35,6 +39,36 @@ class TicketMemo:
     orders: dict[int, list[Order]] = field(default_factory=dict)
     # The last ``Inputs.history()``: what it was read from and the orders (see ``Inputs``).
     recalled: list[Any] = field(default_factory=list)
+    # Readings of the ticket's texts its stages and their rules share (``read_once``), by what
+    # was read and how: the customer's language, the products the message mentions.
+    readings: dict[Hashable, Any] = field(default_factory=dict)
+
+
+# The memo of the ticket whose stage runs in this task (``sharing``), or none: a reading asked
+# outside any ticket (a test, the eval) is made anew each time.
+_SHARED: ContextVar[TicketMemo | None] = ContextVar("baton_ticket_memo", default=None)
+
+
+@contextmanager
+def sharing(memo: TicketMemo) -> Iterator[TicketMemo]:
+    """Within the block, ``read_once`` keeps its readings in ``memo`` (this task alone)."""
+    token = _SHARED.set(memo)
+    try:
+        yield memo
+    finally:
+        _SHARED.reset(token)
+
+
+def read_once(key: Hashable, read: Callable[[], V]) -> V:
+    """``read()``, made once per ticket and ``key`` while a ticket's memo is shared (never
+    across tickets: the next ticket reads again), else made anew."""
+    memo = _SHARED.get()
+    if memo is None:
+        return read()
+    kept = memo.readings
+    if key not in kept:
+        kept[key] = read()
+    return kept[key]
 
 
 class TicketMemos:

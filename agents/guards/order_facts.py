@@ -255,17 +255,22 @@ def fact_problems(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
                 f"{ships}; name only the carrier in <facts>"
             )
     status = str(order.status)
+    arrived, travelling = status in _NOT_ARRIVED, status in _NOT_TRAVELLING
+    if not (arrived or travelling):  # no claim of either kind contradicts this status
+        return list(dict.fromkeys(problems))
+    products = order.products()
     for sentence in _SENTENCE_END.split(text):
-        if _CONDITIONAL.search(sentence):
-            continue
-        about = order.order_id in sentence or any(n in sentence for n in order.products())
+        # Each test only skips the sentence: the cheap ones first, the condition words last.
+        about = order.order_id in sentence or any(n in sentence for n in products)
         if not about:
             continue
-        if status in _NOT_ARRIVED and _DELIVERED.search(sentence):
+        if arrived and _DELIVERED.search(sentence):
             claim = "delivered"
-        elif status in _NOT_TRAVELLING and _IN_TRANSIT.search(sentence):
+        elif travelling and _IN_TRANSIT.search(sentence):
             claim = "on its way"
         else:
+            continue
+        if _CONDITIONAL.search(sentence):
             continue
         problems.append(
             f"{FACTS}: the reply says order {order.order_id} is {claim}, but its status is "

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.languages import HAN, KANA
+from baton_kafka.agents.ticket_memo import read_once
 
 FIND_THRESHOLD = 0.4
 
@@ -188,12 +189,8 @@ def product_kinds(text: str) -> frozenset[str]:
     return _kinds(text)
 
 
-# A ticket's message is searched for mentions by the understanding (twice when its spelling
-# needed no fix) and by the reply's drift check: they are found once per text. The table is
-# fixed at import, so what is kept never goes stale.
-@functools.lru_cache(maxsize=8)
 def _mentions(text: str) -> tuple[str, ...]:
-    """``mentioned_products(text)`` as a tuple, kept for the last few texts read."""
+    """``mentioned_products(text)`` as a tuple, found anew."""
     seen: dict[str, str] = {}
     for _, term in sorted(_found_terms(text), key=lambda pair: pair[0]):
         seen.setdefault(term.kind, term.surface)
@@ -202,7 +199,9 @@ def _mentions(text: str) -> tuple[str, ...]:
 
 def mentioned_products(text: str) -> list[str]:
     """Product-kind terms the text mentions, as written in the synonym table, first seen first."""
-    return list(_mentions(text))
+    # A ticket's message is searched for mentions by the understanding (twice when its spelling
+    # needed no fix) and by the reply's drift check: they are found once per ticket.
+    return list(read_once(("mentioned_products", text), lambda: _mentions(text)))
 
 
 def content_words(text: str) -> list[str]:

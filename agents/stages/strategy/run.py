@@ -15,7 +15,14 @@ from baton_kafka.schemas.stages import StrategyDraft
 async def run(i: Inputs) -> Outcome[StrategyDraft]:
     """Decide and write the reply with what the chain gives the stage; an earlier stage may
     hand the ticket to a person."""
-    outcome = await decide(
+    with i.shared():  # the reply's checks read the ticket's message as the understanding did
+        outcome = await _decide(i)
+    return handed_over(outcome, i.record.results)
+
+
+async def _decide(i: Inputs) -> Outcome[StrategyDraft]:
+    """``decide`` with what the chain gives the stage."""
+    return await decide(
         i.ticket,
         i.baton,
         i.understanding,
@@ -29,7 +36,6 @@ async def run(i: Inputs) -> Outcome[StrategyDraft]:
         stages=i.record.results,
         read=i.read,
     )
-    return handed_over(outcome, i.record.results)
 
 
 def handed_over(outcome: Outcome[StrategyDraft], results: dict[str, Any]) -> Outcome[StrategyDraft]:

@@ -18,6 +18,12 @@ async def run(i: Inputs) -> Outcome[Understanding]:
             orders = await i.store.for_customer(i.ticket.customer_id)
         except StoreUnavailable:
             orders = []
+    with i.shared():  # its rules read the ticket's language and mentions once with it
+        return await _understand(i, orders)
+
+
+async def _understand(i: Inputs, orders: list[Order]) -> Outcome[Understanding]:
+    """``understand`` with what the chain gives the stage."""
     return await understand(
         i.ticket,
         i.baton,

@@ -22,6 +22,7 @@ from baton_kafka.agents.languages import (
     detect,
     primary,
 )
+from baton_kafka.agents.ticket_memo import TicketMemo, sharing
 from tests.unit.agents.rules.texts import every_text
 
 SETS: tuple[tuple[str, ...], ...] = (
@@ -97,9 +98,10 @@ def test_a_text_with_no_digit_is_detected_as_when_it_was_scanned() -> None:
     assert decided > 1000
 
 
-def test_the_customer_language_kept_per_text_is_the_one_told_anew() -> None:
-    plain = languages._customer_language.__wrapped__
+def test_the_customer_language_kept_per_ticket_is_the_one_told_anew() -> None:
+    plain = languages._customer_language
     for text in _texts():
-        for langs in SETS:
-            assert customer_language(text, langs) == plain(text, langs), (text, langs)
-            assert customer_language(text, list(langs)) == plain(text, langs)
+        with sharing(TicketMemo("T-1", None, 0.0)):
+            for langs in SETS:
+                assert customer_language(text, langs) == plain(text, langs), (text, langs)
+                assert customer_language(text, list(langs)) == plain(text, langs)
