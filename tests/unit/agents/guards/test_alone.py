@@ -12,19 +12,9 @@ import pytest
 
 from baton_kafka.agents.guards import alone
 from tests.fixtures.paths import TEST_DATA
+from tests.unit.agents.guards.test_led_reading import _corpus as corpus_texts
 
-CORPORA = (
-    "commitments_corpus.jsonl",
-    "facts_corpus.jsonl",
-    "facts_blind_corpus.jsonl",
-    "policy_corpus.jsonl",
-    "multilingual_corpus.jsonl",
-    "multilingual_blind_corpus.jsonl",
-    "lines_corpus.jsonl",
-    "packs_corpus.jsonl",
-)
 ORDERS = ("eval_orders.jsonl", "facts_orders.jsonl", "lines_orders.jsonl", "guard_orders.jsonl")
-FIELDS = ("reply", "solution", "internal_note", "message", "text")
 # What may stand right before or after a name: each side of the boundary the pattern draws.
 EDGES = [
     " ", "", ".", ",", "1", "9", "a", "Z", "é", "_", "-", "(", ")", "元", "号", "$", "\n",
@@ -58,12 +48,7 @@ def _names() -> list[str]:
 @functools.cache
 def _texts() -> list[str]:
     """The corpora's texts, folded, and texts of names and their parts between any edges."""
-    texts = []
-    for corpus in CORPORA:
-        for line in (TEST_DATA / corpus).read_text("utf-8").splitlines():
-            if line.strip():
-                case = json.loads(line)
-                texts += [str(case[f]).casefold() for f in FIELDS if isinstance(case.get(f), str)]
+    texts = [text.casefold() for text in corpus_texts()]
     rng = random.Random(7)
     names = _names()
     for _ in range(3000):

@@ -6,25 +6,12 @@ from __future__ import annotations
 import functools
 import random
 import tomllib
-from collections.abc import Iterator
-from typing import Any
 
 import orjson
 
 from baton_kafka.agents import packs
 from tests.fixtures.paths import ROOT
-from tests.unit.agents.rules.test_matching_terms import corpus
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+from tests.unit.agents.rules.test_matching_terms import _strings, corpus
 
 
 def pack_words() -> list[str]:

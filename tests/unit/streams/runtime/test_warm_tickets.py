@@ -23,9 +23,9 @@ from baton_kafka.streams.eval.run import load_cases, load_orders
 from baton_kafka.streams.runtime import warm
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
-from tests.fixtures.data import days_ago
 from tests.fixtures.paths import ROOT, TEST_DATA
 from tests.fixtures.stores import sqlite_store
+from tests.unit.agents.rules.test_offline_languages import _orders as case_orders
 
 LANGUAGES = TEST_DATA / "offline_languages"
 # The one pattern built from a ticket's data: the shape of an order id not seen before
@@ -46,20 +46,7 @@ def _language_cases() -> tuple[list[Ticket], list[Order]]:
                     text=case["text"],
                 )
             )
-            for o in case["orders"]:
-                late = o["delivered_days_ago"]
-                orders.append(
-                    Order(
-                        order_id=o["order_id"],
-                        customer_id=case["id"],
-                        product_name=o["product"],
-                        status=o["status"],
-                        amount=o["amount"],
-                        currency="EUR",
-                        ordered_at=days_ago((late or 0) + 4),
-                        delivered_at=days_ago(late) if late is not None else None,
-                    )
-                )
+            orders.extend(case_orders(case))
     return tickets, orders
 
 
