@@ -222,6 +222,7 @@ def _name_spans(text: str, names: Mapping[str, Alone]) -> list[tuple[int, int]]:
     spans = []
     # Most texts name few of the phrases: a phrase not in the text is not searched for.
     named = (pattern for phrase, pattern in names.items() if phrase in folded)
+    promised = words.compiled(_promised_before)
     for m in (m for pattern in named for m in pattern.finditer(folded)):
         start, end = m.span()
         edges = [d.span() for d in _DIGIT_RUN.finditer(text, start, end)]
@@ -229,7 +230,6 @@ def _name_spans(text: str, names: Mapping[str, Alone]) -> list[tuple[int, int]]:
             (a == start and marked(text, a, a)) or (b == end and marked(text, b, b))
             for a, b in edges
         )
-        promised = words.compiled(_promised_before)
         bare = m.group().isdigit() and promised.search(text[max(0, start - 32) : start])
         if not (priced or bare):
             spans.append((start, end))

@@ -72,6 +72,7 @@ def problems(
     paid = [matched.amount, *(i.total for i in matched.items)] if matched else None
     found = money(text, skip, (), carry=True)
     spans = sentences(text)
+    promise = PROMISE.now()
     for m in found:
         around = next((text[a:b] for a, b in spans if a <= m.at <= b), text)
         yield from _one(m, around, amounts, paid, prices, matched, _clause(text, m.at))
@@ -80,7 +81,7 @@ def problems(
         if hit := w.A_GRAND.search(sentence):
             yield f"mentions money ({hit.group()}) that is not a line of the offer"
         with_money = any(start <= m.at <= end for m in found)
-        if not (with_money or PROMISE.search(sentence)):
+        if not (with_money or promise.search(sentence)):
             continue
         if hit := w.MULTIPLIER.search(sentence):
             yield f"multiplies money ({hit.group()}): state each amount as the offer's lines"
@@ -136,6 +137,8 @@ def _twice(
             # "refund 59 EUR ... and top up your account with 59 EUR": said again, and added.
             needed[value] += 1
         last[value] = m.at
+    if not needed:
+        return  # nothing promised: nothing promised too often
     have = Counter(amounts)
     for value, count in needed.items():
         if have[value] and count > have[value]:

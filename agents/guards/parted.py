@@ -46,10 +46,12 @@ class Parted:
         self._all = tuple(range(len(self._entries)))
         self._ascii = _by_word(self._needs)
         self._other = _by_word(self._needs_any)
-        # The parts most texts keep (a text holding none of the words), compiled now; a text
-        # needing any other part is searched with the whole alternation, never a pattern
-        # compiled while a ticket waits (one per set of words met: milliseconds each).
+        # The parts most texts keep (a text holding none of the words, or one word of an ASCII
+        # text), compiled now; a text needing any other part is searched with the whole
+        # alternation, never a pattern compiled while a ticket waits (milliseconds each).
         self._parts = {kept: self._compile(kept) for kept in (self._ascii[0], self._other[0])}
+        always, by_word = self._ascii
+        self._words_parts = {w: self._part_of((*always, *places)) for w, places in by_word}
 
     def _needs_of(self, parsed: Any) -> frozenset[str] | None:
         """Words one of which every match of an entry holds in an ASCII text (None: any text)."""
@@ -71,6 +73,12 @@ class Parted:
         kept = [i for w, places in by_word if w in folded for i in places]
         return tuple(sorted({*always, *kept})) if kept else always
 
+    def _part_of(self, kept: tuple[int, ...]) -> re.Pattern[str] | Sieved | None:
+        kept = tuple(sorted(set(kept)))
+        if kept not in self._parts:
+            self._parts[kept] = self._compile(kept)
+        return self._parts[kept]
+
     def _compile(self, kept: tuple[int, ...]) -> re.Pattern[str] | Sieved | None:
         if not kept:
             return None
@@ -87,6 +95,18 @@ class Parted:
         """As ``re.Pattern.search``."""
         pattern = self._for(text, pos, endpos)
         return None if pattern is None else pattern.search(text, pos, endpos)
+
+    def holds(self, text: str) -> bool:
+        """Whether ``search(text)`` finds a match: searched with each held word's entries."""
+        if not text.isascii():
+            return self.search(text) is not None
+        folded = text.lower() if self._fold else text
+        # A match of the alternation is a match of one of its entries: of one held word's part.
+        held = [self._words_parts[w] for w, _ in self._ascii[1] if w in folded]
+        for pattern in held or [self._parts[self._ascii[0]]]:
+            if pattern is not None and pattern.search(text) is not None:
+                return True
+        return False
 
     def finditer(
         self, text: str, pos: int = 0, endpos: int = sys.maxsize

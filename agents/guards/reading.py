@@ -92,7 +92,7 @@ def asks_for_secrets(text: str) -> list[str]:
     """Sentences of ``text`` that ask for card data or a password (not "we never ask for ...")."""
     w = _w()
     found: list[str] = []
-    if not w.SENSITIVE.search(text):
+    if not w.SENSITIVE.holds(text):
         return found  # most texts name no secret: one search, no sentences
     for sentence in _SENTENCE.split(text):
         for secret in w.SENSITIVE.finditer(sentence):

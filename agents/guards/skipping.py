@@ -217,6 +217,10 @@ class Sieved:
             return None
         return self.compiled.search(text, pos, endpos)
 
+    def holds(self, text: str) -> bool:
+        """Whether ``search(text)`` finds a match."""
+        return self.search(text) is not None
+
     def finditer(
         self, text: str, pos: int = 0, endpos: int = sys.maxsize
     ) -> Iterator[re.Match[str]]:

@@ -206,3 +206,15 @@ def test_the_characters_an_ascii_literal_takes_are_the_four_known() -> None:
     every = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
     taken = {c for a in range(128) for c in re.findall(re.escape(chr(a)), every, re.I)}
     assert taken == set(parted.REACHING)
+
+
+def test_the_held_words_scan_holds_a_secret_where_the_whole_alternation_finds_one() -> None:
+    parted = reading._w().SENSITIVE
+    plain = re.compile(words.alternation("credentials", "secrets", end=False), re.I)
+    held = 0
+    for text in [*_texts(), *_secret_texts(), *_eval_texts()]:
+        for t in (text, reading.normalise(text), text.lower()):
+            want = plain.search(t) is not None
+            assert parted.holds(t) is want, t
+            held += want and t.isascii()
+    assert held > 100  # many ASCII texts hold a secret, found by one word's entries
