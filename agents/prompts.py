@@ -465,7 +465,9 @@ def _compact(value: Any) -> Any:
 
 
 # The JSON a facts dump holds: only its containers are walked, and an empty text, list or
-# object, or a null, is dropped (a zero or a false is a fact and stays).
+# object, or a null, is dropped (a zero or a false is a fact and stays). A JSON dump's values
+# are exactly dict, list, str or a scalar, so each is told by its type in one lookup; any other
+# type (a subclass) takes the general test.
 _CONTAINERS = (dict, list)
 _EMPTIABLE = (str, list, dict)
 
@@ -473,9 +475,19 @@ _EMPTIABLE = (str, list, dict)
 def _compact_dict(value: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in value.items():
-        if v is None or (not v and isinstance(v, _EMPTIABLE)):
+        kind = type(v)
+        if kind is str:
+            if v:
+                out[k] = v
+        elif kind is dict:
+            if v:
+                out[k] = v if k in _KEEP_WHOLE else _compact_dict(v)
+        elif kind is list:
+            if v:
+                out[k] = v if k in _KEEP_WHOLE else _compact_list(v)
+        elif v is None or (not v and isinstance(v, _EMPTIABLE)):
             continue
-        if k in _KEEP_WHOLE or not isinstance(v, _CONTAINERS):
+        elif k in _KEEP_WHOLE or not isinstance(v, _CONTAINERS):
             out[k] = v
         elif isinstance(v, dict):
             out[k] = _compact_dict(v)
@@ -485,10 +497,17 @@ def _compact_dict(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compact_list(value: list[Any]) -> list[Any]:
-    return [
-        _compact_dict(v) if isinstance(v, dict) else _compact_list(v) if isinstance(v, list) else v
-        for v in value
-    ]
+    # Each item told by its type first, as in an object; a text or a number is kept as it is.
+    out: list[Any] = []
+    for v in value:
+        kind = type(v)
+        if kind is dict or (kind is not list and isinstance(v, dict)):
+            out.append(_compact_dict(v))
+        elif kind is list or isinstance(v, list):
+            out.append(_compact_list(v))
+        else:
+            out.append(v)
+    return out
 
 
 def _inert_json(value: Any) -> str:

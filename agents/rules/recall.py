@@ -360,6 +360,8 @@ def relevant(
 ) -> list[OrderMemory]:
     """The history entries a prompt needs: the order the message points back to, or the ones
     that fit equally; none when it points back at nothing."""
+    if not history:
+        return []  # whatever the message points back to, no entry of it can be shown
     by_id = {e.order_id: e for e in history}
     found = resolve(message, None, history, orders, current=current, now=now)
     if found is not None:
@@ -367,6 +369,8 @@ def relevant(
         return [by_id[i] for i in ids if i in by_id]
     # A product discussed before, named again ("and the tumbler?"): what was asked about it.
     others = [o for o in orders if o.order_id in by_id and o.order_id != current]
+    if not others:
+        return []  # no product to name again: the message need not be read for one
     named = find_product(message, [o.product_name for o in others])
     return [by_id[o.order_id] for o in others if o.product_name == named][:1]
 

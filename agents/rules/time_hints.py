@@ -68,11 +68,24 @@ _HINTS: tuple[tuple[re.Pattern[str], str | None, int | None], ...] = tuple(
 )
 
 
+# Every hint is written in English letters or in Han characters, and a text with none of one
+# kind is not searched for that kind's hints (each search a scan of the text); the hints keep
+# their order, the first of two found at one place being the one kept.
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_LATIN = re.compile(r"[a-zA-Z]")
+_BY_SCRIPT: dict[tuple[bool, bool], tuple[re.Pattern[str], ...]] = {
+    (latin, han): tuple(p for p, _, _ in _HINTS if (han if _HAN.search(p.pattern) else latin))
+    for latin in (False, True)
+    for han in (False, True)
+}
+
+
 def extract_time_hint(text: str) -> str | None:
     """The first time reference in ``text`` ("last month", "上周", "3 days ago"), or None."""
     text = unicodedata.normalize("NFKC", text)
     best: re.Match[str] | None = None
-    for pattern, _, _ in _HINTS:
+    tried = _BY_SCRIPT[_LATIN.search(text) is not None, _HAN.search(text) is not None]
+    for pattern in tried:
         match = pattern.search(text)
         if match and (best is None or match.start() < best.start()):
             best = match

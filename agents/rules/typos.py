@@ -106,13 +106,21 @@ def corrected(text: str, names: Sequence[str]) -> str:
     norm = normalize(text)
     vocabulary, known, initials = _vocabulary(tuple(names))
 
+    # Each word is asked about up to three times (as a join's first and second word, then
+    # alone): it is told once per text.
+    told: dict[str, bool] = {}
+
     def unknown(word: str) -> bool:
-        return _spelled(word) and stem(word) not in known
+        found = told.get(word)
+        if found is None:
+            found = told[word] = _spelled(word) and stem(word) not in known
+        return found
 
     def joinable(first: str, second: str) -> bool:
         # "an airfryer" is not "anairfryer" misspelled: stopwords are never part of a join.
-        pair = (first, second)
-        return any(map(unknown, pair)) and not any(w in STOPWORDS for w in pair)
+        if first in STOPWORDS or second in STOPWORDS:
+            return False
+        return unknown(first) or unknown(second)
 
     words = list(_WORD_RE.finditer(norm))
     pieces: list[str] = []

@@ -30,7 +30,7 @@ from baton_kafka.agents.rules.phrases import (
     words,
     written_in,
 )
-from baton_kafka.agents.rules.recall import known, resolve
+from baton_kafka.agents.rules.recall import clues, known, resolve
 from baton_kafka.agents.rules.time_hints import day_of, extract_time_hint
 from baton_kafka.agents.rules.typos import corrected
 from baton_kafka.schemas.baton import OrderMemory
@@ -79,6 +79,8 @@ def _by_size(message: str, names: list[str], size: re.Pattern[str]) -> str | Non
 
 def _recall(facts: Facts) -> Recall | None:
     """The earlier order the message points back to by its clues, or None."""
+    if not facts.orders or not clues(facts.message):
+        return None  # what ``resolve`` answers first: the history need not be built for it
     history = [
         OrderMemory(
             order_id=h.order_id,

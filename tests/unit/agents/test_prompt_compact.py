@@ -47,3 +47,37 @@ def test_compact_keeps_zeros_and_falses_and_whole_records() -> None:
     value = {"n": 0, "f": False, "e": "", "l": [], "d": {}, "z": None, "match": {"x": None}}
     assert _compact(value) == {"n": 0, "f": False, "match": {"x": None}}
     assert _compact([{"a": [None, {}, {"b": ""}]}]) == [{"a": [None, {}, {}]}]
+
+
+class _Text(str):
+    pass
+
+
+class _Object(dict[str, Any]):
+    pass
+
+
+class _List(list[Any]):
+    pass
+
+
+def _subclassed(value: Any, rng: random.Random) -> Any:
+    """``value`` with some of its texts, objects and lists of a subclass of their type."""
+    if isinstance(value, dict):
+        inner = {k: _subclassed(v, rng) for k, v in value.items()}
+        return _Object(inner) if rng.random() < 0.5 else inner
+    if isinstance(value, list):
+        inner = [_subclassed(v, rng) for v in value]
+        return _List(inner) if rng.random() < 0.5 else inner
+    if isinstance(value, str) and rng.random() < 0.5:
+        return _Text(value)
+    return value
+
+
+def test_compact_of_values_of_other_types_than_a_json_dump_is_the_plain_definition() -> None:
+    rng = random.Random(61206)
+    for _ in range(3000):
+        value = _subclassed(_value(rng, 0), rng)
+        got, want = _compact(value), _plain(value)
+        assert got == want
+        assert repr(got) == repr(want)
