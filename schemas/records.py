@@ -112,6 +112,8 @@ _JSON_INT_MIN, _JSON_INT_MAX = -(1 << 63), (1 << 64) - 1
 
 def _id_number(value: object) -> object:
     """A JSON integer sent as an id becomes its digits; a fraction is refused, never rounded."""
+    if type(value) is str:
+        return value  # nearly every id: every record a stage reads validates several
     if (
         isinstance(value, int)
         and not isinstance(value, bool)
