@@ -272,7 +272,9 @@ class Order(BaseModel):
 
     def products(self) -> list[str]:
         """Every product name the order answers to: its product_name, then each line's."""
-        return list(dict.fromkeys([self.product_name, *(i.product_name for i in self.items)]))
+        if not self.items:
+            return [self.product_name]  # most orders: the guards and stages ask many times
+        return list(dict.fromkeys([self.product_name, *[i.product_name for i in self.items]]))
 
     def line(self, name: str) -> OrderLine | None:
         """The line whose product name or sku is ``name`` (case, width and spacing aside), or
