@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -37,8 +37,6 @@ class InvalidRecord(ValueError):
 
 def parse(model: type[M], data: bytes | str | None) -> M:
     """Decode and validate one record; raises ``InvalidRecord`` with a readable reason."""
-    from pydantic import ValidationError
-
     if data is None or len(data) == 0:
         raise InvalidRecord("empty value")
     try:

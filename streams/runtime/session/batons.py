@@ -159,14 +159,24 @@ class BatonStore:
         if cached is not None and cached[0] == raw:
             self._indexes.move_to_end(customer_id)
             return cached[1]
-        self._forget_index(customer_id)
         index = MemoryIndex.model_validate_json(raw)
+        self._keep_index(customer_id, raw, index)
+        return index
+
+    def _keep_index(self, customer_id: str, raw: bytes, index: MemoryIndex) -> None:
+        """Keep ``index`` parsed for as long as the table holds ``raw`` for the customer."""
+        self._forget_index(customer_id)
         self._indexes[customer_id] = (raw, index)
         self._indexes_bytes += len(raw)
         while self._indexes_bytes > PARSED_INDEX_BYTES and len(self._indexes) > 1:
             _, (old, _) = self._indexes.popitem(last=False)
             self._indexes_bytes -= len(old)
-        return index
+
+    def _put_index(self, customer_id: str, index: MemoryIndex) -> None:
+        """Write the customer's index; the next read of it costs no parse (never mutate it)."""
+        raw = dumps(index)
+        self.state.customers.put(customer_id, raw)
+        self._keep_index(customer_id, raw, index)
 
     def merge_index(
         self,
@@ -184,8 +194,7 @@ class BatonStore:
             self.index(customer_id), customer_id, summary, self.index_keep, since, orders
         )
         if merged.sessions or merged.erased_at is not None:
-            self._forget_index(customer_id)
-            self.state.customers.put(customer_id, dumps(merged))
+            self._put_index(customer_id, merged)
         elif self.state.customers.get(customer_id) is not None:
             self._forget_index(customer_id)
             self.state.customers.delete(customer_id)
@@ -212,8 +221,7 @@ class BatonStore:
             self.state.customers.delete(customer_id)
             return dropped, True
         if dropped:
-            self._forget_index(customer_id)
-            self.state.customers.put(customer_id, dumps(pruned))
+            self._put_index(customer_id, pruned)
         return dropped, False
 
     def delete_index(self, customer_id: str) -> None:

@@ -139,3 +139,34 @@ def test_the_ticket_schema_takes_numbers_and_records_baton_writes_carry_strings(
     assert text["pattern"] == ID_PATTERN and text["maxLength"] == MAX_ID_CHARS
     stage = json_schema("stage-record")["$defs"]["Ticket"]["properties"]["session_id"]
     assert stage["type"] == "string" and stage["pattern"] == ID_PATTERN
+
+
+def _plain_id_number(value: object) -> object:
+    """The id reading without its shortcut for text: the one the shortcut must equal."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 64:
+        return str(value)
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        raise ValueError(f"is the number {value!r}: send an id as a string or a whole number")
+    return value
+
+
+class _Text(str):
+    """Text of a subclass of str (passes the shortcut by)."""
+
+
+def test_an_id_read_by_the_shortcut_is_the_plain_reading() -> None:
+    from baton_kafka.schemas.records import _id_number
+
+    values: list[object] = [*REAL_IDS.values(), "", " ", "12", "-0", _Text("x"), True, False]
+    values += [0, -1, 1 << 63, (1 << 64) - 1, 1 << 64, -(1 << 63), -(1 << 63) - 1, 1.0, 2.5]
+    values += [float("nan"), None, b"12", ["1"], {"id": 1}]
+    for value in values:
+        try:
+            want: object = ("ok", _plain_id_number(value))
+        except ValueError as exc:
+            want = ("refused", str(exc))
+        try:
+            got: object = ("ok", _id_number(value))
+        except ValueError as exc:
+            got = ("refused", str(exc))
+        assert got == want and type(got[1]) is type(want[1]), value
