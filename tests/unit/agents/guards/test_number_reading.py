@@ -7,7 +7,8 @@ import functools
 import importlib
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.guards import numbers, words
@@ -220,13 +221,13 @@ def test_every_number_and_money_read_is_the_plain_reading() -> None:
     assert money_found > 3000
 
 
-def _plain_money():  # type: ignore[no-untyped-def]
+def _plain_money() -> Callable[..., list[Any]]:
     """``money`` reading with the plain number reading and the plain money reading."""
     m = money_module
 
     def read(
         text: str, skip: list[tuple[int, int]], names: tuple[float, ...] = (), *, carry: bool
-    ) -> object:
+    ) -> list[Any]:
         numbers_read = plain_all_numbers(text, skip)
         if not numbers_read:
             return []
@@ -246,7 +247,7 @@ def _plain_money():  # type: ignore[no-untyped-def]
     return read
 
 
-def _plain_read(read, n):  # type: ignore[no-untyped-def]
+def _plain_read(read: Any, n: Number) -> tuple[Any, bool]:
     """The money of ``n``, as ``money._read`` read it before (promise and report searched first)."""
     m, Money, _ANY = money_module, money_module.Money, money_module._ANY
     text, w = read.text, read.words
