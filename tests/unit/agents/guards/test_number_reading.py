@@ -152,7 +152,7 @@ def _number_texts() -> list[str]:
     assert len(pieces) > 300
     rng = random.Random(47)
     texts = [*_texts(), *_eval_texts(), *pieces]
-    for _ in range(6000):
+    for _ in range(4000):
         parts = []
         for _ in range(rng.randrange(1, 12)):
             kind = rng.random()
