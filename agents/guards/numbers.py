@@ -16,8 +16,8 @@ from baton_kafka.agents.guards import numerals, words
 # CJK characters end a run, so "补偿您80元" reads 80 (a \w boundary would not: 您 is a word char).
 RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])")
 # The runs of ``RUN`` that hold a digit are found from their first digit, which the engine finds
-# without trying each letter: a run reaches back from it over letters, digits and separators
-# each followed by one (read in the reversed text, as ``_BACK``), and forward as ``RUN`` does.
+# without trying each letter: a run reaches back from it over letters, digits and the single
+# separators between them (read in the reversed text, as ``_BACK``), and forward as ``RUN`` does.
 _A_DIGIT = re.compile("[0-9]")
 _BACK = re.compile(r"[A-Za-z0-9]*(?:[-_./:,'’][A-Za-z0-9]+)*")
 _PLAIN = re.compile(
@@ -178,6 +178,7 @@ def digit_runs(text: str) -> tuple[tuple[str, int, int], ...]:
     at = 0
     while digit := _A_DIGIT.search(text, at):
         back = back or text[::-1]
+        # Both always match: ``_BACK`` may match nothing, and a run starts at a letter or digit.
         start = size - _BACK.match(back, size - digit.start()).end()  # type: ignore[union-attr]
         end = RUN.match(text, start).end()  # type: ignore[union-attr]
         found.append((text[start:end], start, end))
