@@ -306,47 +306,50 @@ def _read(read: _Reading, n: Number) -> tuple[Money | None, bool]:
     if tail := w.RANGE_TAIL.match(text, last):
         right_at = tail.end()
     clause = _around(read.clauses, n.start)
-    promise = read.promise(_around(read.sentences, n.start))
-    reported = read.reported(clause)
     written = text[n.start : n.end]
+
+    def said(kind: Kind, value: float, written: str, currencies: frozenset[str]) -> Money:
+        # Whether its sentence promises and its clause reports is searched only for money.
+        promise = read.promise(_around(read.sentences, n.start))
+        reported = read.reported(clause)
+        return Money(value, kind, written, currencies, True, promise, reported, n.start)
+
     pct = w.PERCENT_AFTER.match(text, right_at)
-    if pct or any(left.endswith(p) for p in w.PERCENT_BEFORE):
+    if pct or left.endswith(w.PERCENT_BEFORE):
         written = text[n.start : pct.end()] if pct else written
-        return Money(n.value, "percent", written, _ANY, True, promise, reported, n.start), False
+        return said("percent", n.value, written, _ANY), False
     if off := w.TENTHS_AFTER.match(text, right_at):
         # "8折" (pay 80%) is 20% off, and always an offer of money.
         tenths = n.value if n.value < 10 else n.value / 10
         off_pct = round(100 - 10 * tenths, 2)
+        reported = read.reported(clause)
         found = Money(
             off_pct, "percent", text[n.start : off.end()], _ANY, True, True, reported, n.start
         )
         return found, False
     if grand := w.GRAND_AFTER.match(text, right_at):
-        written = text[n.start : grand.end()]
-        return Money(
-            n.value * 1000, "amount", written, _ANY, True, promise, reported, n.start
-        ), False
+        return said("amount", n.value * 1000, text[n.start : grand.end()], _ANY), False
     if marker := _currency(w, text, n, first, right_at):
         value = n.value / 100 if marker.word.upper() in w.hundredths else n.value
         written = text[min(marker.start, first) : max(marker.end, n.end)].strip()
-        return Money(
-            value, "amount", written, marker.currencies, True, promise, reported, n.start
-        ), False
+        return said("amount", value, written, marker.currencies), False
     if n.k:  # "1K in store credit" is money; "a 4K screen" is not
         if _credit_near(w, text, n, clause):
-            return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start), False
+            return said("amount", n.value, written, _ANY), False
         return None, False
     if _not_money(w, text, n, left, right_at):
         return None, False
     if _credit_near(w, text, n, clause) or w.OFF_AFTER.match(text, right_at):
-        return Money(n.value, "amount", written, _ANY, True, promise, reported, n.start), False
+        return said("amount", n.value, written, _ANY), False
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
+    promise = read.promise(_around(read.sentences, n.start))
     carried = not promise and read.promise(_around(read.reach, n.start))
     if carried and w.COUNTED.match(text, right_at):
         return None, False  # "We will refund you. Pack the 1 kettle and 2 filters."
     promise = promise or carried
     if small_word or not promise:
         return None, False
+    reported = read.reported(clause)
     return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start), True
 
 

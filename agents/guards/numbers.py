@@ -4,6 +4,7 @@ every language pack's ``numbers.toml``)."""
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,14 +15,11 @@ from baton_kafka.agents.guards import numerals, words
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
 # CJK characters end a run, so "补偿您80元" reads 80 (a \w boundary would not: 您 is a word char).
 RUN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])")
-# The runs of ``RUN`` that hold a digit, found by the engine alone: a digit stands in the run
-# after whole runs of letters, each joined to the next by a separator (a run without a digit
-# has none in any of its parts either: no match starts inside it).
-_DIGIT_RUN = re.compile(
-    r"(?<![A-Za-z0-9])"
-    r"(?=(?:[A-Za-z]+[-_./:,'’](?=[A-Za-z0-9]))*[A-Za-z]*[0-9])"
-    r"[A-Za-z0-9]+(?:[-_./:,'’][A-Za-z0-9]+)*(?![A-Za-z0-9])"
-)
+# The runs of ``RUN`` that hold a digit are found from their first digit, which the engine finds
+# without trying each letter: a run reaches back from it over letters, digits and the single
+# separators between them (read in the reversed text, as ``_BACK``), and forward as ``RUN`` does.
+_A_DIGIT = re.compile("[0-9]")
+_BACK = re.compile(r"[A-Za-z0-9]*(?:[-_./:,'’][A-Za-z0-9]+)*")
 _PLAIN = re.compile(
     r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,299.00
     r"|\d{1,3}(?:\.\d{3})+,\d{1,2}"  # 1.299,00
@@ -69,8 +67,11 @@ def _grouping() -> re.Pattern[str] | None:
     return re.compile(rf"\d{{1,3}}(?:(?:{sep})\d{{3}})+(?:[.,]\d{{1,2}})?")
 
 
+# Led by a digit, so the engine skips to the digits at once; the look behind then tests the
+# character before that first digit.
 _SPACED = re.compile(
-    r"(?<![A-Za-z0-9.,\-])\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+(?:[.,]\d{1,2})?(?![A-Za-z0-9])"
+    r"\d(?<![A-Za-z0-9.,\-]\d)\d{0,2}(?:[ \u00a0\u2009\u202f]\d{3})+(?:[.,]\d{1,2})?"
+    r"(?![A-Za-z0-9])"
 )
 
 
@@ -95,11 +96,15 @@ _DIGIT = re.compile(r"\d")
 
 def plain_value(token: str) -> float | None:
     """The value of a digits-only token with thousands separators or a decimal comma, or None."""
-    grouped = words.compiled(_grouping)
-    if grouped is not None and grouped.fullmatch(token) and not _PLAIN.fullmatch(token):
-        token = _NOT_FIGURE.sub("", token)
+    if token.isdigit() and token.isascii():  # most tokens: plain digits, read as they are
+        return float(token)
     if not _PLAIN.fullmatch(token):
-        return None
+        grouped = words.compiled(_grouping)
+        if grouped is None or not grouped.fullmatch(token):
+            return None
+        token = _NOT_FIGURE.sub("", token)
+        if not _PLAIN.fullmatch(token):
+            return None
     if _EUROPEAN.fullmatch(token):
         token = token.replace(".", "").replace(",", ".")
     elif _DECIMAL_COMMA.fullmatch(token):
@@ -133,6 +138,10 @@ def digit_numbers(text: str, skip: list[tuple[int, int]]) -> Iterator[Number]:
         if free(start, end):
             taken.append((start, end))
             yield number
+    if not taken:  # nothing left out: every run's numbers
+        for _, _, numbers in runs:
+            yield from numbers
+        return
     for start, end, numbers in runs:
         if free(start, end):
             yield from numbers
@@ -163,7 +172,18 @@ def _digits_read(text: str) -> tuple[_Spaced, _Runs]:
 @functools.lru_cache(maxsize=256)
 def digit_runs(text: str) -> tuple[tuple[str, int, int], ...]:
     """Every run of ``text`` (``RUN``) with a digit in it, and where it starts and ends."""
-    return tuple((m.group(), m.start(), m.end()) for m in _DIGIT_RUN.finditer(text))
+    found = []
+    size = len(text)
+    back = ""
+    at = 0
+    while digit := _A_DIGIT.search(text, at):
+        back = back or text[::-1]
+        # Both always match: ``_BACK`` may match nothing, and a run starts at a letter or digit.
+        start = size - _BACK.match(back, size - digit.start()).end()  # type: ignore[union-attr]
+        end = RUN.match(text, start).end()  # type: ignore[union-attr]
+        found.append((text[start:end], start, end))
+        at = end
+    return tuple(found)
 
 
 def _read_run(text: str, token: str, at: int) -> Iterator[Number]:
@@ -214,6 +234,7 @@ zh_value = numerals.zh_value
 # "1.000" with a currency: a thousand in German or Spanish, one in English.
 _DOT_THOUSANDS = re.compile(r"\d{1,3}(?:\.\d{3})+")
 _READ_IN = packs.LANGUAGES  # the shipped languages, whose separators differ
+_START = operator.attrgetter("start")
 
 
 @functools.lru_cache(maxsize=2048)
@@ -247,8 +268,10 @@ def all_numbers(
     Chinese and every language pack's number words."""
     if language is None:
         language = _own_language(text)
-    digits = [_grouped(text, n, language) for n in digit_numbers(text, skip)]
-    return sorted([*digits, *_words_read(text, language)], key=lambda n: n.start)
+    digits = list(digit_numbers(text, skip))
+    if language is not None:  # else every number reads as it is written
+        digits = [_grouped(text, n, language) for n in digits]
+    return sorted([*digits, *_words_read(text, language)], key=_START)
 
 
 @words.per_text(maxsize=256)
