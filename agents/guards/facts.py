@@ -40,8 +40,10 @@ _MAX_DURATION = {"day": 36_500.0, "hour": 10_000.0}  # "2026年" is a year, not 
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\d\.)\s+|[。！？；;\n]+")
 _CLAUSE = re.compile(r"(?<!\d)[,，:：、]|[,，:：、](?!\d)")
 _BEFORE_REACH = 24
-# "a 5-year warranty", "30-day return": digits joined to their unit by a hyphen.
-_HYPHENED = re.compile(r"(?<![\w.,])(\d+)(?=-[^\W\d_])")
+# "a 5-year warranty", "30-day return": digits joined to their unit by a hyphen. The digit that
+# leads it is consumed first (what comes before it looked at after), so the engine itself scans
+# for digits: as ``(?<![\w.,])(\d+)(?=-[^\W\d_])``, which it would try at every position.
+_HYPHENED = re.compile(r"(\d(?<![\w.,]\d)\d*)(?=-[^\W\d_])")
 
 
 @dataclass(frozen=True)

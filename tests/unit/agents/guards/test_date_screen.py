@@ -1,5 +1,6 @@
 """The dates led by a digit looked for at once: a text the joined pattern finds nothing in is one
-no date pattern matches, and the dates read with it are the dates every pattern reads."""
+no date pattern matches, and the dates read with it are the dates every pattern reads. The
+hyphened figures led by their digit: what the lookbehind-led pattern finds."""
 
 from __future__ import annotations
 
@@ -85,3 +86,27 @@ def test_patterns_not_worked_out_are_not_joined() -> None:
 def test_a_text_without_a_date_reads_none(text: str) -> None:
     assert list(facts.dates(text)) == [] == _every_pattern(text)
     assert words.compiled(facts._Words).any_digit_led.search(text) is None  # type: ignore[union-attr]
+
+
+# The hyphened figure as it was written: led by a lookbehind, tried at every position.
+LOOKBEHIND_LED = re.compile(r"(?<![\w.,])(\d+)(?=-[^\W\d_])")
+HYPHEN_PIECES = ["5", "30", "2026", "O", "x", "é", "٣", "１２", "day", "Jahres", "年", "_", "-"]
+HYPHEN_GLUE = ["", "-", " ", ".", ",", "-_", "--", "/", "\n", "-é", "-1"]
+
+
+def test_a_hyphened_figure_led_by_its_digit_is_the_lookbehind_led_one() -> None:
+    rng = random.Random(48)
+    texts = list(_corpus())
+    for _ in range(6000):
+        texts.append(
+            "".join(
+                rng.choice(HYPHEN_PIECES) + rng.choice(HYPHEN_GLUE)
+                for _ in range(rng.randrange(1, 10))
+            )
+        )
+    found = 0
+    for text in texts:
+        want = [(m.span(), m.group(1)) for m in LOOKBEHIND_LED.finditer(text)]
+        assert [(m.span(), m.group(1)) for m in facts._HYPHENED.finditer(text)] == want, text
+        found += len(want)
+    assert found > 1000
