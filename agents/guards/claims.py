@@ -62,21 +62,23 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
 
 
 def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
+    # A draft's solution repeats sentences of its reply: each is read once per ticket and packs.
+    said = _said(words, markers)
     for sentence in sentences(text, markers):
-        yield from _said(sentence, words, markers)
+        found = said.get(sentence.text)
+        if found is None:
+            found = said[sentence.text] = tuple(_in_sentence(sentence, words, markers))
+        yield from found
 
 
-def _said(sentence: Sentence, words: Marks, markers: Marks) -> tuple[Claim, ...]:
-    """The claims of ``sentence``, read once per ticket and packs."""
+def _said(words: Marks, markers: Marks) -> dict[str, tuple[Claim, ...]]:
+    """The ticket's sentences read with these packs so far, by text (none outside a ticket)."""
 
-    # A draft's solution repeats sentences of its reply: they are not read twice.
-    def reading() -> tuple[Marks, Marks, tuple[Claim, ...]]:
-        return words, markers, tuple(_in_sentence(sentence, words, markers))
+    def shelf() -> tuple[Marks, Marks, dict[str, tuple[Claim, ...]]]:
+        return words, markers, {}
 
-    kept = read_once(("claims", id(words), id(markers), sentence.text), reading)
-    if kept[0] is words and kept[1] is markers:
-        return kept[2]
-    return reading()[2]  # the ids of packs since dropped
+    kept = read_once(("claims", id(words), id(markers)), shelf)
+    return kept[2] if kept[0] is words and kept[1] is markers else {}  # ids of packs since dropped
 
 
 def _in_sentence(sentence: Sentence, words: Marks, markers: Marks) -> Iterator[Claim]:

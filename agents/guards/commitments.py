@@ -81,19 +81,23 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
 
 
 def _read(text: str, pack: Marks) -> Iterator[Commitment]:
+    # A draft's solution repeats sentences of its reply: each is read once per ticket and pack.
+    said = _said(pack)
     for sentence in sentences(text, pack):
-        yield from _said(sentence, pack)
+        found = said.get(sentence.text)
+        if found is None:
+            found = said[sentence.text] = tuple(_in_sentence(sentence, pack))
+        yield from found
 
 
-def _said(sentence: Sentence, pack: Marks) -> tuple[Commitment, ...]:
-    """The commitments of ``sentence``, read once per ticket and pack."""
+def _said(pack: Marks) -> dict[str, tuple[Commitment, ...]]:
+    """The ticket's sentences read with ``pack`` so far, by text (none outside a ticket)."""
 
-    # A draft's solution repeats sentences of its reply: they are not read twice.
-    def reading() -> tuple[Marks, tuple[Commitment, ...]]:
-        return pack, tuple(_in_sentence(sentence, pack))
+    def shelf() -> tuple[Marks, dict[str, tuple[Commitment, ...]]]:
+        return pack, {}
 
-    kept = read_once(("commitments", id(pack), sentence.text), reading)
-    return kept[1] if kept[0] is pack else reading()[1]  # an id of a pack since dropped
+    kept = read_once(("commitments", id(pack)), shelf)
+    return kept[1] if kept[0] is pack else {}  # the id of a pack since dropped
 
 
 def _in_sentence(sentence: Sentence, pack: Marks) -> Iterator[Commitment]:

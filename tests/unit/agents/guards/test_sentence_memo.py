@@ -16,7 +16,7 @@ from tests.unit.agents.guards.test_led_reading import _texts
 
 def _drafts() -> list[tuple[str, str]]:
     """Each corpus text with some of its own sentences (as a draft's solution repeats its
-    reply's), and with another text."""
+    reply's), with another text, and with its sentences ended otherwise."""
     rng = random.Random(47)
     texts = _texts()
     marks = clauses.marks("commitments", "en", "kinds")
@@ -25,7 +25,10 @@ def _drafts() -> list[tuple[str, str]]:
     for text in texts:
         said = [s.text for s in clauses.sentences(clauses.readable(text), marks)]
         part = " ".join(s for s in said if rng.random() < 0.5) or text
-        drafts += [(text, part), (text, rng.choice(texts))]
+        # Its sentences each begun as they are and ended as another text's end.
+        other = rng.choice(texts)
+        ended = " ".join(s[: len(s) // 2] + other[len(other) // 2 :] for s in said) or text
+        drafts += [(text, part), (text, other), (text, ended)]
     return drafts
 
 
