@@ -12,7 +12,7 @@ from re import _parser as parser  # type: ignore[attr-defined]
 from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.money import money
 from baton_kafka.agents.guards.numbers import Number, all_numbers
-from baton_kafka.agents.guards.skipping import led
+from baton_kafka.agents.guards.skipping import anywhere, led, starts
 
 KINDS = ("delivery", "dispatch", "validity", "size", "price")
 TIMED = frozenset({"delivery", "dispatch", "validity"})  # the kinds of a duration or a date
@@ -40,8 +40,10 @@ _MAX_DURATION = {"day": 36_500.0, "hour": 10_000.0}  # "2026年" is a year, not 
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\d\.)\s+|[。！？；;\n]+")
 _CLAUSE = re.compile(r"(?<!\d)[,，:：、]|[,，:：、](?!\d)")
 _BEFORE_REACH = 24
-# "a 5-year warranty", "30-day return": digits joined to their unit by a hyphen.
-_HYPHENED = re.compile(r"(?<![\w.,])(\d+)(?=-[^\W\d_])")
+# "a 5-year warranty", "30-day return": digits joined to their unit by a hyphen. The digit that
+# leads it is consumed first (what comes before it looked at after), so the engine itself scans
+# for digits: as ``(?<![\w.,])(\d+)(?=-[^\W\d_])``, which it would try at every position.
+_HYPHENED = re.compile(r"(\d(?<![\w.,]\d)\d*)(?=-[^\W\d_])")
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,18 @@ class _Words:
         self.months = {n: re.compile(f"(?:{'|'.join(v)})", re.I) for n, v in months.items()}
         every = "|".join(v for n in sorted(months) for v in months[n]) or "(?!)"
         # Led by the characters a date starts with: each pattern is tried along the whole text.
-        self.dates = [
-            _month_first(led(p.replace("{month}", f"(?:{every})"), re.I), p, every)
-            for p in words.entries("facts", "dates.patterns")
-        ]
+        packed = words.entries("facts", "dates.patterns")
+        written = [p.replace("{month}", f"(?:{every})") for p in packed]
+        pairs = zip(written, packed, strict=True)
+        self.dates = [_month_first(led(w, re.I), p, every) for w, p in pairs]
+        # The dates led by a digit, looked for at once: most texts hold none, and are not
+        # searched with each of them.
+        self.digit_led = frozenset(
+            i
+            for i, (d, p) in enumerate(zip(self.dates, written, strict=True))
+            if not isinstance(d, _MonthFirst) and starts(p, re.I) == {r"\d"}
+        )
+        self.any_digit_led = anywhere([written[i] for i in sorted(self.digit_led)], re.I)
 
 
 def _w() -> _Words:
@@ -196,7 +206,11 @@ def dates(
     w = _w()
     kinds = kinds or _Kinds(text)
     taken: list[tuple[int, int]] = list(skip)
-    for pattern in w.dates:
+    screen = w.any_digit_led
+    none_led = screen is not None and screen.search(text) is None
+    for i, pattern in enumerate(w.dates):
+        if none_led and i in w.digit_led:
+            continue
         for m in pattern.finditer(text):
             if _overlaps(*m.span(), taken):
                 continue

@@ -123,6 +123,47 @@ def led(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(f"(?=[{''.join(sorted(first))}])(?:{pattern})", flags)
 
 
+def starts(pattern: str, flags: int = 0) -> frozenset[str] | None:
+    """The class items one of which starts every match of ``pattern`` (None: not worked out)."""
+    if _INLINE_FLAGS.match(pattern):
+        return None
+    try:
+        first, empty = _first_of(parser.parse(pattern, flags | re.UNICODE))
+    except (_Unknown, re.error):
+        return None
+    return None if empty or not first else frozenset(first)
+
+
+# A group named twice, referred to or tested by name or number: the patterns are not joined.
+_REFERS = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
+_NAMED = re.compile(r"\(\?P<(\w+)>")
+
+
+def anywhere(patterns: list[str], flags: int = 0) -> re.Pattern[str] | None:
+    """A pattern that matches where one of ``patterns`` does (None: not worked out). It is led
+    by a class of their first characters that it consumes, so the engine itself scans a text
+    for them (it does not for a leading lookahead), and tries the patterns only there."""
+    lead: set[str] = set()
+    joined = []
+    for i, pattern in enumerate(patterns):
+        first = starts(pattern, flags)
+        if first is None or _REFERS.search(pattern):
+            return None
+        lead |= first
+        # Each group's name made its own: the parses show nothing but the names changed.
+        own = _NAMED.sub(rf"(?P<\g<1>_{i}>", pattern)
+        if repr(parser.parse(own, flags)) != repr(parser.parse(pattern, flags)):
+            return None
+        joined.append(f"(?:{own})")
+    if not joined:
+        return None
+    either = f"[{''.join(sorted(lead))}]"
+    try:
+        return re.compile(f"{either}(?<=(?=(?:{'|'.join(joined)})){either})", flags)
+    except re.error:  # inner flags, too many groups
+        return None
+
+
 def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """The pattern ``skipping`` led with a lookahead, without it (to check both agree)."""
     text = pattern.pattern
