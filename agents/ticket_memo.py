@@ -71,6 +71,17 @@ def read_once(key: Hashable, read: Callable[[], V]) -> V:
     return kept[key]
 
 
+def shelf(name: str, *owners: object) -> dict[Any, Any]:
+    """A dict kept for the ticket under ``name`` while ``owners`` are the very same objects
+    (a fresh one outside a ticket, or when an owner since dropped left its id to another)."""
+
+    def made() -> tuple[tuple[object, ...], dict[Any, Any]]:
+        return owners, {}
+
+    kept = read_once((name, *map(id, owners)), made)
+    return kept[1] if all(a is b for a, b in zip(kept[0], owners, strict=True)) else {}
+
+
 class TicketMemos:
     """The worker's ``TicketMemo`` per ticket in flight: made by the first stage that asks,
     dropped when the ticket's reply is sent, when ``ttl_s`` has passed, or past ``keep``."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from baton_kafka.agents.guards import clauses
 from baton_kafka.agents.guards.clauses import Marks, Sentence, denied, marks, readable, sentences
-from baton_kafka.agents.ticket_memo import read_once
+from baton_kafka.agents.ticket_memo import shelf
 from baton_kafka.schemas.records import Order
 
 CLAIM = "claim"
@@ -63,7 +64,7 @@ def read(text: str, languages: Iterable[str]) -> list[Claim]:
 
 def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
     # A draft's solution repeats sentences of its reply: each is read once per ticket and packs.
-    said = _said(words, markers)
+    said: dict[str, tuple[Claim, ...]] = shelf("claims", words, markers)
     for sentence in sentences(text, markers):
         found = said.get(sentence.text)
         if found is None:
@@ -71,28 +72,9 @@ def _read(text: str, words: Marks, markers: Marks) -> Iterator[Claim]:
         yield from found
 
 
-def _said(words: Marks, markers: Marks) -> dict[str, tuple[Claim, ...]]:
-    """The ticket's sentences read with these packs so far, by text (none outside a ticket)."""
-
-    def shelf() -> tuple[Marks, Marks, dict[str, tuple[Claim, ...]]]:
-        return words, markers, {}
-
-    kept = read_once(("claims", id(words), id(markers)), shelf)
-    return kept[2] if kept[0] is words and kept[1] is markers else {}  # ids of packs since dropped
-
-
 def _in_sentence(sentence: Sentence, words: Marks, markers: Marks) -> Iterator[Claim]:
     """The claims of one sentence."""
-    # Most clauses hold no claim word: that is looked at first, and whether the sentence
-    # asks only once one of its clauses could claim something.
-    asks: bool | None = None
-    for clause in sentence.clauses:
-        if not words.may_hold(clause) or markers.has("reported", clause):
-            continue
-        if asks is None:
-            asks = markers.has("question", sentence.text)
-        if asks:
-            break
+    for clause in clauses.unasked(sentence, words, markers):
         for kind, pattern in words.words.items():
             for hit in pattern.finditer(clause):
                 # A condition before it claims nothing ("if it was shipped, ...").

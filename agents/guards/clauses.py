@@ -139,6 +139,26 @@ def _alternation(entries: Sequence[str]) -> str:
     return "|".join(f"(?:{e})" for e in entries)
 
 
+def unasked(
+    sentence: Sentence, words: Marks, markers: Marks, needs: str | None = None
+) -> Iterator[str]:
+    """The clauses of ``sentence`` that may hold one of ``words``, are not reported speech and,
+    with ``needs``, hold that marker; none from the first such clause on if the sentence asks."""
+    # Most clauses hold none of the words: that is looked at first, and whether the sentence
+    # asks only once one of its clauses could hold something.
+    asks: bool | None = None
+    for clause in sentence.clauses:
+        if not words.may_hold(clause) or markers.has("reported", clause):
+            continue
+        if needs is not None and not markers.has(needs, clause):
+            continue
+        if asks is None:
+            asks = markers.has("question", sentence.text)
+        if asks:
+            return
+        yield clause
+
+
 def denied(marks: Marks, clause: str, start: int, end: int) -> bool:
     """Whether ``clause`` denies what stands at ``start:end`` ("we cannot refund it").
 

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from baton_kafka.agents.guards import clauses
 from baton_kafka.agents.guards.clauses import Marks, Sentence, denied, marks, readable, sentences
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy import offer as offers
-from baton_kafka.agents.ticket_memo import read_once
+from baton_kafka.agents.ticket_memo import shelf
 from baton_kafka.schemas.records import OfferLine
 
 COMMITMENT = "commitment"
@@ -82,7 +83,7 @@ def read(text: str, languages: Iterable[str]) -> list[Commitment]:
 
 def _read(text: str, pack: Marks) -> Iterator[Commitment]:
     # A draft's solution repeats sentences of its reply: each is read once per ticket and pack.
-    said = _said(pack)
+    said: dict[str, tuple[Commitment, ...]] = shelf("commitments", pack)
     for sentence in sentences(text, pack):
         found = said.get(sentence.text)
         if found is None:
@@ -90,32 +91,11 @@ def _read(text: str, pack: Marks) -> Iterator[Commitment]:
         yield from found
 
 
-def _said(pack: Marks) -> dict[str, tuple[Commitment, ...]]:
-    """The ticket's sentences read with ``pack`` so far, by text (none outside a ticket)."""
-
-    def shelf() -> tuple[Marks, dict[str, tuple[Commitment, ...]]]:
-        return pack, {}
-
-    kept = read_once(("commitments", id(pack)), shelf)
-    return kept[1] if kept[0] is pack else {}  # the id of a pack since dropped
-
-
 def _in_sentence(sentence: Sentence, pack: Marks) -> Iterator[Commitment]:
     """The commitments of one sentence."""
     # Each sentence's markers are read once: a long sentence of many clauses stays linear.
-    # Most clauses hold no commitment word: that is looked at first, and whether the
-    # sentence asks only once one of its clauses could commit.
-    asks: bool | None = None
     mode: Mode | None = None  # read only for a sentence that commits to something
-    for clause in sentence.clauses:
-        if not pack.may_hold(clause) or pack.has("reported", clause):
-            continue
-        if not pack.has("promise", clause):
-            continue
-        if asks is None:
-            asks = pack.has("question", sentence.text)
-        if asks:
-            break
+    for clause in clauses.unasked(sentence, pack, pack, "promise"):
         for kind, words in pack.words.items():
             for hit in words.finditer(clause):
                 if not denied(pack, clause, hit.start(), hit.end()):

@@ -6,7 +6,7 @@ import contextlib
 
 from baton_kafka.agents.orders import StoreUnavailable
 from baton_kafka.agents.orders.snapshot import TicketOrders
-from baton_kafka.agents.ticket_memo import TicketMemos
+from baton_kafka.agents.ticket_memo import TicketMemos, sharing, shelf
 from baton_kafka.schemas.records import Order
 from baton_kafka.streams.testing import MemoryOrders
 from tests.fixtures.data import C1_ORDERS, order, ticket
@@ -78,3 +78,19 @@ async def test_the_snapshot_is_the_tickets_customers_and_never_a_failure() -> No
     assert [o.order_id for o in await view.for_customer("C2")] == ["X-1"]
     assert await view.for_customer("C2") and source.reads == 6  # not the ticket's customer
     assert await view.get("O-1") == again[0]
+
+
+def test_a_shelf_is_the_tickets_own_and_its_owners() -> None:
+    pack, other = object(), object()
+    outside = shelf("s", pack)
+    outside["x"] = 1
+    assert shelf("s", pack) == {}  # outside a ticket: made anew each time
+    memos = TicketMemos()
+    with sharing(memos.of(ticket("t1", "hi"))):
+        kept = shelf("s", pack)
+        kept["x"] = 1
+        assert shelf("s", pack) is kept
+        assert shelf("s", other) == {} and shelf("t", pack) == {}
+        assert shelf("s", pack, other) == {}
+    with sharing(memos.of(ticket("t2", "hi"))):
+        assert shelf("s", pack) == {}  # the next ticket reads again
