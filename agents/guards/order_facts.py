@@ -242,18 +242,7 @@ def fact_problems(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
     if order is None:
         return []
     text = reading.normalise(draft.reply)
-    problems = []
-    own_carrier = (order.carrier or "").casefold()
-    named = {m.group() for m in _LATIN_CARRIER.finditer(text)}
-    named |= {m.group() for m in _CJK_CARRIER.finditer(text)}
-    for carrier in sorted(named):
-        c = carrier.casefold()
-        if not own_carrier or not (c in own_carrier or own_carrier in c):
-            ships = f"ships with {order.carrier}" if order.carrier else "has no carrier yet"
-            problems.append(
-                f"{FACTS}: the reply names the carrier {carrier}, but order {order.order_id} "
-                f"{ships}; name only the carrier in <facts>"
-            )
+    problems = carrier_problems(order, text)
     status = str(order.status)
     arrived, travelling = status in _NOT_ARRIVED, status in _NOT_TRAVELLING
     if not (arrived or travelling):  # no claim of either kind contradicts this status
@@ -272,8 +261,30 @@ def fact_problems(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
             continue
         if _CONDITIONAL.search(sentence):
             continue
-        problems.append(
-            f"{FACTS}: the reply says order {order.order_id} is {claim}, but its status is "
-            f"{status}; state the status in <facts>"
-        )
+        problems.append(wrong_status(order, claim))
     return list(dict.fromkeys(problems))
+
+
+def carrier_problems(order: Order, text: str) -> list[str]:
+    """The carriers ``text`` (normalised) names that are not ``order``'s, each a problem."""
+    problems = []
+    own_carrier = (order.carrier or "").casefold()
+    named = {m.group() for m in _LATIN_CARRIER.finditer(text)}
+    named |= {m.group() for m in _CJK_CARRIER.finditer(text)}
+    for carrier in sorted(named):
+        c = carrier.casefold()
+        if not own_carrier or not (c in own_carrier or own_carrier in c):
+            ships = f"ships with {order.carrier}" if order.carrier else "has no carrier yet"
+            problems.append(
+                f"{FACTS}: the reply names the carrier {carrier}, but order {order.order_id} "
+                f"{ships}; name only the carrier in <facts>"
+            )
+    return problems
+
+
+def wrong_status(order: Order, claim: str) -> str:
+    """The problem of a reply saying ``order`` is ``claim`` ("delivered", "on its way")."""
+    return (
+        f"{FACTS}: the reply says order {order.order_id} is {claim}, but its status is "
+        f"{order.status!s}; state the status in <facts>"
+    )

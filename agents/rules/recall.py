@@ -362,17 +362,34 @@ def relevant(
     that fit equally; none when it points back at nothing."""
     if not history:
         return []  # whatever the message points back to, no entry of it can be shown
+    pointed = resolved(message, history, orders, current=current, now=now)
+    if pointed is not None:
+        return pointed
     by_id = {e.order_id: e for e in history}
-    found = resolve(message, None, history, orders, current=current, now=now)
-    if found is not None:
-        ids = [found.order_id] if found.order_id else [c.order_id for c in found.candidates]
-        return [by_id[i] for i in ids if i in by_id]
     # A product discussed before, named again ("and the tumbler?"): what was asked about it.
     others = [o for o in orders if o.order_id in by_id and o.order_id != current]
     if not others:
         return []  # no product to name again: the message need not be read for one
     named = find_product(message, [o.product_name for o in others])
     return [by_id[o.order_id] for o in others if o.product_name == named][:1]
+
+
+def resolved(
+    message: str,
+    history: list[OrderMemory],
+    orders: list[Known],
+    *,
+    current: str | None = None,
+    now: datetime | None = None,
+) -> list[OrderMemory] | None:
+    """The history entries of the order(s) ``resolve`` finds the message pointing back to;
+    None when it finds none."""
+    found = resolve(message, None, history, orders, current=current, now=now)
+    if found is None:
+        return None
+    by_id = {e.order_id: e for e in history}
+    ids = [found.order_id] if found.order_id else [c.order_id for c in found.candidates]
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def known_orders(orders: Iterable[Order]) -> list[Known]:

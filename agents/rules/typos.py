@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
@@ -122,6 +122,19 @@ def corrected(text: str, names: Sequence[str]) -> str:
             return False
         return unknown(first) or unknown(second)
 
+    return fixed(text, norm, vocabulary, initials, unknown, joinable)
+
+
+def fixed(
+    text: str,
+    norm: str,
+    vocabulary: dict[str, str],
+    initials: dict[str, list[str]],
+    unknown: Callable[[str], bool],
+    joinable: Callable[[str, str], bool],
+) -> str:
+    """``norm`` (``text`` normalized) with each word ``unknown`` calls misspelled, and each pair
+    ``joinable`` lets join, replaced by its closest vocabulary word; ``text`` when none is."""
     words = list(_WORD_RE.finditer(norm))
     pieces: list[str] = []
     at = i = 0

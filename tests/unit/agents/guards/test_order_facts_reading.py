@@ -46,18 +46,7 @@ def _plain(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
     if order is None:
         return []
     text = reading.normalise(draft.reply)
-    problems = []
-    own_carrier = (order.carrier or "").casefold()
-    named = {m.group() for m in of._LATIN_CARRIER.finditer(text)}
-    named |= {m.group() for m in of._CJK_CARRIER.finditer(text)}
-    for carrier in sorted(named):
-        c = carrier.casefold()
-        if not own_carrier or not (c in own_carrier or own_carrier in c):
-            ships = f"ships with {order.carrier}" if order.carrier else "has no carrier yet"
-            problems.append(
-                f"{of.FACTS}: the reply names the carrier {carrier}, but order {order.order_id} "
-                f"{ships}; name only the carrier in <facts>"
-            )
+    problems = of.carrier_problems(order, text)  # unchanged: only the status claims are
     status = str(order.status)
     for sentence in of._SENTENCE_END.split(text):
         if of._CONDITIONAL.search(sentence):
@@ -71,10 +60,7 @@ def _plain(draft: StrategyDraft, books: CustomerOrders) -> list[str]:
             claim = "on its way"
         else:
             continue
-        problems.append(
-            f"{of.FACTS}: the reply says order {order.order_id} is {claim}, but its status is "
-            f"{status}; state the status in <facts>"
-        )
+        problems.append(of.wrong_status(order, claim))
     return list(dict.fromkeys(problems))
 
 

@@ -8,7 +8,7 @@ from datetime import date, datetime
 
 from baton_kafka.agents.prompts import Facts, HistoryFact, OrderFact, SessionFacts
 from baton_kafka.agents.rules.matching import find_product
-from baton_kafka.agents.rules.recall import Known, relevant, resolve
+from baton_kafka.agents.rules.recall import Known, relevant, resolve, resolved
 from baton_kafka.agents.rules.time_hints import day_of
 from baton_kafka.agents.stages.understand.rule import _recall
 from baton_kafka.schemas.baton import OrderMemory
@@ -21,11 +21,10 @@ def _plain_relevant(
     message: str, history: list[OrderMemory], orders: list[Known], current: str | None
 ) -> list[OrderMemory]:
     """The definition: resolve, else the product discussed before that the message names."""
+    pointed = resolved(message, history, orders, current=current, now=NOW)
+    if pointed is not None:
+        return pointed
     by_id = {e.order_id: e for e in history}
-    found = resolve(message, None, history, orders, current=current, now=NOW)
-    if found is not None:
-        ids = [found.order_id] if found.order_id else [c.order_id for c in found.candidates]
-        return [by_id[i] for i in ids if i in by_id]
     others = [o for o in orders if o.order_id in by_id and o.order_id != current]
     named = find_product(message, [o.product_name for o in others])
     return [by_id[o.order_id] for o in others if o.product_name == named][:1]

@@ -6,13 +6,13 @@ import random
 from collections.abc import Sequence
 
 from baton_kafka.agents.rules.matching import STOPWORDS, normalize, stem
-from baton_kafka.agents.rules.typos import _WORD_RE, _closest, _spelled, _vocabulary, corrected
+from baton_kafka.agents.rules.typos import _spelled, _vocabulary, corrected, fixed
 from tests.unit.agents.rules.test_typos import _corpus
 from tests.unit.agents.rules.texts import every_text, generated
 
 
 def _plain(text: str, names: Sequence[str]) -> str:
-    """The definition: every word asked about each time it is met."""
+    """The definition: every word asked about each time it is met (the walk is ``corrected``'s)."""
     norm = normalize(text)
     vocabulary, known, initials = _vocabulary(tuple(names))
 
@@ -23,25 +23,7 @@ def _plain(text: str, names: Sequence[str]) -> str:
         pair = (first, second)
         return any(map(unknown, pair)) and not any(w in STOPWORDS for w in pair)
 
-    words = list(_WORD_RE.finditer(norm))
-    pieces: list[str] = []
-    at = i = 0
-    while i < len(words):
-        word, end, fix = words[i], words[i].end(), None
-        after = words[i + 1] if i + 1 < len(words) else None
-        if after and norm[end : after.start()] == " " and joinable(word[0], after[0]):
-            joined = stem(word[0] + after[0])
-            fix = vocabulary.get(joined) or (
-                _closest(joined, vocabulary, initials, most=1) if _spelled(joined) else None
-            )
-            end = after.end() if fix else end
-        if fix is None and unknown(word[0]):
-            fix = _closest(stem(word[0]), vocabulary, initials)
-        if fix is not None:
-            pieces += [norm[at : word.start()], fix]
-            at = end
-        i += 2 if fix is not None and end != word.end() else 1
-    return "".join([*pieces, norm[at:]]) if pieces else text
+    return fixed(text, norm, vocabulary, initials, unknown, joinable)
 
 
 _NAMES = [
