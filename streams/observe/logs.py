@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,9 +37,30 @@ _SCAN_BYTES = 4096
 log = logging.getLogger("baton.events")
 
 
+# The second of the last line written and its text to the second: a worker writes many lines
+# a second, and datetime's formatting of a moment costs more than the rest of a line's stamp.
+_second: tuple[int, str] = (0, "1970-01-01T00:00:00")
+
+
 def _ts(record: logging.LogRecord) -> str:
-    when = datetime.fromtimestamp(record.created, UTC)
-    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``record.created`` in UTC to the millisecond ("…T10:19:10.286Z"), as datetime writes it."""
+    global _second
+    # datetime.fromtimestamp's own rounding: the fraction to the microsecond, half to even,
+    # a carry moving to the next second (so a stamp is never read from the float's floor).
+    fraction, whole = math.modf(record.created)
+    micros = round(fraction * 1e6)
+    second = int(whole)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        second += 1
+    elif micros < 0:
+        micros += 1_000_000
+        second -= 1
+    last = _second
+    if last[0] != second:
+        text = datetime.fromtimestamp(second, UTC).isoformat(timespec="seconds")
+        last = _second = (second, text.replace("+00:00", ""))
+    return f"{last[1]}.{micros // 1000:03d}Z"
 
 
 def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str | None:
@@ -47,20 +69,19 @@ def _exception(formatter: logging.Formatter, record: logging.LogRecord) -> str |
     return record.exc_text or None
 
 
-def _fields(record: logging.LogRecord) -> Iterator[tuple[str, Any]]:
+def _fields(record: logging.LogRecord) -> list[tuple[str, Any]]:
     """The record's known event fields; ``trace_id`` and ``span_id`` from the current span
     when not given.
 
     A handler formats in the task that logged, so the current span is the one of the ticket
     being processed.
     """
-    if getattr(record, "trace_id", None) is None:
+    # A record's attributes, ``extra`` ones included, are its instance's: read from there.
+    given = record.__dict__
+    if given.get("trace_id") is None:
         ids = current_span_ids()
         record.trace_id, record.span_id = ids if ids else (None, None)
-    for name in FIELDS:
-        value = getattr(record, name, None)
-        if value is not None:
-            yield name, value
+    return [(name, given[name]) for name in FIELDS if given.get(name) is not None]
 
 
 class JsonFormatter(logging.Formatter):
@@ -178,6 +199,12 @@ def _event_of() -> Callable[[], Any]:
 
 def current_ids() -> dict[str, str]:
     """ticket_id and session_id of the record this task is processing, when there is one."""
+    return dict(_read_ids())
+
+
+def _read_ids() -> dict[str, str]:
+    """``current_ids``, possibly the very dict handed out for the same record before: read it,
+    never change it (the observer spreads it into each event's fields)."""
     global _last_read
     try:
         event = _event_of()()
@@ -187,11 +214,11 @@ def current_ids() -> dict[str, str]:
     if isinstance(value, bytes):
         last = _last_read
         if last is not None and last[0] is value:
-            return dict(last[1])
+            return last[1]
         ids = _ids_in(value)
         # Bytes cannot change, so the same object always holds the same ids.
         _last_read = (value, ids)
-        return dict(ids)
+        return ids
     if not isinstance(value, bytearray):
         return {}
     return _ids_in(bytes(value))
@@ -225,20 +252,20 @@ class LoggingObserver:
         level = logging.INFO if outcome in self.QUIET_OUTCOMES else logging.WARNING
         if not self.log.isEnabledFor(level):
             return
-        extra: dict[str, Any] = {"stage": stage, "outcome": outcome, **current_ids()}
+        extra: dict[str, Any] = {"stage": stage, "outcome": outcome, **_read_ids()}
         if seconds > 0:
             extra["duration_ms"] = round(seconds * 1000, 1)
         self.log.log(level, "%s %s", stage, outcome, extra=extra)
 
     def dead_letter(self, stage: str, reason: str) -> None:
         if self.log.isEnabledFor(logging.WARNING):
-            extra = {"stage": stage, "outcome": "dead_letter", **current_ids()}
+            extra = {"stage": stage, "outcome": "dead_letter", **_read_ids()}
             self.log.warning("dead letter from %s: %s", stage, reason, extra=extra)
 
     def model_calls(self, calls: list[CallUsage]) -> None:
         if not calls or not self.log.isEnabledFor(logging.INFO):
             return
-        ids = current_ids()
+        ids = _read_ids()
         for call in calls:
             # Every event line has a stage and an outcome; a model call's is "model_call".
             extra = {
@@ -260,7 +287,7 @@ class LoggingObserver:
             return
         severity = logging.WARNING if level == "broken" else logging.INFO
         if self.log.isEnabledFor(severity):
-            extra = {"stage": stage, "outcome": f"context_{level}", **current_ids()}
+            extra = {"stage": stage, "outcome": f"context_{level}", **_read_ids()}
             self.log.log(severity, "%s rebuilt its context: %s", stage, level, extra=extra)
 
     def reply(self, reply: Reply, end_to_end_s: float | None) -> None:

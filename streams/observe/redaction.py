@@ -61,7 +61,10 @@ class Redactor:
     def text(self, value: str) -> str:
         # Most log lines ("understand ok") hold nothing to redact: one search tells, instead of
         # five substitutions that would each leave the text as it is.
-        if _MAYBE_SECRET.search(value) is None and not any(s in value for s in self.secrets):
+        if _MAYBE_SECRET.search(value) is None:
+            for secret in self.secrets:
+                if secret in value:
+                    return self._redacted(value)
             return value
         return self._redacted(value)
 
@@ -94,6 +97,13 @@ class Redactor:
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
+def _plain_args(args: object) -> bool:
+    """No arguments, or a tuple of plain values only (the arguments of nearly every line)."""
+    if not args:
+        return True
+    return type(args) is tuple and _PLAIN.issuperset(map(type, args))
+
+
 class _Hidden(str):
     """A placeholder that reads the same through ``%s`` and ``%r``."""
 
@@ -115,19 +125,25 @@ class RedactFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         r = self.redactor
+        msg, args = record.msg, record.args
         try:
-            args = record.args
-            if isinstance(args, Mapping):
-                args = r.value(args)
-            elif args:
-                args = tuple(r.value(a) for a in args)
-            msg = r.value(record.msg)
-            text = str(msg) % args if args else str(msg)
+            if type(msg) is str and _plain_args(args):
+                # Nothing ``Redactor.value`` would change: a text and plain values.
+                text = msg % args if args else msg
+            else:
+                if isinstance(args, Mapping):
+                    args = r.value(args)
+                elif args:
+                    args = tuple(r.value(a) for a in args)
+                msg = r.value(msg)
+                text = str(msg) % args if args else str(msg)
         except Exception:
             text = f"{record.msg!s} {record.args!r}"
         record.msg, record.args = r.text(text), None
-        for key in PAYLOAD_KEYS & record.__dict__.keys():
-            setattr(record, key, REDACTED)
+        given = record.__dict__
+        for key in PAYLOAD_KEYS:
+            if key in given:
+                setattr(record, key, REDACTED)
         if record.exc_info and not self.tracebacks:
             exc = record.exc_info[1]
             record.exc_info = None
