@@ -92,12 +92,18 @@ CACHED_CHARS = 200
 
 
 def _cached_if_short(fn: Callable[[str], frozenset[str]]) -> Callable[[str], frozenset[str]]:
-    """``fn`` with its results for texts of at most ``CACHED_CHARS`` characters kept."""
+    """``fn`` with its results for texts of at most ``CACHED_CHARS`` characters kept, and for
+    longer ones kept for the ticket (``read_once``)."""
     cached = functools.lru_cache(maxsize=4096)(fn)
+    name = f"matching.{fn.__name__}"
 
     @functools.wraps(fn)
     def call(text: str) -> frozenset[str]:
-        return cached(text) if len(text) <= CACHED_CHARS else fn(text)
+        if len(text) <= CACHED_CHARS:
+            return cached(text)
+        # A long text is mostly a ticket's message, read by each score against a product name
+        # (the understanding's, its check's, the look-up's): read once for the ticket.
+        return read_once((name, text), lambda: fn(text))
 
     call.cache_info = cached.cache_info  # type: ignore[attr-defined]
     call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
@@ -179,9 +185,17 @@ def _found_terms(text: str) -> list[tuple[int, _Term]]:
     return [(at, term) for _, at, term in found]
 
 
+def _terms_in(text: str) -> list[tuple[int, _Term]]:
+    """``_found_terms(text)``, a long text's kept for the ticket: its kinds and its mentions
+    are both read from them."""
+    if len(text) <= CACHED_CHARS:
+        return _found_terms(text)
+    return read_once(("matching._found_terms", text), lambda: _found_terms(text))
+
+
 @_cached_if_short
 def _kinds(text: str) -> frozenset[str]:
-    return frozenset(term.kind for _, term in _found_terms(text))
+    return frozenset(term.kind for _, term in _terms_in(text))
 
 
 def product_kinds(text: str) -> frozenset[str]:
@@ -192,7 +206,7 @@ def product_kinds(text: str) -> frozenset[str]:
 def _mentions(text: str) -> tuple[str, ...]:
     """``mentioned_products(text)`` as a tuple, found anew."""
     seen: dict[str, str] = {}
-    for _, term in sorted(_found_terms(text), key=lambda pair: pair[0]):
+    for _, term in sorted(_terms_in(text), key=lambda pair: pair[0]):
         seen.setdefault(term.kind, term.surface)
     return tuple(seen.values())
 
@@ -285,62 +299,3 @@ def find_product(text: str, product_names: list[str]) -> str | None:
         if found > best_score:
             best, best_score = name, found
     return best
-
-
-# An id of fewer characters (of digits alone: a year, a quantity, a size) counts only after "#".
-SHORT_ID = 4
-SHORT_NUMBER = 5
-# What may not touch a written id on either side: it would be part of a longer token.
-_ID_EDGE = r"0-9a-z\u00c0-\u024f_/\-"
-
-
-_EDGE_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz_/-")
-_AFTER_STOP = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
-
-
-def _edge(c: str) -> bool:
-    return c in _EDGE_CHARS or "\u00c0" <= c <= "\u024f"
-
-
-@functools.lru_cache(maxsize=4096)
-def _bare_id(order_id: str) -> tuple[str, bool]:
-    """``order_id`` as text writes it, and whether it is short (written only after a "#")."""
-    bare = unicodedata.normalize("NFKC", order_id).casefold().strip().lstrip("#")
-    return bare, len(bare) < (SHORT_NUMBER if bare.isdigit() else SHORT_ID)
-
-
-def _written_at(norm: str, order_id: str) -> int | None:
-    """Where ``norm`` first writes ``order_id`` as a whole token (with its "#" if it has one),
-    or None: the id with no id character (``_ID_EDGE``) or "#" before its "#" or first
-    character, and none after it, nor a stop followed by a letter or digit ("O-1001.5")."""
-    # Searched by hand, not by a pattern per id: compiling one costs about 0.4 ms.
-    bare, short = _bare_id(order_id)
-    if not bare:
-        return None
-    end = len(norm)
-    at = norm.find(bare)
-    while at >= 0:
-        start = at - 1 if at and norm[at - 1] == "#" else at
-        after = at + len(bare)
-        if (
-            (start < at or not short)
-            and (start == 0 or not (_edge(norm[start - 1]) or norm[start - 1] == "#"))
-            and not (after < end and _edge(norm[after]))
-            and not (after + 1 < end and norm[after] in ".,:" and norm[after + 1] in _AFTER_STOP)
-        ):
-            return start
-        at = norm.find(bare, at + 1)
-    return None
-
-
-def written_ids(text: str, order_ids: Sequence[str]) -> list[str]:
-    """The ids among ``order_ids`` that ``text`` writes as a whole token, first written first
-    (case, full-width digits and a leading "#" aside; a short id, ``SHORT_ID`` characters or
-    ``SHORT_NUMBER`` digits, only with its "#")."""
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    found: list[tuple[int, str]] = []
-    for oid in dict.fromkeys(order_ids):
-        at = _written_at(norm, oid)
-        if at is not None:
-            found.append((at, oid))
-    return [oid for _, oid in sorted(found)]

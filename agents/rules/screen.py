@@ -68,6 +68,36 @@ def starts(rx: re.Pattern[str]) -> frozenset[str] | None:
     return None if "" in found else frozenset(found)
 
 
+def ascii_starts(rx: re.Pattern[str]) -> frozenset[str] | None:
+    """The texts, in lower case, one of which every match of ``rx`` in an ASCII text starts
+    with (case aside when ``rx`` folds case); None when they cannot be told.
+
+    A start with a character no ASCII one folds to can never be in an ASCII text: it is left
+    out (all of them left out: ``rx`` never matches one). One with a character that folds to an
+    ASCII one ("K", the Kelvin sign) is not told.
+    """
+    if rx.flags & re.VERBOSE:
+        return None
+    parsed = sre_parse.parse(rx.pattern, rx.flags)
+    if parsed.state.flags & re.VERBOSE:
+        return None
+    found = _starts(list(parsed))
+    if "" in found:
+        return None
+    kept = set()
+    for start in found:
+        if start.isascii():
+            kept.add(start.lower())
+        elif any(_folds_to_ascii(c) for c in start if not c.isascii()):
+            return None
+    return frozenset(kept)
+
+
+def _folds_to_ascii(char: str) -> bool:
+    """Whether a case-folding pattern's ``char`` may match an ASCII character."""
+    return any(c.isascii() for c in char.lower() + char.upper() + char.casefold() + char.title())
+
+
 class Screen(Generic[K]):
     """The keys of ``patterns`` that may match a text: those with a start in it (found by its
     first three characters, then the whole start), and those whose starts cannot be told."""

@@ -6,6 +6,8 @@ import re
 import unicodedata
 from datetime import UTC, date, datetime, time, timedelta
 
+from baton_kafka.agents.rules.screen import ascii_starts
+
 _EN_NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
@@ -80,16 +82,33 @@ _BY_SCRIPT: dict[tuple[bool, bool], tuple[re.Pattern[str], ...]] = {
 }
 
 
+# The lower-case starts of each hint's matches in an ASCII text (None: not told, "3 days ago"):
+# in such a text a hint is searched for only from the first of its starts the text has.
+_STARTS = {p: ascii_starts(p) for p, _, _ in _HINTS}
+
+
 def extract_time_hint(text: str) -> str | None:
     """The first time reference in ``text`` ("last month", "上周", "3 days ago"), or None."""
     text = unicodedata.normalize("NFKC", text)
     best: re.Match[str] | None = None
     tried = _BY_SCRIPT[_LATIN.search(text) is not None, _HAN.search(text) is not None]
+    low = text.lower() if text.isascii() else None
     for pattern in tried:
-        match = pattern.search(text)
+        match = _first(pattern, text, low)
         if match and (best is None or match.start() < best.start()):
             best = match
     return best.group(0).strip().lower() if best else None
+
+
+def _first(pattern: re.Pattern[str], text: str, low: str | None) -> re.Match[str] | None:
+    """``pattern.search(text)``, from the first start of its matches in ``low`` (``text`` in
+    lower case when it is ASCII, else None: searched from its beginning)."""
+    starts = _STARTS[pattern] if low is not None else None
+    if low is None or starts is None:
+        return pattern.search(text)
+    at = [i for i in map(low.find, starts) if i >= 0]
+    # No match begins sooner; what comes before still counts for a "\b".
+    return pattern.search(text, min(at)) if at else None
 
 
 def _zh_number(raw: str) -> int:

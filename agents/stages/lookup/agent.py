@@ -11,7 +11,8 @@ from baton_kafka.agents.orders import OrderSource, StoreUnavailable
 from baton_kafka.agents.outcome import Failure, Outcome
 from baton_kafka.agents.prompts import EarlierSession
 from baton_kafka.agents.rules import recall
-from baton_kafka.agents.rules.matching import order_score, written_ids
+from baton_kafka.agents.rules.matching import order_score
+from baton_kafka.agents.rules.order_ids import written_ids
 from baton_kafka.agents.rules.time_hints import time_score
 from baton_kafka.agents.rules.typos import corrected
 from baton_kafka.agents.stages.lookup import NAME
@@ -51,7 +52,16 @@ def every_product(orders: list[Order]) -> list[str]:
 
 def mention_scores(u: Understanding, orders: list[Order]) -> dict[str, float]:
     """How well the understanding's product (a misspelling corrected) names each order, by id."""
-    mention = corrected(u.product, every_product(orders)) if u.product else None
+    return _scores(_mention(u, orders), orders)
+
+
+def _mention(u: Understanding, orders: list[Order]) -> str | None:
+    """The understanding's product, a misspelling corrected toward ``orders``' words."""
+    return corrected(u.product, every_product(orders)) if u.product else None
+
+
+def _scores(mention: str | None, orders: list[Order]) -> dict[str, float]:
+    """How well ``mention`` names each order, by id (0 for no mention)."""
     return {o.order_id: order_score(mention, o.products()) if mention else 0.0 for o in orders}
 
 
@@ -95,6 +105,14 @@ def _match(
     )
 
 
+def product_fit(
+    product: str | None, mention: str | None, scores: dict[str, float], orders: list[Order]
+) -> dict[str, float]:
+    """How well ``product`` as written names each order, by id, given ``scores``: those of its
+    correction ``mention`` (``_mention``), the very same when no word of it was corrected."""
+    return scores if mention == product else _scores(product, orders)
+
+
 async def look_up(
     ticket: Ticket,
     understanding: Understanding,
@@ -127,7 +145,8 @@ async def look_up(
         orders = [by_id[oid] for oid in written]
         by_id = {o.order_id: o for o in orders}
     # The product's fit to each order is read once: the ranking and the mentioned pool use it.
-    scores = mention_scores(understanding, orders)
+    mention = _mention(understanding, orders)
+    scores = _scores(mention, orders)
     ranked = rank(understanding, orders, now, scores)
     if len(written) == 1:
         reason = f"the customer wrote the order id {written[0]}"
@@ -135,7 +154,7 @@ async def look_up(
     earlier_ids = [e.order_id for e in earlier or [] if e.order_id in by_id]
 
     product = understanding.product
-    fit = {o.order_id: order_score(product, o.products()) if product else 0.0 for o in orders}
+    fit = product_fit(product, mention, scores, orders)
     top = max(fit.values())
     alike = [o for o in orders if top >= 0.5 and fit[o.order_id] >= top - recall.ALIKE]
     told = recall.clues(ticket.text)

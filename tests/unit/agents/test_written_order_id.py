@@ -9,7 +9,7 @@ import unicodedata
 import pytest
 
 from baton_kafka.agents.lookup import look_up
-from baton_kafka.agents.rules.matching import SHORT_ID, SHORT_NUMBER, written_ids
+from baton_kafka.agents.rules.order_ids import SHORT_ID, SHORT_NUMBER, written_ids
 from baton_kafka.agents.testing import ScriptedLLM
 from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import Order
