@@ -66,6 +66,7 @@ class SQLiteOrderStore:
         self._reader_thread: int | None = None
         self._reader_broken = False
         self._steps_left = 0
+        self._file = ""
         # Calls sent to the thread and not done: while any is, reads queue behind them too, so
         # a read never overtakes a write asked for before it.
         self._queued = 0
@@ -81,6 +82,9 @@ class SQLiteOrderStore:
                     for column in lacking:
                         conn.execute(ADD_LATER[column])
             conn.executescript(_SCHEMA)
+            # The file SQLite opened (empty for an in-memory store): the loop's reads open it
+            # by this name, whatever the working directory is by then.
+            self._file = str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
         except BaseException:
             conn.close()
             raise
@@ -120,7 +124,9 @@ class SQLiteOrderStore:
         return 1 if self._steps_left < 0 else 0
 
     def _open_reader(self) -> sqlite3.Connection:
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        if not self._file:
+            raise sqlite3.OperationalError("an in-memory store has no file to read")
+        uri = f"file:{quote(self._file)}?mode=ro"
         # Never waits for a lock (timeout 0); autocommit, so no read transaction outlives a read.
         conn = sqlite3.connect(
             uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False

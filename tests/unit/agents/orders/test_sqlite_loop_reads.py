@@ -152,3 +152,35 @@ async def test_a_reader_that_cannot_open_is_not_tried_again(
     assert len(await store.for_customer("C1")) == 1
     assert len(await store.for_customer("C1")) == 1
     assert store.on_thread == before + 2 and store._reader_broken
+
+
+async def test_the_loop_reads_the_file_the_store_opened_wherever_the_process_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "b")
+    other = SQLiteOrderStore("orders.sqlite3")  # another store at the same relative name
+    await other.upsert([order("O-B", customer_id="C1")])
+    await other.close()
+    monkeypatch.chdir(tmp_path / "a")
+    store = Counted(Path("orders.sqlite3"))
+    try:
+        await store.upsert([order("O-A", customer_id="C1")])
+        monkeypatch.chdir(tmp_path / "b")
+        before = store.on_thread
+        assert [o.order_id for o in await store.for_customer("C1")] == ["O-A"]
+        assert store.on_thread == before  # on the loop, from the store's own file
+    finally:
+        await store.close()
+
+
+async def test_an_in_memory_store_is_read_by_its_thread() -> None:
+    store = Counted(Path(":memory:"))
+    try:
+        await store.upsert([order("O-1", customer_id="C1")])
+        before = store.on_thread
+        assert [o.order_id for o in await store.for_customer("C1")] == ["O-1"]
+        assert store.on_thread == before + 1
+    finally:
+        await store.close()
