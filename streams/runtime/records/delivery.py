@@ -51,6 +51,8 @@ class Delivery:
     def problem(self, signer: Signer, topic: str) -> str | None:
         """``signer.problem`` of the record read from ``topic``: computed once for the same
         signer, topic, key, bytes and headers."""
+        if not signer.enabled:
+            return None  # signing is off: every record is trusted, nothing to keep
         headers = self.headers
         pairs = tuple(headers.items() if isinstance(headers, Mapping) else headers or ())
         asked = (signer, topic, self.source.key, pairs)
