@@ -49,7 +49,8 @@ _STEP_CHECK = 1_000
 
 
 class SQLiteOrderStore:
-    """Orders in one SQLite file (WAL mode); queries run on the store's own thread, in turn."""
+    """Orders in one SQLite file (WAL mode): writes on the store's own thread, in turn; reads on
+    the event loop when answered at once (no lock, a short query), else on that thread."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
