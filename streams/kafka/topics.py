@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -80,10 +81,13 @@ class TopicNames:
 
     def role(self, role: str) -> str:
         """The full name of the topic with ``role`` (an attribute, or a stage's own)."""
-        own = dict(self.stages)
-        if role in own:
-            return own[role]
-        return str(getattr(self, role))
+        own = self._own.get(role)
+        return own if own is not None else str(getattr(self, role))
+
+    @functools.cached_property
+    def _own(self) -> dict[str, str]:
+        # Made once: every stage record's checks and its stage ask for a role.
+        return dict(self.stages)
 
     def all(self) -> tuple[str, ...]:
         return (

@@ -114,27 +114,58 @@ class Chain:
     def answering(self) -> Stage[Any]:
         return self.stages[-1]
 
+    @functools.cached_property
+    def _at(self) -> dict[str, int]:
+        return {name: at for at, name in enumerate(self.names)}
+
+    @functools.cached_property
+    def _read(self) -> dict[str, tuple[str, Stage[Any] | None, tuple[Stage[Any], ...]]]:
+        # Per stage of the chain: its source role, feeder and needed stages, made once (every
+        # record's checks and its stage ask for them).
+        return {
+            s.name: (self._source_role(s), self._feeder(s), self._needed(s)) for s in self.stages
+        }
+
+    def _own(self, stage: Stage[Any]) -> tuple[str, Stage[Any] | None, tuple[Stage[Any], ...]]:
+        """``stage``'s source role, feeder and needed stages: made once for the chain's own
+        stages, afresh for another object of the same name (a feeder depends on its input)."""
+        at = self._at.get(stage.name)
+        if at is None or self.stages[at] is not stage:
+            return (self._source_role(stage), self._feeder(stage), self._needed(stage))
+        return self._read[stage.name]
+
     def previous(self, name: str) -> str | None:
         """The stage before ``name`` (None for the first)."""
-        at = self.names.index(name)
+        at = self._at.get(name)
+        if at is None:
+            at = self.names.index(name)  # raises ValueError, as for any name not in the chain
         return self.names[at - 1] if at else None
 
     def source_role(self, stage: Stage[Any]) -> str:
         """The ``TopicNames`` role of the topic ``stage`` reads."""
+        return self._own(stage)[0]
+
+    def _source_role(self, stage: Stage[Any]) -> str:
         before = self.previous(stage.name)
         return FIRST_SOURCE if before is None else self[before].target_role
 
     def feeder(self, stage: Stage[Any]) -> Stage[Any] | None:
         """The latest stage before ``stage`` whose output is what ``stage`` reads (None: the
         ticket)."""
+        return self._own(stage)[1]
+
+    def _feeder(self, stage: Stage[Any]) -> Stage[Any] | None:
         at = self.names.index(stage.name)
         return next((s for s in reversed(self.stages[:at]) if s.output is stage.input), None)
 
     def missing(self, stage: Stage[Any], record: StageRecord) -> list[str]:
         """The earlier stages whose result ``stage`` needs and ``record`` lacks."""
+        return [s.name for s in self._own(stage)[2] if s.result(record) is None]
+
+    def _needed(self, stage: Stage[Any]) -> tuple[Stage[Any], ...]:
         at = self.names.index(stage.name)
-        needed = [s for s in self.stages[:at] if s.carries is not None or s is self.feeder(stage)]
-        return [s.name for s in needed if s.result(record) is None]
+        feeder = self._feeder(stage)
+        return tuple(s for s in self.stages[:at] if s.carries is not None or s is feeder)
 
     def own_topics(self) -> dict[str, str]:
         """Each stage's own output topic (stages without a ``TopicNames`` role): role -> name."""

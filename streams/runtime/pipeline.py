@@ -286,7 +286,7 @@ class Pipeline(Intake):
         value, source, headers = delivery.value, delivery.source, delivery.headers
         ticket = delivery.ticket()  # None: run_stage dead-letters it as invalid
         topic = self.source_topic(self.chain[stage])
-        untrusted = self.signer.problem(topic, source.key, value, headers) or (
+        untrusted = delivery.problem(self.signer, topic) or (
             ticket is not None and self.admission.misplaced(source)(ticket.session_id)
         )
         # An erased customer's old record is dropped there, never kept in a dead letter.

@@ -73,7 +73,7 @@ class Admission:
         if ticket is None:
             return False
         source = delivery.source
-        if self.signer.problem(topic, source.key, delivery.value, delivery.headers):
+        if delivery.problem(self.signer, topic):
             return True
         if self.misplaced(source)(ticket.session_id) is not None:
             return True

@@ -23,7 +23,7 @@ class Signature:
     async def __call__(self, host: Host, view: RecordView) -> Verdict:
         d = view.delivery
         topic = host.source_topic(view.stage)
-        problem = host.signer.problem(topic, view.source.key, d.value, d.headers)
+        problem = d.problem(host.signer, topic)
         if problem is None:
             return GO
         await host._untrusted(view.stage.name, d.value, problem, view.source, d.ticket())
