@@ -35,6 +35,8 @@ class Marks:
     any_word: re.Pattern[str] | None = None
     # The words one of which every match of ``any_word`` holds: a text without any is not read.
     sieve: Sieved | None = None
+    # The ``contrast`` marker sieved: a text without any of its words is not cut by it.
+    contrast: Sieved | None = None
 
     def may_hold(self, text: str) -> bool:
         """False only when ``text`` holds none of ``words``' entries (a quick test first)."""
@@ -71,11 +73,17 @@ def readable(text: str) -> str:
 def sentences(text: str, marks: Marks) -> Iterator[Sentence]:
     """Every sentence of ``readable(text)`` with its clauses, as ``marks``' language splits
     them."""
-    yield from _sentences(text, marks.markers.get("contrast"))
+    yield from _sentences(text, marks.markers.get("contrast"), marks.contrast)
 
 
 @functools.lru_cache(maxsize=256)
-def _sentences(text: str, contrast: re.Pattern[str] | None) -> tuple[Sentence, ...]:
+def _sentences(
+    text: str, contrast: re.Pattern[str] | None, sieve: Sieved | None = None
+) -> tuple[Sentence, ...]:
+    if contrast is not None and sieve is not None and not sieve.may_match(text):
+        # No contrast word stands anywhere in the text, so none cuts a clause: the text is split
+        # as a language without contrast words splits it, once for every such language.
+        return _sentences(text, None, None)
     found = []
     for sentence in _split(_SENTENCE_END, text):
         parts = _split(_CLAUSE_END, sentence)
@@ -122,7 +130,9 @@ def _marks(language: str, words: Mapping[str, Any], group: str) -> Marks | None:
     any_word = _any(group, every) if every else None
     sieve = Sieved(_alternation(every), re.I) if every else None
     kinds = {k: p for k, p in compiled.items() if p is not None}
-    return Marks(language, kinds, markers, reach, any_word, sieve)
+    cut = words.get("markers", {}).get("contrast")
+    contrast = Sieved(_alternation(cut), re.I) if cut else None
+    return Marks(language, kinds, markers, reach, any_word, sieve, contrast)
 
 
 def _any(name: str, entries: Sequence[str]) -> re.Pattern[str] | None:

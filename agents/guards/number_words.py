@@ -7,10 +7,11 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from baton_kafka.agents.guards import whole_words
 from baton_kafka.agents.guards import words as packs_words
 from baton_kafka.agents.guards.skipping import led
+from baton_kafka.agents.guards.whole_words import tree
 
 _GAP = re.compile(r"[\s\u00a0-]+")
 
@@ -29,6 +30,11 @@ class Words:
     compound: bool
 
     @functools.cached_property
+    def known(self) -> frozenset[str]:
+        """Every word a number of this language is made of."""
+        return self._known
+
+    @functools.cached_property
     def _known(self) -> frozenset[str]:
         return frozenset((*self.units, *self.hundreds, *self.scales, *self.joiners))
 
@@ -45,7 +51,7 @@ class Words:
         if all(w.isalpha() for w in self._known):
             # A match is then a whole word, whichever parts it is read as: the words as a
             # tree of their letters find the same words, trying each letter once.
-            alternatives = f"(?:{_tree(self._known)})"
+            alternatives = f"(?:{tree(self._known)})"
         many = "+" if self.compound else ""
         # The lookahead only skips, at once, the words no number word can start.
         first = re.escape("".join(sorted({w[0] for w in self._known})))
@@ -77,27 +83,6 @@ class Words:
                 total += (current or 1) * self.scales[part]
                 current = 0
         return float(total + current)
-
-
-def _tree(words: frozenset[str]) -> str:
-    """An alternation of ``words`` that shares their common beginnings ("vier(?:zehn|zig)?")."""
-    root: dict[str, Any] = {}
-    for word in words:
-        node = root
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def branch(node: dict[str, Any]) -> str:
-        nexts = [re.escape(c) + branch(sub) for c, sub in sorted(node.items()) if c]
-        if not nexts:
-            return ""
-        body = nexts[0] if len(nexts) == 1 else f"(?:{'|'.join(nexts)})"
-        if "" not in node:
-            return body
-        return f"(?:{body})?" if len(nexts) == 1 else f"{body}?"
-
-    return branch(root)
 
 
 def languages() -> dict[str, Words]:
@@ -180,6 +165,16 @@ def ambiguous() -> re.Pattern[str]:
     return packs_words.compiled(_ambiguous)
 
 
+def holds_ambiguous(text: str) -> bool:
+    """Whether ``ambiguous()`` finds a word in ``text`` (told from its words when ASCII)."""
+    return whole_words.holds(ambiguous(), packs_words.compiled(_ambiguous_screen), text)
+
+
+@packs_words.builder
+def _ambiguous_screen() -> re.Pattern[str] | None:
+    return whole_words.screen([(w.ambiguous, False) for w in languages().values()])
+
+
 @packs_words.builder
 def _ambiguous() -> re.Pattern[str]:
     words = sorted({w for lang in languages().values() for w in lang.ambiguous}, key=len)
@@ -194,7 +189,8 @@ def _ambiguous() -> re.Pattern[str]:
 def spelled_numbers(text: str, language: str | None) -> Iterator[Spelled]:
     """Number words of every language in the data file; a language's ambiguous words only
     when ``text`` is written in it (``language``)."""
-    if not packs_words.compiled(_any_word).search(text):
+    screened = packs_words.compiled(_any_word_screen)
+    if not whole_words.holds(packs_words.compiled(_any_word), screened, text):
         return  # one scan for every language's words: most texts have none
     for lang, words in languages().items():
         yield from _numbers(text, words, ambiguous=language == lang)
@@ -215,3 +211,9 @@ def _any_word() -> re.Pattern[str]:
 
 
 _WORD_START = r"(?<![^\W\d_])"
+
+
+@packs_words.builder
+def _any_word_screen() -> re.Pattern[str] | None:
+    """``_any_word`` told from an ASCII text's words: each language's, compound where it is."""
+    return whole_words.screen([(w.known, w.compound) for w in languages().values()])

@@ -277,9 +277,9 @@ def all_numbers(
 @words.per_text(maxsize=256)
 def _own_language(text: str) -> str | None:
     """The language ``text`` is read in, only where the reading depends on it."""
-    from baton_kafka.agents.guards.number_words import ambiguous
+    from baton_kafka.agents.guards.number_words import holds_ambiguous
 
-    if _DOT_THOUSANDS.search(text) or ambiguous().search(text):
+    if _DOT_THOUSANDS.search(text) or holds_ambiguous(text):
         return _language(text)
     return None
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from baton_kafka.agents.guards import words
+from baton_kafka.agents.guards import whole_words, words
 
 Spelled = tuple[float, int, int]  # a number's value, and where it is written: text[start:end]
 
@@ -24,6 +24,8 @@ class _English:
     joiner: str
     article: str
     any: re.Pattern[str]
+    # ``any`` told from an ASCII text's words, read once for every number screen (None: read it).
+    screen: re.Pattern[str] | None
 
 
 @words.builder
@@ -44,6 +46,7 @@ def _english() -> _English:
         str(spelled.get("joiner", "")).lower(),
         str(spelled.get("article", "")).lower(),
         re.compile(rf"(?<![A-Za-z])(?=[{first}])(?:{pattern})(?![A-Za-z])", re.I),
+        whole_words.screen([(known, False)]),
     )
 
 
@@ -99,7 +102,7 @@ def _en_value(parts: list[str], en: _English) -> float:
 def english_numbers(text: str) -> Iterator[Spelled]:
     """Spelled-out English numbers: "fifty", "one hundred and twenty", "a thousand"."""
     en = words.compiled(_english)
-    if not en.any.search(text):
+    if not whole_words.holds(en.any, en.screen, text):
         return
     for group in _en_groups(text, en):
         while group and group[-1].group().lower() == en.joiner:

@@ -180,6 +180,11 @@ def _reaches_ascii(char: str, flags: int) -> bool:
     return any(literal.fullmatch(chr(code)) for code in range(128))
 
 
+def reaches_ascii(char: str, flags: int) -> bool:
+    """Whether ``char`` as a literal of a pattern with ``flags`` matches an ASCII character."""
+    return _reaches_ascii(char, flags)
+
+
 def _needed(items: Any, flags: int) -> frozenset[str] | None:
     """Words one of which every match of ``items`` (a parsed sequence) holds, as an ASCII text
     would write them; empty when no match fits an ASCII text; None when not worked out."""
