@@ -4,6 +4,8 @@ collected in larger batches."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 # Allocations (net of frees) between two young collections; CPython's default is 700. A ticket
 # allocates thousands of short-lived objects (records parsed, models built, futures), so at
@@ -29,3 +31,16 @@ def settle() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
+
+
+@contextmanager
+def settled() -> Iterator[None]:
+    """``settle`` for the block's length, then the collector as it was (thresholds restored,
+    every object unfrozen): for code that measures a worker's work inside another process."""
+    thresholds = gc.get_threshold()
+    settle()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)

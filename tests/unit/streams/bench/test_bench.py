@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from baton_kafka.streams.bench.workloads import soak_expiry
 from baton_kafka.streams.cli.main import main, parser
 from baton_kafka.streams.kafka.apache import KafkaUnavailable
 from baton_kafka.streams.kafka.topics import TopicNames
+from baton_kafka.streams.runtime import heap
 from baton_kafka.streams.settings import Settings, load
 from tests.fixtures.data import KETTLE, order
 from tests.fixtures.data import reply as make_reply
@@ -261,6 +263,24 @@ async def test_in_process_run_answers_every_ticket_and_times_the_model(tmp_path:
     cost = await measure(settings, workload.tickets())
     assert (cost.tickets, cost.replies) == (6, 6)
     assert 0 < cost.model_s < cost.total_s
+
+
+async def test_in_process_run_collects_garbage_as_a_settled_worker_then_restores(
+    tmp_path: Path,
+) -> None:
+    workload = Workload("h", sessions=1, per_session=2)
+    settings = await _store_with(tmp_path, workload)
+    before = gc.get_threshold()
+    seen: list[tuple[tuple[int, int, int], int]] = []
+    await measure(
+        settings,
+        workload.tickets(),
+        lambda _ticket, _state: seen.append((gc.get_threshold(), gc.get_freeze_count())),
+    )
+    settled = (heap.YOUNG_THRESHOLD, heap.MIDDLE_THRESHOLD, heap.OLD_THRESHOLD)
+    assert len(seen) == 2
+    assert all(threshold == settled and frozen > 0 for threshold, frozen in seen)
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, 0)
 
 
 async def test_a_long_session_grows_its_baton(tmp_path: Path) -> None:

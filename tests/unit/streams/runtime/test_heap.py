@@ -33,3 +33,15 @@ def test_settle_freezes_what_is_alive_and_raises_the_young_threshold() -> None:
     del cycle
     assert gc.collect() >= 1
     assert kept[1]["a"] == [1, 2]
+
+
+def test_settled_restores_the_collector_as_it_was() -> None:
+    thresholds = gc.get_threshold()
+    with heap.settled():
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (
+            heap.YOUNG_THRESHOLD,
+            heap.MIDDLE_THRESHOLD,
+            heap.OLD_THRESHOLD,
+        )
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (thresholds, 0)
