@@ -8,16 +8,14 @@ the order referred to, several left mean the customer is asked, never answered w
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Literal
 
-from baton_kafka.agents.rules.matching import find_product, normalize, product_score
-from baton_kafka.agents.rules.phrases import PROBLEM_RX, problem_key
-from baton_kafka.agents.rules.time_hints import extract_time_hint, time_score
+from baton_kafka.agents.rules.matching import find_product, product_score
+from baton_kafka.agents.rules.phrases import problem_key
+from baton_kafka.agents.rules.recall_clues import Clues, clues
+from baton_kafka.agents.rules.time_hints import time_score
 from baton_kafka.schemas.baton import OrderMemory
 from baton_kafka.schemas.records import Order
 from baton_kafka.schemas.stages import OrderCandidate, Recall, RecallMethod
@@ -25,189 +23,6 @@ from baton_kafka.schemas.stages import OrderCandidate, Recall, RecallMethod
 ASK_AMONG = 3
 # Product scores this close name the product equally well: "the shoes" fits both pairs.
 ALIKE = 0.01
-_EN = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
-_NOT = r"(?:not|never|hasn t|hasnt|haven t|havent|didn t|didnt|isn t|isnt|wasn t|wasnt|still not)"
-_THING = r"(?:one|ones|order|item|thing|parcel|package|pair|purchase)"
-
-
-def _rx(en: str, zh: str) -> re.Pattern[str]:
-    return re.compile(f"{_EN.format(en)}|{zh}")
-
-
-# What was done or asked about the order: the demands (or the store statuses) it points at.
-_DONE: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
-    (
-        _rx(
-            r"(?:sent|send|took|shipped|mailed|brought|posted|returned|dropped off|handed in)"
-            r"\b(?:\s+\w+){0,4}\s+(?:for|in for|to be|off"
-            r" for|in to be|away for)\s+(?:a\s+|the\s+)?(?:repair|repairs|repaired|fixing|fixed)"
-            r"|(?:in|out) for repairs?|being (?:repaired|fixed)|the repair|my repair"
-            r"|repair (?:job|order|request|ticket)|repaired yet",
-            r"送修|寄修|返修|拿去修|送去修|寄去修|送去维修|寄回维修|维修中|修理中|在修|修的那",
-        ),
-        frozenset({"repair"}),
-    ),
-    (
-        _rx(
-            r"the refund|my refund|refunded|(?:asked|applied|requested|filed)(?: \w+)? for"
-            r"(?: a| the)? refund|refund (?:request|i asked|i requested)"
-            r"|(?:returned|returning|sent back|sending back)(?: \w+){0,3} for(?: a)? refund",
-            r"退款的|申请退款|申请了退款|退了款|退款那|要退款的|退款申请|退钱的|钱[^，。？！,.?!]{0,5}退",
-        ),
-        frozenset({"refund", "refunded", "returned"}),
-    ),
-    (
-        _rx(
-            r"(?:i|we) (?:returned|sent back|send back|shipped back|mailed back)"
-            r"|(?:the|my) return(?! (?:label|shipping|postage|address|policy|form|fee|cost|process"
-            r"|window|period|instructions))|returned(?: one| item| order| pair)"
-            r"|the one (?:i|we) (?:sent|shipped) back",
-            r"退货的|退回的|退掉的|退了的|寄回去的|退货那|退的那",
-        ),
-        frozenset({"refund", "exchange", "returned", "refunded"}),
-    ),
-    (
-        _rx(
-            r"(?:i|we) (?:exchanged|swapped)|the exchange|my exchange|the replacement"
-            r"|(?:getting|being|having (?:it|them)|got (?:it|them)) replaced"
-            r"|exchange (?:request|i asked)|(?:asked|applied) (?:\w+ )?(?:to|for)(?: an)? exchange",
-            r"换货的|换了的|换的那|换货那|申请换货|要换的",
-        ),
-        frozenset({"exchange"}),
-    ),
-    (
-        _rx(
-            r"(?:i|we) cancel+ed|the cancel+ation|cancel+ed (?:one|order)|(?:asked|wanted|tried) to"
-            r" cancel",
-            r"取消的那|取消了的|要取消的|取消那",
-        ),
-        frozenset({"cancel", "cancelled"}),
-    ),
-    (
-        _rx(r"(?:i|we) complained|my complaint|the complaint", r"投诉的那|投诉过的"),
-        frozenset({"complaint"}),
-    ),
-)
-
-# The order's status in the store today.
-_STATUS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
-    (
-        _rx(
-            rf"{_NOT}(?: been| yet)? (?:shipped|dispatched|sent out|sent)|not (?:yet )?shipped"
-            r"|yet to (?:ship|be shipped)|still (?:pending|processing)",
-            r"还没发货|没发货|未发货|还没有发货|没有发货|还没寄出|没寄出|未寄出|还没发出",
-        ),
-        frozenset({"pending", "paid"}),
-    ),
-    (
-        _rx(
-            r"on (?:its|the|their) way|in transit|still coming|out for delivery|being shipped",
-            r"在路上|运输中|派送中|还在运|还在跑|在途",
-        ),
-        frozenset({"shipped"}),
-    ),
-    (
-        _rx(
-            r"(?:got|get|been|was|went) (?:lost|missing)|(?:managed|managing) to lose|lost (?:it|"
-            r"the (?:parcel|package|order))|lost in (?:the )?(?:post|mail|transit)",
-            r"丢了|丢件|弄丢|寄丢",
-        ),
-        frozenset({"lost"}),
-    ),
-    (
-        _rx(
-            rf"{_NOT}(?: yet)? (?:arrived|come|turned up|shown up|been delivered|delivered)"
-            r"|(?:hasn t|has not|haven t|have not) (?:arrived|come)",
-            r"还没到|没到的|还没收到|没收到的",
-        ),
-        frozenset({"shipped", "lost", "paid", "pending"}),
-    ),
-    (
-        _rx(
-            rf"{_THING} (?:that|which) (?:was |were |has |have |had )?(?:already )?"
-            r"(?:delivered|arrived|came)|(?:already|just) (?:been )?(?:delivered|arrived)",
-            r"已签收|签收的|收到的那|已经到了的|到了的那",
-        ),
-        frozenset({"delivered"}),
-    ),
-)
-
-# Words that point back at something ("the one ...", "那个"): a time alone is a clue only
-# next to one of them, so "my kettle broke last week" does not become a reference.
-_POINTER = _rx(
-    rf"the {_THING}|that {_THING}|(?:s|week|month|year|day)s? {_THING}|those"
-    r"|(?:i|we) (?:asked|wrote|talked) about"
-    r"|(?:bought|ordered|got)",
-    r"那个|那单|那件|那台|那双|那笔|那次|问的|买的|咨询的|订的",
-)
-
-
-_TALKED = _rx(
-    r"(?:i|we) (?:asked|wrote|talked|chatted|spoke|contacted you) about|(?:asked|talked) about",
-    r"问的|问过的|咨询的|咨询过的|聊的|说的那",
-)
-_BOUGHT = _rx(
-    r"(?:i|we) (?:bought|ordered|purchased|got)|(?:week|month|year|day)s? (?:order|purchase)",
-    r"买的|订的|下单的|购买的|的订单",
-)
-
-
-@dataclass(frozen=True)
-class Clues:
-    """What a message says about the order it means, each with the words it was read from."""
-
-    done: frozenset[str] = frozenset()
-    done_words: tuple[str, ...] = ()
-    status: frozenset[str] = frozenset()
-    status_words: tuple[str, ...] = ()
-    time_hint: str | None = None
-    time_of: Literal["talk", "purchase", "either"] = "either"
-    problem: str | None = None
-    problem_words: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.done or self.status or self.time_hint or self.problem)
-
-    @property
-    def points(self) -> bool:
-        """Says what was done about the order or its status (more than a time)."""
-        return bool(self.done or self.status)
-
-
-def _read(
-    table: Iterable[tuple[re.Pattern[str], frozenset[str]]], norm: str
-) -> tuple[frozenset[str], tuple[str, ...]]:
-    """The kinds every matching clue allows ("returned ... for a refund": a refund), else any."""
-    sets: list[frozenset[str]] = []
-    words: list[str] = []
-    for rx, kind in table:
-        found = rx.search(norm)
-        if found:
-            sets.append(kind)
-            words.append(found.group(0).strip())
-    if not sets:
-        return frozenset(), ()
-    common = frozenset.intersection(*sets)
-    return common or frozenset.union(*sets), tuple(words)
-
-
-# A ticket's text is read for clues by several stages in a row; what it gives never changes.
-@functools.lru_cache(maxsize=256)
-def clues(message: str) -> Clues:
-    """The clues a message gives about an order it refers back to."""
-    norm = normalize(message)
-    done, done_words = _read(_DONE, norm)
-    status, status_words = _read(_STATUS, norm)
-    hint = extract_time_hint(message)
-    if hint and not _POINTER.search(norm):
-        hint = None
-    talked, bought = bool(_TALKED.search(norm)), bool(_BOUGHT.search(norm))
-    of: Literal["talk", "purchase", "either"] = (
-        "talk" if talked and not bought else "purchase" if bought and not talked else "either"
-    )
-    key = next(((k, rx) for k, rx in PROBLEM_RX.items() if rx.search(norm)), None)
-    problem, problem_words = (key[0], (key[1].search(norm).group(0),)) if key else (None, ())  # type: ignore[union-attr]
-    return Clues(done, done_words, status, status_words, hint, of, problem, problem_words)
 
 
 @dataclass(frozen=True)

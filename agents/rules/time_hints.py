@@ -1,100 +1,127 @@
-"""Time hints ("last month", "上周", "3 days ago"): found in a text, scored against a date."""
+"""Time hints ("last month", "上周", "3 days ago"): found in a text, scored against a date.
+
+The words are the language packs' (``<lang>/recall.toml``, table ``time``): a text is read with
+its language's hints and English's and Chinese's, as the other offline rules read it.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
+from baton_kafka.agents import packs
+from baton_kafka.agents.languages import KANA
+from baton_kafka.agents.rules.phrases import ALWAYS, written_in
 from baton_kafka.agents.rules.screen import ascii_starts
 
-_EN_NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3,
-}  # fmt: skip
-_ZH_DIGITS = {
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-_UNIT_WORDS = {
-    "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-    "months": "month", "year": "year", "years": "year", "天": "day", "日": "day",
-    "周": "week", "星期": "week", "个星期": "week", "礼拜": "week", "个礼拜": "week",
-    "个月": "month", "月": "month", "年": "year",
-}  # fmt: skip
-_EN_COUNT = "|".join([r"\d+", *sorted(_EN_NUMBERS, key=len, reverse=True)])
-_ZH_COUNT = r"\d+|[一二两三四五六七八九十几]+"
+CONCERN = "recall"
+# A count no word of the pack spells ("几", "several"): a few.
+_FEW = 3
 
-# (pattern, unit, count); count None means it is read from group 1, unit None from group 2.
-_HINTS: tuple[tuple[re.Pattern[str], str | None, int | None], ...] = tuple(
-    (re.compile(p, re.I), unit, n)
-    for p, unit, n in (
-        (rf"\b({_EN_COUNT})\s+(days?|weeks?|months?|years?)\s+ago\b", None, None),
-        (
-            rf"({_ZH_COUNT})\s*(天|日|个星期|星期|个礼拜|礼拜|周|个月|年)\s*(?:前|之前|以前)",
-            None,
-            None,
-        ),
-        (r"\bthe day before yesterday\b", "day", 2),
-        (r"\byesterday\b", "day", 1),
-        (r"\btoday\b|\bthis morning\b|\bearlier today\b", "day", 0),
-        (r"\blast week(?:end)?\b", "week", 1),
-        (r"\bthis week\b", "week", 0),
-        (r"\blast month\b", "month", 1),
-        (r"\bthis month\b", "month", 0),
-        (r"\blast year\b", "year", 1),
-        (r"\bthis year\b", "year", 0),
-        (r"\brecently\b|\bthe other day\b|\bfew days back\b", "recent", 0),
-        (r"大前天", "day", 3),
-        (r"前天", "day", 2),
-        (r"昨天|昨日", "day", 1),
-        (r"今天|今日", "day", 0),
-        (r"上周|上个?星期|上个?礼拜|上週", "week", 1),
-        (r"这周|本周|这个?星期|这个?礼拜", "week", 0),
-        (r"上个?月", "month", 1),
-        (r"这个月|本月", "month", 0),
-        (r"前年", "year", 2),
-        (r"去年", "year", 1),
-        (r"今年", "year", 0),
-        (r"最近|前几天|前些天|前阵子", "recent", 0),
+
+@dataclass(frozen=True, eq=False)
+class Hint:
+    """One hint pattern: its unit and count, or (both None) read from groups 1 and 2."""
+
+    rx: re.Pattern[str]
+    unit: str | None
+    count: int | None
+    words: Mapping[str, Any]  # the pack's ``time`` table it came from: its numbers and units
+
+
+def _count(words: Mapping[str, Any]) -> str:
+    if words.get("count"):
+        return str(words["count"])
+    return "|".join([r"\d+", *sorted(words.get("numbers", {}), key=len, reverse=True)])
+
+
+@functools.cache
+def _language(language: str) -> tuple[tuple[Hint, ...], tuple[Hint, ...]]:
+    """``language``'s counted hints ("3 days ago") and fixed ones ("yesterday"), compiled."""
+    words = packs.pack(CONCERN, language).get("time", {})
+    count = _count(words)
+    counted = tuple(
+        Hint(re.compile(p.replace("{count}", count), re.I), None, None, words)
+        for p in words.get("ago", [])
     )
-)
+    fixed = tuple(
+        Hint(re.compile(h["rx"], re.I), str(h["unit"]), int(h["count"]), words)
+        for h in words.get("hints", [])
+    )
+    return counted, fixed
 
 
-# Every hint is written in English letters or in Han characters, and a text with none of one
-# kind is not searched for that kind's hints (each search a scan of the text); the hints keep
-# their order, the first of two found at one place being the one kept.
-_HAN = re.compile(r"[\u4e00-\u9fff]")
+def _joined(languages: tuple[str, ...]) -> tuple[Hint, ...]:
+    """The hints of ``languages``: every counted one first, then the fixed ones, in order."""
+    read = [_language(lang) for lang in languages]
+    return tuple(h for counted, _ in read for h in counted) + tuple(
+        h for _, fixed in read for h in fixed
+    )
+
+
+def _chosen(language: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*ALWAYS, language)))
+
+
+# Every hint is written in Latin letters or in Han/kana, and a text with none of one kind is
+# not searched for that kind's hints (each search a scan of the text); the hints keep their
+# order, the first of two found at one place being the one kept.
+_CJK = re.compile(f"[\u4e00-\u9fff{KANA}]")
 _LATIN = re.compile(r"[a-zA-Z]")
-_BY_SCRIPT: dict[tuple[bool, bool], tuple[re.Pattern[str], ...]] = {
-    (latin, han): tuple(p for p, _, _ in _HINTS if (han if _HAN.search(p.pattern) else latin))
-    for latin in (False, True)
-    for han in (False, True)
-}
+
+
+@functools.cache
+def hints(language: str) -> dict[tuple[bool, bool], tuple[Hint, ...]]:
+    """The hints a text in ``language`` is read with (its own, English's and Chinese's), by
+    whether the text has Latin letters and whether it has Han or kana."""
+    every = _joined(_chosen(language))
+    return {
+        (latin, cjk): tuple(h for h in every if (cjk if _CJK.search(h.rx.pattern) else latin))
+        for latin in (False, True)
+        for cjk in (False, True)
+    }
+
+
+@functools.cache
+def every_hint() -> tuple[Hint, ...]:
+    """The hints of every language with a pack, English's and Chinese's first."""
+    return _joined(tuple(dict.fromkeys((*ALWAYS, *packs.languages(CONCERN)))))
 
 
 # The lower-case starts of each hint's matches in an ASCII text (None: not told, "3 days ago"):
 # in such a text a hint is searched for only from the first of its starts the text has.
-_STARTS = {p: ascii_starts(p) for p, _, _ in _HINTS}
+@functools.cache
+def _starts(rx: re.Pattern[str]) -> frozenset[str] | None:
+    return ascii_starts(rx)
 
 
-def extract_time_hint(text: str) -> str | None:
-    """The first time reference in ``text`` ("last month", "上周", "3 days ago"), or None."""
+def warm() -> None:
+    """Compile every language's hints (and their ASCII starts) now, not for a ticket."""
+    for language in packs.languages(CONCERN):
+        for tried in hints(language).values():
+            for h in tried:
+                _starts(h.rx)
+    every_hint()
+
+
+warm()
+
+
+def extract_time_hint(text: str, language: str | None = None) -> str | None:
+    """The first time reference in ``text`` ("last month", "上周", "3 days ago"), or None;
+    read in ``language`` (the text's own when not given) and English and Chinese."""
+    tried_in = hints(language or written_in(text))
     text = unicodedata.normalize("NFKC", text)
     best: re.Match[str] | None = None
-    tried = _BY_SCRIPT[_LATIN.search(text) is not None, _HAN.search(text) is not None]
+    tried = tried_in[_LATIN.search(text) is not None, _CJK.search(text) is not None]
     low = text.lower() if text.isascii() else None
-    for pattern in tried:
-        match = _first(pattern, text, low)
+    for hint in tried:
+        match = _first(hint.rx, text, low)
         if match and (best is None or match.start() < best.start()):
             best = match
     return best.group(0).strip().lower() if best else None
@@ -103,7 +130,7 @@ def extract_time_hint(text: str) -> str | None:
 def _first(pattern: re.Pattern[str], text: str, low: str | None) -> re.Match[str] | None:
     """``pattern.search(text)``, from the first start of its matches in ``low`` (``text`` in
     lower case when it is ASCII, else None: searched from its beginning)."""
-    starts = _STARTS[pattern] if low is not None else None
+    starts = _starts(pattern) if low is not None else None
     if low is None or starts is None:
         return pattern.search(text)
     at = [i for i in map(low.find, starts) if i >= 0]
@@ -111,27 +138,33 @@ def _first(pattern: re.Pattern[str], text: str, low: str | None) -> re.Match[str
     return pattern.search(text, min(at)) if at else None
 
 
-def _zh_number(raw: str) -> int:
+def _number(raw: str, words: Mapping[str, Any]) -> int:
+    """The count ``raw`` spells in the pack's ``words``: digits, a word, or tens ("二十")."""
     if raw.isdigit():
         return int(raw)
-    if raw == "几":
-        return 3
-    if "十" in raw:
-        tens, _, ones = raw.partition("十")
-        return _ZH_DIGITS.get(tens, 1) * 10 + _ZH_DIGITS.get(ones, 0)
-    return _ZH_DIGITS.get(raw, 3)
+    numbers, digits, tens = words.get("numbers", {}), words.get("digits", {}), words.get("tens")
+    if raw in numbers:
+        return int(numbers[raw])
+    if tens and tens in raw:
+        high, _, low = raw.partition(tens)
+        return int(digits.get(high, 1)) * 10 + int(digits.get(low, 0))
+    return int(digits.get(raw, _FEW))
 
 
 def _parse_hint(hint: str) -> tuple[str, int] | None:
-    for pattern, unit, count in _HINTS:
-        match = pattern.search(unicodedata.normalize("NFKC", hint))
-        if not match:
-            continue
-        if unit is not None and count is not None:
-            return unit, count
+    """The unit and count of a hint: by the first pattern that is the whole hint (an extracted
+    hint is one pattern's match: "一昨日", not the "昨日" in it), else the first found in it."""
+    text = unicodedata.normalize("NFKC", hint)
+    every = every_hint()
+    whole = next(((h, m) for h in every if (m := h.rx.fullmatch(text))), None)
+    found = whole or next(((h, m) for h in every if (m := h.rx.search(text))), None)
+    if found is not None:
+        h, match = found
+        if h.unit is not None and h.count is not None:
+            return h.unit, h.count
         raw_count, raw_unit = match.group(1).lower(), match.group(2).lower()
-        number = int(raw_count) if raw_count.isdigit() else _EN_NUMBERS.get(raw_count)
-        return _UNIT_WORDS[raw_unit], number if number is not None else _zh_number(raw_count)
+        unit = h.words.get("units", {}).get(raw_unit)
+        return (str(unit), _number(raw_count, h.words)) if unit else None
     return None
 
 

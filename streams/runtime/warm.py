@@ -9,7 +9,7 @@ import pkgutil
 from baton_kafka.agents import guards, packs, prompts, risk, staff_notes
 from baton_kafka.agents.guards import clauses, words
 from baton_kafka.agents.policy import Policy
-from baton_kafka.agents.rules import phrases
+from baton_kafka.agents.rules import phrases, recall_clues, time_hints
 
 # The (concern, group) tables the reply's guards read sentences with, in every language.
 MARKS = (("commitments", "kinds"), ("claims", "claims"))
@@ -34,6 +34,8 @@ def patterns(policy: Policy | None = None) -> None:
             clauses.marks(concern, language, group)
     for language in packs.languages(phrases.CONCERN):
         phrases.reading(language)
+    recall_clues.warm()
+    time_hints.warm()
     if policy is not None:
         policy.id_shapes  # noqa: B018  (a cached property: the shop's id patterns, compiled)
         prompts.prompt_version(policy)  # every stage's system prompt, with its output schema

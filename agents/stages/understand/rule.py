@@ -255,7 +255,7 @@ def understand_rules(facts: Facts) -> Understanding:
         if previous and (same_topic or not session.product)
         else DEFAULT_DEMAND.get(key or "", "information" if read.news.search(norm) else "other")
     )
-    time_hint = extract_time_hint(message)
+    time_hint = extract_time_hint(message, lang)
     keywords: list[str] = [*mentions]
     for found in (*said_problems.values(), *said_demands.values()):
         keywords += found

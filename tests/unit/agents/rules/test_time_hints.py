@@ -1,4 +1,4 @@
-"""Time hints in English and Chinese: found in a message, scored against order dates."""
+"""Time hints in every shipped language: found in a message, scored against order dates."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from baton_kafka.agents.rules.time_hints import extract_time_hint, time_score
+from baton_kafka.agents.rules.time_hints import _parse_hint, extract_time_hint, time_score
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday
 
@@ -89,3 +89,51 @@ def test_time_score_accepts_naive_and_offset_datetimes() -> None:
 def test_an_impossible_time_hint_is_no_hint() -> None:
     now = datetime(2026, 11, 29, tzinfo=UTC)
     assert time_score("5000 years ago", datetime(2026, 1, 1, tzinfo=UTC), now) == 0.5
+
+
+# (text, the hint found, the unit and count it is read as): each language's own words, from
+# its pack, and the near misses that are no time.
+_OTHERS = [
+    ("Ich habe es vor 3 Tagen bestellt", "vor 3 tagen", ("day", 3)),
+    ("vor einer Woche gekauft", "vor einer woche", ("week", 1)),
+    ("Die Bestellung von letzter Woche", "letzter woche", ("week", 1)),
+    ("Vorgestern angekommen", "vorgestern", ("day", 2)),
+    ("Was ich letzten Monat gekauft habe", "letzten monat", ("month", 1)),
+    ("vor zwei Monaten bestellt", "vor zwei monaten", ("month", 2)),
+    ("Gibt es die Trail Boots 41 auch in 42?", None, None),
+    ("Lo compré hace dos semanas", "hace dos semanas", ("week", 2)),
+    ("Llegó ayer", "ayer", ("day", 1)),
+    ("El pedido de la semana pasada", "semana pasada", ("week", 1)),
+    ("Lo que compré el mes pasado", "mes pasado", ("month", 1)),
+    ("hace 3 días que lo pedí", "hace 3 días", ("day", 3)),
+    ("¿Tienen la talla 42?", None, None),
+    ("Je l'ai commandé il y a trois jours", "il y a trois jours", ("day", 3)),
+    ("Livré avant-hier", "avant-hier", ("day", 2)),
+    ("La commande de la semaine dernière", "semaine dernière", ("week", 1)),
+    ("Ce que j'ai acheté le mois dernier", "mois dernier", ("month", 1)),
+    ("il y a 2 ans", "il y a 2 ans", ("year", 2)),
+    ("Avez-vous les Trail Boots 41 en 42 ?", None, None),
+    ("先週注文したもの", "先週", ("week", 1)),
+    ("一昨日届きました", "一昨日", ("day", 2)),
+    ("3日前に買いました", "3日前", ("day", 3)),
+    ("二週間前に注文しました", "二週間前", ("week", 2)),
+    ("先月買ったもの", "先月", ("month", 1)),
+    ("数日前に届いた", "数日前", ("day", 3)),
+    ("Trail Boots 41の42サイズはありますか？", None, None),
+]
+
+
+@pytest.mark.parametrize(("text", "hint", "parsed"), _OTHERS)
+def test_time_hints_in_german_spanish_french_and_japanese(
+    text: str, hint: str | None, parsed: tuple[str, int] | None
+) -> None:
+    assert extract_time_hint(text) == hint
+    assert (_parse_hint(hint) if hint else None) == parsed
+
+
+def test_each_languages_hint_scores_the_dates_it_names() -> None:
+    assert time_score("vor 3 tagen", _at(3), NOW) == 1.0
+    assert time_score("hace dos semanas", _at(14), NOW) == 1.0
+    assert time_score("il y a trois jours", _at(40), NOW) < 0.5
+    assert time_score("一昨日", _at(2), NOW) == 1.0 and time_score("一昨日", _at(1), NOW) < 1.0
+    assert time_score("先週", _at(8), NOW) == 1.0

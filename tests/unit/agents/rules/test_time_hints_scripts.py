@@ -1,12 +1,13 @@
 """A time hint, searched for only in the scripts a text is written in, is the hint every
-pattern finds."""
+pattern of its language finds."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 
-from baton_kafka.agents.rules.time_hints import _HINTS, extract_time_hint
+from baton_kafka.agents.rules.phrases import written_in
+from baton_kafka.agents.rules.time_hints import _chosen, _joined, extract_time_hint
 from tests.unit.agents.rules.texts import every_text, generated
 
 # How customers write times, in both scripts, in full width and next to each other.
@@ -17,15 +18,21 @@ _TIMES = [
     "三天前", "两个星期之前", "5个月以前", "十二天前", "大前天", "前天", "昨天", "今日", "上周",
     "上个礼拜", "上週", "这周", "本周", "这个星期", "上个月", "这个月", "本月", "前年", "去年",
     "今年", "最近", "前几天", "前阵子", "ＹＥＳＴＥＲＤＡＹ", "３天前", "LAST Month", "Today",
+    "vor 3 Tagen", "vor einer Woche", "gestern", "letzte Woche", "vorgestern", "hace dos días",
+    "ayer", "la semana pasada", "el mes pasado", "il y a trois jours", "avant-hier", "hier",
+    "la semaine dernière", "le mois dernier", "先週", "一昨日", "3日前", "二週間前", "先月", "昨年",
+    "おとといです",
 ]  # fmt: skip
 
 
 def _plain(text: str) -> str | None:
-    """The definition: every hint searched, the first found kept."""
+    """The definition: every hint of the text's language (and English's and Chinese's)
+    searched, the first found kept."""
+    every = _joined(_chosen(written_in(text)))
     text = unicodedata.normalize("NFKC", text)
     best: re.Match[str] | None = None
-    for pattern, _, _ in _HINTS:
-        match = pattern.search(text)
+    for hint in every:
+        match = hint.rx.search(text)
         if match and (best is None or match.start() < best.start()):
             best = match
     return best.group(0).strip().lower() if best else None
