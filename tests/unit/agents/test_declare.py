@@ -7,27 +7,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from pydantic import BaseModel
 
-from baton_kafka.agents import Outcome
 from baton_kafka.schemas import Ticket
 from baton_kafka.schemas.stages import OrderMatch, StageRecord, StrategyDraft, Understanding
 from baton_kafka.streams.runtime import STAGES, Chain, stage
-from baton_kafka.streams.runtime.stages import Inputs
 from baton_kafka.streams.testing import MemoryOrders, TestPipeline
 from tests.fixtures.data import C1_ORDERS, ticket
+from tests.fixtures.shop_stages import Words, count_words, triage
 
 RECORD = StageRecord(ticket=ticket("t1", "Where is my order?"))
-
-
-class Words(BaseModel):
-    """How many words the customer wrote."""
-
-    words: int
-
-
-async def count_words(i: Inputs) -> Outcome[Words]:
-    return Outcome(Words(words=len(i.ticket.text.split())))
 
 
 def rule(ticket: Ticket, given: Understanding) -> Understanding:
@@ -65,15 +53,7 @@ async def test_a_shops_stage_may_be_a_run_function_of_the_inputs_too() -> None:
 
 def test_a_chain_may_open_with_a_stage_of_the_shops_own() -> None:
     _, lookup, strategy = STAGES
-    opening = stage(
-        "triage",
-        input=Ticket,
-        output=Understanding,
-        run=STAGES[0].run,
-        carries="understanding",
-        role="understood",
-        opens_session=True,
-    )
+    opening = triage()
     chain = Chain((opening, lookup, strategy))
     assert chain.first is opening and chain.source_role(lookup) == "understood"
     assert chain.missing(strategy, RECORD) == ["triage", lookup.name]

@@ -9,42 +9,23 @@ import pickle
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
-from baton_kafka.agents import Outcome
 from baton_kafka.agents.stage import FIRST_SOURCE, Stage
-from baton_kafka.schemas import Ticket
 from baton_kafka.schemas.stages import OrderMatch, StageRecord, Understanding
 from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.runtime import STAGES, Chain, stage
-from baton_kafka.streams.runtime.stages import Inputs
 from baton_kafka.streams.settings import Settings
 from examples.stages.priority import PRIORITY
 from tests.fixtures.data import ticket
-
-
-class Words(BaseModel):
-    words: int
-
-
-async def _count(i: Inputs) -> Outcome[Words]:
-    return Outcome(Words(words=len(i.ticket.text.split())))
+from tests.fixtures.shop_stages import Words, count_words, triage
 
 
 def _chains() -> list[Chain]:
     _, lookup, strategy = STAGES
-    opening = stage(
-        "triage",
-        input=Ticket,
-        output=Understanding,
-        run=STAGES[0].run,
-        carries="understanding",
-        role="understood",
-        opens_session=True,
-    )
-    counted = stage("count", after="understand", input=Understanding, output=Words, run=_count)
+    opening = triage()
+    counted = stage("count", after="understand", input=Understanding, output=Words, run=count_words)
     # Fed by a stage that carries no field of its own (its result is in ``results``).
-    recount = stage("recount", after="count", input=Words, output=Words, run=_count)
+    recount = stage("recount", after="count", input=Words, output=Words, run=count_words)
     return [
         Chain.builtin(),
         Chain.of([PRIORITY]),
@@ -102,7 +83,9 @@ def test_the_readings_made_once_are_the_plain_ones(chain: Chain) -> None:
         assert chain.previous(s.name) == _previous(chain, s.name)
     with pytest.raises(ValueError):
         chain.previous("nowhere")
-    stranger = stage("stranger", after="understand", input=Understanding, output=Words, run=_count)
+    stranger = stage(
+        "stranger", after="understand", input=Understanding, output=Words, run=count_words
+    )
     with pytest.raises(ValueError):
         chain.feeder(stranger)
 
