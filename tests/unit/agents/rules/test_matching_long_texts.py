@@ -14,7 +14,7 @@ from baton_kafka.agents.rules.matching import (
     scorer,
 )
 from baton_kafka.agents.ticket_memo import TicketMemo, sharing
-from tests.unit.agents.rules.texts import every_text, generated
+from tests.unit.agents.rules.texts import every_text, generated, plain_mentions
 
 
 def _plain_units(text: str) -> frozenset[str]:
@@ -23,13 +23,6 @@ def _plain_units(text: str) -> frozenset[str]:
 
 def _plain_kinds(text: str) -> frozenset[str]:
     return frozenset(term.kind for _, term in _found_terms(text))
-
-
-def _plain_mentions(text: str) -> list[str]:
-    seen: dict[str, str] = {}
-    for _, term in sorted(_found_terms(text), key=lambda pair: pair[0]):
-        seen.setdefault(term.kind, term.surface)
-    return list(seen.values())
 
 
 def _long_texts() -> list[str]:
@@ -52,11 +45,11 @@ def test_a_long_text_read_for_the_ticket_reads_as_anew() -> None:
             for _ in range(2):
                 assert _kinds(text) == _plain_kinds(text)
                 assert _units(text) == _plain_units(text)
-                assert mentioned_products(text) == _plain_mentions(text)
+                assert mentioned_products(text) == plain_mentions(text)
             score = scorer(text)
             found = [score(name) for name in names]
             as_name = [product_score(name, text) for name in names]
         assert found == [scorer(text)(name) for name in names]
         assert as_name == [product_score(name, text) for name in names]
-        mentioned += bool(_plain_mentions(text))
+        mentioned += bool(plain_mentions(text))
     assert mentioned > 100  # the texts do name products

@@ -12,7 +12,6 @@ import pytest
 from baton_kafka.agents.rules import matching
 from baton_kafka.agents.rules.matching import (
     _coverage,
-    _found_terms,
     _kinds,
     _units,
     find_product,
@@ -23,7 +22,7 @@ from baton_kafka.agents.rules.matching import (
 )
 from baton_kafka.agents.ticket_memo import TicketMemo, sharing
 from baton_kafka.streams.bench.load import Workload
-from tests.unit.agents.rules.texts import every_text
+from tests.unit.agents.rules.texts import every_text, plain_mentions
 
 
 @pytest.fixture(autouse=True)
@@ -64,13 +63,6 @@ def _plain_find(text: str, names: list[str]) -> str | None:
     return best
 
 
-def _plain_mentions(text: str) -> list[str]:
-    seen: dict[str, str] = {}
-    for _, term in sorted(_found_terms(text), key=lambda pair: pair[0]):
-        seen.setdefault(term.kind, term.surface)
-    return list(seen.values())
-
-
 def _names() -> list[str]:
     load = Workload("scorer", sessions=40, per_session=5)
     names = {n for o in load.orders() for n in o.products()}
@@ -107,10 +99,10 @@ def test_a_mention_scored_once_for_many_names_scores_as_each_alone() -> None:
 
 def test_the_mentions_kept_per_ticket_are_the_plain_ones_and_the_callers_own() -> None:
     for text in every_text():
-        assert mentioned_products(text) == _plain_mentions(text), text
+        assert mentioned_products(text) == plain_mentions(text), text
         with sharing(TicketMemo("T-1", None, 0.0)):
-            assert mentioned_products(text) == _plain_mentions(text), text
+            assert mentioned_products(text) == plain_mentions(text), text
             # Read again (kept), the same; a caller changing its list changes nobody else's.
             first = mentioned_products(text)
             first.append("changed")
-            assert mentioned_products(text) == _plain_mentions(text), text
+            assert mentioned_products(text) == plain_mentions(text), text

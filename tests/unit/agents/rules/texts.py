@@ -10,6 +10,7 @@ import tomllib
 import orjson
 
 from baton_kafka.agents import packs
+from baton_kafka.agents.rules.matching import _found_terms
 from tests.fixtures.paths import ROOT
 from tests.unit.agents.rules.test_matching_terms import _strings, corpus
 
@@ -56,3 +57,12 @@ def every_text() -> tuple[str, ...]:
     """The corpora, the packs' words and 6,000 texts generated from both."""
     base = [*corpus(), *_language_corpora(), *pack_words()]
     return tuple(dict.fromkeys([*base, *generated(base, 6000)]))
+
+
+def plain_mentions(text: str) -> list[str]:
+    """The product words ``text`` mentions, first of each kind, read term by term with no
+    shortcut: what ``matching.mentioned_products`` must equal."""
+    seen: dict[str, str] = {}
+    for _, term in sorted(_found_terms(text), key=lambda pair: pair[0]):
+        seen.setdefault(term.kind, term.surface)
+    return list(seen.values())
