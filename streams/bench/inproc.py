@@ -166,11 +166,13 @@ async def measure(
     settings: Settings,
     tickets: list[Ticket],
     on_reply: Callable[[Ticket, MemoryState], None] | None = None,
+    model: LLM | None = None,
 ) -> InProcessCost:
-    """Run every ticket through the real pipeline code, stage after stage, in this process."""
+    """Run every ticket through the real pipeline code, stage after stage, in this process,
+    with ``model`` (the offline rules when None; the caller closes a model it passes)."""
     store = open_store(settings.orders_url)
     sink = MemorySink()
-    llm = TimedLLM(OfflineLLM())
+    llm = TimedLLM(model if model is not None else OfflineLLM())
     state = MemoryState()
     pipeline = Pipeline(settings=settings, llm=llm, store=store, sink=sink, state=state)
     t = pipeline.topics

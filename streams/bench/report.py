@@ -33,6 +33,7 @@ from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
+    from baton_kafka.agents.models.llm import LLM
     from baton_kafka.streams.bench.inproc import InProcessCost
 
 
@@ -95,11 +96,12 @@ def delivery_row(
     return row, first
 
 
-async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
-    """Add how much of the worker's CPU the stages' code and the model account for."""
+async def split_cpu(s: Settings, row: Row, tickets: list[Ticket], model: LLM | None = None) -> None:
+    """Add how much of the worker's CPU the stages' code and the model account for: the
+    offline rules', or ``model``'s own CPU in this process (a client's, without its server's)."""
     from baton_kafka.streams.bench.inproc import measure
 
-    cost = await measure(s, tickets)
+    cost = await measure(s, tickets, model=model)
     n = cost.replies or 1
     stages_ms = 1000 * (cost.total_s - cost.model_s) / n
     model_ms = 1000 * cost.model_s / n
@@ -109,6 +111,7 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket]) -> None:
         "stages_without_model": round(stages_ms, 3),
         "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
         "in_process_replies": cost.replies,
+        "model_is": "offline rules" if model is None else f"{model.name} client",
     }
     row.extra.update(check_figures(cost))
 

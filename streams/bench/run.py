@@ -298,7 +298,9 @@ async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
         say(f"overhead: a burst of {burst} tickets over {burst} sessions")
         rows.append(
             _named(
-                await w.pipeline(ctx, "burst", sessions=burst, per_session=1, latency=0.001),
+                await w.pipeline(
+                    ctx, "burst", sessions=burst, per_session=1, latency=0.001, split_client=True
+                ),
                 f"overhead: burst of {burst}",
             )
         )
@@ -452,7 +454,8 @@ def notes(result: dict[str, Any]) -> list[str]:
             lines.extend(describe_breakdown(parts))
         if split := row.get("cpu_split_ms_per_ticket"):
             lines.append(
-                f"{name}: worker CPU ms/ticket = model {split['model']} + stage code "
+                f"{name}: worker CPU ms/ticket = model ({split.get('model_is', 'offline rules')}) "
+                f"{split['model']} + stage code "
                 f"{split['stages_without_model']} + transport/tables/scheduling "
                 f"{split['transport_and_tables']}"
             )

@@ -38,6 +38,7 @@ from baton_kafka.streams.jsonl import Progress
 from baton_kafka.streams.kafka.embedded import free_port
 from baton_kafka.streams.kafka.topics import TopicNames, ensure_topics
 from baton_kafka.streams.runtime.faust_app.spawn import child_env, spawn_worker
+from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings
 
 WARM_SESSIONS_PER_PARTITION = 3
@@ -177,8 +178,10 @@ async def pipeline(
     latency: float | None,
     soak_s: float | None = None,
     rate: float | None = None,
+    split_client: bool = False,
 ) -> Row:
-    """Run the baton pipeline (stand-in model at ``latency`` s, or offline when None)."""
+    """Run the baton pipeline (stand-in model at ``latency`` s, or offline when None);
+    ``split_client``: also split the worker's CPU with the model's client against the stand-in."""
     s = ctx.space(name)
     load = Workload(name, sessions, per_session)
     warm = _warm_tickets(s)
@@ -241,6 +244,8 @@ async def pipeline(
             row.extra["model_calls_seen_by_standin"] = stats["calls"] - warm_stats["calls"]
             row.extra["model_calls_in_flight_max"] = stats["max_in_flight"]
             row.extra["model_latency_s"] = latency
+            if split_client:
+                await _client_split(worker_settings, row, tickets)
         if soak_s is not None:
             # Warm-up: the first block of sessions, then their expiry.
             settle_s = sessions * per_session / (rate or 1.0) + ttl_s + 2 * sweep_s
@@ -279,6 +284,19 @@ async def pipeline(
         # there must not throw away what the worker run measured.
         row.extra["in_process_error"] = f"{type(exc).__name__}: {exc}"
     return row
+
+
+async def _client_split(s: Settings, row: Row, tickets: list[Ticket]) -> None:
+    """The CPU split with the worker's own model client, against the stand-in still running:
+    what the client (the SDK, its HTTP stack) costs in the worker's process per ticket."""
+    llm = build_llm(s)
+    try:
+        await split_cpu(s, row, tickets, model=llm)
+    except Exception as exc:
+        # As below: the worker run's figures stand without the split.
+        row.extra["in_process_error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        await llm.aclose()
 
 
 async def _in_process(

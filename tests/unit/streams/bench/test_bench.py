@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from baton_kafka.agents.orders import open_store
-from baton_kafka.agents.testing.standin import estimate_tokens
+from baton_kafka.agents.testing.standin import StandIn, estimate_tokens
 from baton_kafka.schemas.baton import Baton, TicketMemory
 from baton_kafka.schemas.records import Order, UsageTotals
 from baton_kafka.streams.bench.inproc import baton_growth, measure
 from baton_kafka.streams.bench.load import Workload, minimal_context, prompt_sizes
-from baton_kafka.streams.bench.report import records_per_ticket
+from baton_kafka.streams.bench.report import records_per_ticket, split_cpu
 from baton_kafka.streams.bench.run import BenchOptions, BrokerRun, broker_line, notes
 from baton_kafka.streams.bench.stats import (
     Row,
@@ -37,9 +37,11 @@ from baton_kafka.streams.cli.main import main, parser
 from baton_kafka.streams.kafka.apache import KafkaUnavailable
 from baton_kafka.streams.kafka.topics import TopicNames
 from baton_kafka.streams.runtime import heap
+from baton_kafka.streams.runtime.worker import build_llm
 from baton_kafka.streams.settings import Settings, load
 from tests.fixtures.data import KETTLE, order
 from tests.fixtures.data import reply as make_reply
+from tests.fixtures.models import standin_env
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -281,6 +283,30 @@ async def test_in_process_run_collects_garbage_as_a_settled_worker_then_restores
     assert len(seen) == 2
     assert all(threshold == settled and frozen > 0 for threshold, frozen in seen)
     assert (gc.get_threshold(), gc.get_freeze_count()) == (before, 0)
+
+
+async def test_the_split_with_a_model_client_counts_the_client_and_names_it(
+    tmp_path: Path, standin: StandIn
+) -> None:
+    workload = Workload("c", sessions=2, per_session=2)
+    settings = await _store_with(tmp_path, workload)
+    with_client = load(standin_env(standin.base_url)).with_(data_dir=tmp_path)
+    llm = build_llm(with_client)
+    offline, client = Row("offline", 4, 1.0), Row("client", 4, 1.0)
+    offline.cpu_ms_per_ticket = client.cpu_ms_per_ticket = 100.0
+    try:
+        calls_before = standin.stats()["calls"]
+        await split_cpu(settings, offline, workload.tickets())
+        assert standin.stats()["calls"] == calls_before  # the offline rules call no server
+        await split_cpu(with_client, client, workload.tickets(), model=llm)
+        assert standin.stats()["calls"] > calls_before  # answers came over HTTP via the SDK
+    finally:
+        await llm.aclose()
+    plain = offline.extra["cpu_split_ms_per_ticket"]
+    sdk = client.extra["cpu_split_ms_per_ticket"]
+    assert (plain["model_is"], sdk["model_is"]) == ("offline rules", "anthropic client")
+    assert plain["in_process_replies"] == sdk["in_process_replies"] == 4
+    assert sdk["model"] > 0 and plain["model"] > 0
 
 
 async def test_a_long_session_grows_its_baton(tmp_path: Path) -> None:
