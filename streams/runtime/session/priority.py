@@ -8,7 +8,7 @@ import heapq
 import inspect
 import itertools
 from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -64,12 +64,13 @@ class ChainPriority:
         self._seq = itertools.count()
         self._entries = itertools.count()
 
-    @asynccontextmanager
-    async def working(self, first: bool) -> AsyncIterator[None]:
+    def working(self, first: bool) -> AbstractAsyncContextManager[None]:
         """Hold one record's work on a stage: ``first`` for the chain's first stage."""
-        if not self.enabled:
-            yield
-            return
+        # Off, every record's turn is a no-op: one shared object, no generator per record.
+        return self._working(first) if self.enabled else _IDLE
+
+    @asynccontextmanager
+    async def _working(self, first: bool) -> AsyncIterator[None]:
         work = _Work(first, next(self._seq), asyncio.current_task())
         token = _CURRENT.set(work)
         try:
@@ -84,11 +85,10 @@ class ChainPriority:
     @asynccontextmanager
     async def waiting(self) -> AsyncIterator[None]:
         """Step aside while the running record waits (a model, the broker, its session)."""
-        work = _CURRENT.get()
-        if work is None or not work.working or work.task is not asyncio.current_task():
+        work = self._aside()
+        if work is None:
             yield
             return
-        self._stop(work)
         try:
             yield
         except BaseException:
@@ -97,9 +97,26 @@ class ChainPriority:
         await self._start(work)
 
     async def waited(self, awaitable: Awaitable[T]) -> T:
-        """``await awaitable`` as a wait (see ``waiting``)."""
-        async with self.waiting():
+        """``await awaitable`` as a wait: ``async with self.waiting()`` around it, without the
+        context manager's generator (every reply and send of a record waits here)."""
+        work = self._aside()
+        if work is None:
             return await awaitable
+        try:
+            result = await awaitable
+        except BaseException:
+            self._claim(work)  # as ``waiting``: on its way out, no wait in line
+            raise
+        await self._start(work)
+        return result
+
+    def _aside(self) -> _Work | None:
+        """The running task's work, stopped for a wait; None when it holds no turn."""
+        work = _CURRENT.get()
+        if work is None or not work.working or work.task is not asyncio.current_task():
+            return None
+        self._stop(work)
+        return work
 
     def _free(self) -> bool:
         return self.later == 0 and self.first < self.first_lanes
@@ -153,6 +170,10 @@ class ChainPriority:
                 continue  # gave up waiting, or cancelled
             future.set_result(None)
             self.first += 1
+
+
+# A turn when the priority is off: ``async with`` it does nothing.
+_IDLE: AbstractAsyncContextManager[None] = nullcontext()
 
 
 class Paced:

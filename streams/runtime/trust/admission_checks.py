@@ -21,9 +21,10 @@ class Signature:
     name: str = "signature"
 
     async def __call__(self, host: Host, view: RecordView) -> Verdict:
+        if not host.signer.enabled:
+            return GO  # signing is off: every record is trusted (``Delivery.problem``)
         d = view.delivery
-        topic = host.source_topic(view.stage)
-        problem = d.problem(host.signer, topic)
+        problem = d.problem(host.signer, host.source_topic(view.stage))
         if problem is None:
             return GO
         await host._untrusted(view.stage.name, d.value, problem, view.source, d.ticket())
