@@ -140,19 +140,19 @@ class SessionTopic(BaseModel):
 
 def _topics(baton: Baton, ticket_id: str) -> list[SessionTopic]:
     """The session's orders before ``ticket_id``, most recently discussed first (at most 5)."""
-    latest: dict[str, SessionTopic] = {}
+    # Product, demand and problem by order; only the five topics shown are made into models.
+    latest: dict[str, tuple[str | None, str | None, str | None]] = {}
     for t in baton.tickets:
         if t.order_id and t.ticket_id != ticket_id:
             known = latest.pop(t.order_id, None)
             # A question about the process ("how long?") does not replace what was agreed on.
-            asked = t.demand if t.demand != "information" or known is None else known.demand
-            latest[t.order_id] = SessionTopic(
-                order_id=t.order_id,
-                product=t.product,
-                demand=asked,
-                problem=t.problem or (known.problem if known else None),
-            )
-    return list(reversed(latest.values()))[:5]
+            asked = t.demand if t.demand != "information" or known is None else known[1]
+            latest[t.order_id] = (t.product, asked, t.problem or (known[2] if known else None))
+    shown = list(reversed(latest.items()))[:5]
+    return [
+        SessionTopic(order_id=oid, product=product, demand=demand, problem=problem)
+        for oid, (product, demand, problem) in shown
+    ]
 
 
 class PersonFact(BaseModel):

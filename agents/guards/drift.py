@@ -10,6 +10,7 @@ from baton_kafka.agents.rules.matching import (
     normalize,
     product_kinds,
     product_score,
+    scorer,
 )
 from baton_kafka.agents.rules.typos import corrected
 from baton_kafka.schemas.baton import Baton
@@ -46,7 +47,12 @@ def product_names(
     if not anchors:
         return []
     words = [*mentioned_products(message), baton.product or "", *baton.products_mentioned]
-    own = [w for w in words if w and any(product_score(w, a) >= ADDRESSED for a in anchors)]
+    # A name is kept once, so a word said twice is scored once, and read once for every anchor.
+    own = []
+    for word in dict.fromkeys(w for w in words if w):
+        score = scorer(word)
+        if any(score(a) >= ADDRESSED for a in anchors):
+            own.append(word)
     return list(dict.fromkeys([*anchors, *own]))
 
 

@@ -10,18 +10,8 @@ from baton_kafka.agents import prompts, reader
 from baton_kafka.agents.articles import Article, search
 from baton_kafka.agents.asking import ask
 from baton_kafka.agents.fixed_texts import fixed
-from baton_kafka.agents.guards import (
-    DRIFT,
-    CustomerOrders,
-    check,
-    cited,
-    product_names,
-)
-from baton_kafka.agents.guards.language import (
-    LANGUAGE,
-    feedback_note,
-    language_problem,
-)
+from baton_kafka.agents.guards import DRIFT, CustomerOrders, check, cited, product_names
+from baton_kafka.agents.guards.language import LANGUAGE, feedback_note, language_problem
 from baton_kafka.agents.guards.order_facts import FACTS, corrected
 from baton_kafka.agents.history import offered_by_kind
 from baton_kafka.agents.models.llm import LLM
@@ -255,7 +245,8 @@ async def decide(
             failure = replace(failure, handoff=True)
             held = holding_reply(understanding, match, policy.languages)
             outcome = Outcome(held, asked.calls, failure, degraded=True, handoff_reasons=reasons)
-    outcome = _in_their_language(outcome, understanding, match, quoted, policy.languages)
+    passed = asked.value.reply if asked.value is not None else None  # read by in_language
+    outcome = _in_their_language(outcome, understanding, match, quoted, policy.languages, passed)
     return replace(_reporting(outcome, checked.failure), verified=order)
 
 
@@ -280,9 +271,14 @@ def _in_their_language(
     match: OrderMatch,
     names: Sequence[str],
     languages: Sequence[str],
+    passed: str | None = None,
 ) -> Outcome[StrategyDraft]:
-    """The outcome, its reply held to the customer's language whichever path wrote it."""
+    """The outcome, its reply held to the customer's language whichever path wrote it
+    (``passed``: a reply ``in_language`` found in it, with these ``names`` and ``languages``)."""
     draft = outcome.value
+    # The draft checks read that reply so (they read among en and zh when the shop lists none).
+    if languages and draft.reply == passed:
+        return outcome
     if language_problem(draft.reply, u.language, names, languages) is None:
         return outcome
     return replace(outcome, value=holding_reply(u, match, languages), degraded=True)
