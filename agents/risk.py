@@ -17,10 +17,11 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import cast, get_args
+from typing import Any, cast, get_args
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.languages import HAN, KANA, likely, primary
+from baton_kafka.agents.ticket_memo import read_once
 from baton_kafka.schemas.stages import RiskFlag, RiskKind
 
 CONCERN = "risk"
@@ -209,10 +210,15 @@ def _reading(text: str, language: str, names: Iterable[str], extra: Triggers) ->
     # grounding) with the same words: read once per text, names, triggers and packs. A name
     # repeated (two orders of one product) cuts nothing more, so the names count each once and
     # every stage's reading of the ticket is the same one.
+    return _read_once(*_key(text, language, names, extra))
+
+
+def _key(text: str, language: str, names: Iterable[str], extra: Triggers) -> tuple[Any, ...]:
+    """What a reading of ``text`` depends on: its language, names, triggers and the packs."""
     frozen = tuple(
         (lang, tuple((k, tuple(v)) for k, v in by.items())) for lang, by in extra.items()
     )
-    return _read_once(text, language, tuple(dict.fromkeys(names)), frozen, packs.version())
+    return text, language, tuple(dict.fromkeys(names)), frozen, packs.version()
 
 
 @functools.lru_cache(maxsize=256)
@@ -248,7 +254,15 @@ def scan(
 ) -> list[RiskFlag]:
     """The risks the packs (and the shop's ``extra`` triggers) find in ``text``, the product
     ``names`` and figurative phrases cut out first; each with the words that set it off."""
-    read, low, found, _ = _reading(text, language, names, extra)
+    # The understanding's rules, its agent and the reply's check each scan the ticket's message
+    # with the same words: it is scanned once per ticket (the flags are frozen, the list is not).
+    key = _key(text, language, names, extra)
+    return list(read_once(("risk.scan", *key), lambda: _scan(_read_once(*key))))
+
+
+def _scan(reading: Reading) -> list[RiskFlag]:
+    """``scan`` of one reading, anew."""
+    read, low, found, _ = reading
     flags: list[RiskFlag] = []
     for kind, rx in found:
         m = rx.search(low) if kind != FIGURATIVE else None

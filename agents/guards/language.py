@@ -20,6 +20,7 @@ from baton_kafka.agents.languages import (
     primary,
     same,
 )
+from baton_kafka.agents.ticket_memo import read_once
 
 LANGUAGE = "language"
 _TOKEN_WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
@@ -69,6 +70,14 @@ def language_of(
     text: str, names: Iterable[str] = (), languages: Sequence[str] = DEFAULT_LANGUAGES
 ) -> str | None:
     """The one of ``languages`` ``text`` is in, ``names`` and quotes left out; None: undecided."""
+    # A reply is checked by the strategy's validator and again by its agent: told once per ticket.
+    named, served = tuple(names), tuple(languages)
+    key = ("language_of", text, named, served)
+    return read_once(key, lambda: _language_of(text, named, served))
+
+
+def _language_of(text: str, names: Iterable[str], languages: Sequence[str]) -> str | None:
+    """``language_of``, told anew."""
     return detect(_without_names(text, names), languages)
 
 

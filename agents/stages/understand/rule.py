@@ -161,7 +161,8 @@ def understand_rules(facts: Facts) -> Understanding:
     if product is None and not mentions:
         # No product as written: a misspelled one ("my kettel leaks") may still be named.
         said = corrected(message, names)
-        mentions, product = mentioned_products(said), find_product(said, names)
+        if said is not message:  # the same text finds the same nothing again
+            mentions, product = mentioned_products(said), find_product(said, names)
     if product and mentions:
         score = scorer(said)
         best = score(product)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from baton_kafka.agents.asking import Validator
 from baton_kafka.agents.models.llm import OutputInvalid
 from baton_kafka.agents.prompts import Facts
-from baton_kafka.agents.rules.matching import normalize, product_score
+from baton_kafka.agents.rules.matching import normalize, scorer
 from baton_kafka.agents.rules.typos import corrected
 from baton_kafka.schemas.stages import Understanding
 
@@ -27,9 +27,10 @@ def grounded_in(facts: Facts) -> Validator[Understanding]:
         product = value.product
         if not product or normalize(product) in normalize(facts.message):
             return
-        if any(product_score(product, source) >= GROUNDED for source in sources if source):
+        score = scorer(product)  # ``product_score(product, ·)``, the product read once
+        if any(score(source) >= GROUNDED for source in sources if source):
             return
-        if product_score(product, corrected(facts.message, [product])) >= GROUNDED:
+        if score(corrected(facts.message, [product])) >= GROUNDED:
             return  # the customer misspelled it ("kettel"), the model did not
         raise OutputInvalid(
             f"product: {product!r} is named neither in the message, the session nor the "

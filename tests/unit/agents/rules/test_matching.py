@@ -132,6 +132,8 @@ def test_content_words_skip_stopwords() -> None:
 def test_only_short_texts_are_remembered() -> None:
     from baton_kafka.agents.rules import matching
 
+    # Emptied first: a cache that earlier tests filled to its size would not grow at all.
+    matching._units.cache_clear()  # type: ignore[attr-defined]
     before = matching._units.cache_info().currsize  # type: ignore[attr-defined]
     reply = "We are sorry your Quokka Travel Kettle QK-7 leaks. " * 10
     assert product_score("Quokka Travel Kettle QK-7", reply) > 0.9
