@@ -8,10 +8,12 @@ import random
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.guards import clauses, facts, offered
+from baton_kafka.agents.guards.audit import CustomerOrders
 from baton_kafka.agents.guards.clauses import Sentence
 from baton_kafka.agents.guards.numbers import all_numbers
 from baton_kafka.agents.ticket_memo import TicketMemo, sharing
-from baton_kafka.schemas.records import OfferLine
+from baton_kafka.schemas.records import OfferLine, Order
+from tests.fixtures.paths import data_rows
 from tests.unit.agents.guards.test_led_reading import _texts
 
 # Sentences the offer check's words find: multiplied, recurring and "grand" money.
@@ -100,3 +102,47 @@ def test_a_texts_kinds_read_with_its_clauses_kept_are_those_read_anew() -> None:
             assert kept.at(at) == facts.kinds_at(text, at), (text, at)
             read += 1
     assert read > 10_000
+
+
+def _orders() -> list[Order]:
+    """Every order of the test data, and copies named with other digits ("²", "١٢٣", "42171")."""
+    rows = [
+        r
+        for f in ("eval_orders.jsonl", "lines_orders.jsonl", "guard_orders.jsonl")
+        for r in data_rows(f)
+    ]
+    orders = [Order.model_validate(r) for r in rows]
+    rng = random.Random(48)
+    odd = ["2²", "١٢٣", "42171", "Pro 3", "X1 Carbon", "7", "v2.0", "³"]
+    return orders + [
+        o.model_copy(update={"product_name": f"{o.product_name} {rng.choice(odd)}", "items": []})
+        for o in orders
+    ]
+
+
+def _plain_name_phrases(books: CustomerOrders) -> list[str]:
+    """The talked-about products' name phrases, in the order the audit reads them."""
+    talked = [o for o in books.own if o is books.matched or o.order_id in books.discussed]
+    phrases: set[str] = set()
+    for name in (n.casefold() for o in talked for n in o.products()):
+        words = name.split()
+        phrases.add(name)
+        for i, w in enumerate(words):
+            if any(c.isdigit() for c in w):
+                phrases.update(" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0)
+        phrases.update(w for w in words if w.isdigit() and len(w) >= 4)
+    return [p for p in phrases if len(p) > 2 and any(c.isdigit() for c in p)]
+
+
+def test_a_customers_name_phrases_are_read_as_plainly() -> None:
+    orders = _orders()
+    rng = random.Random(48)
+    found = 0
+    for _ in range(1500):
+        own = rng.sample(orders, rng.randrange(1, 5))
+        discussed = frozenset(o.order_id for o in own if rng.random() < 0.5)
+        books = CustomerOrders(matched=rng.choice([None, own[0]]), orders=own, discussed=discussed)
+        want = _plain_name_phrases(books)
+        assert list(books.name_phrases) == want, [o.product_name for o in own]
+        found += len(want)
+    assert found > 1000
