@@ -84,13 +84,17 @@ def _sentences(
         # No contrast word stands anywhere in the text, so none cuts a clause: the text is split
         # as a language without contrast words splits it, once for every such language.
         return _sentences(text, None, None)
-    found = []
-    for sentence in _split(_SENTENCE_END, text):
-        parts = _split(_CLAUSE_END, sentence)
-        if contrast is not None:
-            parts = [c for part in parts for c in _before(contrast, part)]
-        found.append(Sentence(sentence, tuple(parts)))
-    return tuple(found)
+    if contrast is not None:
+        # Every language cuts the same sentences and clauses, its contrast words then cut these:
+        # the split without them is made once for the text, whichever languages read it.
+        return tuple(
+            Sentence(s.text, tuple(c for part in s.clauses for c in _before(contrast, part)))
+            for s in _sentences(text, None, None)
+        )
+    return tuple(
+        Sentence(sentence, tuple(_split(_CLAUSE_END, sentence)))
+        for sentence in _split(_SENTENCE_END, text)
+    )
 
 
 def _before(pattern: re.Pattern[str], text: str) -> list[str]:

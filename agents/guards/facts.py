@@ -175,6 +175,8 @@ class _Kinds:
         self.text = text
         self._sentences: list[tuple[int, int]] | None = None
         self._found: dict[str, frozenset[str]] = {}
+        # Each sentence's clauses, split once however many facts stand in it.
+        self._clauses: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def at(self, at: int) -> frozenset[str]:
         """As ``kinds_at(text, at)``."""
@@ -184,7 +186,10 @@ class _Kinds:
         sentence = next(((a, b) for a, b in self._sentences if a <= at <= b), (0, len(text)))
         part = text[sentence[0] : sentence[1]]
         offset = at - sentence[0]
-        clause = next((part[a:b] for a, b in spans(part, _CLAUSE) if a <= offset <= b), part)
+        cut = self._clauses.get(sentence)
+        if cut is None:
+            cut = self._clauses[sentence] = spans(part, _CLAUSE)
+        clause = next((part[a:b] for a, b in cut if a <= offset <= b), part)
         for piece in (clause, part):
             found = self._found.get(piece)
             if found is None:

@@ -247,11 +247,11 @@ def money(
 # clauses and each number's reading are kept for the text, whatever each caller leaves out.
 @words.per_text(maxsize=256)
 def _reading(text: str, carry: bool) -> _Reading:
-    spans, clauses = sentences(text), clauses_of(text)
+    spans = sentences(text)
     reach = spans
     if carry:  # a promise reaches a bare number in the next sentence
         reach = tuple((spans[i - 1][0] if i else a, b) for i, (a, b) in enumerate(spans))
-    return _Reading(text, spans, clauses, reach, _w())
+    return _Reading(text, spans, None, reach, _w())
 
 
 @dataclass
@@ -261,7 +261,7 @@ class _Reading:
 
     text: str
     sentences: Spans
-    clauses: Spans
+    clauses: Spans | None  # None until a number's clause is asked (most are dates or counts)
     reach: Spans
     words: _Words
     _promise: dict[tuple[int, int], bool] = field(default_factory=dict)
@@ -277,6 +277,12 @@ class _Reading:
         if bare and not n.spelled and n.value in names:
             return None
         return found
+
+    def clause(self, at: int) -> tuple[int, int]:
+        """Where the clause that holds ``at`` starts and ends."""
+        if self.clauses is None:
+            self.clauses = clauses_of(self.text)
+        return _around(self.clauses, at)
 
     def promise(self, span: tuple[int, int]) -> bool:
         """Whether ``text[span]`` promises money."""
@@ -305,13 +311,12 @@ def _read(read: _Reading, n: Number) -> tuple[Money | None, bool]:
     right_at = last
     if tail := w.RANGE_TAIL.match(text, last):
         right_at = tail.end()
-    clause = _around(read.clauses, n.start)
     written = text[n.start : n.end]
 
     def said(kind: Kind, value: float, written: str, currencies: frozenset[str]) -> Money:
         # Whether its sentence promises and its clause reports is searched only for money.
         promise = read.promise(_around(read.sentences, n.start))
-        reported = read.reported(clause)
+        reported = read.reported(read.clause(n.start))
         return Money(value, kind, written, currencies, True, promise, reported, n.start)
 
     pct = w.PERCENT_AFTER.match(text, right_at)
@@ -322,7 +327,7 @@ def _read(read: _Reading, n: Number) -> tuple[Money | None, bool]:
         # "8折" (pay 80%) is 20% off, and always an offer of money.
         tenths = n.value if n.value < 10 else n.value / 10
         off_pct = round(100 - 10 * tenths, 2)
-        reported = read.reported(clause)
+        reported = read.reported(read.clause(n.start))
         found = Money(
             off_pct, "percent", text[n.start : off.end()], _ANY, True, True, reported, n.start
         )
@@ -334,12 +339,12 @@ def _read(read: _Reading, n: Number) -> tuple[Money | None, bool]:
         written = text[min(marker.start, first) : max(marker.end, n.end)].strip()
         return said("amount", value, written, marker.currencies), False
     if n.k:  # "1K in store credit" is money; "a 4K screen" is not
-        if _credit_near(w, text, n, clause):
+        if _credit_near(w, text, n, read.clause(n.start)):
             return said("amount", n.value, written, _ANY), False
         return None, False
     if _not_money(w, text, n, left, right_at):
         return None, False
-    if _credit_near(w, text, n, clause) or w.OFF_AFTER.match(text, right_at):
+    if _credit_near(w, text, n, read.clause(n.start)) or w.OFF_AFTER.match(text, right_at):
         return said("amount", n.value, written, _ANY), False
     small_word = n.spelled and (n.value < 10 or n.end - n.start == 1)
     promise = read.promise(_around(read.sentences, n.start))
@@ -349,7 +354,7 @@ def _read(read: _Reading, n: Number) -> tuple[Money | None, bool]:
     promise = promise or carried
     if small_word or not promise:
         return None, False
-    reported = read.reported(clause)
+    reported = read.reported(read.clause(n.start))
     return Money(n.value, "amount", written, _ANY, False, promise, reported, n.start), True
 
 

@@ -128,23 +128,33 @@ def digit_numbers(text: str, skip: list[tuple[int, int]]) -> Iterator[Number]:
     Tokens overlapping ``skip`` (ids, tracking numbers, names already read) are left out;
     letter-and-digit tokens ("XM6", "4K", "1.7L") are names, never numbers.
     """
-    taken = list(skip)
+    return iter(_digits(text, skip))
 
-    def free(start: int, end: int) -> bool:
-        return all(end <= a or start >= b for a, b in taken)
 
+def _digits(text: str, skip: list[tuple[int, int]]) -> list[Number]:
     spaced, runs = _digits_read(text)
+    taken = list(skip)
+    found = []
     for start, end, number in spaced:
-        if free(start, end):
+        if _free(start, end, taken):
             taken.append((start, end))
-            yield number
+            found.append(number)
     if not taken:  # nothing left out: every run's numbers
-        for _, _, numbers in runs:
-            yield from numbers
-        return
+        found += [n for _, _, numbers in runs for n in numbers]
+        return found
     for start, end, numbers in runs:
-        if free(start, end):
-            yield from numbers
+        if _free(start, end, taken):
+            found += numbers
+    return found
+
+
+def _free(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
+    """Whether ``start:end`` overlaps none of ``taken``."""
+    # A plain loop, not all() over a generator: it runs for each of a text's runs.
+    for a, b in taken:  # noqa: SIM110
+        if end > a and start < b:
+            return False
+    return True
 
 
 _Spaced = tuple[tuple[int, int, Number], ...]
@@ -268,7 +278,7 @@ def all_numbers(
     Chinese and every language pack's number words."""
     if language is None:
         language = _own_language(text)
-    digits = list(digit_numbers(text, skip))
+    digits = _digits(text, skip)
     if language is not None:  # else every number reads as it is written
         digits = [_grouped(text, n, language) for n in digits]
     return sorted([*digits, *_words_read(text, language)], key=_START)

@@ -10,6 +10,7 @@ from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.money import COMMITS, PROMISE, Money, clauses_of, money, sentences
 from baton_kafka.agents.guards.skipping import Sieved, skipping
 from baton_kafka.agents.policy.offer import CENT, cents
+from baton_kafka.agents.ticket_memo import shelf
 from baton_kafka.schemas.records import OfferLine, Order
 
 
@@ -76,19 +77,29 @@ def problems(
     for m in found:
         around = next((text[a:b] for a, b in spans if a <= m.at <= b), text)
         yield from _one(m, around, amounts, paid, prices, matched, _clause(text, m.at))
+    # A draft's solution repeats sentences of its reply: each is read once per ticket.
+    said: dict[tuple[str, bool], tuple[str, ...]] = shelf("offered.sentences", w, promise)
     for start, end in spans:
         sentence = text[start:end]
-        if hit := w.A_GRAND.search(sentence):
-            yield f"mentions money ({hit.group()}) that is not a line of the offer"
         with_money = any(start <= m.at <= end for m in found)
-        if not (with_money or promise.search(sentence)):
-            continue
-        if hit := w.MULTIPLIER.search(sentence):
-            yield f"multiplies money ({hit.group()}): state each amount as the offer's lines"
-        if hit := w.RECURRING.search(sentence):
-            yield f"promises money repeatedly ({hit.group()}): an offer line is paid once"
+        told = said.get((sentence, with_money))
+        if told is None:
+            told = said[sentence, with_money] = tuple(_sentence(w, sentence, with_money, promise))
+        yield from told
     yield from _on_top(text, found)
     yield from _twice(text, found, spans, amounts)
+
+
+def _sentence(w: _Words, sentence: str, with_money: bool, promise: Sieved) -> Iterator[str]:
+    """What one sentence says of money beyond lines (``with_money``: it states an amount)."""
+    if hit := w.A_GRAND.search(sentence):
+        yield f"mentions money ({hit.group()}) that is not a line of the offer"
+    if not (with_money or promise.search(sentence)):
+        return
+    if hit := w.MULTIPLIER.search(sentence):
+        yield f"multiplies money ({hit.group()}): state each amount as the offer's lines"
+    if hit := w.RECURRING.search(sentence):
+        yield f"promises money repeatedly ({hit.group()}): an offer line is paid once"
 
 
 def _clause(text: str, at: int) -> str:
