@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from baton_kafka.agents import text_cache
 from baton_kafka.agents.ticket_memo import read_once
 
 # A BCP 47 tag as shops write them: a language subtag, then script, region or variant subtags.
@@ -92,14 +93,14 @@ def ready() -> None:
     _identifier()
 
 
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def _rank(text: str) -> tuple[tuple[str, float], ...]:
     """Every language of the detector with its score for ``text``, best first."""
     # A ticket's text is ranked several times (its language, the risk packs it is read with).
     return tuple(_identifier().rank(text))
 
 
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def _places(text: str) -> dict[str, tuple[int, float]]:
     """Each language of the detector with its place in ``_rank(text)`` and its score."""
     return {lab: (place, score) for place, (lab, score) in enumerate(_rank(text))}

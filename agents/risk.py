@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, cast, get_args
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import packs, text_cache
 from baton_kafka.agents.languages import HAN, KANA, likely, primary
 from baton_kafka.agents.ticket_memo import read_once
 from baton_kafka.schemas.stages import RiskFlag, RiskKind
@@ -221,7 +221,7 @@ def _key(text: str, language: str, names: Iterable[str], extra: Triggers) -> tup
     return text, language, tuple(dict.fromkeys(names)), frozen, packs.version()
 
 
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def _read_once(
     text: str,
     language: str,

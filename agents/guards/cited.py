@@ -4,12 +4,12 @@ ticket or the store states too (same kind, same unit, same figures)."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton_kafka.agents import text_cache
 from baton_kafka.agents.guards import alone, reading, words
 from baton_kafka.agents.guards.audit import CustomerOrders
 from baton_kafka.agents.guards.clauses import readable
@@ -92,7 +92,7 @@ def _walk(value: Any, key: str = "") -> Iterator[Fact]:
 _SOFT_BREAK = re.compile(r"(?<!\n)\n(?![\n\-*#|])")
 
 
-@functools.lru_cache(maxsize=64)
+@text_cache.across_tickets(64)
 def _text_pool(text: str) -> Pool:
     """The figures a source text states; a Markdown paragraph's line breaks join its lines."""
     return Pool.of(stated(_SOFT_BREAK.sub(" ", reading.normalise(text))))

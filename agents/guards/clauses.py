@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import packs, text_cache
 from baton_kafka.agents.guards.reading import normalise
 from baton_kafka.agents.guards.skipping import Sieved, led
 
@@ -63,7 +62,7 @@ class Sentence:
 
 # A reply and its solution are read by every guard in every language: each text is made
 # readable, and split by each language's contrast words, once (for the last few texts).
-@functools.lru_cache(maxsize=64)
+@text_cache.across_tickets(64)
 def readable(text: str) -> str:
     """``text`` as the packs read it: normalised, the customer's quoted words blanked."""
     text = normalise(text)
@@ -76,7 +75,7 @@ def sentences(text: str, marks: Marks) -> Iterator[Sentence]:
     yield from _sentences(text, marks.markers.get("contrast"), marks.contrast)
 
 
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def _sentences(
     text: str, contrast: re.Pattern[str] | None, sieve: Sieved | None = None
 ) -> tuple[Sentence, ...]:

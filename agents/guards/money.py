@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from baton_kafka.agents import text_cache
 from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.numbers import Number, all_numbers
 from baton_kafka.agents.guards.skipping import Sieved, skipping
@@ -149,14 +149,14 @@ def _spans(text: str, ends: re.Pattern[str]) -> Spans:
     return tuple(spans)
 
 
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def clauses_of(text: str) -> Spans:
     """Where each clause of ``text`` starts and ends (commas, "but", "aber", "但是" end one)."""
     return _spans(text, _w().CLAUSE_END)
 
 
 # The offer check reads the sentences of the text the money reading just split.
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def sentences(text: str) -> Spans:
     """Where each sentence of ``text`` starts and ends."""
     return _spans(text, _SENTENCE_END)

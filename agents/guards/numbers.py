@@ -3,13 +3,12 @@ every language pack's ``numbers.toml``)."""
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import packs, text_cache
 from baton_kafka.agents.guards import numerals, words
 
 # An ASCII run of letters and digits, joined by the separators ids, dates and decimals use.
@@ -179,7 +178,7 @@ def _digits_read(text: str) -> tuple[_Spaced, _Runs]:
 
 
 # The id finder and the number reader go through the same text's runs, one after the other.
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def digit_runs(text: str) -> tuple[tuple[str, int, int], ...]:
     """Every run of ``text`` (``RUN``) with a digit in it, and where it starts and ends."""
     found = []
@@ -247,7 +246,7 @@ _READ_IN = packs.LANGUAGES  # the shipped languages, whose separators differ
 _START = operator.attrgetter("start")
 
 
-@functools.lru_cache(maxsize=2048)
+@text_cache.across_tickets(2048)
 def _language(text: str) -> str | None:
     """The language of ``text`` (for the words and separators that depend on it)."""
     from baton_kafka.agents.languages import detect

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ParamSpec, TypeVar
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import packs, text_cache
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -65,6 +65,7 @@ def per_text(maxsize: int) -> Callable[[Callable[P, T]], Callable[P, T]]:
             return kept(*args, **kwargs)
 
         _readings.append(cached.cache_clear)
+        text_cache.kept(cached.cache_clear)
         return shared
 
     return wrap

@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import packs, text_cache
 from baton_kafka.agents.languages import HAN, KANA
 from baton_kafka.agents.ticket_memo import read_once
 
@@ -94,7 +94,7 @@ CACHED_CHARS = 200
 def _cached_if_short(fn: Callable[[str], frozenset[str]]) -> Callable[[str], frozenset[str]]:
     """``fn`` with its results for texts of at most ``CACHED_CHARS`` characters kept, and for
     longer ones kept for the ticket (``read_once``)."""
-    cached = functools.lru_cache(maxsize=4096)(fn)
+    cached = text_cache.across_tickets(4096)(fn)
     name = f"matching.{fn.__name__}"
 
     @functools.wraps(fn)

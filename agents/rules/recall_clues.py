@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from baton_kafka.agents import packs
+from baton_kafka.agents import packs, text_cache
 from baton_kafka.agents.rules.matching import normalize
 from baton_kafka.agents.rules.phrases import ALWAYS, reading, written_in
 from baton_kafka.agents.rules.time_hints import extract_time_hint
@@ -121,7 +121,7 @@ def _read(table: Table, norm: str) -> tuple[frozenset[str], tuple[str, ...]]:
 
 
 # A ticket's text is read for clues by several stages in a row; what it gives never changes.
-@functools.lru_cache(maxsize=256)
+@text_cache.across_tickets(256)
 def clues(message: str, language: str | None = None) -> Clues:
     """The clues a message gives about an order it refers back to, read in ``language`` (the
     message's own when not given) and English and Chinese."""

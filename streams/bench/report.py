@@ -106,13 +106,23 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket], model: LLM | N
     stages_ms = 1000 * (cost.total_s - cost.model_s) / n
     model_ms = 1000 * cost.model_s / n
     assert row.cpu_ms_per_ticket is not None
-    row.extra["cpu_split_ms_per_ticket"] = {
+    split: dict[str, Any] = {
         "model": round(model_ms, 3),
         "stages_without_model": round(stages_ms, 3),
         "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
         "in_process_replies": cost.replies,
         "model_is": "offline rules" if model is None else f"{model.name} client",
     }
+    if model is None:
+        # Again with no text read before: the workload's few texts recur, a desk's rarely do.
+        new = await measure(s, tickets, every_text_new=True)
+        m = new.replies or 1
+        split["every_text_new"] = {
+            "model": round(1000 * new.model_s / m, 3),
+            "stages_without_model": round(1000 * (new.total_s - new.model_s) / m, 3),
+            **check_figures(new),
+        }
+    row.extra["cpu_split_ms_per_ticket"] = split
     row.extra.update(check_figures(cost))
 
 

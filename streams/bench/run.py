@@ -459,6 +459,11 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f"{split['stages_without_model']} + transport/tables/scheduling "
                 f"{split['transport_and_tables']}"
             )
+            if new := split.get("every_text_new"):
+                lines.append(
+                    f"{name}: with every text new (no reading kept from an earlier ticket): "
+                    f"model {new['model']} + stage code {new['stages_without_model']}"
+                )
         if (broker_ms := row.get("other_cpu_ms_per_ticket", {}).get("broker")) is not None:
             lines.append(f"{name}: broker CPU {broker_ms} ms/ticket")
         if prompt := row.get("prompt"):

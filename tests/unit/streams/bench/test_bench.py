@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from baton_kafka.agents import languages
 from baton_kafka.agents.orders import open_store
 from baton_kafka.agents.testing.standin import StandIn, estimate_tokens
 from baton_kafka.schemas.baton import Baton, TicketMemory
@@ -419,3 +420,15 @@ def test_broker_cpu_sums_every_process_and_is_unknown_once_one_is_gone() -> None
     assert both is not None and both >= 2 * own
     assert processes_cpu([os.getpid(), 2**22 + 12345]) is None
     assert processes_cpu([]) is None
+
+
+async def test_the_split_with_every_text_new_forgets_what_earlier_tickets_read(
+    tmp_path: Path,
+) -> None:
+    workload = Workload("n", sessions=2, per_session=2)
+    settings = await _store_with(tmp_path, workload)
+    kept = await measure(settings, workload.tickets())
+    assert languages._rank.cache_info().currsize > 0
+    new = await measure(settings, workload.tickets(), every_text_new=True)
+    assert languages._rank.cache_info().currsize == 0
+    assert (kept.replies, new.replies) == (4, 4)
