@@ -165,48 +165,57 @@ async def test_killing_the_leader_of_a_busy_partition_loses_and_repeats_nothing(
     kafka_cluster: Cluster, tmp_path: Path
 ) -> None:
     kafka, bootstrap = kafka_cluster.kafka, kafka_cluster.broker.bootstrap
+    step = Steps()
     with (
         run_in_thread(latency=0.2) as model,
         open_deployment(kafka_cluster.broker, model.base_url, tmp_path) as d,
     ):
-        topic = d.topic(SESSIONS)
-        d.start_worker()
-        async with steady_stream(d, STREAM_SESSIONS, per_tick=3) as stream:
-            await d.read("support.replies", lambda vs: len(vs) >= 10, timeout=150)
-            # The partition of the re-keyed topic that holds the most tickets so far, and its
-            # sessions: replies to their tickets written after the kill show that partition
-            # served again.
-            keyed = await delivery.drain(d, SESSIONS, quiet=0.5)
-            busy, _ = Counter(r.partition for r in keyed).most_common(1)[0]
-            there = {r.key.decode() for r in keyed if r.partition == busy and r.key}
-            leader = (await placements(bootstrap, [topic]))[(topic, busy)].leader
+        # Its own budget, below the pytest timeout: a stall fails naming its step (about 35 s
+        # is usual), and the deployment above still stops its worker.
+        async with within(330, step):
+            topic = d.topic(SESSIONS)
+            d.start_worker()
+            async with steady_stream(d, STREAM_SESSIONS, per_tick=3) as stream:
+                await d.read("support.replies", lambda vs: len(vs) >= 10, timeout=150)
+                step("first replies", published=len(stream.published))
+                # The partition of the re-keyed topic that holds the most tickets so far, and its
+                # sessions: replies to their tickets written after the kill show that partition
+                # served again.
+                keyed = await delivery.drain(d, SESSIONS, quiet=0.5)
+                busy, _ = Counter(r.partition for r in keyed).most_common(1)[0]
+                there = {r.key.decode() for r in keyed if r.partition == busy and r.key}
+                leader = (await placements(bootstrap, [topic]))[(topic, busy)].leader
 
-            assert await asyncio.to_thread(kafka.kill, leader) == -signal.SIGKILL
-            killed_at = time.time()
+                assert await asyncio.to_thread(kafka.kill, leader) == -signal.SIGKILL
+                killed_at = time.time()
+                step(f"node {leader} killed", busy_partition=busy)
 
-            def served_again(values: list[bytes]) -> bool:
-                later = stream.acked_after(killed_at)
-                return any(
-                    r.session_id in there and r.ticket_id in later for r in replies_of(values)
+                def served_again(values: list[bytes]) -> bool:
+                    later = stream.acked_after(killed_at)
+                    return any(
+                        r.session_id in there and r.ticket_id in later for r in replies_of(values)
+                    )
+
+                await d.read("support.replies", served_again, timeout=180)
+                step("busy partition served again")
+                new_leader = (await placements(bootstrap, [topic]))[(topic, busy)].leader
+                assert new_leader not in (leader, -1), "leadership moved to a live node"
+                restarted_at = time.time()
+                await asyncio.to_thread(kafka.restart, leader)
+                in_sync_s = await back_in_sync(bootstrap, leader)
+                rejoined_at = time.time()
+                step(f"node {leader} back in sync")
+                # Tickets go on until replies flow with the node back in the cluster.
+                await d.read(
+                    "support.replies",
+                    lambda vs: any(r.replied_at.timestamp() > rejoined_at for r in replies_of(vs)),
                 )
 
-            await d.read("support.replies", served_again, timeout=180)
-            new_leader = (await placements(bootstrap, [topic]))[(topic, busy)].leader
-            assert new_leader not in (leader, -1), "leadership moved to a live node"
-            restarted_at = time.time()
-            await asyncio.to_thread(kafka.restart, leader)
-            in_sync_s = await back_in_sync(bootstrap, leader)
-            rejoined_at = time.time()
-            # Tickets go on until replies flow with the node back in the cluster.
-            await d.read(
-                "support.replies",
-                lambda vs: any(r.replied_at.timestamp() > rejoined_at for r in replies_of(vs)),
+            tally = Tally(
+                delivery.sessions(stream.tickets),
+                await delivery.replies(d, len(stream.published), timeout=180),
             )
-
-        tally = Tally(
-            delivery.sessions(stream.tickets),
-            await delivery.replies(d, len(stream.published), timeout=180),
-        )
+            step("replies read", replies=len(tally.replies))
         tally.assert_exactly_once_in_order()
         published_while_down = stream.acked_between(killed_at, restarted_at)
         assert published_while_down > 0, "tickets kept coming while the node was down"
