@@ -106,13 +106,19 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket], model: LLM | N
     stages_ms = 1000 * (cost.total_s - cost.model_s) / n
     model_ms = 1000 * cost.model_s / n
     assert row.cpu_ms_per_ticket is not None
+    rest = row.cpu_ms_per_ticket - stages_ms - model_ms
     split: dict[str, Any] = {
         "model": round(model_ms, 3),
         "stages_without_model": round(stages_ms, 3),
-        "transport_and_tables": round(row.cpu_ms_per_ticket - stages_ms - model_ms, 3),
+        # The rest is the worker's whole CPU less parts timed in another run; when those cost
+        # more than the whole (the machine slowed between the two, or a burst's few tickets),
+        # there is no rest to report, and the excess says how far apart the two runs are.
+        "transport_and_tables": round(rest, 3) if rest >= 0 else None,
         "in_process_replies": cost.replies,
         "model_is": "offline rules" if model is None else f"{model.name} client",
     }
+    if rest < 0:
+        split["parts_exceed_worker_ms"] = round(-rest, 3)
     if model is None:
         # Again with no text read before: the workload's few texts recur, a desk's rarely do.
         new = await measure(s, tickets, every_text_new=True)
@@ -124,6 +130,26 @@ async def split_cpu(s: Settings, row: Row, tickets: list[Ticket], model: LLM | N
         }
     row.extra["cpu_split_ms_per_ticket"] = split
     row.extra.update(check_figures(cost))
+
+
+def describe_split(name: str, worker_ms: float | None, split: dict[str, Any]) -> str:
+    """One line of the report: the worker's CPU per ticket as the split's parts, or why the
+    rest cannot be told."""
+    parts = (
+        f"{name}: worker CPU ms/ticket {worker_ms:.3f} = model "
+        if worker_ms is not None
+        else f"{name}: worker CPU ms/ticket = model "
+    ) + (
+        f"({split.get('model_is', 'offline rules')}) {split['model']} + stage code "
+        f"{split['stages_without_model']} + transport/tables/scheduling "
+    )
+    if split.get("transport_and_tables") is not None:
+        return parts + f"{split['transport_and_tables']}"
+    return parts + (
+        f"not told: the parts, timed in a run of their own, exceed the worker's whole CPU by "
+        f"{split.get('parts_exceed_worker_ms')} ms, so the machine's speed differed between "
+        f"the two runs"
+    )
 
 
 def check_figures(cost: InProcessCost) -> dict[str, Any]:

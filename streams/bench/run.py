@@ -424,6 +424,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 def notes(result: dict[str, Any]) -> list[str]:
     """The figures the table has no column for, one line each."""
     from baton_kafka.streams.bench.breakdown import describe_breakdown, describe_costs
+    from baton_kafka.streams.bench.report import describe_split
 
     lines = ["", f"broker: {broker_line(result.get('broker'))}"]
     if "cpu_ratio" in result:
@@ -453,12 +454,7 @@ def notes(result: dict[str, Any]) -> list[str]:
             lines.append(f"{name}: where a ticket's time goes (ms):")
             lines.extend(describe_breakdown(parts))
         if split := row.get("cpu_split_ms_per_ticket"):
-            lines.append(
-                f"{name}: worker CPU ms/ticket = model ({split.get('model_is', 'offline rules')}) "
-                f"{split['model']} + stage code "
-                f"{split['stages_without_model']} + transport/tables/scheduling "
-                f"{split['transport_and_tables']}"
-            )
+            lines.append(describe_split(name, row.get("cpu_ms_per_ticket"), split))
             if new := split.get("every_text_new"):
                 lines.append(
                     f"{name}: with every text new (no reading kept from an earlier ticket): "

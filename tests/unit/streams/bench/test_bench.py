@@ -16,7 +16,7 @@ from baton_kafka.schemas.baton import Baton, TicketMemory
 from baton_kafka.schemas.records import Order, UsageTotals
 from baton_kafka.streams.bench.inproc import baton_growth, measure
 from baton_kafka.streams.bench.load import Workload, minimal_context, prompt_sizes
-from baton_kafka.streams.bench.report import records_per_ticket, split_cpu
+from baton_kafka.streams.bench.report import describe_split, records_per_ticket, split_cpu
 from baton_kafka.streams.bench.run import BenchOptions, BrokerRun, broker_line, notes
 from baton_kafka.streams.bench.stats import (
     Row,
@@ -308,6 +308,26 @@ async def test_the_split_with_a_model_client_counts_the_client_and_names_it(
     assert (plain["model_is"], sdk["model_is"]) == ("offline rules", "anthropic client")
     assert plain["in_process_replies"] == sdk["in_process_replies"] == 4
     assert sdk["model"] > 0 and plain["model"] > 0
+
+
+async def test_a_split_whose_parts_exceed_the_worker_reports_no_rest_and_says_why(
+    tmp_path: Path,
+) -> None:
+    workload = Workload("x", sessions=1, per_session=2)
+    settings = await _store_with(tmp_path, workload)
+    # The worker's whole CPU below what its parts cost in the run of their own.
+    slower, faster = Row("slower", 2, 1.0), Row("faster", 2, 1.0)
+    slower.cpu_ms_per_ticket, faster.cpu_ms_per_ticket = 0.001, 10_000.0
+    await split_cpu(settings, slower, workload.tickets())
+    await split_cpu(settings, faster, workload.tickets())
+    short, long = (r.extra["cpu_split_ms_per_ticket"] for r in (slower, faster))
+    parts = short["model"] + short["stages_without_model"]
+    assert short["transport_and_tables"] is None
+    assert short["parts_exceed_worker_ms"] == pytest.approx(parts - 0.001, abs=0.002)
+    assert "not told" in describe_split("cpu", 0.001, short)
+    assert long["transport_and_tables"] > 0 and "parts_exceed_worker_ms" not in long
+    line = describe_split("cpu", 10_000.0, long)
+    assert line.endswith(f"transport/tables/scheduling {long['transport_and_tables']}")
 
 
 async def test_a_long_session_grows_its_baton(tmp_path: Path) -> None:
