@@ -6,7 +6,7 @@ import ast
 import importlib
 from pathlib import Path
 
-from tests.fixtures.paths import ROOT
+from tests.fixtures.paths import ROOT, tree
 
 PACKAGES = ("schemas", "agents", "streams")
 # The one top-level import name: the folders above are its subpackages.
@@ -165,7 +165,7 @@ def test_everything_imports_the_packages_by_the_one_import_name() -> None:
     bare = {
         str(path.relative_to(ROOT)): hits
         for top in tops
-        for path in (ROOT / top).rglob("*.py")
+        for path in tree(ROOT / top, "*.py")
         if (hits := _bare_imports(path.read_text("utf-8")))
     }
     assert bare == {}

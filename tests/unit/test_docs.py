@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.fixtures.paths import ROOT
+from tests.fixtures.paths import ROOT, tree
 
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [ROOT / "README.md", *DOCS]
@@ -140,7 +140,7 @@ def _problems_with(name: str) -> str | None:
         return None if (ROOT / path).exists() else "no such file or folder"
     if re.fullmatch(r"[\w]+\.py|[\w]+/", name):
         tops = (*PACKAGES, "tests")
-        hits = [p for top in tops for p in (ROOT / top).rglob(name.rstrip("/"))]
+        hits = [p for top in tops for p in tree(ROOT / top, name.rstrip("/"))]
         hits += [ROOT / name] if (ROOT / name).is_dir() else []
         return None if hits else "no such file or folder in the packages or tests"
     if name in EXTERNAL:
