@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar
 
 import anthropic
 import httpx2
+import orjson
 from anthropic.types import Message
 from opentelemetry import trace
 from pydantic import BaseModel
@@ -48,8 +49,9 @@ from baton_kafka.agents.models.llm import (
     SpendLimit,
     TimedOut,
     Truncated,
+    Unavailable,
 )
-from baton_kafka.agents.models.message_body import read_message
+from baton_kafka.agents.models.message_body import NotAMessage, read_message
 from baton_kafka.agents.models.pacing import (
     AdaptiveLimit,
     Clock,
@@ -69,6 +71,7 @@ T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger(__name__)
 
 SPEND_ALARM_INTERVAL_S = 60.0
+MESSAGES_PATH = "/v1/messages"
 
 
 class OutOfTime(TimedOut):
@@ -109,6 +112,10 @@ class AnthropicLLM:
     # The provider as OpenTelemetry's GenAI conventions name it.
     provider = "anthropic"
     capabilities: Capabilities = FIRST_PARTY
+    # A client that reads the typed body to route the call (the cloud platforms put the model
+    # in the URL) is sent every request through ``messages.create``; so is any client while a
+    # tracer provider is set. Otherwise the request goes as the JSON it already is.
+    typed_requests = False
 
     def __init__(
         self,
@@ -161,14 +168,18 @@ class AnthropicLLM:
         limits = httpx2.Limits(
             max_connections=max(1000, concurrency), max_keepalive_connections=max(1, concurrency)
         )
+        spans = sdk_spans(_tracer_provider())
         self._client = self._make_client(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
             http_client=anthropic.DefaultAioHttpClient(limits=limits),
-            open_telemetry=sdk_spans(_tracer_provider()),
+            open_telemetry=spans,
         )
+        # The SDK makes its span of each attempt (with the request's attributes) in
+        # messages.create: where it may trace, every call goes through it.
+        self._typed = self.typed_requests or spans is not False
         self.counter: Counter = (
             ApiCounter(self._client) if self.capabilities.token_counting else Estimator()
         )
@@ -226,8 +237,26 @@ class AnthropicLLM:
         self, request: dict[str, Any], timeout_s: float
     ) -> tuple[Message, Mapping[str, str]]:
         """One request: the answer and its headers; an SDK error or ``AttemptFailed``."""
-        raw = await self._client.messages.with_raw_response.create(**request, timeout=timeout_s)
-        return await read_message(raw), raw.headers
+        if self._typed:
+            raw = await self._client.messages.with_raw_response.create(**request, timeout=timeout_s)
+            body, headers = await raw.read(), raw.headers
+        else:
+            # The request is plain JSON already: encoded once here, it skips the SDK's copy of
+            # the whole body and its JSON encoding (together about 0.9 ms of a 2 ms call), and
+            # still goes through the SDK's client, headers, errors and HTTP stack.
+            response = await self._client.post(
+                MESSAGES_PATH,
+                content=orjson.dumps(request),
+                cast_to=httpx2.Response,
+                options={"timeout": timeout_s},
+            )
+            body, headers = response.content, response.headers
+        try:
+            return read_message(body, headers.get("request-id")), headers
+        except NotAMessage as exc:
+            model = request.get("model")
+            failure = Unavailable(f"{model} failed: {exc}", request_id=headers.get("request-id"))
+            raise AttemptFailed(Attempt(failure, retryable=True), headers) from None
 
     async def _send(self, model: str, request: dict[str, Any], deadline: float) -> Message:
         last: ModelFailure | None = None

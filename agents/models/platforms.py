@@ -28,6 +28,7 @@ class BedrockLLM(AnthropicLLM):
     name = "bedrock"
     provider = "aws.bedrock"
     capabilities: Capabilities = BEDROCK
+    typed_requests = True
 
     def __init__(self, *, region: str | None = None, **options: Any) -> None:
         self.region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -45,6 +46,7 @@ class VertexLLM(AnthropicLLM):
     name = "vertex"
     provider = "gcp.vertex_ai"
     capabilities: Capabilities = VERTEX
+    typed_requests = True
 
     def __init__(
         self, *, region: str | None = None, project: str | None = None, **options: Any
