@@ -16,6 +16,7 @@ from baton_kafka.agents.models.llm import Unavailable
 from baton_kafka.agents.models.message_body import NotAMessage, read_message
 from baton_kafka.agents.models.platforms import BedrockLLM, VertexLLM
 from tests.fixtures.agents import prompt
+from tests.fixtures.http import serving
 
 USAGE = {"input_tokens": 1200, "output_tokens": 30}
 TEXT = {"type": "text", "text": '{"reply": "Ihre Bestellung 4711 kommt am 3. Mai.", "n": 2}'}
@@ -74,17 +75,8 @@ async def server() -> AsyncIterator[str]:
             headers={"request-id": f"req_{len(name)}"},
         )
 
-    app = web.Application()
-    app.router.add_post("/v1/messages", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving(answer) as url:
+        yield url
 
 
 @pytest.mark.parametrize("name", list(BODIES))
@@ -129,17 +121,8 @@ async def recorder() -> AsyncIterator[tuple[str, list[bytes]]]:
             return web.Response(body=b"<html>bad gateway</html>", content_type="text/html")
         return web.Response(body=body("text"), content_type="application/json")
 
-    app = web.Application()
-    app.router.add_post("/v1/messages", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        await runner.cleanup()
+    async with serving(answer) as url:
+        yield url, seen
 
 
 @pytest.mark.parametrize("feedback", [None, "order_id: not a candidate"])
