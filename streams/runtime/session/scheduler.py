@@ -205,6 +205,7 @@ class SessionGate:
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
+        told = False
         while True:
             held = self._open.get(session_id)
             if held is not None and held[0] != ticket_id:
@@ -221,6 +222,16 @@ class SessionGate:
                 continue
             other = pending()
             if held is None and other is not None and other != ticket_id:
+                if not told:
+                    # Said once: a session that stays held shows here what it waits for.
+                    told = True
+                    log.info(
+                        "session %s: ticket %s waits for %s, which its baton shows started "
+                        "and not answered",
+                        shown(session_id),
+                        shown(ticket_id),
+                        shown(other),
+                    )
                 if loop.time() >= deadline:
                     log.warning(
                         "session %s: ticket %s never finished", shown(session_id), shown(other)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,7 +147,10 @@ async def test_a_copy_of_the_holding_ticket_does_not_strand_the_waiting_ones() -
     await asyncio.wait_for(waiting, 1)
 
 
-async def test_gate_waits_for_a_ticket_the_baton_reports_unfinished() -> None:
+async def test_gate_waits_for_a_ticket_the_baton_reports_unfinished(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "baton.scheduler")
     gate = SessionGate(timeout_s=5)
     pending: list[str | None] = ["t1"]
     entered = asyncio.Event()
@@ -161,6 +165,11 @@ async def test_gate_waits_for_a_ticket_the_baton_reports_unfinished() -> None:
     pending[0] = None
     await asyncio.wait_for(task, 2)
     assert entered.is_set()
+    # Said once however long it waited, naming what it waited for.
+    said = [r.getMessage() for r in caplog.records if "waits for" in r.getMessage()]
+    assert said == [
+        "session s: ticket t2 waits for t1, which its baton shows started and not answered"
+    ]
 
 
 async def test_gate_gives_up_after_its_timeout() -> None:
