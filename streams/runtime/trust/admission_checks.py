@@ -120,6 +120,28 @@ class Ownership:
 
 
 @dataclass(frozen=True)
+class AnsweredCopy:
+    """At the first stage a copy of a ticket its baton shows answered stops before the turn.
+
+    After a crash the session's copies come back in order; waiting for the session's next
+    ticket, it would hold back that ticket's own copy, queued behind it, until the turn's
+    timeout.
+    """
+
+    name: str = "answered_copy"
+
+    async def __call__(self, host: Host, view: RecordView) -> Verdict:
+        if not view.stage.opens_session:
+            return GO
+        held, ticket = view.held(), view.ticket
+        if held is None or ticket.ticket_id not in held.answered:
+            return GO
+        host.gate.leave(ticket.session_id, ticket.ticket_id)
+        host.observer.stage_done(view.stage.name, "reused", 0.0)
+        return DONE
+
+
+@dataclass(frozen=True)
 class Turn:
     """At the first stage the ticket's clock starts and it waits for the session's turn."""
 
@@ -187,6 +209,7 @@ ADMITTING: tuple[Check, ...] = (
     Erased(),
     Trace(),
     Ownership(opening_only=True),
+    AnsweredCopy(),
     Turn(),
     Burst(),
 )

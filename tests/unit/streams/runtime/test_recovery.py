@@ -334,3 +334,39 @@ async def test_an_answered_ticket_survives_a_crash_that_loses_every_unawaited_wr
     await _stage(p, "understand", topics.sessions)
     assert [r.ticket_id for r in _replies(p)] == ["t1", "t2"]
     assert not _sent(p).sent[topics.understood]
+
+
+async def test_a_copy_of_an_answered_ticket_does_not_wait_for_the_ticket_queued_behind_it(
+    store: SQLiteOrderStore,
+) -> None:
+    """After a crash the session's copies come back in order: the answered ticket's copy
+    first, then that of the next ticket, whose output to the next stage the crash lost. The
+    first copy must not wait for the next ticket to finish: only its own copy, queued behind
+    it, can finish it."""
+    p = _pipeline(store, MemoryState())
+    topics = p.topics
+    first = data.ticket("t1", "My kettle is leaking, I want a refund.")
+    second = data.ticket("t2", "Can I send it back for repair instead?")
+    await p.intake(dumps(first), Source())
+    copy_of_first = _sent(p).sent[topics.sessions][0][1]
+    for stage, topic in (
+        ("understand", topics.sessions),
+        ("lookup", topics.understood),
+        ("strategy", topics.matched),
+    ):
+        await _stage(p, stage, topic)
+    await p.intake(dumps(second), Source())
+    copy_of_second = _sent(p).sent[topics.sessions][0][1]
+    await _stage(p, "understand", topics.sessions)
+    _sent(p).sent[topics.understood].clear()  # the crash lost the second's output
+    assert _baton(p).in_flight is not None and _baton(p).in_flight.ticket_id == "t2"
+
+    restarted = _pipeline(store, _state(p))
+    source = Source(topics.sessions, 0, 0)
+    await asyncio.wait_for(restarted.run_stage("understand", copy_of_first, source), 1.0)
+    await asyncio.wait_for(restarted.run_stage("understand", copy_of_second, source), 1.0)
+    for stage, topic in (("lookup", topics.understood), ("strategy", topics.matched)):
+        await _stage(restarted, stage, topic)
+    assert [r.ticket_id for r in _replies(p) + _replies(restarted)] == ["t1", "t2"]
+    assert restarted.observer.counts["done.understand.reused"] == 2  # type: ignore[attr-defined]
+    assert len(restarted.gate) == 0

@@ -39,8 +39,11 @@ ADMITTING = {
     "trace": "only an admitted record names its ticket and session on the span",
     "ownership": "before the turn: another sender's ticket never waits in the session's queue "
     "(first stage only; later stages check it at their turn)",
-    "session_gate": "after ownership, before the burst: the clock starts before the wait (the "
-    "customer is waiting), and a burst is gathered only by the session's turn holder",
+    "answered_copy": "after ownership, before the turn: a copy of a ticket the baton shows "
+    "answered stops at once, since waiting for the session's next ticket would hold back that "
+    "ticket's own copy queued behind it",
+    "session_gate": "after the answered copy, before the burst: the clock starts before the "
+    "wait (the customer is waiting), and a burst is gathered only by the session's turn holder",
     "bursts": "last: it waits out the coalescing window holding the turn, and what it "
     "gathers is the record every later check and the stage see",
 }
@@ -197,6 +200,23 @@ async def test_a_taken_over_session_gets_a_silent_reply_and_no_stage(p: TestPipe
     [(_, raw)] = p.sink.sent[p.topics.replies]
     assert b'"T1"' in raw and p.counts.counts["done.understand.taken_over"] == 1
     assert await turn.TakenOver()(p, view_of(p, "lookup", d)) is GO
+
+
+async def test_an_answered_tickets_copy_stops_at_the_first_stage_only(p: TestPipeline) -> None:
+    d = await taken_in(p)
+    fresh = view_of(p, "understand", d)
+    await admit.Decode()(p, fresh)
+    assert await admit.AnsweredCopy()(p, fresh) is GO  # the baton has not seen the ticket
+    for stage in p.chain:
+        await p.deliver(stage.name, delivery_of(p, p.source_topic(stage)))
+    assert len(p.sink.sent[p.topics.replies]) == 1
+    copy = view_of(p, "understand", d)
+    await admit.Decode()(p, copy)
+    assert await admit.AnsweredCopy()(p, copy) is DONE
+    assert p.counts.counts["done.understand.reused"] == 1 and p.dead_letters == []
+    later = view_of(p, "lookup", d)
+    await admit.Decode()(p, later)
+    assert await admit.AnsweredCopy()(p, later) is GO  # later stages settle at their turn
 
 
 async def test_the_view_reads_the_baton_once_until_it_is_refreshed(p: TestPipeline) -> None:
