@@ -328,6 +328,13 @@ class Settings(OrderSettings, ModelSettings):
         False,
         parse=flag,
     )
+    relay: bool = setting(
+        "BATON_RELAY",
+        "`0` sends a stage's output only through its topic; `1` also gives it at once to the next "
+        "stage when this worker reads its partition (its copy from the topic then stops)",
+        True,
+        parse=flag,
+    )
     processing_guarantee: Literal["at_least_once", "exactly_once"] = setting(
         "BATON_PROCESSING_GUARANTEE",
         "or `exactly_once` (Faust transactions; Apache Kafka only; not recommended: see "

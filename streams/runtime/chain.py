@@ -141,6 +141,13 @@ class Chain:
             at = self.names.index(name)  # raises ValueError, as for any name not in the chain
         return self.names[at - 1] if at else None
 
+    def following(self, name: str) -> str | None:
+        """The stage after ``name``, which reads its output (None for the answering one)."""
+        at = self._at.get(name)
+        if at is None:
+            at = self.names.index(name)
+        return self.names[at + 1] if at + 1 < len(self.names) else None
+
     def source_role(self, stage: Stage[Any]) -> str:
         """The ``TopicNames`` role of the topic ``stage`` reads."""
         return self._own(stage)[0]

@@ -18,6 +18,7 @@ from baton_kafka.agents.orders.snapshot import TicketOrders
 from baton_kafka.agents.outcome import Outcome
 from baton_kafka.agents.policy import load as load_policy
 from baton_kafka.agents.ticket_memo import TicketMemos
+from baton_kafka.schemas.baton import Baton
 from baton_kafka.schemas.records import StageName, utcnow
 from baton_kafka.schemas.stages import StageRecord
 from baton_kafka.streams.kafka.topics import TopicNames
@@ -38,6 +39,7 @@ from baton_kafka.streams.runtime.people.escalations import Escalations
 from baton_kafka.streams.runtime.records import dead_letters
 from baton_kafka.streams.runtime.records.dead_letters import Source, read_as
 from baton_kafka.streams.runtime.records.delivery import Delivery
+from baton_kafka.streams.runtime.records.placement import session_partition
 from baton_kafka.streams.runtime.records.signing import Headers, SignedSink, Signer
 from baton_kafka.streams.runtime.records.sink import FramingSink, Sink, TracedSink
 from baton_kafka.streams.runtime.session import expiry
@@ -45,6 +47,7 @@ from baton_kafka.streams.runtime.session.batons import BatonStore, State
 from baton_kafka.streams.runtime.session.budgets import CustomerBudgets
 from baton_kafka.streams.runtime.session.bursts import Bursts
 from baton_kafka.streams.runtime.session.priority import ChainPriority, Paced
+from baton_kafka.streams.runtime.session.relay import Passed, Relay
 from baton_kafka.streams.runtime.session.scheduler import SessionGate
 from baton_kafka.streams.runtime.stages import Inputs, Stage
 from baton_kafka.streams.runtime.trust import checks
@@ -85,6 +88,9 @@ class Pipeline(Intake):
     # The per-record checks, in order: once per record, then once per attempt at the stage.
     admitting: tuple[checks.Check, ...] = ADMITTING
     attempting: tuple[checks.Check, ...] = ATTEMPTING
+    # Outputs passed straight to the next stage when this worker reads its partition (none
+    # in-process, where the runner reads every topic in turn).
+    relay: Relay = field(default_factory=Relay)
 
     def __post_init__(self) -> None:
         self.policy = load_policy(self.settings.policy_file).serving(self.settings.languages)
@@ -199,14 +205,23 @@ class Pipeline(Intake):
         await self.deliver(stage, Delivery(value, source, headers))
 
     async def deliver(self, stage: StageName, delivery: Delivery) -> None:
-        """``run_stage`` on a record as read, decoded once for every check that reads it."""
+        """``run_stage`` on a record as read, decoded once for every check that reads it; then
+        on each output passed straight on to the next stage (see ``Relay``)."""
+        ticket = delivery.ticket() if self.relay.marked else None
+        if ticket is not None and await self.relay.copy_done(
+            ticket.ticket_id, stage, delivery.value
+        ):
+            return  # the copy read back of a record passed on here, whose run finished
+        await self.relay.carry(await self._deliver(stage, delivery), self._deliver)
+
+    async def _deliver(self, stage: StageName, delivery: Delivery) -> Passed | None:
         first = self.chain[stage].opens_session
         if self.bursts is not None and first:
             self.bursts.started(delivery)
         source = read_as(delivery.source, delivery.value, delivery.headers)
         async with self.turns.working(first):
             with tracing.stage_span(stage, delivery.headers, source, self.consumer):
-                await self._run_stage(stage, delivery, source)
+                return await self._run_stage(stage, delivery, source)
 
     async def quiet(self, delivery: Delivery) -> None:
         """Wait out the coalescing window of the record's session before its turn takes a
@@ -217,12 +232,14 @@ class Pipeline(Intake):
             arrived = self.bursts.arrival(delivery)
             await self.bursts.gather(delivery.record(), delivery.source, lambda _: True, arrived)
 
-    async def _run_stage(self, stage: StageName, delivery: Delivery, source: Source) -> None:
+    async def _run_stage(
+        self, stage: StageName, delivery: Delivery, source: Source
+    ) -> Passed | None:
         """The record's checks once, then up to ``STAGE_ATTEMPTS`` attempts at the stage."""
         self.observer.record_in(stage)
         view = RecordView(self.chain[stage], delivery, source, self.batons)
         if not await checks.passed(self.admitting, self, view):
-            return
+            return None
         record, value = view.record, delivery.value
         assert record is not None  # the decode check passed
         ticket = record.ticket
@@ -231,8 +248,7 @@ class Pipeline(Intake):
                 view.refresh()  # the failed attempt and the wait may have written the baton
             try:
                 with tracing.agent_span(stage, ticket.session_id, self.llm.name):
-                    await self._run(view)
-                return
+                    return await self._run(view)
             except Exception as exc:
                 # The type and a short message: the record's contents stay out of the logs.
                 if attempt < STAGE_ATTEMPTS:
@@ -258,6 +274,7 @@ class Pipeline(Intake):
                 )
                 await self._fail_ticket(record, stage, dl, source)
                 self.observer.stage_done(stage, "failed", 0.0)
+        return None
 
     def refuses(
         self, stage: StageName, value: bytes | None, source: Source, headers: Headers | None = None
@@ -302,10 +319,10 @@ class Pipeline(Intake):
             await self.dead_letter(dead_letters.flood(stage, ticket, source, cap), source)
             self.observer.stage_done(stage, "flooded", 0.0)
 
-    async def _run(self, view: RecordView) -> None:
+    async def _run(self, view: RecordView) -> Passed | None:
         """One attempt: the checks at the session's turn, then the stage on what they read."""
         if not await checks.passed(self.attempting, self, view):
-            return
+            return None
         stage, record, baton, allowance = view.stage, view.record, view.baton, view.allowance
         assert record is not None and baton is not None and allowance is not None
         memo = self.memos.of(record.ticket)
@@ -324,7 +341,7 @@ class Pipeline(Intake):
         )
         customer = record.ticket.customer_id
         outcome = self.budgets.settle(customer, allowance, await stage.run(inputs))
-        await self._finish(stage, inputs, outcome, view.source, view.started)
+        return await self._finish(stage, inputs, outcome, view.source, view.started)
 
     async def _finish(
         self,
@@ -333,10 +350,12 @@ class Pipeline(Intake):
         outcome: Outcome[Any],
         source: Source,
         started: float,
-    ) -> None:
-        """Book a stage's result (usage, dead letter, hand-off), then forward it or reply."""
+    ) -> Passed | None:
+        """Book a stage's result (usage, dead letter, hand-off), then forward it or reply; what
+        is passed straight on to the next stage, if anything."""
         record, baton = inputs.record, inputs.baton
         ticket = record.ticket
+        passed: Passed | None = None
         usage = record.usage
         for call in outcome.calls:
             usage = usage.add(call)
@@ -389,10 +408,35 @@ class Pipeline(Intake):
                 }
             )
             target = self.topics.role(stage.target_role)
-            await self.redelivery.forward(stage.name, out, baton, target)
+            passed = await self._forward(stage.name, out, baton, target)
         self.observer.model_calls(outcome.calls)
         outcome_name = "degraded" if outcome.degraded else "ok"
         self.observer.stage_done(stage.name, outcome_name, time.monotonic() - started)
+        return passed
+
+    async def _forward(
+        self, stage: StageName, out: StageRecord, baton: Baton, target: str
+    ) -> Passed | None:
+        """Send ``out`` on; when this worker reads its partition of ``target``, also what the
+        next stage is given here at once (its copy from the topic then waits and stops)."""
+        ticket = out.ticket
+        following = self.chain.following(stage)
+        marked = following is not None and self.relay.mark(
+            ticket.ticket_id, following, target, ticket.session_id
+        )
+        try:
+            data = await self.redelivery.forward(stage, out, baton, target)
+        except BaseException:
+            if following is not None and marked:
+                self.relay.finish(ticket.ticket_id, following, False)
+            raise
+        if following is None or not marked:
+            return None
+        key = ticket.session_id
+        at = (target, session_partition(key, self.settings.partitions), key)
+        # Signed and traced as the topic's copy is: the next stage checks it as any record.
+        headers = tracing.inject(self.signer.headers(target, key, data))
+        return self.relay.given(ticket.ticket_id, following, at, data, headers)
 
     async def apply_index(
         self, value: bytes | None, headers: Headers | None = None, source: Source | None = None

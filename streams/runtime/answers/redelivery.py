@@ -113,8 +113,9 @@ class Redelivery:
         self.observer.stage_done(stage, "reused", 0.0)
         return True
 
-    async def forward(self, stage: StageName, out: StageRecord, baton: Baton, topic: str) -> None:
-        """Record ``out`` as the ticket's entry in ``baton``, then send it to ``topic``."""
+    async def forward(self, stage: StageName, out: StageRecord, baton: Baton, topic: str) -> bytes:
+        """Record ``out`` as the ticket's entry in ``baton``, then send it to ``topic``; returns
+        the bytes sent."""
         data = dumps(out)
         # One changelog record for both: the baton and the output a redelivered copy resends.
         entry = InFlight(
@@ -122,6 +123,7 @@ class Redelivery:
         )
         self.batons.save(baton.model_copy(update={"in_flight": entry}))
         await self.sink.send(topic, out.ticket.session_id, data)
+        return data
 
     async def reply(self, reply: Reply, baton: Baton, packet: HandoffPacket | None = None) -> Baton:
         """Publish the reply once, then its hand-off packet if any; returns the baton that

@@ -280,6 +280,8 @@ def create_app(
     app.on_before_shutdown.connect(stop_clocks, weak=False)
     web.register(app, settings, metrics, recent)
     wired = Wiring(app=app, settings=settings, pipeline=pipeline, sink=sink)
+    if settings.relay and settings.processing_guarantee == "at_least_once":
+        pipeline.relay.owns = wired.reads
     index_agent(wired)
     pipeline.escalations.owned = wired.owns
     expiry_timer(wired)

@@ -67,6 +67,12 @@ class Wiring:
         partition = session_partition(session_id, self.settings.partitions)
         return any(tp.topic == self.names.sessions and tp.partition == partition for tp in actives)
 
+    def reads(self, topic: str, session_id: str) -> bool:
+        """This worker reads the session's partition of ``topic`` now."""
+        actives = self.app.assignor.assigned_actives()
+        partition = session_partition(session_id, self.settings.partitions)
+        return any(tp.topic == topic and tp.partition == partition for tp in actives)
+
 
 def index_agent(w: Wiring) -> None:
     """The agent folding signed session summaries into the customers' index."""

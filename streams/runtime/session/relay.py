@@ -1,0 +1,139 @@
+"""A stage's output passed straight to the next stage on this worker; its copy read back from
+the topic then waits for that run and stops, so the stage runs once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from baton_kafka.streams.observe.redaction import describe
+from baton_kafka.streams.observe.shown import shown
+from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.delivery import Delivery
+from baton_kafka.streams.runtime.records.signing import Headers
+
+log = logging.getLogger("baton.pipeline")
+
+# A stage's output given straight to the next stage: that stage's name and the record.
+Passed = tuple[str, Delivery]
+
+# Whether this worker reads a topic's partition of a session now: (topic, session id) -> bool.
+Owns = Callable[[str, str], bool]
+
+# How long a finished run's mark waits for its copy from the topic (a copy that never comes
+# here, read by another worker after a rebalance, must not keep it for ever).
+KEEP_S = 300.0
+
+
+@dataclass
+class _Mark:
+    ran: asyncio.Future[bool]
+    sent: bytes | None = None
+
+
+@dataclass
+class Relay:
+    """The runs passed on in-process, by ticket and stage, until their copy from the topic is read.
+
+    A mark is made before the output is sent, so a copy read back before the run starts still
+    finds it and waits. The copy stops once the run finished, if its bytes are those sent; it
+    runs the stage as any record does when the run here could not finish, and so does any other
+    record of the ticket at that stage (a forged one meets the stage's checks).
+    """
+
+    owns: Owns | None = None
+    keep_s: float = KEEP_S
+    _marks: dict[tuple[str, str], _Mark] = field(default_factory=dict)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether outputs are passed on at all (off: no ``owns``)."""
+        return self.owns is not None
+
+    @property
+    def marked(self) -> int:
+        """Runs passed on whose copy was not read yet."""
+        return len(self._marks)
+
+    def mark(self, ticket_id: str, stage: str, topic: str, session_id: str) -> bool:
+        """Mark the ticket's run at ``stage`` as passed on here, when this worker reads the
+        session's partition of ``topic``; False (no mark) when it does not."""
+        if self.owns is None or not self.owns(topic, session_id):
+            return False
+        old = self._marks.get((ticket_id, stage))
+        if old is not None and not old.ran.done():
+            return False  # a run of this ticket at the stage is passed on already
+        self._marks[(ticket_id, stage)] = _Mark(asyncio.get_running_loop().create_future())
+        return True
+
+    def given(
+        self,
+        ticket_id: str,
+        stage: str,
+        at: tuple[str, int, str],
+        value: bytes,
+        headers: Headers | None,
+    ) -> Passed:
+        """What the marked run at ``stage`` reads: ``value`` as sent under the session's key
+        (``at``: topic, partition, key) with its headers, checked as a record read there."""
+        mark = self._marks.get((ticket_id, stage))
+        if mark is not None and not mark.ran.done():
+            mark.sent = value
+        topic, partition, key = at
+        source = Source(
+            topic=topic,
+            partition=partition,
+            key=key,
+            timestamp=datetime.now(UTC),
+            raw_key=key.encode("utf-8", "surrogateescape"),
+        )
+        return stage, Delivery(value, source, headers)
+
+    async def carry(
+        self, passed: Passed | None, run: Callable[[str, Delivery], Awaitable[Passed | None]]
+    ) -> None:
+        """``run`` each record passed on in turn (each run may pass its own output on)."""
+        while passed is not None:
+            stage, delivery = passed
+            ticket_id = delivery.record().ticket.ticket_id
+            ran = False
+            try:
+                passed = await run(stage, delivery)
+                ran = True
+            except Exception as exc:
+                # Its copy from the topic runs the stage instead, as any record.
+                log.warning("%s: passing %s on failed: %s", stage, shown(ticket_id), describe(exc))
+                passed = None
+            finally:
+                self.finish(ticket_id, stage, ran)
+
+    def finish(self, ticket_id: str, stage: str, ran: bool) -> None:
+        """The passed-on run is over: ``ran`` when the stage finished its record."""
+        key = (ticket_id, stage)
+        mark = self._marks.get(key)
+        if mark is None or mark.ran.done():
+            return
+        mark.ran.set_result(ran)
+        asyncio.get_running_loop().call_later(self.keep_s, self._drop, key, mark)
+
+    def _drop(self, key: tuple[str, str], mark: _Mark) -> None:
+        if self._marks.get(key) is mark:
+            del self._marks[key]
+
+    async def copy_done(self, ticket_id: str, stage: str, value: bytes | None) -> bool:
+        """For a record read from the topic: wait for the ticket's passed-on run at ``stage``;
+        True when it finished and ``value`` is what it was given (the copy stops), False when
+        there was none, it failed, or the record is another (it runs)."""
+        key = (ticket_id, stage)
+        mark = self._marks.get(key)
+        if mark is None:
+            return False
+        ran = await asyncio.shield(mark.ran)
+        if not ran or value is None or mark.sent != value:
+            return False
+        if self._marks.get(key) is mark:
+            del self._marks[key]
+        return True
