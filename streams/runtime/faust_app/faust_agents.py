@@ -63,12 +63,10 @@ class Wiring:
 
     def owns(self, session_id: str) -> bool:
         """This worker reads the session's partition now (not a standby's copy)."""
-        actives = self.app.assignor.assigned_actives()
-        partition = session_partition(session_id, self.settings.partitions)
-        return any(tp.topic == self.names.sessions and tp.partition == partition for tp in actives)
+        return self.reads(self.names.sessions, session_id)
 
     def reads(self, topic: str, session_id: str) -> bool:
-        """This worker reads the session's partition of ``topic`` now."""
+        """This worker reads the session's partition of ``topic`` now (not a standby's copy)."""
         actives = self.app.assignor.assigned_actives()
         partition = session_partition(session_id, self.settings.partitions)
         return any(tp.topic == topic and tp.partition == partition for tp in actives)
