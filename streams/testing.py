@@ -50,6 +50,8 @@ class MemorySink:
     )
     fail_first: str | Callable[[str, bytes], bool] | None = None
     failed: bool = False
+    # Per topic, how many records were sent: the next one's offset (``sent`` may be edited).
+    written: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     async def send(
         self,
@@ -57,12 +59,15 @@ class MemorySink:
         key: str | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
+    ) -> int:
         if not self.failed and self._fails(topic, value):
             self.failed = True
             raise ConnectionError("the broker went away")
         self.sent[topic].append((key, value))
         self.headers[topic].append(list(headers or []))
+        offset = self.written[topic]
+        self.written[topic] = offset + 1
+        return offset
 
     def _fails(self, topic: str, value: bytes) -> bool:
         if isinstance(self.fail_first, str):

@@ -425,7 +425,7 @@ class Pipeline(Intake):
             ticket.ticket_id, following, target, ticket.session_id
         )
         try:
-            data = await self.redelivery.forward(stage, out, baton, target)
+            data, offset = await self.redelivery.forward(stage, out, baton, target)
         except BaseException:
             if following is not None and marked:
                 self.relay.finish(ticket.ticket_id, following, False)
@@ -433,10 +433,18 @@ class Pipeline(Intake):
         if following is None or not marked:
             return None
         key = ticket.session_id
-        at = (target, session_partition(key, self.settings.partitions), key)
-        # Signed and traced as the topic's copy is: the next stage checks it as any record.
+        # Read where the topic's copy is, signed and traced as it is: the next stage checks it
+        # as any record, and its dead letters name the copy's offset for a re-drive.
+        source = Source(
+            topic=target,
+            partition=session_partition(key, self.settings.partitions),
+            offset=offset,
+            key=key,
+            timestamp=utcnow(),
+            raw_key=key.encode("utf-8", "surrogateescape"),
+        )
         headers = tracing.inject(self.signer.headers(target, key, data))
-        return self.relay.given(ticket.ticket_id, following, at, data, headers)
+        return self.relay.given(ticket.ticket_id, following, source, data, headers)
 
     async def apply_index(
         self, value: bytes | None, headers: Headers | None = None, source: Source | None = None

@@ -113,17 +113,18 @@ class Redelivery:
         self.observer.stage_done(stage, "reused", 0.0)
         return True
 
-    async def forward(self, stage: StageName, out: StageRecord, baton: Baton, topic: str) -> bytes:
+    async def forward(
+        self, stage: StageName, out: StageRecord, baton: Baton, topic: str
+    ) -> tuple[bytes, int | None]:
         """Record ``out`` as the ticket's entry in ``baton``, then send it to ``topic``; returns
-        the bytes sent."""
+        the bytes sent and their offset (None: not known)."""
         data = dumps(out)
         # One changelog record for both: the baton and the output a redelivered copy resends.
         entry = InFlight(
             ticket_id=out.ticket.ticket_id, stage=stage, output=data.decode(), reply=False
         )
         self.batons.save(baton.model_copy(update={"in_flight": entry}))
-        await self.sink.send(topic, out.ticket.session_id, data)
-        return data
+        return data, await self.sink.send(topic, out.ticket.session_id, data)
 
     async def reply(self, reply: Reply, baton: Baton, packet: HandoffPacket | None = None) -> Baton:
         """Publish the reply once, then its hand-off packet if any; returns the baton that

@@ -17,6 +17,12 @@ from baton_kafka.streams.settings import Settings
 SCAN_PATIENCE_S = 30.0
 
 
+def offset_of(metadata: Any) -> int | None:
+    """The offset a send's metadata names (aiokafka's and Faust's have one; None otherwise)."""
+    offset = getattr(metadata, "offset", None)
+    return offset if isinstance(offset, int) else None
+
+
 class FaustSink:
     """Sends through the app's producer and waits for the broker's acknowledgement."""
 
@@ -46,7 +52,7 @@ class FaustSink:
         key: str | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
+    ) -> int | None:
         # surrogateescape: a key read as bytes that are not UTF-8 goes out as it came in.
         raw_key = key.encode("utf-8", "surrogateescape") if key is not None else None
         channel = self.topics[topic]
@@ -55,13 +61,12 @@ class FaustSink:
             # first record starts the app's producer if it is not yet.
             fut = await channel.send(key=raw_key, value=value, headers=headers)
             self._started = True
-            await fut
-            return
+            return offset_of(await fut)
         # The app's producer directly: the bytes are final and the broker's acknowledgement is
         # awaited right here, so the topic's per-record machinery (its producer look-up and
         # its callbacks) would only cost time.
         sent = await self.app.producer.send(topic, raw_key, value, None, None, headers or [])
-        await sent
+        return offset_of(await sent)
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]

@@ -94,10 +94,10 @@ class SignedSink:
 
     async def send(
         self, topic: str, key: str | None, value: bytes, headers: Headers | None = None
-    ) -> None:
+    ) -> int | None:
         if topic in self.signed and self.signer.enabled:
             headers = [*(headers or []), *self.signer.headers(topic, key, value)]
-        await self.inner.send(topic, key, value, headers)
+        return await self.inner.send(topic, key, value, headers)
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]

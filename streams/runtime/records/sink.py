@@ -11,7 +11,8 @@ from baton_kafka.streams.observe import tracing
 
 
 class Sink(Protocol):
-    """Where records go: ``send`` returns once the broker acknowledged the record."""
+    """Where records go: ``send`` returns once the broker acknowledged the record, with the
+    record's offset when the broker said it (None: not known)."""
 
     async def send(
         self,
@@ -19,7 +20,7 @@ class Sink(Protocol):
         key: str | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
-    ) -> None: ...
+    ) -> int | None: ...
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
@@ -40,8 +41,8 @@ class TracedSink:
         key: str | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        await self.inner.send(topic, key, value, tracing.inject(headers))
+    ) -> int | None:
+        return await self.inner.send(topic, key, value, tracing.inject(headers))
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]
@@ -63,10 +64,10 @@ class FramingSink:
         key: str | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
+    ) -> int | None:
         schema_id = self.schema_ids.get(topic)
         framed = value if schema_id is None else frame(schema_id, value)
-        await self.inner.send(topic, key, framed, headers)
+        return await self.inner.send(topic, key, framed, headers)
 
     async def contains(
         self, topic: str, key: str, since: datetime, match: Callable[[bytes], bool]

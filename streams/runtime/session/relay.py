@@ -7,7 +7,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from baton_kafka.streams.observe.redaction import describe
 from baton_kafka.streams.observe.shown import shown
@@ -73,23 +72,15 @@ class Relay:
         self,
         ticket_id: str,
         stage: str,
-        at: tuple[str, int, str],
+        source: Source,
         value: bytes,
         headers: Headers | None,
     ) -> Passed:
-        """What the marked run at ``stage`` reads: ``value`` as sent under the session's key
-        (``at``: topic, partition, key) with its headers, checked as a record read there."""
+        """What the marked run at ``stage`` reads: ``value`` as sent, with its headers, as if
+        read at ``source`` (where its copy is on the topic)."""
         mark = self._marks.get((ticket_id, stage))
         if mark is not None and not mark.ran.done():
             mark.sent = value
-        topic, partition, key = at
-        source = Source(
-            topic=topic,
-            partition=partition,
-            key=key,
-            timestamp=datetime.now(UTC),
-            raw_key=key.encode("utf-8", "surrogateescape"),
-        )
         return stage, Delivery(value, source, headers)
 
     async def carry(

@@ -91,7 +91,7 @@ class Broker(MemorySink):
         key: str | None,
         value: bytes,
         headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
+    ) -> int:
         await super().send(topic, key, value, headers)
         if topic == self.names.replies and not is_holding(value):
             # A holding reply (a ticket slower than the first-reply deadline, on a loaded
@@ -109,6 +109,7 @@ class Broker(MemorySink):
         self.offsets[(topic, partition)] += 1
         event = Event(key.encode() if key else None, value, Message(topic, partition, offset))
         self.streams[topic].queue.put_nowait(event)
+        return offset
 
 
 @dataclass

@@ -14,6 +14,7 @@ from baton_kafka.schemas import Reply, dumps
 from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.placement import session_partition
 from baton_kafka.streams.runtime.session.relay import Relay
 from baton_kafka.streams.runtime.session.scheduler import SessionGate
 from baton_kafka.streams.runtime.trust.admission_checks import ADMITTING
@@ -135,6 +136,32 @@ def _timeless(value: Any) -> Any:
     return value
 
 
+async def test_what_is_passed_on_is_read_where_its_copy_is(store: SQLiteOrderStore) -> None:
+    """Its dead letters name the copy's topic, partition and offset: a re-drive finds it."""
+    read: list[tuple[str, Any, Any, Any]] = []
+
+    class Where:
+        name = "where"
+
+        async def __call__(self, host: Host, view: RecordView) -> Verdict:
+            s = view.source
+            read.append((view.stage.name, s.topic, s.partition, s.offset))
+            return GO
+
+    p = _pipeline(store, admitting=(Where(), *ADMITTING))
+    for i, session in enumerate(("S1", "S2", "S3")):
+        await _first_stage(p, KETTLE, f"t{i}", session)
+    understood, matched = p.topics.understood, p.topics.matched
+    partitions = p.settings.partitions
+    assert [r for r in read if r[0] == "lookup"] == [
+        ("lookup", understood, session_partition(s, partitions), i)
+        for i, s in enumerate(("S1", "S2", "S3"))
+    ]
+    assert [r[1:] for r in read if r[0] == "strategy"] == [
+        (matched, session_partition(s, partitions), i) for i, s in enumerate(("S1", "S2", "S3"))
+    ]
+
+
 class _HeldSink(MemorySink):
     """Holds every send to ``topic`` until ``go`` is set."""
 
@@ -144,11 +171,11 @@ class _HeldSink(MemorySink):
         self.go = asyncio.Event()
         self.waiting = asyncio.Event()
 
-    async def send(self, topic: str, key: str | None, value: bytes, headers: Any = None) -> None:
+    async def send(self, topic: str, key: str | None, value: bytes, headers: Any = None) -> int:
         if topic == self.topic:
             self.waiting.set()
             await self.go.wait()
-        await super().send(topic, key, value, headers)
+        return await super().send(topic, key, value, headers)
 
 
 async def test_a_copy_read_while_its_run_goes_on_waits_for_it_then_stops(
@@ -180,8 +207,8 @@ async def test_a_run_here_that_fails_leaves_the_stage_to_its_copy(
         name = "fails_passed_once"
 
         async def __call__(self, host: Host, view: RecordView) -> Verdict:
-            # The record passed on is the one with no offset: it was never read from a topic.
-            if view.source.offset is None and not failed:
+            # The record passed on names its partition; this test reads its copies without one.
+            if view.source.partition is not None and not failed:
                 failed.append(view.stage.name)
                 raise RuntimeError("the check broke")
             return GO
@@ -221,7 +248,7 @@ async def test_a_mark_is_dropped_after_its_wait_when_no_copy_comes() -> None:
     relay = Relay(owns=lambda topic, session: True, keep_s=0.05)
     assert relay.mark("t1", "lookup", "understood", "S1")
     assert not relay.mark("t1", "lookup", "understood", "S1"), "one run at a time"
-    relay.given("t1", "lookup", ("understood", 0, "S1"), b"out", None)
+    relay.given("t1", "lookup", Source("understood", 0, 0), b"out", None)
     relay.finish("t1", "lookup", True)
     assert relay.marked == 1
     await asyncio.sleep(0.1)
@@ -233,7 +260,7 @@ async def test_a_copy_stops_only_when_its_run_finished_on_the_same_bytes() -> No
     relay = Relay(owns=lambda topic, session: True)
     for tid in ("t1", "t2", "t3"):
         assert relay.mark(tid, "lookup", "understood", "S1")
-        relay.given(tid, "lookup", ("understood", 0, "S1"), b"out " + tid.encode(), None)
+        relay.given(tid, "lookup", Source("understood", 0, 0), b"out " + tid.encode(), None)
     relay.finish("t1", "lookup", True)
     relay.finish("t2", "lookup", False)
     relay.finish("t3", "lookup", True)
