@@ -68,6 +68,11 @@ class Relay:
         self._marks[(ticket_id, stage)] = _Mark(asyncio.get_running_loop().create_future())
         return True
 
+    def _reads(self, topic: str | None, key: str | None) -> bool:
+        """Whether this worker still reads the partition a passed-on record's copy is on."""
+        owns = self.owns
+        return owns is not None and topic is not None and key is not None and owns(topic, key)
+
     def given(
         self,
         ticket_id: str,
@@ -90,6 +95,11 @@ class Relay:
         while passed is not None:
             stage, delivery = passed
             ticket_id = delivery.record().ticket.ticket_id
+            source = delivery.source
+            if not self._reads(source.topic, source.key):
+                # The partition moved on (a rebalance): its new reader runs the copy.
+                self.finish(ticket_id, stage, False)
+                return
             ran = False
             try:
                 passed = await run(stage, delivery)

@@ -244,6 +244,30 @@ async def test_a_partition_another_worker_reads_is_left_to_its_topic(
     assert _counts(p)["done.lookup.ok"] == _counts(p)["done.strategy.ok"] == 1
 
 
+async def test_a_partition_that_moved_on_mid_chain_is_left_to_its_new_reader(
+    store: SQLiteOrderStore,
+) -> None:
+    """Each run passed on checks again that this worker reads the partition: after a
+    rebalance the new reader runs the copy, so the stage must not run here too."""
+    asked: list[str] = []
+
+    def owns(topic: str, session: str) -> bool:
+        asked.append(topic)
+        return len(asked) <= 3  # both marks and the look-up's run; then the partition moves
+
+    p = _pipeline(store, Relay(owns=owns))
+    await _first_stage(p, KETTLE)
+    understood, matched = p.topics.understood, p.topics.matched
+    assert asked == [understood, understood, matched, matched]
+    assert _counts(p)["done.lookup.ok"] == 1 and "done.strategy.ok" not in _counts(p)
+    assert not _replies(p)
+    # The copy, read by whoever reads the partition now, runs the stage.
+    ((_, value),) = _sink(p).sent[matched]
+    await p.run_stage("strategy", value, Source(matched, None, 0))
+    assert [r.ticket_id for r in _replies(p)] == ["t1"]
+    assert _counts(p)["done.strategy.ok"] == 1
+
+
 async def test_a_mark_is_dropped_after_its_wait_when_no_copy_comes() -> None:
     relay = Relay(owns=lambda topic, session: True, keep_s=0.05)
     assert relay.mark("t1", "lookup", "understood", "S1")
