@@ -182,6 +182,26 @@ def _months(later: datetime, earlier: datetime) -> int:
     return (later.year - earlier.year) * 12 + later.month - earlier.month
 
 
+def age_days(cases: Sequence[Case], now: datetime) -> float:
+    """Days from the set's oldest ``created_at`` to ``now``, plus one: a
+    ``BATON_TICKET_MAX_AGE_DAYS`` that reads every ticket's time as written.
+
+    The bound keeps a producer from moving a message's time words back; the set is a recorded
+    history, dated on purpose (up to five weeks back after ``week_shift``), and read against a
+    bound of a week its older tickets' "last week" would count from another day.
+    """
+    stamps = [_utc(c.ticket.created_at) for c in cases if c.ticket.created_at is not None]
+    if not stamps:
+        return 1.0
+    return max(1.0, (now - min(stamps)).total_seconds() / 86400 + 1)
+
+
+def as_recorded(settings: Settings, cases: Sequence[Case]) -> Settings:
+    """``settings`` with the tickets' ages bound no nearer than the set's oldest ticket."""
+    days = age_days(cases, datetime.now(UTC))
+    return settings.with_(ticket_max_age_days=max(settings.ticket_max_age_days, days))
+
+
 def shifted(
     cases: Sequence[Case], orders: Sequence[Order], shift: timedelta
 ) -> tuple[list[Case], list[Order]]:
@@ -371,6 +391,7 @@ def evaluate(
     check(cases, orders, str(tickets_file))
     shift = week_shift(cases, datetime.now(UTC).date(), orders)
     cases, orders = shifted(cases, orders, shift)
+    settings = as_recorded(settings, cases)
     started = time.monotonic()
     batches: dict[str, Any] | None = None
     if batch is not None:

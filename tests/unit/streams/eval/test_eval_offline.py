@@ -6,7 +6,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from baton_kafka.schemas import Reply
-from baton_kafka.streams.eval.run import check, load_cases, load_orders, shifted, week_shift
+from baton_kafka.streams.eval.run import (
+    age_days,
+    check,
+    load_cases,
+    load_orders,
+    shifted,
+    week_shift,
+)
 from baton_kafka.streams.eval.score import World, score, summarize
 from tests.fixtures.paths import TEST_DATA
 from tests.fixtures.pipelines import in_memory
@@ -20,7 +27,7 @@ async def test_the_offline_model_forgets_nothing_and_resolves_every_order(tmp_pa
     cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date(), orders))
     replies: dict[str, Reply] = {}
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
-        pipeline = in_memory(store)
+        pipeline = in_memory(store, ticket_max_age_days=age_days(cases, datetime.now(UTC)))
         for phase in sorted({c.label.phase for c in cases}):
             for case in (c for c in cases if c.label.phase == phase):
                 for reply in await pipeline.send(case.ticket):

@@ -14,6 +14,8 @@ from baton_kafka.schemas.records import Reply, Ticket
 from baton_kafka.streams.cli.main import main
 from baton_kafka.streams.eval.run import (
     BadInput,
+    age_days,
+    as_recorded,
     check,
     load_cases,
     load_orders,
@@ -30,6 +32,7 @@ from baton_kafka.streams.eval.score import (
     score,
     summarize,
 )
+from baton_kafka.streams.settings import Settings
 from tests.fixtures.data import EVAL_ORDERS
 from tests.fixtures.paths import TEST_DATA
 
@@ -260,6 +263,16 @@ def test_cross_line_rules() -> None:
         check([case(label={"order_id": "EV-77"})], EVAL_ORDERS, "f")
     with pytest.raises(BadInput, match="must be the order's"):
         check([case(label={"product": "kettle"})], EVAL_ORDERS, "f")
+
+
+def test_a_run_reads_the_set_s_times_as_written() -> None:
+    cases = [case(created_at="2026-11-20T09:00:00Z"), case(ticket_id="t2", created_at=None)]
+    now = datetime(2026, 12, 7, 0, 30, tzinfo=UTC)
+    assert age_days(cases, now) == pytest.approx(17.6458, abs=1e-3)
+    assert age_days([case(created_at=None)], now) == 1.0
+    bound = as_recorded(Settings(), cases).ticket_max_age_days
+    assert bound == pytest.approx(age_days(cases, datetime.now(UTC)), abs=0.01)
+    assert bound > Settings().ticket_max_age_days
 
 
 def test_dates_move_by_whole_weeks_towards_today() -> None:

@@ -12,6 +12,7 @@ import pytest
 from baton_kafka.schemas.records import Offer, OfferLine, Reply
 from baton_kafka.streams.eval.run import (
     BadInput,
+    age_days,
     check,
     load_cases,
     load_orders,
@@ -247,7 +248,11 @@ async def test_the_bookshop_set_through_the_pipeline_is_scored(tmp_path: Path) -
     cases, orders = shifted(cases, orders, week_shift(cases, datetime.now(UTC).date(), orders))
     replies: dict[str, Reply] = {}
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as store:
-        pipeline = in_memory(store, policy_file=ROOT / "examples/shops/bookshop/policy.toml")
+        pipeline = in_memory(
+            store,
+            policy_file=ROOT / "examples/shops/bookshop/policy.toml",
+            ticket_max_age_days=age_days(cases, datetime.now(UTC)),
+        )
         for phase in sorted({c.label.phase for c in cases}):
             for c in (c for c in cases if c.label.phase == phase):
                 for r in await pipeline.send(c.ticket):

@@ -13,7 +13,7 @@ from baton_kafka.agents.guards.order_facts import CORRECTED
 from baton_kafka.agents.models.claude import AnthropicLLM
 from baton_kafka.agents.testing.standin import WEAK, StandIn, WeakStyle
 from baton_kafka.schemas import Reply
-from baton_kafka.streams.eval.run import load_cases, load_orders, shifted, week_shift
+from baton_kafka.streams.eval.run import age_days, load_cases, load_orders, shifted, week_shift
 from baton_kafka.streams.eval.score import World, score, summarize
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
@@ -35,7 +35,12 @@ async def _eval(
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
         pipeline = TestPipeline(
             orders=store,
-            settings=Settings(namespace="u", session_ttl_s=3600, llm="anthropic"),
+            settings=Settings(
+                namespace="u",
+                session_ttl_s=3600,
+                llm="anthropic",
+                ticket_max_age_days=age_days(cases, datetime.now(UTC)),
+            ),
             llm=llm,
         )
         try:

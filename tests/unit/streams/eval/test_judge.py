@@ -20,7 +20,7 @@ from baton_kafka.streams.eval.judge import (
     judge_prompt_version,
     judge_replies,
 )
-from baton_kafka.streams.eval.run import load_cases, load_orders, shifted, week_shift
+from baton_kafka.streams.eval.run import age_days, load_cases, load_orders, shifted, week_shift
 from baton_kafka.streams.eval.score import Case, Label
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
@@ -77,7 +77,10 @@ async def test_the_judge_grades_the_eval_set_through_the_sdk(tmp_path: Path) -> 
     replies: dict[str, Reply] = {}
     async with StandIn() as standin, sqlite_store(tmp_path / "o.sqlite3", orders) as store:
         llm = AnthropicLLM(api_key="k", base_url=standin.base_url, max_retries=0)
-        settings = Settings(namespace="u", session_ttl_s=3600, llm="anthropic")
+        age = age_days(cases, datetime.now(UTC))
+        settings = Settings(
+            namespace="u", session_ttl_s=3600, llm="anthropic", ticket_max_age_days=age
+        )
         pipeline = TestPipeline(orders=store, settings=settings, llm=llm)
         try:
             for phase in sorted({c.label.phase for c in cases}):
