@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from baton_kafka.agents.testing import StandIn, run_in_thread
 from baton_kafka.schemas.records import Ticket
 from baton_kafka.streams.batched import answer_in_batches, cost_line, waves
 from baton_kafka.streams.cli.main import main
-from baton_kafka.streams.eval.run import load_cases, load_orders
+from baton_kafka.streams.eval.run import age_days, load_cases, load_orders
 from baton_kafka.streams.settings import Settings
 from baton_kafka.streams.testing import TestPipeline
 from tests.fixtures.agents import MODEL, client, prompt
@@ -248,7 +249,11 @@ async def test_the_batched_pipeline_replies_as_the_live_one_on_the_eval_set(
     tmp_path: Path,
 ) -> None:
     cases = load_cases(TEST_DATA / "eval_tickets.jsonl")
-    settings = Settings(namespace="b", data_dir=tmp_path, session_ttl_s=3600)
+    # Both runs read the set's times as written, not each against its own clock's week.
+    age = age_days(cases, datetime.now(UTC))
+    settings = Settings(
+        namespace="b", data_dir=tmp_path, session_ttl_s=3600, ticket_max_age_days=age
+    )
     store = open_store(f"sqlite:///{tmp_path / 'orders.sqlite3'}")
     await store.upsert(load_orders(TEST_DATA / "eval_orders.jsonl"))
     phases = sorted({c.label.phase for c in cases})
