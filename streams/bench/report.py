@@ -47,6 +47,8 @@ class Measured:
     cpu_s: float
     other_cpu: dict[str, float]
     sent_at: dict[str, float]
+    # Seconds spent publishing and answering, when the phase paused between its parts.
+    active_s: float | None = None
 
 
 def delivery_row(
@@ -65,7 +67,8 @@ def delivery_row(
     latencies = [o.produced_at - m.sent_at[t] for t, o in first.items() if t in m.sent_at]
     done_at = [o.produced_at for o in first.values()]
     last = max(done_at, default=m.finished)
-    seconds = last - m.started
+    # A phase of several bursts counts the bursts alone: its pauses are not throughput.
+    seconds = m.active_s if m.active_s is not None else last - m.started
     n = len(first)
     spread = tails(latencies)
     row = Row(
@@ -73,7 +76,7 @@ def delivery_row(
         tickets=len(tickets),
         seconds=round(seconds, 2),
         rate=n / seconds if seconds > 0 else None,
-        steady_rate=steady_rate(done_at),
+        steady_rate=steady_rate(done_at) if m.active_s is None else None,
         p50_s=spread["p50"],
         p95_s=spread["p95"],
         p99_s=spread["p99"],

@@ -43,6 +43,8 @@ DEFAULT_SOAK_RATE = 50.0
 # The overhead workload's light load: one ticket at a time, then one burst over 30 sessions.
 OVERHEAD_RATE = 2.0
 BURST_SESSIONS = 30
+# One burst is one sample of a noisy machine: the overhead workload measures several.
+BURSTS = 5
 # The scale-out workload: this many partitions, then 1, 2 and 3 workers in turn.
 SCALE_PARTITIONS = 12
 SCALE_WORKERS = (1, 2, 3)
@@ -69,6 +71,7 @@ class BenchOptions:
     soak_minutes: float = 2.0
     rate: float | None = None
     broker: str = "tansu"
+    bursts: int = BURSTS
 
 
 @dataclass
@@ -295,11 +298,18 @@ async def _run(options: BenchOptions, ctx: Any) -> dict[str, Any]:
         )
         # ``--sessions`` sizes the burst too (a smoke test's few tickets).
         burst = options.sessions or BURST_SESSIONS
-        say(f"overhead: a burst of {burst} tickets over {burst} sessions")
+        n = options.bursts
+        say(f"overhead: {n} burst(s) of {burst} tickets, each over {burst} new sessions")
         rows.append(
             _named(
                 await w.pipeline(
-                    ctx, "burst", sessions=burst, per_session=1, latency=0.001, split_client=True
+                    ctx,
+                    "burst",
+                    sessions=burst * n,
+                    per_session=1,
+                    latency=0.001,
+                    split_client=True,
+                    burst=burst,
                 ),
                 f"overhead: burst of {burst}",
             )
@@ -424,6 +434,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
 def notes(result: dict[str, Any]) -> list[str]:
     """The figures the table has no column for, one line each."""
     from baton_kafka.streams.bench.breakdown import describe_breakdown, describe_costs
+    from baton_kafka.streams.bench.bursts import describe as describe_bursts
     from baton_kafka.streams.bench.report import describe_split
 
     lines = ["", f"broker: {broker_line(result.get('broker'))}"]
@@ -460,6 +471,8 @@ def notes(result: dict[str, Any]) -> list[str]:
                     f"{name}: with every text new (no reading kept from an earlier ticket): "
                     f"model {new['model']} + stage code {new['stages_without_model']}"
                 )
+        if bursts := row.get("bursts"):
+            lines.append(describe_bursts(name, bursts))
         if (broker_ms := row.get("other_cpu_ms_per_ticket", {}).get("broker")) is not None:
             lines.append(f"{name}: broker CPU {broker_ms} ms/ticket")
         if prompt := row.get("prompt"):

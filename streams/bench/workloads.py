@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import orjson
 
 from baton_kafka.agents.orders import open_store
 from baton_kafka.schemas.records import Order, Reply, Ticket
+from baton_kafka.streams.bench.bursts import floor, in_bursts, split, spread
 from baton_kafka.streams.bench.chains import chain_topics
 from baton_kafka.streams.bench.kafka import (
     Collector,
@@ -146,6 +148,11 @@ async def _timed(
     return Measured(started, finished, complete, cpu, other, dict(publisher.sent_at))
 
 
+def _cores() -> int:
+    """The cores this process (and the children it starts) may run on."""
+    return len(os.sched_getaffinity(0))
+
+
 def _warm_tickets(s: Settings) -> Workload:
     return Workload("warm", WARM_SESSIONS_PER_PARTITION * s.partitions, 1)
 
@@ -179,9 +186,11 @@ async def pipeline(
     soak_s: float | None = None,
     rate: float | None = None,
     split_client: bool = False,
+    burst: int | None = None,
 ) -> Row:
     """Run the baton pipeline (stand-in model at ``latency`` s, or offline when None);
-    ``split_client``: also split the worker's CPU with the model's client against the stand-in."""
+    ``split_client``: also split the worker's CPU with the model's client against the stand-in;
+    ``burst``: publish the tickets in bursts of that many, each once the one before is answered."""
     s = ctx.space(name)
     load = Workload(name, sessions, per_session)
     warm = _warm_tickets(s)
@@ -224,8 +233,13 @@ async def pipeline(
             sampler.start()
             if soak_s is None:
                 tickets = load.tickets()
-                # A light load (``rate``) paces the tickets; otherwise all go at once.
-                m = await _timed(ctx, collector, publisher, tickets, workers, others, pace=rate)
+                bursts = split(tickets, burst or len(tickets))
+
+                def timed(part: list[Ticket]) -> Awaitable[Measured]:
+                    # A light load (``rate``) paces the tickets; otherwise all go at once.
+                    return _timed(ctx, collector, publisher, part, workers, others, pace=rate)
+
+                m = await (in_bursts(timed, bursts) if len(bursts) > 1 else timed(tickets))
             else:
                 assert rate is not None
                 tickets = load.take(int(soak_s * rate))
@@ -233,6 +247,11 @@ async def pipeline(
             await asyncio.sleep(QUIET_S)
         await sampler.stop()
         row, first = delivery_row(name, m, collector.outputs, tickets, sessions)
+        if soak_s is None and len(bursts) > 1:
+            row.extra["bursts"] = spread(bursts, first, m.sent_at)
+            cpu = {"worker": row.cpu_ms_per_ticket, **row.extra["other_cpu_ms_per_ticket"]}
+            if "broker" in cpu and (low := floor(len(bursts[0]), cpu, _cores())):
+                row.extra["bursts"]["floor"] = low
         peaks = [mem[1] for w in workers if (mem := w.memory())]
         row.peak_rss_mib = max(peaks, default=None)
         replies = {t: Reply.model_validate_json(o.value) for t, o in first.items()}

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from baton_kafka.streams.bench.run import BROKER_CHOICES, BROKERS, WORKLOADS
+from baton_kafka.streams.bench.run import BROKER_CHOICES, BROKERS, BURSTS, WORKLOADS
 from baton_kafka.streams.cli.errors import Fail, UsageError
 from baton_kafka.streams.settings import Settings
 
@@ -25,6 +25,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--soak-minutes", type=float, default=2.0)
     p.add_argument("--rate", type=float, default=None, help="soak tickets/s (default: half)")
     p.add_argument(
+        "--bursts",
+        type=int,
+        default=BURSTS,
+        help=f"overhead: bursts measured, one after another (default {BURSTS})",
+    )
+    p.add_argument(
         "--broker",
         choices=(*BROKER_CHOICES, "both"),
         default=None,
@@ -37,7 +43,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _validate(args: argparse.Namespace, settings: Settings) -> None:
-    names = ("tickets", "sessions", "workers", "partitions", "model_concurrency")
+    names = ("tickets", "sessions", "workers", "partitions", "model_concurrency", "bursts")
     for name in (*names, "latency", "soak_minutes", "rate"):
         value = getattr(args, name)
         if value is not None and value <= 0:
@@ -91,6 +97,7 @@ def _measure(args: argparse.Namespace, settings: Settings, broker: str) -> tuple
         soak_minutes=args.soak_minutes,
         rate=args.rate,
         broker=broker,
+        bursts=args.bursts,
     )
     try:
         return measure(settings, options)

@@ -118,6 +118,8 @@ def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> Non
             "overhead",
             "--sessions",
             "4",
+            "--bursts",
+            "2",
             "--json",
         ],
         env=env,
@@ -133,8 +135,12 @@ def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> Non
     assert result["settings"]["producer_acks"] == "all"
     rows = {r["workload"]: r for r in result["rows"]}
     assert set(rows) == {"overhead: one at a time", "overhead: burst of 4"}
-    for row in rows.values():
-        assert_delivered(row, 4)
+    # Two bursts of four, each over four new sessions, one after the other.
+    burst = rows["overhead: burst of 4"]
+    assert burst["bursts"]["bursts"] == 2 and len(burst["bursts"]["p50_ms"]) == 2
+    assert burst["sessions"] == 8
+    for row, tickets in ((rows["overhead: one at a time"], 4), (burst, 8)):
+        assert_delivered(row, tickets)
         assert 0 < row["p50_s"] <= row["p95_s"] <= row["p99_s"] <= row["max_s"]
         reply = row["overhead_ms"]["publish_to_reply"]
         assert 0 < reply["p50"] <= reply["p95"] <= reply["p99"] <= reply["max"]
