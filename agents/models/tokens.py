@@ -14,6 +14,7 @@ import logging
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -33,8 +34,23 @@ _CJK = re.compile(f"[\u3000-\u303f{KANA}{HAN}\uac00-\ud7af\uff00-\uffef]")
 
 def estimate_tokens(text: str) -> int:
     """Roughly count tokens: one per CJK character, one per four other characters."""
-    cjk = len(_CJK.findall(text))
+    # ASCII text has no CJK character to look for (a 31 KB prompt's scan costs 0.2-0.3 ms).
+    cjk = 0 if text.isascii() else len(_CJK.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def estimate_prefix_tokens(text: str, ends: Sequence[int]) -> list[int]:
+    """``estimate_tokens(text[:end])`` for each of ``ends``, reading ``text`` once."""
+    # Where each ``text[:end]`` stops, negative and out-of-range ends included.
+    stops = [slice(None, end).indices(len(text))[1] for end in ends]
+    ascii_only = text.isascii()
+    cjk_before: dict[int, int] = {}
+    cjk = at = 0
+    for stop in sorted(set(stops)):
+        # One character a match: the pieces' counts add up to the whole's.
+        cjk += 0 if ascii_only else len(_CJK.findall(text, at, stop))
+        cjk_before[stop], at = cjk, stop
+    return [cjk_before[s] + math.ceil((s - cjk_before[s]) / 4) for s in stops]
 
 
 @dataclass(frozen=True)

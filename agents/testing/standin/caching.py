@@ -6,7 +6,7 @@ import hashlib
 import threading
 
 from baton_kafka.agents.models.prices import min_cacheable_tokens
-from baton_kafka.agents.models.tokens import estimate_tokens
+from baton_kafka.agents.models.tokens import estimate_prefix_tokens, estimate_tokens
 from baton_kafka.agents.testing.standin.messages import Request
 
 
@@ -32,11 +32,13 @@ class PromptCache:
 
     def usage(self, request: Request, output: str, output_tokens: int | None) -> dict[str, int]:
         """The API's ``usage`` of answering ``request`` with ``output``, caching as it goes."""
-        system, rest = estimate_tokens(request.system), estimate_tokens(request.text)
+        breaks = request.cache_breaks
+        # One reading of the system prompt for its whole and for every cached prefix of it.
+        *marked, system = estimate_prefix_tokens(request.system, (*breaks, len(request.system)))
+        rest = estimate_tokens(request.text)
         minimum = self._minimum(request.model)
         prefixes = []
-        for end in request.cache_breaks:
-            tokens = estimate_tokens(request.system[:end])
+        for end, tokens in zip(breaks, marked, strict=True):
             if tokens >= minimum:
                 key = hashlib.sha256(f"{request.model}\0{request.system[:end]}".encode())
                 prefixes.append((key.hexdigest(), tokens))

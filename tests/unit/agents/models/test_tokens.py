@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from baton_kafka.agents.models.tokens import ApiCounter, Estimator, estimate_tokens
+from baton_kafka.agents.models.tokens import (
+    ApiCounter,
+    Estimator,
+    estimate_prefix_tokens,
+    estimate_tokens,
+)
 from baton_kafka.agents.prompts import system_prompt
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.agents.testing.standin import StandIn
@@ -120,3 +125,34 @@ async def test_bench_prompt_sizes_say_whether_they_were_counted() -> None:
     assert failed.method == "estimated" and offline.method == "estimated"
     assert counted.minimal_context == estimate_tokens(minimal)
     assert counted.minimal == offline.minimal == failed.minimal
+
+
+# Texts of every shipped language, ASCII and not: Han, kana, Hangul, fullwidth, accents, dashes.
+_TEXTS = [
+    "",
+    "The kettle from order ORD-1042 leaks — refund?",
+    "Der Wasserkocher (Bestellung 1042) ist undicht; Größe 42.",
+    "¿Dónde está mi pedido nº 1042? Llegó roto.",
+    "注文番号 1042 のケトルが水漏れしています。",
+    "我的订单 ORD-1042 的水壶漏水了，请退款。",
+    "주문 1042 주전자가 샙니다 ＡＢＣ",
+    "plain ascii only, 12345 and more words",
+]
+
+
+def test_prefix_estimates_equal_the_estimate_of_each_prefix() -> None:
+    for text in _TEXTS:
+        n = len(text)
+        ends = sorted({0, 1, 3, n // 3, n // 2, n - 1, n, n + 5, -1, -n - 3})
+        assert estimate_prefix_tokens(text, ends) == [estimate_tokens(text[:e]) for e in ends]
+    system = system_prompt("strategy")
+    ends = [len(system) // 4, len(system) // 2, len(system)]
+    assert estimate_prefix_tokens(system, ends) == [estimate_tokens(system[:e]) for e in ends]
+
+
+def test_the_ascii_shortcut_counts_as_the_scan_does() -> None:
+    assert estimate_tokens("a" * 4001) == 1001
+    # One non-ASCII character that is not CJK still counts a quarter token, as before.
+    assert estimate_tokens("a" * 4000 + "é") == 1001
+    assert estimate_tokens("a" * 4000 + "水") == 1001
+    assert estimate_tokens("a" * 4000 + "水水") == 1002
