@@ -207,12 +207,15 @@ class Pipeline(Intake):
     async def deliver(self, stage: StageName, delivery: Delivery) -> None:
         """``run_stage`` on a record as read, decoded once for every check that reads it; then
         on each output passed straight on to the next stage (see ``Relay``)."""
-        ticket = delivery.ticket() if self.relay.marked else None
-        if ticket is not None and await self.relay.copy_done(
-            ticket.ticket_id, stage, delivery.value
-        ):
+        ticket = delivery.ticket() if self.relay.enabled else None
+        if ticket is None:
+            await self.relay.carry(await self._deliver(stage, delivery), self._deliver)
+            return
+        if await self.relay.copy_done(ticket.ticket_id, stage, delivery.value):
             return  # the copy read back of a record passed on here, whose run finished
-        await self.relay.carry(await self._deliver(stage, delivery), self._deliver)
+        with self.relay.running(ticket.ticket_id, stage):
+            passed = await self._deliver(stage, delivery)
+        await self.relay.carry(passed, self._deliver)
 
     async def _deliver(self, stage: StageName, delivery: Delivery) -> Passed | None:
         first = self.chain[stage].opens_session

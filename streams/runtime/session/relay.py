@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from baton_kafka.streams.observe.redaction import describe
@@ -40,12 +42,16 @@ class Relay:
     A mark is made before the output is sent, so a copy read back before the run starts still
     finds it and waits. The copy stops once the run finished, if its bytes are those sent; it
     runs the stage as any record does when the run here could not finish, and so does any other
-    record of the ticket at that stage (a forged one meets the stage's checks).
+    record of the ticket at that stage (a forged one meets the stage's checks), after waiting
+    for the run too. No mark is made while a record read from the topic runs the ticket at that
+    stage (an old copy read again after a crash): the output then waits its turn on the topic,
+    so the stage never runs twice at once on one ticket.
     """
 
     owns: Owns | None = None
     keep_s: float = KEEP_S
     _marks: dict[tuple[str, str], _Mark] = field(default_factory=dict)
+    _running: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     @property
     def enabled(self) -> bool:
@@ -62,6 +68,8 @@ class Relay:
         session's partition of ``topic``; False (no mark) when it does not."""
         if self.owns is None or not self.owns(topic, session_id):
             return False
+        if self._running[(ticket_id, stage)]:
+            return False  # a record read from the topic runs the ticket at the stage now
         old = self._marks.get((ticket_id, stage))
         if old is not None and not old.ran.done():
             return False  # a run of this ticket at the stage is passed on already
@@ -129,12 +137,23 @@ class Relay:
         True when it finished and ``value`` is what it was given (the copy stops), False when
         there was none, it failed, or the record is another (it runs)."""
         key = (ticket_id, stage)
-        mark = self._marks.get(key)
-        if mark is None:
+        # A run passed on after the awaited one (the stage before ran again) is waited for too.
+        while (mark := self._marks.get(key)) is not None and not mark.ran.done():
+            await asyncio.shield(mark.ran)
+        if mark is None or not mark.ran.result() or value is None or mark.sent != value:
             return False
-        ran = await asyncio.shield(mark.ran)
-        if not ran or value is None or mark.sent != value:
-            return False
-        if self._marks.get(key) is mark:
-            del self._marks[key]
+        del self._marks[key]
         return True
+
+    @contextmanager
+    def running(self, ticket_id: str, stage: str) -> Iterator[None]:
+        """A record read from the topic runs the ticket at ``stage``: nothing is passed on to
+        that stage for the ticket meanwhile (see ``mark``)."""
+        key = (ticket_id, stage)
+        self._running[key] += 1
+        try:
+            yield
+        finally:
+            self._running[key] -= 1
+            if not self._running[key]:
+                del self._running[key]

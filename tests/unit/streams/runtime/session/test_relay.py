@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from baton_kafka.agents.models.llm import Answer
 from baton_kafka.agents.orders import SQLiteOrderStore
 from baton_kafka.agents.rules.offline import OfflineLLM
 from baton_kafka.schemas import Reply, dumps
+from baton_kafka.schemas.stages import StrategyDraft
 from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.records.dead_letters import Source
@@ -31,7 +33,7 @@ def _pipeline(
 ) -> Pipeline:
     return Pipeline(
         settings=Settings(namespace="u", signing_keys=keys),
-        llm=OfflineLLM(),
+        llm=fields.pop("llm", None) or OfflineLLM(),
         store=store,
         sink=fields.pop("sink", None) or MemorySink(),
         state=MemoryState(),
@@ -294,3 +296,68 @@ async def test_a_copy_stops_only_when_its_run_finished_on_the_same_bytes() -> No
     assert await relay.copy_done("t3", "lookup", b"out t3") is True
     assert relay.marked == 1  # t2's: kept until its wait is over
     assert not Relay().mark("t1", "lookup", "understood", "S1"), "off: nothing is passed on"
+
+
+class _HeldStrategy(OfflineLLM):
+    """The offline model, whose first strategy call waits until ``go`` is set."""
+
+    def __init__(self) -> None:
+        self.go = asyncio.Event()
+        self.waiting = asyncio.Event()
+        self.strategy_calls = 0
+
+    async def ask(self, prompt: Any, **kwargs: Any) -> Answer[Any]:
+        if prompt.output_type is StrategyDraft:
+            self.strategy_calls += 1
+            if self.strategy_calls == 1:
+                self.waiting.set()
+                await self.go.wait()
+        return await super().ask(prompt, **kwargs)
+
+
+async def test_a_stage_running_on_a_record_from_its_topic_is_not_also_run_passed_on(
+    store: SQLiteOrderStore,
+) -> None:
+    """After a crash a worker may read a ticket's old copy at a stage while the stage before
+    runs again on the same ticket: what that run would pass on waits its turn on the topic,
+    or the stage would run twice at once and answer twice."""
+    reading = [False]
+    llm = _HeldStrategy()
+    p = _pipeline(store, Relay(owns=lambda topic, session: reading[0]), llm=llm)
+    understood, matched = p.topics.understood, p.topics.matched
+    await _first_stage(p, KETTLE)  # understand, sent on to its topic only
+    before = p.batons.get("S1")
+    assert before is not None
+    ((_, looked_up),) = _sink(p).sent[understood]
+    await p.run_stage("lookup", looked_up, Source(understood, None, 0))
+    # The crash lost the look-up's entry in the baton, not its output on the topic.
+    p.batons.save(before)
+    ((_, old_copy),) = _sink(p).sent[matched]
+    reading[0] = True
+    old = asyncio.create_task(p.run_stage("strategy", old_copy, Source(matched, None, 0)))
+    await asyncio.wait_for(llm.waiting.wait(), 5)  # the strategy runs on the old copy
+    await asyncio.wait_for(p.run_stage("lookup", looked_up, Source(understood, None, 0)), 5)
+    llm.go.set()
+    await asyncio.wait_for(old, 5)
+    await _copies(p)
+    assert [r.ticket_id for r in _replies(p)] == ["t1"]
+    assert _counts(p)["done.strategy.ok"] == 1
+
+
+async def test_no_mark_while_the_topic_s_record_runs_and_a_copy_waits_for_every_run() -> None:
+    relay = Relay(owns=lambda topic, session: True)
+    with relay.running("t1", "lookup"):
+        assert not relay.mark("t1", "lookup", "understood", "S1"), "the stage runs already"
+        assert relay.mark("t2", "lookup", "understood", "S1"), "another ticket's run"
+    assert relay.mark("t1", "lookup", "understood", "S1"), "the record's run is over"
+    relay.given("t1", "lookup", Source("understood", 0, 0), b"first", None)
+    copy = asyncio.create_task(relay.copy_done("t1", "lookup", b"second"))
+    await asyncio.sleep(0.01)
+    relay.finish("t1", "lookup", True)
+    # The stage before ran again on the ticket and passed its new output on at once.
+    assert relay.mark("t1", "lookup", "understood", "S1")
+    relay.given("t1", "lookup", Source("understood", 0, 1), b"second", None)
+    await asyncio.sleep(0.01)
+    assert not copy.done(), "the copy waits for the later run too"
+    relay.finish("t1", "lookup", True)
+    assert await asyncio.wait_for(copy, 1) is True
