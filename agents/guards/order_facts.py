@@ -123,8 +123,15 @@ _EXAMPLE = re.compile(
 )
 
 
+# Each example id's longest run of ASCII digits: a text without it cannot hold the id in any
+# case, so most texts are not searched at all. An id without digits is always searched for.
+_EXAMPLE_DIGITS = tuple(max(re.findall("[0-9]+", i), key=len, default="") for i in _EXAMPLE_IDS)
+
+
 def _example_copies(text: str) -> list[Identifier]:
     """The handbook's example ids written in ``text``, wherever they stand."""
+    if not any(run in text for run in _EXAMPLE_DIGITS):
+        return []
     return [
         Identifier(_EXAMPLE_IDS[m.group().casefold()], m.group(), m.start(), m.end())
         for m in _EXAMPLE.finditer(text)

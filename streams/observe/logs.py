@@ -138,6 +138,16 @@ def faust_loglevel(settings: Settings) -> str:
     return "debug" if level_of(settings.log_level) <= logging.DEBUG else "info"
 
 
+def lean_records() -> None:
+    """Make every log record of this process skip the calling frame, thread and process it
+    would look up: no line the worker writes shows them (the logging HOWTO's optimisation)."""
+    # Each stage outcome and model call is a record: the lookups were a quarter of its cost.
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+
+
 def logging_config(settings: Settings) -> dict[str, Any]:
     """The worker's ``dictConfig``: handed to ``faust.Worker(logging_config=...)``."""
     secrets = [

@@ -92,7 +92,7 @@ def run(
     import faust
 
     from baton_kafka.streams.kafka.topics import ensure_topics
-    from baton_kafka.streams.observe.logs import faust_loglevel, logging_config
+    from baton_kafka.streams.observe.logs import faust_loglevel, lean_records, logging_config
     from baton_kafka.streams.runtime.faust_app.app import close_on_shutdown, create_app
     from baton_kafka.streams.runtime.faust_app.table_store import check_store, lock_table_dir
     from baton_kafka.streams.runtime.own_stages import chain_for
@@ -159,6 +159,7 @@ def run(
         if built:
             close_on_shutdown(worker.app, orders)
         heap.settle()
+        lean_records()
         faust.Worker(
             worker.app,
             loglevel=faust_loglevel(settings),

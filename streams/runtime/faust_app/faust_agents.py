@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +47,27 @@ def headers_of(event: Any) -> list[tuple[str, bytes]]:
     return list(raw.items()) if isinstance(raw, dict) else [(k, v) for k, v in raw]
 
 
+class ActivePartitions:
+    """The (topic, partition) pairs a worker reads now, not a standby's copies: built again
+    only when the group gives the worker a new assignment."""
+
+    def __init__(self, app: faust.App) -> None:
+        self.app = app
+        self._of: object = None
+        self._pairs: frozenset[tuple[str, int]] = frozenset()
+
+    def __call__(self) -> frozenset[tuple[str, int]]:
+        assignor = self.app.assignor
+        # Faust replaces its assignment object at each rebalance and never changes one in
+        # place; without it (another Faust) the pairs are built at every call.
+        current = getattr(assignor, "_assignment", None)
+        if current is None or current is not self._of:
+            actives = assignor.assigned_actives()
+            self._pairs = frozenset((tp.topic, tp.partition) for tp in actives)
+            self._of = current
+        return self._pairs
+
+
 @dataclass(frozen=True)
 class Wiring:
     """What every agent of a worker is wired to: the app, its settings, the pipeline, the sink."""
@@ -55,6 +76,11 @@ class Wiring:
     settings: Settings
     pipeline: Pipeline
     sink: FaustSink
+    # Every stage hop asks whether this worker reads a partition: the set is kept per assignment.
+    actives: ActivePartitions = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "actives", ActivePartitions(self.app))
 
     @property
     def names(self) -> TopicNames:
@@ -67,9 +93,8 @@ class Wiring:
 
     def reads(self, topic: str, session_id: str) -> bool:
         """This worker reads the session's partition of ``topic`` now (not a standby's copy)."""
-        actives = self.app.assignor.assigned_actives()
         partition = session_partition(session_id, self.settings.partitions)
-        return any(tp.topic == topic and tp.partition == partition for tp in actives)
+        return (topic, partition) in self.actives()
 
 
 def index_agent(w: Wiring) -> None:

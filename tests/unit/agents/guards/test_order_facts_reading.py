@@ -93,3 +93,36 @@ def test_the_status_claims_are_the_plain_readings_in_every_language() -> None:
         assert got == _plain(draft, books), (reply, matched.status)
         found += any("reply says order" in p for p in got)
     assert found > 200
+
+
+def _searched(text: str) -> list[tuple[str, str, int, int]]:
+    """The example ids of ``text`` as the pattern alone finds them, with no digit check first."""
+    return [
+        (of._EXAMPLE_IDS[m.group().casefold()], m.group(), m.start(), m.end())
+        for m in of._EXAMPLE.finditer(text)
+    ]
+
+
+def test_the_example_ids_are_found_as_the_pattern_alone_finds_them() -> None:
+    rng = random.Random(7)
+    ids = list(of._EXAMPLE_IDS)
+    # Each id as written, in capitals, with a long s, glued to a word, with wide digits.
+    variants = [
+        v
+        for i in ids
+        for v in (i, i.upper(), i.replace("s", "ſ"), f"x{i}", f"{i}9", i.translate(_WIDE))
+    ]
+    texts = list(every_text())
+    spliced = []
+    for text in texts[:3000]:
+        at = rng.randrange(len(text) + 1)
+        spliced.append(f"{text[:at]} {rng.choice(variants)} {text[at:]}")
+    found = 0
+    for text in [*texts, *spliced, *variants]:
+        got = [(c.kind, c.value, c.start, c.end) for c in of._example_copies(text)]
+        assert got == _searched(text), text
+        found += bool(got)
+    assert found > 1000
+
+
+_WIDE = str.maketrans("0123456789", "０１２３４５６７８９")

@@ -25,6 +25,7 @@ from baton_kafka.streams.observe.logs import (
     TextFormatter,
     current_ids,
     faust_loglevel,
+    lean_records,
     logging_config,
 )
 from baton_kafka.streams.observe.redaction import RedactFilter, describe
@@ -343,3 +344,39 @@ def test_describe_masks_passwords_and_never_quotes_validation_input() -> None:
         "RuntimeError: to kafka://u:***@h:9092 failed"
     )
     assert describe(KeyError()) == "KeyError"
+
+
+def test_lean_records_skip_the_lookups_and_leave_every_line_the_same(
+    capture: tuple[logging.Logger, io.StringIO, logging.Handler], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logger, buf, handler = capture
+    for name in ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing"):
+        monkeypatch.setattr(logging, name, getattr(logging, name))  # put back after the test
+    seen: list[logging.LogRecord] = []
+
+    def keep(record: logging.LogRecord) -> bool:
+        seen.append(record)
+        return True
+
+    handler.addFilter(keep)
+    extra = {"ticket_id": "T-1", "session_id": "S-1", "stage": "draft", "outcome": "ok"}
+
+    def written() -> list[str]:
+        buf.seek(0)
+        buf.truncate()
+        for formatter in (JsonFormatter(), TextFormatter()):
+            handler.setFormatter(formatter)
+            logger.info("draft %s", "ok", extra=extra)
+            try:
+                raise ValueError("no such order")
+            except ValueError:
+                logger.exception("stage failed", extra=extra)
+        # The stamps differ between two runs: every other part of each line must not.
+        return [line.split("Z", 1)[1] for line in buf.getvalue().splitlines() if "Z" in line]
+
+    before = written()
+    assert seen[-1].funcName == "written" and seen[-1].process is not None
+    lean_records()
+    assert written() == before
+    assert seen[-1].funcName == "(unknown function)"
+    assert seen[-1].process is None and seen[-1].thread is None
