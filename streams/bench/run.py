@@ -45,6 +45,9 @@ OVERHEAD_RATE = 2.0
 BURST_SESSIONS = 30
 # One burst is one sample of a noisy machine: the overhead workload measures several.
 BURSTS = 5
+# Seconds of traffic an Apache Kafka the bench started gets before anything is measured: a
+# broker measured cold spent about twice the CPU a second on the one-at-a-time tickets.
+WARM_BROKER_S = 20.0
 # The scale-out workload: this many partitions, then 1, 2 and 3 workers in turn.
 SCALE_PARTITIONS = 12
 SCALE_WORKERS = (1, 2, 3)
@@ -72,6 +75,7 @@ class BenchOptions:
     rate: float | None = None
     broker: str = "tansu"
     bursts: int = BURSTS
+    warm_broker_s: float = WARM_BROKER_S
 
 
 @dataclass
@@ -88,6 +92,8 @@ class BrokerRun:
     acks: str | None = None
     pids: Callable[[], list[int]] = list
     stop: Callable[[], None] = lambda: None
+    # What warmed the broker before the run measured it: seconds and records written and read.
+    warmed: dict[str, float | int] | None = None
 
     @property
     def embedded(self) -> bool:
@@ -102,6 +108,8 @@ class BrokerRun:
         }
         if self.nodes > 1:
             data.update(nodes=self.nodes, replication=self.replication, acks=self.acks)
+        if self.warmed is not None:
+            data["warmed"] = self.warmed
         return data
 
     def configure(self, settings: Settings) -> Settings:
@@ -387,6 +395,8 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
                 raise
             settings = broker.configure(settings)
             say(f"{broker_line(broker.describe())} on {broker.url}")
+            if broker.kind == "kafka" and options.warm_broker_s > 0:
+                broker.warmed = _warm(settings, options.warm_broker_s)
         ctx = Context(
             settings=settings,
             embedded=broker.embedded,
@@ -505,6 +515,15 @@ def notes(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _warm(settings: Settings, seconds: float) -> dict[str, float | int]:
+    """Warm the Apache Kafka the run started (``warm_broker``); what it did, for the result."""
+    from baton_kafka.streams.bench.warm_broker import warm_broker
+
+    say(f"warming Apache Kafka for {seconds:g} s before measuring")
+    done = asyncio.run(warm_broker(settings, seconds, "bench-warm-broker"))
+    return {"seconds": done.seconds, "records_written": done.written, "records_read": done.read}
+
+
 def broker_line(broker: dict[str, Any] | None) -> str:
     """A result's broker for people: ``Apache Kafka 4.3.1 (one node, started by the bench)``."""
     if not broker:
@@ -522,5 +541,7 @@ def broker_line(broker: dict[str, Any] | None) -> str:
                 else f"{nodes} nodes, replication {broker.get('replication')}, "
                 f"acks={broker.get('acks')}, "
             )
-        return f"{name} ({size}started by the bench)"
+        warmed = broker.get("warmed")
+        warm = f", warmed {warmed['seconds']:g} s" if warmed else ""
+        return f"{name} ({size}started by the bench{warm})"
     return f"{name} (BATON_BROKER)"

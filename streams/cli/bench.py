@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
-from baton_kafka.streams.bench.run import BROKER_CHOICES, BROKERS, BURSTS, WORKLOADS
+from baton_kafka.streams.bench.run import (
+    BROKER_CHOICES,
+    BROKERS,
+    BURSTS,
+    WARM_BROKER_S,
+    WORKLOADS,
+)
 from baton_kafka.streams.cli.errors import Fail, UsageError
 from baton_kafka.streams.settings import Settings
 
@@ -38,6 +45,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "(one-node Apache Kafka; needs java and mvn), kafka-cluster (three Apache Kafka "
         "nodes, replication 3, acks=all) or both (tansu then kafka); not with BATON_BROKER",
     )
+    p.add_argument(
+        "--warm-broker",
+        type=float,
+        default=WARM_BROKER_S,
+        metavar="SECONDS",
+        help="an Apache Kafka the run starts: seconds of traffic before measuring, so its JVM "
+        f"runs compiled as a long-running broker's does (default {WARM_BROKER_S:g}; 0: none)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return p
 
@@ -48,6 +63,8 @@ def _validate(args: argparse.Namespace, settings: Settings) -> None:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UsageError(f"baton bench: --{name.replace('_', '-')} must be positive")
+    if not 0 <= args.warm_broker < math.inf:
+        raise UsageError("baton bench: --warm-broker must be a number of seconds, 0 or more")
     if args.tickets is not None and args.sessions is not None and args.tickets < args.sessions:
         raise UsageError("baton bench: --tickets must be at least --sessions")
     if args.broker is not None and settings.broker_given:
@@ -98,6 +115,7 @@ def _measure(args: argparse.Namespace, settings: Settings, broker: str) -> tuple
         rate=args.rate,
         broker=broker,
         bursts=args.bursts,
+        warm_broker_s=args.warm_broker,
     )
     try:
         return measure(settings, options)

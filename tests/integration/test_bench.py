@@ -120,6 +120,8 @@ def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> Non
             "4",
             "--bursts",
             "2",
+            "--warm-broker",
+            "2",
             "--json",
         ],
         env=env,
@@ -130,6 +132,9 @@ def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
     result = orjson.loads(done.stdout)
     assert result["broker"]["nodes"] == 3
+    # Warmed first: records written with acks=all and read back over the three nodes.
+    warmed = result["broker"]["warmed"]
+    assert warmed["seconds"] == 2 and warmed["records_written"] > 0 and warmed["records_read"] > 0
     assert (result["broker"]["replication"], result["broker"]["acks"]) == (3, "all")
     assert result["settings"]["replication_factor"] == 3
     assert result["settings"]["producer_acks"] == "all"

@@ -17,7 +17,13 @@ from baton_kafka.schemas.records import Order, UsageTotals
 from baton_kafka.streams.bench.inproc import baton_growth, measure
 from baton_kafka.streams.bench.load import Workload, minimal_context, prompt_sizes
 from baton_kafka.streams.bench.report import describe_split, records_per_ticket, split_cpu
-from baton_kafka.streams.bench.run import BenchOptions, BrokerRun, broker_line, notes
+from baton_kafka.streams.bench.run import (
+    WARM_BROKER_S,
+    BenchOptions,
+    BrokerRun,
+    broker_line,
+    notes,
+)
 from baton_kafka.streams.bench.stats import (
     Row,
     check_delivery,
@@ -452,3 +458,22 @@ async def test_the_split_with_every_text_new_forgets_what_earlier_tickets_read(
     new = await measure(settings, workload.tickets(), every_text_new=True)
     assert languages._rank.cache_info().currsize == 0
     assert (kept.replies, new.replies) == (4, 4)
+
+
+def test_a_kafka_the_run_started_is_warmed_first_and_the_result_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert WARM_BROKER_S > 0
+    assert parser().parse_args(["bench"]).warm_broker == WARM_BROKER_S
+    assert BenchOptions().warm_broker_s == WARM_BROKER_S
+    assert parser().parse_args(["bench", "--warm-broker", "0"]).warm_broker == 0
+    kafka = BrokerRun("kafka", "kafka://127.0.0.1:9092", "4.3.1", started=True)
+    kafka.warmed = {"seconds": 20.0, "records_written": 90_000, "records_read": 89_950}
+    assert kafka.describe()["warmed"] == kafka.warmed
+    assert broker_line(kafka.describe()) == (
+        "Apache Kafka 4.3.1 (one node, started by the bench, warmed 20 s)"
+    )
+    for wrong in ("-1", "inf", "nan"):
+        assert main(["bench", "--broker", "kafka", "--warm-broker", wrong]) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert err == ["baton bench: --warm-broker must be a number of seconds, 0 or more"]
