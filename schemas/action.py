@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import datetime
 from typing import Literal
@@ -16,7 +17,12 @@ KEY_CHARS = 40
 def idempotency_key(session_id: str, ticket_id: str, index: int, line: OfferLine) -> str:
     """The action's key, the same on every retry: session, ticket, the line's place and what
     it is for (never its amount, so a retry with a rounded amount is still the same action)."""
-    parts = (session_id, ticket_id, str(index), line.kind, line.order_id, line.item or "")
+    return _key((session_id, ticket_id, str(index), line.kind, line.order_id, line.item or ""))
+
+
+# A session's answered tickets' keys are asked again for every later ticket's history.
+@functools.lru_cache(maxsize=4096)
+def _key(parts: tuple[str, ...]) -> str:
     digest = hashlib.sha256(b"baton-action\0" + "\0".join(parts).encode()).hexdigest()
     return f"bt-{digest[: KEY_CHARS - 3]}"
 
