@@ -207,11 +207,15 @@ class Pipeline(Intake):
     async def deliver(self, stage: StageName, delivery: Delivery) -> None:
         """``run_stage`` on a record as read, decoded once for every check that reads it; then
         on each output passed straight on to the next stage (see ``Relay``)."""
-        ticket = delivery.ticket() if self.relay.enabled else None
+        relay, value = self.relay, delivery.value
+        copy = relay.copy_of(stage, delivery.source, value) if relay.enabled else None
+        if copy is not None and await relay.copy_done(copy, stage, value):
+            return  # told by its place and bytes: no decoding for a copy that stops
+        ticket = delivery.ticket() if relay.enabled else None
         if ticket is None:
-            await self.relay.carry(await self._deliver(stage, delivery), self._deliver)
+            await relay.carry(await self._deliver(stage, delivery), self._deliver)
             return
-        if await self.relay.copy_done(ticket.ticket_id, stage, delivery.value):
+        if await relay.copy_done(ticket.ticket_id, stage, value):
             return  # the copy read back of a record passed on here, whose run finished
         with self.relay.running(ticket.ticket_id, stage):
             passed = await self._deliver(stage, delivery)
@@ -288,6 +292,10 @@ class Pipeline(Intake):
 
     def refuses_delivery(self, stage: StageName, delivery: Delivery) -> bool:
         """``refuses`` on a record as read (its decoded record kept for the stage)."""
+        if self.relay.copy_of(stage, delivery.source, delivery.value) is not None:
+            # The copy of a record passed on here, its very bytes checked by the run they
+            # were given to: it takes its place in the queue, where it stops or runs checked.
+            return False
         return self.admission.refuses(self.source_topic(self.chain[stage]), delivery)
 
     async def shed(

@@ -29,10 +29,23 @@ Owns = Callable[[str, str], bool]
 KEEP_S = 300.0
 
 
+# Where a record is on its topic: topic, partition, offset.
+Place = tuple[str, int, int]
+
+
 @dataclass
 class _Mark:
     ran: asyncio.Future[bool]
     sent: bytes | None = None
+    # Where the output passed on was written, when the broker told its offset.
+    at: Place | None = None
+
+
+def _place(source: Source) -> Place | None:
+    topic, partition, offset = source.topic, source.partition, source.offset
+    if topic is None or partition is None or offset is None:
+        return None
+    return topic, partition, offset
 
 
 @dataclass
@@ -43,7 +56,8 @@ class Relay:
     finds it and waits. The copy stops once the run finished, if its bytes are those sent; it
     runs the stage as any record does when the run here could not finish, and so does any other
     record of the ticket at that stage (a forged one meets the stage's checks), after waiting
-    for the run too. No mark is made while a record read from the topic runs the ticket at that
+    for the run too. A copy read where the broker wrote the output, with its bytes, is told
+    without being decoded (``copy_of``). No mark is made while a record read from the topic runs the ticket at that
     stage (an old copy read again after a crash): the output then waits its turn on the topic,
     so the stage never runs twice at once on one ticket.
     """
@@ -52,6 +66,8 @@ class Relay:
     keep_s: float = KEEP_S
     _marks: dict[tuple[str, str], _Mark] = field(default_factory=dict)
     _running: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # The marks by where their output was written: a copy read back is told by its place.
+    _at: dict[Place, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def enabled(self) -> bool:
@@ -73,6 +89,8 @@ class Relay:
         old = self._marks.get((ticket_id, stage))
         if old is not None and not old.ran.done():
             return False  # a run of this ticket at the stage is passed on already
+        if old is not None:
+            self._remove((ticket_id, stage), old)
         self._marks[(ticket_id, stage)] = _Mark(asyncio.get_running_loop().create_future())
         return True
 
@@ -94,7 +112,25 @@ class Relay:
         mark = self._marks.get((ticket_id, stage))
         if mark is not None and not mark.ran.done():
             mark.sent = value
+            at = _place(source)
+            if at is not None:
+                mark.at = at
+                self._at[at] = (ticket_id, stage)
         return stage, Delivery(value, source, headers)
+
+    def copy_of(self, stage: str, source: Source, value: bytes | None) -> str | None:
+        """The ticket whose run at ``stage`` was passed on here as the record read at
+        ``source`` with ``value``: told from its place and its bytes, without decoding them;
+        None when the record is not known to be such a copy."""
+        at = _place(source)
+        key = self._at.get(at) if at is not None else None
+        if key is None or key[1] != stage:
+            return None
+        mark = self._marks.get(key)
+        # The broker wrote one record at a place: the same bytes there are the record sent.
+        if mark is None or mark.at != at or value is None or mark.sent != value:
+            return None
+        return key[0]
 
     async def carry(
         self, passed: Passed | None, run: Callable[[str, Delivery], Awaitable[Passed | None]]
@@ -130,7 +166,14 @@ class Relay:
 
     def _drop(self, key: tuple[str, str], mark: _Mark) -> None:
         if self._marks.get(key) is mark:
+            self._remove(key, mark)
+
+    def _remove(self, key: tuple[str, str], mark: _Mark) -> None:
+        """Forget ``mark`` and where its output was written."""
+        if self._marks.get(key) is mark:
             del self._marks[key]
+        if mark.at is not None and self._at.get(mark.at) == key:
+            del self._at[mark.at]
 
     async def copy_done(self, ticket_id: str, stage: str, value: bytes | None) -> bool:
         """For a record read from the topic: wait for the ticket's passed-on run at ``stage``;
@@ -142,7 +185,7 @@ class Relay:
             await asyncio.shield(mark.ran)
         if mark is None or not mark.ran.result() or value is None or mark.sent != value:
             return False
-        del self._marks[key]
+        self._remove(key, mark)
         return True
 
     @contextmanager

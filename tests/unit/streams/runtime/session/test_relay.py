@@ -16,6 +16,7 @@ from baton_kafka.schemas.stages import StrategyDraft
 from baton_kafka.streams.observe.observer import CountingObserver
 from baton_kafka.streams.runtime.pipeline import Pipeline
 from baton_kafka.streams.runtime.records.dead_letters import Source
+from baton_kafka.streams.runtime.records.delivery import Delivery
 from baton_kafka.streams.runtime.records.placement import session_partition
 from baton_kafka.streams.runtime.session.relay import Relay
 from baton_kafka.streams.runtime.session.scheduler import SessionGate
@@ -361,3 +362,94 @@ async def test_no_mark_while_the_topic_s_record_runs_and_a_copy_waits_for_every_
     assert not copy.done(), "the copy waits for the later run too"
     relay.finish("t1", "lookup", True)
     assert await asyncio.wait_for(copy, 1) is True
+
+
+async def test_a_copy_is_told_by_its_place_and_bytes() -> None:
+    relay = Relay(owns=lambda topic, session: True)
+    assert relay.mark("t1", "lookup", "understood", "S1")
+    relay.given("t1", "lookup", Source("understood", 2, 7), b"out", None)
+    assert relay.copy_of("lookup", Source("understood", 2, 7), b"out") == "t1"
+    # Anything else is decoded and checked as any record.
+    assert relay.copy_of("lookup", Source("understood", 2, 7), b"forged") is None
+    assert relay.copy_of("lookup", Source("understood", 2, 8), b"out") is None
+    assert relay.copy_of("lookup", Source("understood", 1, 7), b"out") is None
+    assert relay.copy_of("lookup", Source("understood", None, 7), b"out") is None
+    assert relay.copy_of("lookup", Source("understood", 2, 7), None) is None
+    assert relay.copy_of("strategy", Source("understood", 2, 7), b"out") is None
+    relay.finish("t1", "lookup", True)
+    assert await relay.copy_done("t1", "lookup", b"out") is True
+    assert relay.copy_of("lookup", Source("understood", 2, 7), b"out") is None, "stopped once"
+
+
+async def test_a_place_is_forgotten_with_its_mark() -> None:
+    relay = Relay(owns=lambda topic, session: True, keep_s=0.05)
+    # No offset from the broker: the copy is decoded to be told.
+    assert relay.mark("t0", "lookup", "understood", "S1")
+    relay.given("t0", "lookup", Source("understood", 0, None), b"out", None)
+    assert relay.copy_of("lookup", Source("understood", 0, None), b"out") is None
+    relay.finish("t0", "lookup", True)
+    assert relay.mark("t1", "lookup", "understood", "S1")
+    relay.given("t1", "lookup", Source("understood", 0, 1), b"first", None)
+    relay.finish("t1", "lookup", True)
+    # The stage before ran again on the ticket: its new output is written elsewhere.
+    assert relay.mark("t1", "lookup", "understood", "S1")
+    relay.given("t1", "lookup", Source("understood", 0, 2), b"second", None)
+    assert relay.copy_of("lookup", Source("understood", 0, 1), b"first") is None
+    assert relay.copy_of("lookup", Source("understood", 0, 2), b"second") == "t1"
+    relay.finish("t1", "lookup", True)
+    await asyncio.sleep(0.1)  # no copy came: the mark and its place go
+    assert relay.marked == 0
+    assert relay.copy_of("lookup", Source("understood", 0, 2), b"second") is None
+
+
+class _Counted(Delivery):
+    """A record as read, counting how often its bytes are decoded."""
+
+    decoded = 0
+
+    def record(self) -> Any:
+        _Counted.decoded += 1
+        return super().record()
+
+
+@pytest.mark.parametrize("keys", [(), (("k1", "a signing secret"),)], ids=["plain", "signed"])
+async def test_copies_read_back_at_their_places_stop_undecoded(
+    store: SQLiteOrderStore, keys: Any
+) -> None:
+    p = _pipeline(store, keys=keys)
+    await _first_stage(p, KETTLE)
+    partition = session_partition("S1", p.settings.partitions)
+    _Counted.decoded = 0
+    for stage, topic in (("lookup", p.topics.understood), ("strategy", p.topics.matched)):
+        ((key, value),) = _sink(p).sent[topic]
+        (headers,) = _sink(p).headers[topic]
+        copy = _Counted(value, Source(topic, partition, 0, key=key), headers)
+        assert not p.refuses_delivery(stage, copy)
+        await p.deliver(stage, copy)
+    assert _Counted.decoded == 0
+    assert [r.ticket_id for r in _replies(p)] == ["t1"]
+    counts = _counts(p)
+    assert counts["done.lookup.ok"] == counts["done.strategy.ok"] == 1
+    assert p.relay.marked == 0 and len(p.gate) == 0 and not p.relay._at
+
+
+async def test_a_record_at_a_copy_s_place_with_other_bytes_is_checked_as_any(
+    store: SQLiteOrderStore,
+) -> None:
+    """Bytes that are not those passed on at that place are decoded, checked and refused."""
+    p = _pipeline(store, keys=(("k1", "a signing secret"),))
+    await _first_stage(p, KETTLE)
+    partition = session_partition("S1", p.settings.partitions)
+    topic = p.topics.understood
+    ((key, value),) = _sink(p).sent[topic]
+    (headers,) = _sink(p).headers[topic]
+    forged = value.replace(b"leaking", b"LEAKING")
+    assert forged != value
+    _Counted.decoded = 0
+    copy = _Counted(forged, Source(topic, partition, 0, key=key), headers)
+    assert p.refuses_delivery("lookup", copy), "its signature does not cover these bytes"
+    assert _Counted.decoded > 0
+    await p.deliver("lookup", copy)
+    assert _sink(p).sent[p.topics.dead_letters], "dead-lettered, never run"
+    assert [r.ticket_id for r in _replies(p)] == ["t1"]
+    assert _counts(p)["done.lookup.ok"] == 1
