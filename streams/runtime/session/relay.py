@@ -57,9 +57,9 @@ class Relay:
     runs the stage as any record does when the run here could not finish, and so does any other
     record of the ticket at that stage (a forged one meets the stage's checks), after waiting
     for the run too. A copy read where the broker wrote the output, with its bytes, is told
-    without being decoded (``copy_of``). No mark is made while a record read from the topic runs the ticket at that
-    stage (an old copy read again after a crash): the output then waits its turn on the topic,
-    so the stage never runs twice at once on one ticket.
+    without being decoded (``copy_of``). No mark is made while a record read from the topic
+    runs the ticket at that stage (an old copy read again after a crash): the output then waits
+    its turn on the topic, so the stage never runs twice at once on one ticket.
     """
 
     owns: Owns | None = None

@@ -75,12 +75,17 @@ async def _copies(p: Pipeline) -> None:
             await p.run_stage(stage, value, Source(topic, None, i, key=key), headers[i])
 
 
-@pytest.mark.parametrize("keys", [(), (("k1", "a signing secret"),)], ids=["plain", "signed"])
-async def test_one_record_runs_the_chain_and_the_copies_read_back_stop(
-    store: SQLiteOrderStore, keys: Any
-) -> None:
-    p = _pipeline(store, keys=keys)
+@pytest.fixture(params=[(), (("k1", "a signing secret"),)], ids=["plain", "signed"])
+async def ran(store: SQLiteOrderStore, request: pytest.FixtureRequest) -> Pipeline:
+    """A pipeline, its records unsigned or signed, that ran one ticket's first stage (and the
+    stages passed on after it)."""
+    p = _pipeline(store, keys=request.param)
     await _first_stage(p, KETTLE)
+    return p
+
+
+async def test_one_record_runs_the_chain_and_the_copies_read_back_stop(ran: Pipeline) -> None:
+    p = ran
     # Passed on signed, placed and traced as the topic's copy: nothing is dead-lettered.
     assert not _sink(p).sent[p.topics.dead_letters]
     assert [r.ticket_id for r in _replies(p)] == ["t1"]
@@ -412,12 +417,8 @@ class _Counted(Delivery):
         return super().record()
 
 
-@pytest.mark.parametrize("keys", [(), (("k1", "a signing secret"),)], ids=["plain", "signed"])
-async def test_copies_read_back_at_their_places_stop_undecoded(
-    store: SQLiteOrderStore, keys: Any
-) -> None:
-    p = _pipeline(store, keys=keys)
-    await _first_stage(p, KETTLE)
+async def test_copies_read_back_at_their_places_stop_undecoded(ran: Pipeline) -> None:
+    p = ran
     partition = session_partition("S1", p.settings.partitions)
     _Counted.decoded = 0
     for stage, topic in (("lookup", p.topics.understood), ("strategy", p.topics.matched)):
