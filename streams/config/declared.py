@@ -135,6 +135,13 @@ class Settings(OrderSettings, ModelSettings):
         parse=flag,
         shown="auto",
     )
+    embedded_fetch_wait_ms: int = setting(
+        "BATON_EMBEDDED_FETCH_WAIT_MS",
+        "ms the embedded broker holds each fetch (it answers only when the wait is up): lower "
+        "reads a lone ticket sooner for more CPU at rest ([bench](bench.md))",
+        100,
+        parse=integer(1, 10000),
+    )
     replication_factor: int = setting(
         "BATON_REPLICATION_FACTOR",
         "replication factor of the topics baton creates",

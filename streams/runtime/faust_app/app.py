@@ -48,9 +48,6 @@ from baton_kafka.streams.settings import Settings, SettingsError
 
 log = logging.getLogger("baton.app")
 
-# The embedded broker answers a fetch only when its wait is up, even if records arrived.
-EMBEDDED_FETCH_WAIT_MS = 100
-
 
 def faust_settings(settings: Settings) -> dict[str, Any]:
     """Faust configuration; the embedded broker gets fast timeouts and one record per batch."""
@@ -298,7 +295,8 @@ def clients(app: faust.App, settings: Settings, inputs: frozenset[str]) -> None:
     """The app's Kafka consumer (seeking, on ``inputs``) and producer classes."""
     app.transport.Consumer = seeking_consumer(  # type: ignore[misc]
         inputs,
-        fetch_wait_ms=EMBEDDED_FETCH_WAIT_MS if settings.embedded_broker else None,
+        # The embedded broker answers a fetch only when its wait is up, even if records arrived.
+        fetch_wait_ms=settings.embedded_fetch_wait_ms if settings.embedded_broker else None,
         options=settings.kafka_client.consumer,
     )
     # Idempotence needs acks=all; the embedded broker answers InitProducerId with an error.

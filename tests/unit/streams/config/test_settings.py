@@ -29,6 +29,11 @@ def test_settings_defaults_and_overrides() -> None:
     with pytest.raises(SettingsError, match="BATON_EVENT_LOOP"):
         load({"BATON_EVENT_LOOP": "trio"})
     assert load({}).event_loop == "uvloop" and load({"BATON_EVENT_LOOP": "asyncio"}).event_loop
+    assert load({}).embedded_fetch_wait_ms == 100
+    assert load({"BATON_EMBEDDED_FETCH_WAIT_MS": "25"}).embedded_fetch_wait_ms == 25
+    for bad in ("0", "-5", "20000", "soon"):
+        with pytest.raises(SettingsError, match="BATON_EMBEDDED_FETCH_WAIT_MS"):
+            load({"BATON_EMBEDDED_FETCH_WAIT_MS": bad})
 
 
 def test_baton_prices_override_and_extend_the_price_table() -> None:

@@ -230,11 +230,16 @@ async def test_a_partition_read_again_forgets_what_it_held_before() -> None:
     assert stream.acked == [("p0", 5), ("p0", 6)]
 
 
-@pytest.mark.parametrize(("embedded", "wait_ms"), [(True, 100), (False, 1500)])
+@pytest.mark.parametrize(
+    ("embedded", "setting", "wait_ms"),
+    [(True, None, 100), (True, 25, 25), (False, None, 1500), (False, 25, 1500)],
+)
 async def test_fetch_wait_is_short_only_on_the_embedded_broker(
-    tmp_path: Path, embedded: bool, wait_ms: int
+    tmp_path: Path, embedded: bool, setting: int | None, wait_ms: int
 ) -> None:
     settings = Settings(namespace="u", embedded_broker=embedded, data_dir=tmp_path)
+    if setting is not None:
+        settings = settings.with_(embedded_fetch_wait_ms=setting)
     store = SQLiteOrderStore(tmp_path / "o.sqlite3")
     runtime = create_app(settings, llm=OfflineLLM(), orders=store)
     thread = runtime.app.consumer._thread
