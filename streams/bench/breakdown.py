@@ -16,7 +16,8 @@ from typing import Any
 
 from baton_kafka.agents.stages import ORDER as BUILT_IN
 from baton_kafka.agents.stages import strategy
-from baton_kafka.streams.bench.stats import tails
+from baton_kafka.schemas.records import Ticket
+from baton_kafka.streams.bench.stats import percentile, tails
 
 # The chain's stages after intake, in order; each reads the previous one's output.
 STAGES = BUILT_IN
@@ -81,6 +82,35 @@ def spread(breakdowns: Iterable[Mapping[str, float]]) -> dict[str, dict[str, flo
         for name, ms in parts.items():
             values.setdefault(name, []).append(ms)
     return {name: tails(samples, 1) for name, samples in values.items()}
+
+
+# The parts of a ticket's time ``phases`` keeps by burst: the waits between the hops and the
+# stages' own work (``ticket_breakdown`` names them).
+PHASES = (
+    "intake_hop",
+    "wait_before_understand",
+    "own_understand",
+    "wait_before_lookup",
+    "wait_before_strategy",
+    "own_strategy",
+)
+
+
+def phases(
+    bursts: Sequence[Sequence[Ticket]], parts: Mapping[str, Mapping[str, float]]
+) -> dict[str, list[float | None]]:
+    """Each burst's p50 (ms) of each part in ``PHASES``, from each ticket's ``parts`` (by
+    ticket id): where a slow burst waited, next to the others. None: no ticket of that burst
+    had the part."""
+    out: dict[str, list[float | None]] = {}
+    for name in PHASES:
+        column: list[float | None] = []
+        for burst in bursts:
+            values = [parts[t.ticket_id][name] for t in burst if name in parts.get(t.ticket_id, {})]
+            p50 = percentile(values, 50) if values else None
+            column.append(round(p50, 1) if p50 is not None else None)
+        out[name] = column
+    return out
 
 
 USAGE_TOKENS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")

@@ -101,7 +101,8 @@ def floor(size: int, cpu_ms: Mapping[str, float | None], cores: int) -> dict[str
 
 
 def describe(name: str, figures: Mapping[str, Any]) -> str:
-    """One line for people: the bursts' count and each one's p50, so the spread is seen."""
+    """A line for people: the bursts' count and each one's p50, so the spread is seen; a
+    second with each burst's p50 of each part, when the run has them."""
     p50s = ", ".join(f"{v:g}" for v in figures["p50_ms"])
     line = f"{name}: {figures['bursts']} bursts, publish -> reply p50 by burst (ms): {p50s}"
     if "median_of_p50_ms" in figures:
@@ -111,4 +112,11 @@ def describe(name: str, figures: Mapping[str, Any]) -> str:
             f"; this machine's floor p50 {low['p50_ms']:g}, last reply {low['last_ms']:g} "
             f"({low['cpu_ms_per_ticket']:g} ms CPU a ticket over {low['cores']} cores)"
         )
+    if by_phase := figures.get("phases_p50_ms"):
+        shown = "; ".join(
+            f"{part} {', '.join('-' if v is None else f'{v:g}' for v in column)}"
+            for part, column in by_phase.items()
+        )
+        # On a line of its own: where each burst waited, next to its p50 above.
+        line += f"\n{name}: p50 by burst of each part (ms): {shown}"
     return line

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -303,12 +303,20 @@ async def breakdown(
     replies: Mapping[str, Output],
     sent_at: Mapping[str, float],
     model_latency_s: float | None,
+    bursts: Sequence[Sequence[Ticket]] = (),
 ) -> dict[str, Any]:
     """Per-ticket overhead (p50, p95, p99 and max of each part, ms) and cost per ticket by
-    stage, from the stage topics, the baton changelog and the replies, read back after the run."""
+    stage, from the stage topics, the baton changelog and the replies, read back after the run;
+    with several ``bursts``, also each burst's p50 of the main parts (``phases_p50_ms``)."""
     import orjson
 
-    from baton_kafka.streams.bench.breakdown import Timeline, cost_per_ticket, spread, stage_costs
+    from baton_kafka.streams.bench.breakdown import (
+        Timeline,
+        cost_per_ticket,
+        phases,
+        spread,
+        stage_costs,
+    )
     from baton_kafka.streams.bench.breakdown import ticket_breakdown as one
     from baton_kafka.streams.bench.kafka import read_records
 
@@ -357,9 +365,12 @@ async def breakdown(
         lines[tid].end_to_end_ms = timings.get("end_to_end")
         usage[tid][strategy.NAME] = reply.get("usage") or {}
     model_ms = 1000 * (model_latency_s or 0.0)
-    parts = [one(line, model_ms) for tid, line in lines.items() if tid in replies]
+    by_ticket = {tid: one(line, model_ms) for tid, line in lines.items() if tid in replies}
+    parts = list(by_ticket.values())
     hops = [1000 * (o.received_at - o.produced_at) for o in replies.values()]
     result: dict[str, Any] = {"overhead_ms": spread(parts)}
+    if len(bursts) > 1:
+        result["phases_p50_ms"] = phases(bursts, by_ticket)
     if hops:
         result["overhead_ms"]["replies_hop_to_bench_consumer"] = spread([{"x": h} for h in hops])[
             "x"

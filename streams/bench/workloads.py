@@ -257,7 +257,11 @@ async def pipeline(
         replies = {t: Reply.model_validate_json(o.value) for t, o in first.items()}
         row.extra.update(phases(tickets, first, replies, m.sent_at))
         await describe(s, row, tickets, replies, load.orders(), len(warm.tickets()))
-        row.extra.update(await breakdown(s, tickets, first, m.sent_at, latency))
+        several = bursts if soak_s is None and len(bursts) > 1 else ()
+        parts = await breakdown(s, tickets, first, m.sent_at, latency, several)
+        if by_phase := parts.pop("phases_p50_ms", None):
+            row.extra["bursts"]["phases_p50_ms"] = by_phase
+        row.extra.update(parts)
         if latency is not None:
             stats = _standin_stats(base_url)
             row.extra["model_calls_seen_by_standin"] = stats["calls"] - warm_stats["calls"]

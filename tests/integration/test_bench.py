@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from baton_kafka.streams.bench.breakdown import PHASES
 from tests.fixtures.brokers import Broker, legs
 from tests.fixtures.paths import ROOT
 
@@ -143,6 +144,10 @@ def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> Non
     # Two bursts of four, each over four new sessions, one after the other.
     burst = rows["overhead: burst of 4"]
     assert burst["bursts"]["bursts"] == 2 and len(burst["bursts"]["p50_ms"]) == 2
+    # Each burst's waits and work, read back from the topics: one value a burst for each part.
+    by_phase = burst["bursts"]["phases_p50_ms"]
+    assert set(by_phase) == set(PHASES) and all(len(v) == 2 for v in by_phase.values())
+    assert all(v is not None and v >= 0 for v in by_phase["wait_before_understand"])
     assert burst["sessions"] == 8
     for row, tickets in ((rows["overhead: one at a time"], 4), (burst, 8)):
         assert_delivered(row, tickets)

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from baton_kafka.schemas.records import Ticket
+from baton_kafka.streams.bench.breakdown import PHASES, phases
 from baton_kafka.streams.bench.bursts import describe, floor, in_bursts, merged, split, spread
 from baton_kafka.streams.bench.kafka import Output
 from baton_kafka.streams.bench.load import Workload
@@ -159,4 +160,36 @@ def test_the_machines_floor_spreads_every_process_cpu_over_the_cores() -> None:
     assert describe("b", figures) == (
         "b: 2 bursts, publish -> reply p50 by burst (ms): 460, 470; their median 465; "
         "this machine's floor p50 232.5, last reply 450 (30 ms CPU a ticket over 2 cores)"
+    )
+
+
+def test_each_bursts_phases_are_the_p50_of_its_own_tickets() -> None:
+    bursts = split(_tickets(6), 3)
+    a, b = bursts
+    # Burst a waited before understand, burst b before lookup; one of b's tickets has no
+    # intake hop (its intake record was not read back).
+    parts = {
+        a[0].ticket_id: {"intake_hop": 2.0, "wait_before_understand": 300.0, "own_strategy": 1.0},
+        a[1].ticket_id: {"intake_hop": 4.0, "wait_before_understand": 500.0, "own_strategy": 3.0},
+        a[2].ticket_id: {"intake_hop": 6.0, "wait_before_understand": 400.0, "own_strategy": 2.0},
+        b[0].ticket_id: {"wait_before_lookup": 250.0, "own_strategy": 1.0},
+        b[1].ticket_id: {"intake_hop": 3.0, "wait_before_lookup": 150.0, "own_strategy": 1.0},
+        # A part the phases do not keep is left out.
+        b[2].ticket_id: {"intake_hop": 5.0, "wait_before_lookup": 200.0, "own_lookup": 9.0},
+    }
+    got = phases(bursts, parts)
+    assert tuple(got) == PHASES
+    assert got["intake_hop"] == [4.0, 4.0]
+    assert got["wait_before_understand"] == [400.0, None]
+    assert got["wait_before_lookup"] == [None, 200.0]
+    assert got["own_strategy"] == [2.0, 1.0]
+    assert got["own_understand"] == [None, None]
+    # A ticket with no parts at all (no reply) counts in no burst.
+    assert phases([[*a, *Workload("z", 1, 1).tickets()]], parts)["intake_hop"] == [4.0]
+    figures = {"bursts": 2, "p50_ms": [460.0, 470.0], "phases_p50_ms": got}
+    first, second = describe("b", figures).split("\n")
+    assert first == "b: 2 bursts, publish -> reply p50 by burst (ms): 460, 470"
+    assert second.startswith("b: p50 by burst of each part (ms): intake_hop 4, 4; ")
+    assert "; wait_before_understand 400, -; own_understand -, -; wait_before_lookup -, 200;" in (
+        second
     )
