@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baton_kafka.streams.kafka.jvm import DEFAULT_JIT
 from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class BenchOptions:
     broker: str = "tansu"
     bursts: int = BURSTS
     warm_broker_s: float = WARM_BROKER_S
+    # The compilers of an Apache Kafka the run starts (``jvm.JIT_FLAGS``).
+    broker_jit: str = DEFAULT_JIT
 
 
 @dataclass
@@ -94,6 +97,10 @@ class BrokerRun:
     stop: Callable[[], None] = lambda: None
     # What warmed the broker before the run measured it: seconds and records written and read.
     warmed: dict[str, float | int] | None = None
+    # The JVM compilers of an Apache Kafka the run started.
+    jit: str | None = None
+    # The filesystem an Apache Kafka the run started keeps its data on (``ext4``, ``tmpfs``).
+    storage: str | None = None
 
     @property
     def embedded(self) -> bool:
@@ -110,6 +117,10 @@ class BrokerRun:
             data.update(nodes=self.nodes, replication=self.replication, acks=self.acks)
         if self.warmed is not None:
             data["warmed"] = self.warmed
+        if self.jit is not None:
+            data["jit"] = self.jit
+        if self.storage is not None:
+            data["storage"] = self.storage
         return data
 
     def configure(self, settings: Settings) -> Settings:
@@ -122,16 +133,19 @@ class BrokerRun:
         return settings
 
 
-def start_broker(kind: str, workdir: Path) -> BrokerRun:
+def start_broker(kind: str, workdir: Path, jit: str = DEFAULT_JIT) -> BrokerRun:
     """Start the run's own broker: ``tansu`` (embedded), a one-node Apache Kafka or a
-    three-node one (``kafka-cluster``) in ``workdir``; ``KafkaUnavailable`` without java/mvn."""
+    three-node one (``kafka-cluster``, its JVMs' compilers ``jit``) in ``workdir``;
+    ``KafkaUnavailable`` without java/mvn."""
     if kind in ("kafka", CLUSTER):
+        from baton_kafka.streams.bench.stats import filesystem_of
         from baton_kafka.streams.kafka.apache import ApacheKafka
 
         # The settings `baton broker --engine kafka` uses: the worker tells it from the
         # embedded broker by its cluster id and applies no workaround.
         nodes = CLUSTER_NODES if kind == CLUSTER else 1
-        kafka = ApacheKafka(nodes=nodes, data_dir=workdir / "kafka").start()
+        data_dir = workdir / "kafka"
+        kafka = ApacheKafka(nodes=nodes, data_dir=data_dir, jit=jit).start()
         return BrokerRun(
             "kafka",
             kafka.url,
@@ -142,6 +156,8 @@ def start_broker(kind: str, workdir: Path) -> BrokerRun:
             nodes=nodes,
             replication=nodes,
             acks="all",
+            jit=jit,
+            storage=filesystem_of(data_dir),
         )
     if kind != "tansu":
         raise ValueError(f"unknown broker {kind!r}; known: {', '.join(BROKER_CHOICES)}")
@@ -388,7 +404,7 @@ def measure(settings: Settings, options: BenchOptions) -> tuple[dict[str, Any], 
             elif options.broker == CLUSTER:
                 say(f"starting Apache Kafka ({CLUSTER_NODES} nodes) in the run's folder")
             try:
-                broker = start_broker(options.broker, workdir)
+                broker = start_broker(options.broker, workdir, options.broker_jit)
             except KafkaUnavailable:
                 # Nothing was started or written: no folder to keep.
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -543,5 +559,7 @@ def broker_line(broker: dict[str, Any] | None) -> str:
             )
         warmed = broker.get("warmed")
         warm = f", warmed {warmed['seconds']:g} s" if warmed else ""
-        return f"{name} ({size}started by the bench{warm})"
+        jit = f", JIT {broker['jit']}" if broker.get("jit") else ""
+        storage = f", data on {broker['storage']}" if broker.get("storage") else ""
+        return f"{name} ({size}started by the bench{warm}{jit}{storage})"
     return f"{name} (BATON_BROKER)"

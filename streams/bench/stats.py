@@ -7,6 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -139,6 +140,30 @@ def processes_cpu(pids: Sequence[int]) -> float | None:
             return None
         total += used
     return total
+
+
+def filesystem_of(path: Path, mounts: str | None = None) -> str | None:
+    """The type of the filesystem ``path`` lives on (``ext4``, ``tmpfs``), from the text of
+    ``/proc/self/mounts`` (read when None); None where that cannot be told."""
+    if mounts is None:
+        try:
+            with open("/proc/self/mounts") as fh:
+                mounts = fh.read()
+        except OSError:
+            return None
+    target = path.resolve()
+    best: tuple[int, str] | None = None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        # Spaces in a mount point are written as \040.
+        point = Path(fields[1].replace("\\040", " "))
+        if (target == point or point in target.parents) and (
+            best is None or len(point.parts) >= best[0]
+        ):
+            best = (len(point.parts), fields[2])
+    return best[1] if best else None
 
 
 def memory_mib(pid: int) -> tuple[float, float] | None:

@@ -15,6 +15,7 @@ from baton_kafka.streams.bench.run import (
     WORKLOADS,
 )
 from baton_kafka.streams.cli.errors import Fail, UsageError
+from baton_kafka.streams.kafka.jvm import DEFAULT_JIT, JIT_FLAGS
 from baton_kafka.streams.settings import Settings
 
 
@@ -52,6 +53,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="an Apache Kafka the run starts: seconds of traffic before measuring, so its JVM "
         f"runs compiled as a long-running broker's does (default {WARM_BROKER_S:g}; 0: none)",
+    )
+    p.add_argument(
+        "--broker-jit",
+        choices=tuple(JIT_FLAGS),
+        default=DEFAULT_JIT,
+        help="an Apache Kafka the run starts: its JVM's compilers, as `baton broker --jit` "
+        f"(default {DEFAULT_JIT})",
     )
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return p
@@ -116,6 +124,7 @@ def _measure(args: argparse.Namespace, settings: Settings, broker: str) -> tuple
         broker=broker,
         bursts=args.bursts,
         warm_broker_s=args.warm_broker,
+        broker_jit=args.broker_jit,
     )
     try:
         return measure(settings, options)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from baton_kafka.streams.cli.errors import UsageError
+from baton_kafka.streams.kafka.jvm import DEFAULT_JIT, JIT_FLAGS
 from baton_kafka.streams.settings import Settings
 
 
@@ -30,6 +31,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=None,
         help="where Apache Kafka keeps its data (default: BATON_DATA_DIR/kafka); kept between runs",
     )
+    p.add_argument(
+        "--jit",
+        choices=tuple(JIT_FLAGS),
+        default=DEFAULT_JIT,
+        help="Apache Kafka's JVM compilers: tiered, the JVM's default (fastest under sustained "
+        "load); c1, the quick compiler alone (about a third of the CPU for a broker that mostly "
+        "waits, as in development and tests)",
+    )
     return p
 
 
@@ -38,6 +47,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("baton broker: --port must be between 1 and 65535")
     if args.engine == "tansu" and args.nodes != 1:
         raise UsageError("baton broker: --nodes applies to --engine kafka only")
+    if args.engine == "tansu" and args.jit != DEFAULT_JIT:
+        raise UsageError("baton broker: --jit applies to --engine kafka only")
     if args.engine == "kafka":
         return _apache_kafka(args, settings)
     return _embedded(args)
@@ -64,7 +75,7 @@ def _apache_kafka(args: argparse.Namespace, settings: Settings) -> int:
     from baton_kafka.streams.kafka.apache import ApacheKafka
 
     data_dir = args.data_dir or settings.data_dir / "kafka"
-    cluster = ApacheKafka(args.host, args.port, nodes=args.nodes, data_dir=data_dir)
+    cluster = ApacheKafka(args.host, args.port, nodes=args.nodes, data_dir=data_dir, jit=args.jit)
     try:
         cluster.start()
         size = "one node" if args.nodes == 1 else f"{args.nodes} nodes, RF 3, min ISR 2"

@@ -27,7 +27,14 @@ from baton_kafka.streams.kafka.jars import (
     pinned_version,
     resolve_jars,
 )
-from baton_kafka.streams.kafka.jvm import ClassArchive, Java, find_java, signal_group
+from baton_kafka.streams.kafka.jvm import (
+    DEFAULT_JIT,
+    ClassArchive,
+    Java,
+    find_java,
+    jit_flags,
+    signal_group,
+)
 from baton_kafka.streams.kafka.kraft import (
     CLUSTER_FILE,
     LOG4J2,
@@ -77,7 +84,8 @@ class ApacheKafka:
 
     With no ``data_dir`` the data lives in a temporary folder that :meth:`stop` removes; a given
     ``data_dir`` is kept, and a cluster started again on it has its topics and ports back.
-    Each JVM logs to ``<data_dir>/node-<n>/server.log``.
+    Each JVM logs to ``<data_dir>/node-<n>/server.log``. ``jit`` picks its compilers
+    (``jvm.JIT_FLAGS``): the JVM's own by default, ``"c1"`` for the quick compiler alone.
     """
 
     def __init__(
@@ -95,9 +103,12 @@ class ApacheKafka:
         extra_config: dict[str, str] | None = None,
         client_listener: str | None = None,
         scram_users: Mapping[str, str] | None = None,
+        jit: str = DEFAULT_JIT,
     ):
         if nodes not in (1, 3):
             raise ValueError("nodes must be 1 or 3")
+        self.jit_flags = jit_flags(jit)
+        self.jit = jit
         saved = saved_cluster(data_dir)
         if saved and int(saved["nodes"]) != nodes:
             raise ApacheKafkaError(f"{data_dir} holds a {saved['nodes']}-node cluster, not {nodes}")
@@ -267,7 +278,7 @@ class ApacheKafka:
                 java.path,
                 "-Xmx256m",
                 # A run of a few seconds: the optimising compiler would not pay for itself.
-                "-XX:TieredStopAtLevel=1",
+                *jit_flags("c1"),
                 "-XX:+UseSerialGC",
                 *cds,
                 *self._log_flags(node),
@@ -328,6 +339,7 @@ class ApacheKafka:
             "-Xms64m",
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
+            *self.jit_flags,
             *cds,
             *self._log_flags(node),
             "-cp",

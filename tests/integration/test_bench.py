@@ -137,6 +137,9 @@ def test_overhead_on_the_three_node_cluster_reports_tails(tmp_path: Path) -> Non
     warmed = result["broker"]["warmed"]
     assert warmed["seconds"] == 2 and warmed["records_written"] > 0 and warmed["records_read"] > 0
     assert (result["broker"]["replication"], result["broker"]["acks"]) == (3, "all")
+    # The JVM's own compilers unless told; the filesystem its data was on, read from the mounts.
+    assert result["broker"]["jit"] == "tiered"
+    assert isinstance(result["broker"]["storage"], str) and result["broker"]["storage"]
     assert result["settings"]["replication_factor"] == 3
     assert result["settings"]["producer_acks"] == "all"
     rows = {r["workload"]: r for r in result["rows"]}

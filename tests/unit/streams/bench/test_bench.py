@@ -29,6 +29,7 @@ from baton_kafka.streams.bench.stats import (
     check_delivery,
     cpu_seconds,
     cpu_seconds_of,
+    filesystem_of,
     first_and_last_tenth,
     percentile,
     processes_cpu,
@@ -40,6 +41,7 @@ from baton_kafka.streams.bench.stats import (
     tails,
 )
 from baton_kafka.streams.bench.workloads import soak_expiry
+from baton_kafka.streams.cli.errors import UsageError
 from baton_kafka.streams.cli.main import main, parser
 from baton_kafka.streams.kafka.apache import KafkaUnavailable
 from baton_kafka.streams.kafka.topics import TopicNames
@@ -477,3 +479,36 @@ def test_a_kafka_the_run_started_is_warmed_first_and_the_result_says_so(
         assert main(["bench", "--broker", "kafka", "--warm-broker", wrong]) == 2
         err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
         assert err == ["baton bench: --warm-broker must be a number of seconds, 0 or more"]
+
+
+def test_a_kafka_the_run_starts_runs_the_jvms_compilers_unless_told_and_says_which() -> None:
+    assert parser().parse_args(["bench"]).broker_jit == "tiered" == BenchOptions().broker_jit
+    assert parser().parse_args(["bench", "--broker-jit", "c1"]).broker_jit == "c1"
+    with pytest.raises(UsageError, match="--broker-jit: invalid choice: 'c2'"):
+        parser().parse_args(["bench", "--broker-jit", "c2"])
+    kafka = BrokerRun(
+        "kafka", "kafka://127.0.0.1:9092", "4.3.1", started=True, jit="c1", storage="tmpfs"
+    )
+    assert (kafka.describe()["jit"], kafka.describe()["storage"]) == ("c1", "tmpfs")
+    assert broker_line(kafka.describe()) == (
+        "Apache Kafka 4.3.1 (one node, started by the bench, JIT c1, data on tmpfs)"
+    )
+
+
+MOUNTS = """\
+/dev/vda / ext4 rw,relatime 0 0
+tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
+/dev/vdb /srv/my\\040data xfs rw 0 0
+proc /proc proc rw 0 0
+"""
+
+
+def test_the_filesystem_of_a_folder_is_its_deepest_mount() -> None:
+    assert filesystem_of(Path("/dev/shm/baton-bench-1/kafka"), MOUNTS) == "tmpfs"
+    assert filesystem_of(Path("/dev/shm"), MOUNTS) == "tmpfs"
+    assert filesystem_of(Path("/dev/shmx/kafka"), MOUNTS) == "ext4"
+    assert filesystem_of(Path("/srv/my data/kafka"), MOUNTS) == "xfs"
+    assert filesystem_of(Path("/tmp/baton-bench-1"), MOUNTS) == "ext4"
+    assert filesystem_of(Path("/tmp"), "") is None
+    # This machine's own mounts: every path lies under the root's.
+    assert filesystem_of(Path.cwd()) is not None

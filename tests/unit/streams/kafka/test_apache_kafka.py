@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -9,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from baton_kafka.streams.kafka import apache
 from baton_kafka.streams.kafka.apache import ApacheKafka
 from baton_kafka.streams.kafka.embedded import BrokerError
 from baton_kafka.streams.kafka.jars import ApacheKafkaError, KafkaUnavailable, resolve_jars
-from baton_kafka.streams.kafka.jvm import find_java, java_major
+from baton_kafka.streams.kafka.jvm import DEFAULT_JIT, Java, find_java, java_major, jit_flags
 from baton_kafka.streams.kafka.kraft import (
     EPHEMERAL_PORTS,
     LOWEST_PORT,
@@ -219,3 +222,43 @@ def test_the_ephemeral_range_is_read_from_the_system_or_defaults(tmp_path: Path)
     given.write_text("garbled")
     assert ephemeral_ports(given) == EPHEMERAL_PORTS
     assert ephemeral_ports(tmp_path / "missing") == EPHEMERAL_PORTS
+
+
+def test_a_node_runs_the_compilers_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: list[list[str]] = []
+
+    def popen(cmd: list[str], **_: object) -> None:
+        launched.append(cmd)
+
+    monkeypatch.setattr(apache.subprocess, "Popen", popen)
+    java = Java(path="java", major=17, version="")
+    for jit, expected in (("c1", ["-XX:TieredStopAtLevel=1"]), ("tiered", [])):
+        (tmp_path / jit).mkdir()
+        kafka = ApacheKafka(port=47000, data_dir=tmp_path / jit, class_archive=False, jit=jit)
+        node = kafka._node(0)
+        kafka._launch(java, tmp_path, node)
+        assert [a for a in launched[-1] if a.startswith("-XX:Tiered")] == expected
+        assert launched[-1][-2:] == ["kafka.Kafka", str(node.properties)]
+    assert ApacheKafka(port=47100, data_dir=tmp_path / "default").jit == DEFAULT_JIT == "tiered"
+    with pytest.raises(ValueError, match="unknown JIT choice 'c2'; known: tiered, c1"):
+        ApacheKafka(jit="c2")
+
+
+@pytest.mark.skipif(
+    shutil.which("java") is None and os.environ.get("CI") != "true",
+    reason="needs java (apt-get install openjdk-17-jre-headless)",
+)
+def test_the_jvm_takes_every_compiler_choice_as_meant() -> None:
+    java = find_java()
+    for jit, level in (("c1", "1"), ("tiered", "4")):
+        out = subprocess.run(
+            [java.path, *jit_flags(jit), "-XX:+PrintFlagsFinal", "-version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        line = next(x for x in out.stdout.splitlines() if " TieredStopAtLevel " in x)
+        assert line.split("=")[1].split()[0] == level
