@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from baton_kafka.streams.kafka.jvm import DEFAULT_JIT
+from baton_kafka.streams.jit import DEFAULT_JIT
 from baton_kafka.streams.settings import Settings
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class BenchOptions:
     broker: str = "tansu"
     bursts: int = BURSTS
     warm_broker_s: float = WARM_BROKER_S
-    # The compilers of an Apache Kafka the run starts (``jvm.JIT_FLAGS``).
+    # The compilers of an Apache Kafka the run starts (``streams.jit.JIT_FLAGS``).
     broker_jit: str = DEFAULT_JIT
 
 

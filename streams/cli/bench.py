@@ -15,7 +15,7 @@ from baton_kafka.streams.bench.run import (
     WORKLOADS,
 )
 from baton_kafka.streams.cli.errors import Fail, UsageError
-from baton_kafka.streams.kafka.jvm import DEFAULT_JIT, JIT_FLAGS
+from baton_kafka.streams.jit import DEFAULT_JIT, JIT_FLAGS
 from baton_kafka.streams.settings import Settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from baton_kafka.streams.cli.errors import UsageError
-from baton_kafka.streams.kafka.jvm import DEFAULT_JIT, JIT_FLAGS
+from baton_kafka.streams.jit import DEFAULT_JIT, JIT_FLAGS
 from baton_kafka.streams.settings import Settings
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from baton_kafka.streams.jit import DEFAULT_JIT, jit_flags
 from baton_kafka.streams.kafka.embedded import port_open
 from baton_kafka.streams.kafka.jars import (
     KAFKA_VERSION,
@@ -27,14 +28,7 @@ from baton_kafka.streams.kafka.jars import (
     pinned_version,
     resolve_jars,
 )
-from baton_kafka.streams.kafka.jvm import (
-    DEFAULT_JIT,
-    ClassArchive,
-    Java,
-    find_java,
-    jit_flags,
-    signal_group,
-)
+from baton_kafka.streams.kafka.jvm import ClassArchive, Java, find_java, signal_group
 from baton_kafka.streams.kafka.kraft import (
     CLUSTER_FILE,
     LOG4J2,
@@ -85,7 +79,7 @@ class ApacheKafka:
     With no ``data_dir`` the data lives in a temporary folder that :meth:`stop` removes; a given
     ``data_dir`` is kept, and a cluster started again on it has its topics and ports back.
     Each JVM logs to ``<data_dir>/node-<n>/server.log``. ``jit`` picks its compilers
-    (``jvm.JIT_FLAGS``): the JVM's own by default, ``"c1"`` for the quick compiler alone.
+    (``streams.jit.JIT_FLAGS``): the JVM's own by default, ``"c1"`` for the quick compiler alone.
     """
 
     def __init__(

@@ -286,3 +286,15 @@ def test_the_broker_command_takes_a_compiler_choice_for_apache_kafka_only(
     )
     assert main(["broker", "--engine", "kafka", "--jit", "c2"]) == 2
     assert "--jit: invalid choice: 'c2'" in one_line(capsys.readouterr().err)
+
+
+def test_the_command_line_starts_without_the_kafka_client() -> None:
+    # Every command's parser is built at start: a choice offered there must not pull in the
+    # Kafka client (aiokafka) or baton's Kafka package for `baton --help`.
+    probe = (
+        "import sys, baton_kafka.streams.cli.main as m; m.parser(); "
+        "print(sorted(n for n in ('aiokafka', 'baton_kafka.streams.kafka') if n in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from baton_kafka.streams.jit import DEFAULT_JIT, jit_flags
 from baton_kafka.streams.kafka import apache
 from baton_kafka.streams.kafka.apache import ApacheKafka
 from baton_kafka.streams.kafka.embedded import BrokerError
 from baton_kafka.streams.kafka.jars import ApacheKafkaError, KafkaUnavailable, resolve_jars
-from baton_kafka.streams.kafka.jvm import DEFAULT_JIT, Java, find_java, java_major, jit_flags
+from baton_kafka.streams.kafka.jvm import Java, find_java, java_major
 from baton_kafka.streams.kafka.kraft import (
     EPHEMERAL_PORTS,
     LOWEST_PORT,
