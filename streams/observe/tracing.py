@@ -86,9 +86,12 @@ def stage_span(
     headers: Headers | None,
     source: Where | None = None,
     consumer: Consumer | None = None,
+    *,
+    traced: bool | None = None,
 ) -> AbstractContextManager[None]:
-    """The current span while ``stage`` runs on one record, a child of the record's context."""
-    if not _carries_context(headers) and not enabled():
+    """The current span while ``stage`` runs on one record, a child of the record's context
+    (``traced``: ``enabled()`` as read for this record, read here when None)."""
+    if not _carries_context(headers) and not (enabled() if traced is None else traced):
         return _OFF
     return _stage_span(stage, headers, source, consumer or Consumer())
 
@@ -142,13 +145,16 @@ def stage_span_now() -> Span:
     return _STAGE.get() or trace.get_current_span()
 
 
-def agent_span(stage: str, session_id: str, provider: str) -> AbstractContextManager[None]:
+def agent_span(
+    stage: str, session_id: str, provider: str, *, traced: bool | None = None
+) -> AbstractContextManager[None]:
     """The GenAI conventions' ``invoke_agent`` span of one stage's run on a ticket.
 
     The session is the conversation: its id is ``gen_ai.conversation.id`` here and on the
     model calls below. A child of the stage's ``process`` span, in-process (``INTERNAL``).
+    ``traced``: ``enabled()`` as read for this record (read here when None).
     """
-    if not enabled():
+    if not (enabled() if traced is None else traced):
         return _OFF
     return _agent_span(stage, session_id, provider)
 

@@ -227,8 +227,11 @@ class Pipeline(Intake):
             self.bursts.started(delivery)
         source = read_as(delivery.source, delivery.value, delivery.headers)
         async with self.turns.working(first):
-            with tracing.stage_span(stage, delivery.headers, source, self.consumer):
-                return await self._run_stage(stage, delivery, source)
+            # Whether a tracer provider is set, read once for the record's spans: the lookup
+            # reads the environment each time.
+            traced = tracing.enabled()
+            with tracing.stage_span(stage, delivery.headers, source, self.consumer, traced=traced):
+                return await self._run_stage(stage, delivery, source, traced)
 
     async def quiet(self, delivery: Delivery) -> None:
         """Wait out the coalescing window of the record's session before its turn takes a
@@ -240,9 +243,10 @@ class Pipeline(Intake):
             await self.bursts.gather(delivery.record(), delivery.source, lambda _: True, arrived)
 
     async def _run_stage(
-        self, stage: StageName, delivery: Delivery, source: Source
+        self, stage: StageName, delivery: Delivery, source: Source, traced: bool
     ) -> Passed | None:
-        """The record's checks once, then up to ``STAGE_ATTEMPTS`` attempts at the stage."""
+        """The record's checks once, then up to ``STAGE_ATTEMPTS`` attempts at the stage
+        (``traced``: whether the record's spans are made, as ``tracing.enabled`` said)."""
         self.observer.record_in(stage)
         view = RecordView(self.chain[stage], delivery, source, self.batons)
         if not await checks.passed(self.admitting, self, view):
@@ -254,7 +258,7 @@ class Pipeline(Intake):
             if attempt > 1:
                 view.refresh()  # the failed attempt and the wait may have written the baton
             try:
-                with tracing.agent_span(stage, ticket.session_id, self.llm.name):
+                with tracing.agent_span(stage, ticket.session_id, self.llm.name, traced=traced):
                     return await self._run(view)
             except Exception as exc:
                 # The type and a short message: the record's contents stay out of the logs.
