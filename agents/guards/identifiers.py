@@ -104,27 +104,38 @@ def _identifiers(text: str, shapes: tuple[re.Pattern[str], ...]) -> tuple[Identi
     patterns = [_ORDER_SHAPE, *shapes]
     found: list[Identifier] = []
     for token, start, end in digit_runs(text):
-        digits = _digit_count(token)
-        before = text[max(0, start - 30) : start]
         kind: IdKind | None = None
-        if any(p.fullmatch(token) for p in patterns):
-            kind = "order id"
-        elif digits >= 6 and w.TRACKING_WORDS.search(before):
-            kind = "tracking number"
-        elif (
-            digits >= 3
-            and _ID_CHARS.fullmatch(token)
-            and not _DATE.fullmatch(token)
-            and (w.ORDER_WORDS.search(before) or before.endswith("#"))
-        ):
-            kind = "order id"
-        elif digits >= 8 and _LONG.fullmatch(token):
-            kind = "tracking number"
+        for p in patterns:
+            if p.fullmatch(token):
+                kind = "order id"
+                break
+        else:
+            digits = _digit_count(token)
+            if digits < 3:
+                continue  # no id of the words before it or of its length has fewer digits
+            kind = _by_words(text, token, start, digits)
         if kind == "order id" and w.MONEY_NEXT.match(text, end) and "-" not in token:
             kind = None  # "订单1299元": an amount after the word order, not an id
         if kind is not None:
             found.append(Identifier(kind, token, start, end))
     return tuple(found)
+
+
+def _by_words(text: str, token: str, start: int, digits: int) -> IdKind | None:
+    """What a token of 3+ digits without an id's shape is, by the words before it and its size."""
+    w = _w()
+    before = text[max(0, start - 30) : start]
+    if digits >= 6 and w.TRACKING_WORDS.search(before):
+        return "tracking number"
+    if (
+        _ID_CHARS.fullmatch(token)
+        and not _DATE.fullmatch(token)
+        and (w.ORDER_WORDS.search(before) or before.endswith("#"))
+    ):
+        return "order id"
+    if digits >= 8 and _LONG.fullmatch(token):
+        return "tracking number"
+    return None
 
 
 _w()  # compiled at import, as module patterns are; again only when a shop adds words
