@@ -32,7 +32,8 @@ class _Words:
         self.NEVER = skipping(alt("credentials", "never"), re.I)
         self.NEVER_AFTER = skipping(alt("credentials", "never_after"), re.I)
         tracking = alt("numbers", "ids.tracking", end=False)
-        self.TRACKING_WORDS = skipping(rf"(?:{tracking})\s*[:：#]?\s*", re.I)
+        # Most replies name no tracking number: an ASCII one without a tracking word is not read.
+        self.TRACKING_WORDS = Sieved(rf"(?:{tracking})\s*[:：#]?\s*", re.I)
         phone = alt("numbers", "ids.phone", end=False)
         joiners = alt("numbers", "ids.phone_joiners")
         self.PHONE_WORDS = skipping(rf"(?:{phone})\s*(?:(?:{joiners})\s*)?[:：]?\s*$", re.I)
