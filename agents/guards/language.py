@@ -24,12 +24,22 @@ from baton_kafka.agents.ticket_memo import read_once
 
 LANGUAGE = "language"
 _TOKEN_WITH_DIGIT = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9-]*")
+# The same in an ASCII text: there such a token never starts right after a letter or digit (it
+# would have started there), so a try inside a word stops at once instead of after reading the
+# word to its end. (A digit of another script may follow one, so it serves ASCII text only.)
+_ASCII_TOKEN_WITH_DIGIT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]*\d[A-Za-z0-9-]*")
 _QUOTED = re.compile(
     r"\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”|「[^」\n]{1,80}」|『[^』\n]{1,80}』|„[^“\n]{1,80}“"
 )
 _NAMES = ("UPS", "DHL", "FedEx", "USPS", "EMS", "DPD", "GLS", "OK")
-# Each of them standing alone, found in one pass (a name's letters never border another's).
-_NAMED = re.compile(rf"(?<![A-Za-z])(?:{'|'.join(_NAMES)})(?![A-Za-z])")
+# Each of them standing alone, found in one pass (a name's letters never border another's). Each
+# name's first letter comes before the test of the character before it, so the engine itself
+# scans the text for those letters: as ``(?<![A-Za-z])(?:UPS|DHL|...)(?![A-Za-z])``.
+_NAMED = re.compile(
+    "(?:"
+    + "|".join(f"{re.escape(n[0])}(?<![A-Za-z]{re.escape(n[0])}){re.escape(n[1:])}" for n in _NAMES)
+    + ")(?![A-Za-z])"
+)
 
 # Why a reply is rejected, in the customer's language ({found}: the language it is written in).
 _PROBLEM: dict[str, str] = {
@@ -62,7 +72,7 @@ def _without_names(text: str, names: Iterable[str]) -> str:
     for name in sorted({n for n in names if n}, key=len, reverse=True):
         text = text.replace(name, " ")
     text = _QUOTED.sub(" ", text)
-    text = _TOKEN_WITH_DIGIT.sub(" ", text)
+    text = (_ASCII_TOKEN_WITH_DIGIT if text.isascii() else _TOKEN_WITH_DIGIT).sub(" ", text)
     return _NAMED.sub(" ", text)
 
 
