@@ -39,7 +39,13 @@ class Marks:
 
     def may_hold(self, text: str) -> bool:
         """False only when ``text`` holds none of ``words``' entries (a quick test first)."""
-        return self.any_word is None or self.any_word.search(text) is not None
+        if self.any_word is None:
+            return True
+        # Most clauses hold none of the words every entry needs: looked for at once, they spare
+        # the try of every entry at each position of the clause.
+        if self.sieve is not None and not self.sieve.may_match(text):
+            return False
+        return self.any_word.search(text) is not None
 
     def may_read(self, text: str) -> bool:
         """False only when no part of ``text`` (no sentence, no clause) holds one of ``words``'
