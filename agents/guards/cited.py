@@ -13,7 +13,7 @@ from baton_kafka.agents import text_cache
 from baton_kafka.agents.guards import alone, reading, words
 from baton_kafka.agents.guards.audit import CustomerOrders
 from baton_kafka.agents.guards.clauses import readable
-from baton_kafka.agents.guards.facts import Fact, spans, stated
+from baton_kafka.agents.guards.facts import Fact, measures, spans, stated
 from baton_kafka.agents.guards.identifiers import identifiers
 from baton_kafka.agents.policy import Policy
 from baton_kafka.agents.policy.render import render
@@ -137,7 +137,7 @@ def store_pool(orders: Iterable[Order]) -> Pool:
 @words.per_text(maxsize=1024)
 def _name_facts(name: str) -> tuple[Fact, ...]:
     """The measures a product's name states ("Kettle 1.7L"), read once per name."""
-    return tuple(f for f in stated(name) if f.unit != "money")
+    return tuple(measures(name))
 
 
 def quoted_prices(policy: Policy, articles: Sequence[str]) -> tuple[float, ...]:

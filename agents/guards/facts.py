@@ -293,8 +293,25 @@ def stated(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fact]:
     """Every fact ``text`` states, outside ``skip`` (ids, phone numbers, product names, the
     customer's quoted words), in reading order. A duration or a date counts only where a word
     marks its kind; a measure always does; an amount only where a price word stands by it."""
-    skip = list(skip)
     marks = _Kinds(text)  # the kinds of every fact of the text, read with one split
+    found, skip = _dated_and_measured(text, skip, marks)
+    taken = skip + [(f.start, f.end) for f in found]
+    found += _prices(text, taken, marks)
+    return sorted(found, key=lambda f: f.start)
+
+
+def measures(text: str) -> list[Fact]:
+    """The facts ``stated(text)`` gives but its amounts: dates, durations and measures."""
+    # Its amounts are read last and change none of the other facts: they are not read at all.
+    found, _ = _dated_and_measured(text, (), _Kinds(text))
+    return sorted(found, key=lambda f: f.start)
+
+
+def _dated_and_measured(
+    text: str, skip: Sequence[tuple[int, int]], marks: _Kinds
+) -> tuple[list[Fact], list[tuple[int, int]]]:
+    """The dates, durations and measures of ``text`` outside ``skip``; ``skip`` and the dates."""
+    skip = list(skip)
     found = list(dates(text, skip, marks))
     skip += [(f.start, f.end) for f in found]
     numbers = all_numbers(text, skip)
@@ -304,9 +321,7 @@ def stated(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fact]:
         if not _overlaps(*m.span(), [*skip, *((n.start, n.end) for n in numbers)])
     ]
     found += _measured(text, sorted([*numbers, *hyphened], key=lambda n: n.start), marks)
-    taken = skip + [(f.start, f.end) for f in found]
-    found += _prices(text, taken, marks)
-    return sorted(found, key=lambda f: f.start)
+    return found, skip
 
 
 _w()  # compiled at import, as module patterns are; again only when a shop adds words
