@@ -36,21 +36,35 @@ def _agreed(*ledgers: dict[str, OfferLine]) -> dict[str, OfferLine]:
 def _entry(
     order_id: str, tickets: list[TicketMemory], session_id: str, offered: dict[str, float]
 ) -> OrderMemory:
-    decided = [t for t in tickets if t.status in _DECIDED]
-    agreed = {
-        key: line
-        for t in tickets
-        for key, line in ticket_agreed(session_id, t).items()
-        if line.order_id == order_id
-    }
-    last = decided[-1] if decided else None
+    # One pass over the order's tickets, oldest first: a later value replaces an earlier one.
+    product: str | None = None
+    decision: Demand | None = None
+    told_status: str | None = None
+    demands: list[str] = []
+    problems: list[str] = []
+    agreed: dict[str, OfferLine] = {}
+    for t in tickets:
+        if t.product:
+            product = t.product
+        if t.demand:
+            demands.append(t.demand)
+        if t.problem:
+            problems.append(t.problem)
+        if t.status in _DECIDED:
+            decision = t.demand  # the last answered ticket's, even when it had none
+            if t.order_status:
+                told_status = t.order_status
+        if t.offer:  # a ticket without lines agreed none
+            for key, line in ticket_agreed(session_id, t).items():
+                if line.order_id == order_id:
+                    agreed[key] = line
     return OrderMemory(
         order_id=order_id,
-        product=next((t.product for t in reversed(tickets) if t.product), None),
-        demands=_unique([t.demand for t in tickets if t.demand], DEMANDS_KEEP),
-        problems=_unique([t.problem for t in tickets if t.problem], PROBLEMS_KEEP),
-        decision=last.demand if last else None,
-        told_status=next((t.order_status for t in reversed(decided) if t.order_status), None),
+        product=product,
+        demands=_unique(demands, DEMANDS_KEEP),
+        problems=_unique(problems, PROBLEMS_KEEP),
+        decision=decision,
+        told_status=told_status,
         session_id=session_id,
         at=tickets[-1].at,
         offered=offered,
