@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
@@ -59,6 +60,10 @@ def sharing(memo: TicketMemo) -> Iterator[TicketMemo]:
         _SHARED.reset(token)
 
 
+# What a memo's readings never hold: a reading not made yet.
+_NONE: Any = object()
+
+
 def read_once(key: Hashable, read: Callable[[], V]) -> V:
     """``read()``, made once per ticket and ``key`` while a ticket's memo is shared (never
     across tickets: the next ticket reads again), else made anew."""
@@ -66,20 +71,25 @@ def read_once(key: Hashable, read: Callable[[], V]) -> V:
     if memo is None:
         return read()
     kept = memo.readings
-    if key not in kept:
-        kept[key] = read()
-    return kept[key]
+    # One lookup when the reading is there (a key is a tuple, whose hash is not kept).
+    found = kept.get(key, _NONE)
+    if found is _NONE:
+        found = kept[key] = read()
+    return found
 
 
 def shelf(name: str, *owners: object) -> dict[Any, Any]:
     """A dict kept for the ticket under ``name`` while ``owners`` are the very same objects
     (a fresh one outside a ticket, or when an owner since dropped left its id to another)."""
-
-    def made() -> tuple[tuple[object, ...], dict[Any, Any]]:
-        return owners, {}
-
-    kept = read_once((name, *map(id, owners)), made)
-    return kept[1] if all(a is b for a, b in zip(kept[0], owners, strict=True)) else {}
+    memo = _SHARED.get()
+    if memo is None:
+        return {}
+    key = (name, *map(id, owners))
+    kept = memo.readings.get(key)
+    if kept is None:
+        kept = memo.readings[key] = (owners, {})
+    # The key holds one id per owner, so both tuples are as long.
+    return kept[1] if all(map(operator.is_, kept[0], owners)) else {}
 
 
 class TicketMemos:
