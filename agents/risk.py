@@ -215,8 +215,10 @@ def _reading(text: str, language: str, names: Iterable[str], extra: Triggers) ->
 
 def _key(text: str, language: str, names: Iterable[str], extra: Triggers) -> tuple[Any, ...]:
     """What a reading of ``text`` depends on: its language, names, triggers and the packs."""
-    frozen = tuple(
-        (lang, tuple((k, tuple(v)) for k, v in by.items())) for lang, by in extra.items()
+    frozen = (
+        tuple((lang, tuple((k, tuple(v)) for k, v in by.items())) for lang, by in extra.items())
+        if extra
+        else ()  # most shops add no triggers of their own
     )
     return text, language, tuple(dict.fromkeys(names)), frozen, packs.version()
 
