@@ -81,6 +81,8 @@ class OrderFact(BaseModel):
 
     def products(self) -> list[str]:
         """Every product name the order answers to: its product_name, then each item's."""
+        if not self.items:  # a one-item order: its product alone
+            return [self.product_name]
         return list(dict.fromkeys([self.product_name, *(i.product_name for i in self.items)]))
 
 
@@ -228,7 +230,9 @@ class SessionFacts(BaseModel):
 def _repeats(baton: Baton) -> int:
     """How many of the session's tickets are about the session's current problem."""
     current = (baton.problem or "").casefold()
-    return sum(1 for t in baton.tickets if current and (t.problem or "").casefold() == current)
+    if not current:
+        return 0
+    return sum(1 for t in baton.tickets if (t.problem or "").casefold() == current)
 
 
 # How much of an earlier stage's result a later prompt shows: each text, list and object cut,
