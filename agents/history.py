@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from datetime import datetime
 
 from baton_kafka.agents.policy.agreed import ticket_agreed
@@ -17,8 +18,14 @@ AGREED_KEEP = 16
 _DECIDED = ("answered", "degraded")
 
 
+# An entry's sort key: when the order was last discussed.
+_AT = operator.attrgetter("at")
+
+
 def _unique(values: list[str], keep: int) -> list[str]:
     """The newest ``keep`` distinct values, oldest first."""
+    if len(values) < 2 and keep:  # most orders have one demand or problem, or none
+        return list(values)
     seen = list(dict.fromkeys(reversed(values)))[:keep]
     return list(reversed(seen))
 
@@ -26,6 +33,8 @@ def _unique(values: list[str], keep: int) -> list[str]:
 def _agreed(*ledgers: dict[str, OfferLine]) -> dict[str, OfferLine]:
     """The agreed lines of ``ledgers`` by their action's key, each once, the newest
     ``AGREED_KEEP`` (folding the same ledger again changes nothing)."""
+    if not any(ledgers):  # most orders were agreed nothing
+        return {}
     merged: dict[str, OfferLine] = {}
     for ledger in ledgers:
         for key, line in ledger.items():
@@ -82,7 +91,7 @@ def orders_discussed(baton: Baton) -> list[OrderMemory]:
         _entry(oid, tickets, baton.session_id, baton.offered.get(oid, {}))
         for oid, tickets in by_order.items()
     ]
-    return sorted(entries, key=lambda e: e.at, reverse=True)
+    return sorted(entries, key=_AT, reverse=True)
 
 
 def _fold(older: OrderMemory, newer: OrderMemory) -> OrderMemory:
@@ -123,7 +132,7 @@ def merge_orders(
     are kept.
     """
     by_order: dict[str, OrderMemory] = {}
-    for entry in sorted([*previous, *update], key=lambda e: e.at):
+    for entry in sorted([*previous, *update], key=_AT):
         known = by_order.get(entry.order_id)
         if known is None:
             by_order[entry.order_id] = entry
@@ -131,7 +140,7 @@ def merge_orders(
             by_order[entry.order_id] = _fold(known, entry)
         else:
             by_order[entry.order_id] = _fold(entry, known)
-    merged = sorted(by_order.values(), key=lambda e: e.at, reverse=True)
+    merged = sorted(by_order.values(), key=_AT, reverse=True)
     if since is not None:
         merged = [e for e in merged if e.at >= since]
     return merged[:keep]
