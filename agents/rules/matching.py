@@ -258,7 +258,8 @@ def _score(said: tuple[str, frozenset[str], frozenset[str]], product_name: str) 
     lexical = max(
         _coverage(mention_units, product_units), 0.9 * _coverage(product_units, mention_units)
     )
-    if any(_MODEL_RE.fullmatch(unit) for unit in mention_units & product_units):
+    shared = mention_units & product_units
+    if shared and any(_MODEL_RE.fullmatch(unit) for unit in shared):
         lexical = max(lexical, 0.5)  # a shared model name ("ps5", "rtx4090") is telling
     product_kinds = _kinds(product_name)
     if mention_kinds & product_kinds:
