@@ -516,8 +516,12 @@ def _compact_list(value: list[Any]) -> list[Any]:
 
 def _inert_json(value: Any) -> str:
     """JSON in which no ``<``, ``>`` or ``&`` appears, so no text inside can open or close a tag."""
-    text = orjson.dumps(value).decode()
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    # Replaced in the UTF-8 bytes, before decoding: no byte of a longer character is ASCII, and
+    # a byte string is searched alike whatever script its text is in.
+    raw = orjson.dumps(value)
+    return (
+        raw.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026").decode()
+    )
 
 
 def render_context(facts: Facts) -> str:
