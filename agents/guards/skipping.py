@@ -172,6 +172,27 @@ def plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
     return pattern
 
 
+def tree(words: frozenset[str]) -> str:
+    """An alternation of ``words`` that shares their common beginnings ("vier(?:zehn|zig)?")."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        nexts = [re.escape(c) + branch(sub) for c, sub in sorted(node.items()) if c]
+        if not nexts:
+            return ""
+        body = nexts[0] if len(nexts) == 1 else f"(?:{'|'.join(nexts)})"
+        if "" not in node:
+            return body
+        return f"(?:{body})?" if len(nexts) == 1 else f"{body}?"
+
+    return branch(root)
+
+
 # The same characters recur in every pack's words (all of a Chinese pack's): each tried once.
 @functools.lru_cache(maxsize=4096)
 def _reaches_ascii(char: str, flags: int) -> bool:
@@ -241,8 +262,9 @@ class Sieved:
         except (_Unknown, re.error):
             self._words = None
         # Case-sensitive literals: the engine scans for their first characters at once.
-        longest = sorted(self._words or (), key=len, reverse=True)
-        self._any_word = re.compile("|".join(map(re.escape, longest))) if longest else None
+        # As a tree of their shared beginnings: the engine tries a few branches at each position,
+        # not every word.
+        self._any_word = re.compile(tree(self._words)) if self._words else None
 
     def may_match(self, text: str) -> bool:
         """False only when no match can stand anywhere in ``text`` (nor in a part of it): an

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
-from baton_kafka.agents.guards.skipping import reaches_ascii
+from baton_kafka.agents.guards.skipping import reaches_ascii, tree
 from baton_kafka.agents.ticket_memo import read_once
 
 _NOT_LETTERS = re.compile("[^a-z]+")
 Group = tuple[Iterable[str], bool]
+__all__ = ["Group", "holds", "letter_words", "screen", "tree"]
 
 
 def letter_words(text: str) -> str | None:
@@ -55,24 +55,3 @@ def holds(pattern: re.Pattern[str], screened: re.Pattern[str] | None, text: str)
     if found is None or screened is None:
         return pattern.search(text) is not None
     return screened.search(found) is not None
-
-
-def tree(words: frozenset[str]) -> str:
-    """An alternation of ``words`` that shares their common beginnings ("vier(?:zehn|zig)?")."""
-    root: dict[str, Any] = {}
-    for word in words:
-        node = root
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def branch(node: dict[str, Any]) -> str:
-        nexts = [re.escape(c) + branch(sub) for c, sub in sorted(node.items()) if c]
-        if not nexts:
-            return ""
-        body = nexts[0] if len(nexts) == 1 else f"(?:{'|'.join(nexts)})"
-        if "" not in node:
-            return body
-        return f"(?:{body})?" if len(nexts) == 1 else f"{body}?"
-
-    return branch(root)
