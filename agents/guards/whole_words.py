@@ -8,7 +8,10 @@ from collections.abc import Iterable
 from baton_kafka.agents.guards.skipping import reaches_ascii, tree
 from baton_kafka.agents.ticket_memo import read_once
 
-_NOT_LETTERS = re.compile("[^a-z]+")
+# An ASCII text's letters lowercased, any other character a space: ``split`` then finds its words.
+_LETTERS_ONLY = str.maketrans(
+    {code: chr(code).lower() if chr(code).isalpha() else " " for code in range(128)}
+)
 Group = tuple[Iterable[str], bool]
 __all__ = ["Group", "holds", "letter_words", "screen", "tree"]
 
@@ -23,7 +26,8 @@ def letter_words(text: str) -> str | None:
 
 
 def _words(text: str) -> str:
-    return "\n" + _NOT_LETTERS.sub("\n", text.lower()) + "\n"
+    # One translation and a split: cheaper than lowercasing, then a pattern's substitution.
+    return "\n" + "\n".join(text.translate(_LETTERS_ONLY).split()) + "\n"
 
 
 def screen(groups: Iterable[Group]) -> re.Pattern[str] | None:
