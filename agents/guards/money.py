@@ -11,7 +11,7 @@ from typing import Literal
 from baton_kafka.agents import text_cache
 from baton_kafka.agents.guards import words
 from baton_kafka.agents.guards.numbers import Number, all_numbers
-from baton_kafka.agents.guards.skipping import Sieved, skipping
+from baton_kafka.agents.guards.skipping import Sieved, skipping, starts
 from baton_kafka.agents.languages import HAN_RE
 
 _ANY: frozenset[str] = frozenset()  # "元", "块": a currency unit, which one is not said
@@ -70,9 +70,12 @@ class _Words:
         )
         contrast = alt("money", "sentences.contrast", script="latin")
         contrast_cjk = alt("money", "sentences.contrast", script="cjk")
+        # Every space starts a try of the contrast words: first told whether one can follow.
+        first = starts(contrast, re.I)
+        lead = f"(?=[{''.join(sorted(first))}])" if first else ""
         self.CLAUSE_END = skipping(
             r"(?<=[.!?])\s+|[。！？；;\n、]+|(?<!\d)[,，:：]|[,，:：](?!\d)"
-            rf"|\s+(?:{contrast})\s+|{contrast_cjk}",
+            rf"|\s+{lead}(?:{contrast})\s+|{contrast_cjk}",
             re.I,
         )
         self.PROMISE = Sieved(alt("money", "promise.stems", start=False, end=False), re.I)
