@@ -123,6 +123,7 @@ class _Numerals:
     big: dict[str, int]
     idioms: tuple[str, ...]
     run: re.Pattern[str]
+    ascii_free: bool  # no numeral is an ASCII character: an ASCII text holds none
 
 
 @words.builder
@@ -131,9 +132,10 @@ def _numerals() -> _Numerals:
     digits = {str(k): int(v) for k, v in dict(table.get("digits", {})).items()}
     units = {str(k): int(v) for k, v in dict(table.get("units", {})).items()}
     big = {str(k): int(v) for k, v in dict(table.get("big", {})).items()}
-    chars = re.escape("".join([*digits, *units, *big]))
-    run = re.compile(f"[{chars}]+" if chars else "(?!)")
-    return _Numerals(digits, units, big, tuple(table.get("idioms", ())), run)
+    every = "".join([*digits, *units, *big])
+    run = re.compile(f"[{re.escape(every)}]+" if every else "(?!)")
+    idioms = tuple(table.get("idioms", ()))
+    return _Numerals(digits, units, big, idioms, run, not any(c.isascii() for c in every))
 
 
 def zh_value(run: str) -> float | None:
@@ -171,6 +173,8 @@ def zh_value(run: str) -> float | None:
 def chinese_numbers(text: str) -> Iterator[Spelled]:
     """Chinese numerals ("五十", "一百二十", "两百"), idioms like "十分" and "千万" left out."""
     n = words.compiled(_numerals)
+    if n.ascii_free and text.isascii():
+        return  # most texts: no scan of each character for a numeral
     for m in n.run.finditer(text):
         run = m.group()
         if any(idiom in text[m.start() : m.end() + 1] for idiom in n.idioms):
