@@ -288,9 +288,18 @@ def _own_language(text: str) -> str | None:
     """The language ``text`` is read in, only where the reading depends on it."""
     from baton_kafka.agents.guards.number_words import holds_ambiguous
 
-    if _DOT_THOUSANDS.search(text) or holds_ambiguous(text):
+    if _dot_thousands(text) or holds_ambiguous(text):
         return _language(text)
     return None
+
+
+def _dot_thousands(text: str) -> bool:
+    """Whether ``text`` writes digits grouped by dots ("1.000")."""
+    if not text.isascii():  # a digit of another script is a digit to the pattern too
+        return _DOT_THOUSANDS.search(text) is not None
+    # In an ASCII text such digits stand within one of its runs, each already read for numbers:
+    # its few runs with a dot are searched instead of the whole text.
+    return any("." in run and _DOT_THOUSANDS.search(run) for run, _, _ in digit_runs(text))
 
 
 @words.per_text(maxsize=256)
