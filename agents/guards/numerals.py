@@ -24,6 +24,8 @@ class _English:
     joiner: str
     article: str
     any: re.Pattern[str]
+    # Each word ``_en_groups`` reads: a number word, the joiner or the article, whole.
+    read: re.Pattern[str]
     # ``any`` told from an ASCII text's words, read once for every number screen (None: read it).
     screen: re.Pattern[str] | None
 
@@ -38,14 +40,21 @@ def _english() -> _English:
     known = [*value, *scales]
     first = re.escape("".join(sorted({w[0] for w in known})))
     pattern = "|".join(map(re.escape, known)) or "(?!)"
+    joiner = str(spelled.get("joiner", "")).lower()
+    article = str(spelled.get("article", "")).lower()
+    # A word is a run of ASCII letters, in any case: ASCII ones only ("ſix" is no "six").
+    read = frozenset(w for w in (*known, joiner, article) if w.isascii() and w.isalpha())
+    lead = "".join(sorted({w[0] for w in read}))
+    whole = f"(?=[{lead}])(?<![A-Za-z])(?:{whole_words.tree(read)})(?![A-Za-z])"
     return _English(
         value,
         scales,
         frozenset(tens),
         str(spelled.get("hundred", "")).lower(),
-        str(spelled.get("joiner", "")).lower(),
-        str(spelled.get("article", "")).lower(),
+        joiner,
+        article,
         re.compile(rf"(?<![A-Za-z])(?=[{first}])(?:{pattern})(?![A-Za-z])", re.I),
+        re.compile(whole if read else "(?!)", re.I | re.A),
         whole_words.screen([(known, False)]),
     )
 
@@ -55,7 +64,6 @@ def english_any() -> re.Pattern[str]:
     return words.compiled(_english).any
 
 
-_EN_WORD = re.compile(r"[A-Za-z]+")
 _EN_GAP = re.compile(r"[\s-]+")
 
 
@@ -63,7 +71,9 @@ def _en_groups(text: str, en: _English) -> Iterator[list[re.Match[str]]]:
     """Runs of number words that make one number: "one hundred and twenty", "twenty-five"."""
     _WORD_VALUE, _SCALE_VALUE, _TENS = en.word_value, en.scale_value, en.tens
     group: list[re.Match[str]] = []
-    for m in _EN_WORD.finditer(text):
+    # Only the words that may stand in a number are read: any other word between two of them
+    # leaves a gap that is not a space or a hyphen, which ends the number as that word would.
+    for m in en.read.finditer(text):
         word = m.group().lower()
         previous = group[-1].group().lower() if group else ""
         joined = bool(group) and _EN_GAP.fullmatch(text[group[-1].end() : m.start()])
