@@ -128,7 +128,8 @@ def _twice(
     """The same amount promised again: "59 now and another 59 later", or one sentence whose
     two clauses each commit to it; "59 ... the 59" restates one."""
     w = _w()
-    needed: Counter[float] = Counter()
+    # A plain dict: most texts promise nothing, and a Counter costs more to make than it saves.
+    needed: dict[float, int] = {}
     last: dict[float, int] = {}
     for m in found:
         if m.kind != "amount" or not m.promise:
