@@ -33,7 +33,8 @@ class _Words:
         self.ORDER_NEXT = re.compile(
             rf"\s*(?:\w+\s+)?(?:{alt('money', 'wording.order_next', end=False)})", re.I
         )
-        self.A_GRAND = skipping(alt("money", "amounts.a_thousand"), re.I)
+        # Read in every sentence: most ASCII ones hold none of its words ("grand") at all.
+        self.A_GRAND = Sieved(alt("money", "amounts.a_thousand"), re.I)
         self.CHANNELS = {
             channel: Sieved(alt("money", f"channels.{channel}", end=False), re.I)
             for channel in ("store_credit", "voucher", "points", "original_payment")
