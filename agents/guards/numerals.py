@@ -67,13 +67,16 @@ def english_any() -> re.Pattern[str]:
 _EN_GAP = re.compile(r"[\s-]+")
 
 
-def _en_groups(text: str, en: _English) -> Iterator[list[re.Match[str]]]:
-    """Runs of number words that make one number: "one hundred and twenty", "twenty-five"."""
+def _en_groups(
+    text: str, en: _English, reading: re.Pattern[str] | None = None
+) -> Iterator[list[re.Match[str]]]:
+    """Runs of number words that make one number: "one hundred and twenty", "twenty-five"
+    (the words found by ``reading``, by default those that may stand in a number)."""
     _WORD_VALUE, _SCALE_VALUE, _TENS = en.word_value, en.scale_value, en.tens
     group: list[re.Match[str]] = []
     # Only the words that may stand in a number are read: any other word between two of them
     # leaves a gap that is not a space or a hyphen, which ends the number as that word would.
-    for m in en.read.finditer(text):
+    for m in (reading or en.read).finditer(text):
         word = m.group().lower()
         previous = group[-1].group().lower() if group else ""
         joined = bool(group) and _EN_GAP.fullmatch(text[group[-1].end() : m.start()])
