@@ -42,18 +42,20 @@ class CustomerOrders:
     """What a draft is audited against: the customer's orders as the store holds them.
 
     ``matched`` is the order the reply is about (re-read from the store, never the record's
-    copy); ``discussed`` the ids of the orders the session talked about before; ``message`` the
-    customer's own words (an amount they wrote may be reported back, never promised);
-    ``known_ids`` the ticket's, session's and customer's ids, which a note may name;
-    ``policy`` the shop's rules the offer is held to, for the customer's ``demand`` (and
-    understood ``reason``) on ``today``, with ``already`` offered for the matched order in
-    earlier replies; ``quoted`` the prices and fees the policy and the help articles shown
-    state (quoted as facts, never promised).
+    copy); ``discussed`` the ids of the orders the session talked about before; ``choices``
+    the ids of the orders the reply asks the customer to choose between (their products may
+    be named, their prices are not stated); ``message`` the customer's own words (an amount
+    they wrote may be reported back, never promised); ``known_ids`` the ticket's, session's
+    and customer's ids, which a note may name; ``policy`` the shop's rules the offer is held
+    to, for the customer's ``demand`` (and understood ``reason``) on ``today``, with
+    ``already`` offered for the matched order in earlier replies; ``quoted`` the prices and
+    fees the policy and the help articles shown state (quoted as facts, never promised).
     """
 
     matched: Order | None = None
     orders: Sequence[Order] = ()
     discussed: frozenset[str] = frozenset()
+    choices: frozenset[str] = frozenset()
     message: str = ""
     known_ids: frozenset[str] = frozenset()
     policy: Policy = field(default_factory=default_policy)
@@ -82,14 +84,17 @@ class CustomerOrders:
         demand: str = "other",
         already: Mapping[str, float] | None = None,
         reason: str | None = None,
+        choices: Sequence[Order] = (),
     ) -> CustomerOrders:
-        """The customer's orders, with the ones ``baton``'s session discussed marked as such."""
+        """The customer's orders, with the ones ``baton``'s session discussed marked as such
+        and the ``choices`` the reply may ask between."""
         discussed = {baton.order_id, *baton.order_history, *(t.order_id for t in baton.tickets)}
         known = {ticket.ticket_id, ticket.session_id, ticket.customer_id, baton.customer_id}
         return cls(
             matched=matched,
             orders=tuple(orders),
             discussed=frozenset(d for d in discussed if d),
+            choices=frozenset(o.order_id for o in choices),
             message=ticket.text,
             known_ids=frozenset(k for k in known if k),
             policy=policy or default_policy(),
@@ -108,6 +113,13 @@ class CustomerOrders:
     def talked_about(self) -> tuple[Order, ...]:
         """The matched order and every other order of the customer the session discussed."""
         return tuple(o for o in self.own if o is self.matched or o.order_id in self.discussed)
+
+    @functools.cached_property
+    def named(self) -> tuple[Order, ...]:
+        """The talked-about orders and the choices: the orders whose products a text may name."""
+        if not self.choices:
+            return self.talked_about
+        return (*self.talked_about, *(o for o in self.own if o.order_id in self.choices))
 
     @functools.cached_property
     def shapes(self) -> list[re.Pattern[str]]:
@@ -131,14 +143,14 @@ class CustomerOrders:
 
     @functools.cached_property
     def name_phrases(self) -> dict[str, Alone]:
-        """The talked-about products' names, and their parts with digits, as text names them
+        """The named products' names, and their parts with digits, as text names them
         (each with how it is found written alone).
 
         The whole name, each word with digits with its neighbour ("forerunner 265"), and a
         model number of 4+ digits alone ("the LEGO set 42171").
         """
         phrases: set[str] = set()
-        for name in (n.casefold() for o in self.talked_about for n in o.products()):
+        for name in (n.casefold() for o in self.named for n in o.products()):
             words = name.split()
             phrases.add(name)
             for i, w in enumerate(words):
@@ -150,8 +162,8 @@ class CustomerOrders:
 
     @functools.cached_property
     def name_numbers(self) -> frozenset[float]:
-        """Numbers written alone in the discussed products' names: "Pro 3", "Forerunner 265"."""
-        names = (n for o in self.talked_about for n in o.products())
+        """Numbers written alone in the named products' names: "Pro 3", "Forerunner 265"."""
+        names = (n for o in self.named for n in o.products())
         return frozenset(float(t) for name in names for t in RUN.findall(name) if t.isdigit())
 
     @functools.cached_property

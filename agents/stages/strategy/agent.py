@@ -154,6 +154,7 @@ async def decide(
     match = checked.match
     order = match.order
     policy = policy or default_policy()
+    choices = [] if order else asked_about(match, checked.orders)
     books = CustomerOrders.of(
         order,
         checked.orders,
@@ -163,6 +164,7 @@ async def decide(
         demand=understanding.demand,
         reason=understanding.reason,
         already=(already := already_offered(baton, order, history)),
+        choices=choices,
     )
     if order is not None and already:
         # The prompt states what was offered for the order before, in any of its sessions.
@@ -173,7 +175,7 @@ async def decide(
         StrategyDraft,
         ticket=ticket,
         baton=baton,
-        orders=[order] if order else asked_about(match, checked.orders),
+        orders=[order] if order else choices,
         understanding=understanding,
         match=match,
         policy=policy,

@@ -33,6 +33,14 @@ KETTLE = order("K-2", "C8", product_name="Midea Electric Kettle", ordered_at=day
 HEADSET = order("H-2", "C8", product_name="Sony WH-1000XM5 Headphones", ordered_at=days_ago(31))
 SHOE_9 = order("S-9", "C9", product_name="Nike Pegasus 41 US 9", ordered_at=days_ago(50))
 SHOE_10 = order("S-10", "C9", product_name="Nike Pegasus 41 US 10", ordered_at=days_ago(8))
+TRACKER = order(
+    "F-6",
+    "C10",
+    product_name="Fitbit Charge 6 Fitness Tracker",
+    status="refunded",
+    ordered_at=days_ago(30),
+)
+WATCH = order("V-3", "C10", product_name="Garmin Venu 3 Smartwatch", ordered_at=days_ago(31))
 
 STORY = [  # One session, three topics: a refund, a repair, a parcel not arrived.
     ("a1", "My blender is leaking, I want a refund."),
@@ -44,6 +52,7 @@ STORY = [  # One session, three topics: a refund, a repair, a parcel not arrived
 @pytest.fixture
 async def pipeline(tmp_path: Path) -> AsyncIterator[TestPipeline]:
     orders: list[Order] = [BLENDER, PHONE, SPEAKER, LAMP, KETTLE, HEADSET, SHOE_9, SHOE_10]
+    orders += [TRACKER, WATCH]
     async with sqlite_store(tmp_path / "orders.sqlite3", orders) as s:
         yield in_memory(s)
 
@@ -125,6 +134,20 @@ async def test_two_orders_fitting_equally_are_asked_about_not_guessed(
     assert "39" not in reply.reply  # no amount promised for either
     lookup = next(e for e in pipeline.baton("D").chain if e.stage == "lookup")
     assert lookup.decision == "none: no order" and "customer is asked" in lookup.reason
+
+
+async def test_the_orders_asked_about_are_named_with_the_digits_of_their_names(
+    pipeline: TestPipeline,
+) -> None:
+    # "Charge 6" in a reply about refunds is the product's name, not an amount of 6.
+    await pipeline.send(
+        ticket("g1", "My Fitbit tracker stopped charging, I want a refund.", "G", "C10"),
+        ticket("g2", "My Garmin watch is broken too, I want a refund.", "G", "C10"),
+    )
+    reply = await _ask(pipeline, "h1", "Any news on the refund I asked for?", "H", "C10")
+    assert reply.status == "answered" and reply.order_id is None, reply
+    assert "Fitbit Charge 6" in reply.reply and "Garmin Venu 3" in reply.reply
+    assert "F-6" in reply.reply and "V-3" in reply.reply
 
 
 async def test_similar_orders_are_told_apart_by_time(pipeline: TestPipeline) -> None:
