@@ -116,10 +116,11 @@ class CustomerOrders:
 
     @functools.cached_property
     def named(self) -> tuple[Order, ...]:
-        """The talked-about orders and the choices: the orders whose products a text may name."""
-        if not self.choices:
-            return self.talked_about
-        return (*self.talked_about, *(o for o in self.own if o.order_id in self.choices))
+        """The orders whose products a text may name: the talked-about ones, the choices, and
+        those whose product the customer's message names by its digits ("the Charge 6?")."""
+        folded = self.message.casefold()
+        told = (o for o in self.own if o.order_id in self.choices or _names(folded, o))
+        return (*self.talked_about, *told)
 
     @functools.cached_property
     def shapes(self) -> list[re.Pattern[str]]:
@@ -150,15 +151,9 @@ class CustomerOrders:
         model number of 4+ digits alone ("the LEGO set 42171").
         """
         phrases: set[str] = set()
-        for name in (n.casefold() for o in self.named for n in o.products()):
-            words = name.split()
-            phrases.add(name)
-            for i, w in enumerate(words):
-                if any(map(str.isdigit, w)):  # as any(c.isdigit() for c in w), without a frame
-                    phrases.update(" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0)
-            phrases.update(w for w in words if w.isdigit() and len(w) >= 4)
-        wanted = (p for p in phrases if len(p) > 2 and any(map(str.isdigit, p)))
-        return {p: _phrase(p) for p in wanted}
+        for name in (n for o in self.named for n in o.products()):
+            phrases.update(_phrases(name))  # one set filled in reading order: the order kept
+        return {p: _phrase(p) for p in phrases if _wanted(p)}
 
     @functools.cached_property
     def name_numbers(self) -> frozenset[float]:
@@ -188,6 +183,32 @@ class CustomerOrders:
     def message_facts(self) -> tuple[Fact, ...]:
         """The facts the customer's own words state: read once for every draft of the ticket."""
         return tuple(stated(reading.normalise(self.message)))
+
+
+def _names(folded: str, order: Order) -> bool:
+    """Whether casefolded ``folded`` names a product of ``order`` by a part with digits."""
+    found = (p for n in order.products() for p in _phrases(n) if p in folded and _wanted(p))
+    return any(next(_phrase(p).finditer(folded), None) is not None for p in found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _phrases(name: str) -> tuple[str, ...]:
+    """The parts of product ``name`` a text may name it by, casefolded, in the order they are
+    read: the whole name, each word with digits with its neighbour ("forerunner 265"), and a
+    model number of 4+ digits alone ("the LEGO set 42171"); only those ``_wanted`` are used."""
+    name = name.casefold()
+    words = name.split()
+    phrases = [name]
+    for i, w in enumerate(words):
+        if any(map(str.isdigit, w)):  # as any(c.isdigit() for c in w), without a frame
+            phrases += [" ".join(words[j : j + 2]) for j in (i - 1, i) if j >= 0]
+    phrases += [w for w in words if w.isdigit() and len(w) >= 4]
+    return tuple(phrases)
+
+
+def _wanted(phrase: str) -> bool:
+    """A phrase with a digit and more than two characters: one a number may be read in."""
+    return len(phrase) > 2 and any(map(str.isdigit, phrase))
 
 
 @functools.lru_cache(maxsize=4096)
