@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from datetime import date
 
 from baton_kafka.agents import packs
-from baton_kafka.agents.guards.audit import CustomerOrders, audit
+from baton_kafka.agents.guards.audit import audit
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.languages import detect_or
 from baton_kafka.agents.models.llm import OutputInvalid
 from baton_kafka.agents.people_overrides import offer_problems

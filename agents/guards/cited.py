@@ -11,7 +11,7 @@ from typing import Any
 
 from baton_kafka.agents import text_cache
 from baton_kafka.agents.guards import alone, reading, words
-from baton_kafka.agents.guards.audit import CustomerOrders
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.guards.clauses import readable
 from baton_kafka.agents.guards.facts import Fact, measures, spans, stated
 from baton_kafka.agents.guards.identifiers import identifiers

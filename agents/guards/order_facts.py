@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from baton_kafka.agents.fixed_texts import fixed, fixed_or
 from baton_kafka.agents.guards import reading
-from baton_kafka.agents.guards.audit import FIELDS, CustomerOrders
+from baton_kafka.agents.guards.audit import FIELDS
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.guards.drift import addresses
 from baton_kafka.agents.guards.identifiers import Identifier, IdKind, identifiers
 from baton_kafka.agents.guards.numbers import RUN

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from baton_kafka.agents.articles import Article
-from baton_kafka.agents.guards.audit import CustomerOrders
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.guards.cited import describe, uncited
 from baton_kafka.agents.guards.clauses import readable
 from baton_kafka.agents.guards.facts import stated

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from baton_kafka.agents.guards.audit import CustomerOrders
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.guards.cited import describe, uncited
 from baton_kafka.agents.policy import Policy, default_policy
 from baton_kafka.schemas.records import Order

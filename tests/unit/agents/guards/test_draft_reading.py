@@ -8,7 +8,7 @@ import random
 
 from baton_kafka.agents import packs
 from baton_kafka.agents.guards import clauses, facts, offered
-from baton_kafka.agents.guards.audit import CustomerOrders
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.guards.clauses import Sentence
 from baton_kafka.agents.guards.numbers import all_numbers
 from baton_kafka.agents.ticket_memo import TicketMemo, sharing

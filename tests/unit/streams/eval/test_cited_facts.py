@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from baton_kafka.agents.articles import parse
-from baton_kafka.agents.guards.audit import CustomerOrders
+from baton_kafka.agents.guards.books import CustomerOrders
 from baton_kafka.agents.guards.cited import UNCITED, problems, uncited
 from baton_kafka.agents.guards.facts import stated
 from baton_kafka.agents.policy import Policy, load
