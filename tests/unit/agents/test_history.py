@@ -70,6 +70,17 @@ async def _ask(p: TestPipeline, tid: str, text: str, session: str, customer: str
     return next(r for r in replies if r.ticket_id == tid)
 
 
+async def _asked_after_two(p: TestPipeline, customer: str, first: str, second: str) -> Reply:
+    """A refund asked for two of ``customer``'s orders in one session, then, in a new session
+    ("<customer>-later"), news of "the refund I asked for": the reply to that."""
+    await p.send(
+        ticket(f"{customer}-1", f"My {first}, I want a refund.", customer, customer),
+        ticket(f"{customer}-2", f"My {second} too, I want a refund.", customer, customer),
+    )
+    later = f"{customer}-later"
+    return await _ask(p, f"{later}-1", "Any news on the refund I asked for?", later, customer)
+
+
 async def test_the_index_keeps_every_order_a_session_discussed(pipeline: TestPipeline) -> None:
     replies = await _story(pipeline)
     assert [r.order_id for r in replies] == ["B-1", "P-1", "T-1"]
@@ -124,15 +135,13 @@ async def test_a_return_within_the_session_finds_the_earlier_topic(pipeline: Tes
 async def test_two_orders_fitting_equally_are_asked_about_not_guessed(
     pipeline: TestPipeline,
 ) -> None:
-    await pipeline.send(
-        ticket("c1", "My kettle is leaking, I want a refund.", "C", "C8"),
-        ticket("c2", "My headphones stopped working too, I want a refund.", "C", "C8"),
+    reply = await _asked_after_two(
+        pipeline, "C8", "kettle is leaking", "headphones stopped working"
     )
-    reply = await _ask(pipeline, "d1", "Any news on the refund I asked for?", "D", "C8")
     assert reply.order_id is None
     assert "K-2" in reply.reply and "H-2" in reply.reply and "which one" in reply.reply.casefold()
     assert "39" not in reply.reply  # no amount promised for either
-    lookup = next(e for e in pipeline.baton("D").chain if e.stage == "lookup")
+    lookup = next(e for e in pipeline.baton("C8-later").chain if e.stage == "lookup")
     assert lookup.decision == "none: no order" and "customer is asked" in lookup.reason
 
 
@@ -140,11 +149,7 @@ async def test_the_orders_asked_about_are_named_with_the_digits_of_their_names(
     pipeline: TestPipeline,
 ) -> None:
     # "Charge 6" in a reply about refunds is the product's name, not an amount of 6.
-    await pipeline.send(
-        ticket("g1", "My Fitbit tracker stopped charging, I want a refund.", "G", "C10"),
-        ticket("g2", "My Garmin watch is broken too, I want a refund.", "G", "C10"),
-    )
-    reply = await _ask(pipeline, "h1", "Any news on the refund I asked for?", "H", "C10")
+    reply = await _asked_after_two(pipeline, "C10", "Fitbit stopped charging", "Garmin is broken")
     assert reply.status == "answered" and reply.order_id is None, reply
     assert "Fitbit Charge 6" in reply.reply and "Garmin Venu 3" in reply.reply
     assert "F-6" in reply.reply and "V-3" in reply.reply

@@ -10,7 +10,7 @@ import pytest
 
 from baton_kafka.agents.guards import CustomerOrders
 from baton_kafka.schemas import Order
-from tests.fixtures.guard_corpus import check_corpus_case
+from tests.fixtures.guard_corpus import assert_covers, check_corpus_case
 from tests.fixtures.paths import data_rows
 
 ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
@@ -20,33 +20,18 @@ MENTIONED = data_rows("mentioned_corpus.jsonl")
 BLIND = data_rows("choices_blind_corpus.jsonl")
 MENTIONED_BLIND = data_rows("mentioned_blind_corpus.jsonl")
 SHIPPED = ("en", "de", "es", "fr", "zh", "ja")
+CASES = [c for corpus in (CORPUS, BLIND, MENTIONED, MENTIONED_BLIND) for c in corpus]
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=[c["id"] for c in CORPUS])
-def test_choices_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
-    check_corpus_case(case, ORDERS)
-
-
-@pytest.mark.parametrize("case", BLIND, ids=[c["id"] for c in BLIND])
-def test_choices_blind_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
-    check_corpus_case(case, ORDERS)
-
-
-@pytest.mark.parametrize("case", MENTIONED, ids=[c["id"] for c in MENTIONED])
-def test_mentioned_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
-    check_corpus_case(case, ORDERS)
-
-
-@pytest.mark.parametrize("case", MENTIONED_BLIND, ids=[c["id"] for c in MENTIONED_BLIND])
-def test_mentioned_blind_corpus_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_named_product_corpora_no_false_accepts_or_rejects(case: dict[str, Any]) -> None:
     check_corpus_case(case, ORDERS)
 
 
 def test_the_corpora_hold_natural_and_hostile_replies_in_every_shipped_language() -> None:
     for corpus in (CORPUS, BLIND, MENTIONED, MENTIONED_BLIND):
-        kinds = {(c["language"], c["expect"]) for c in corpus}
-        assert kinds >= {(lang, e) for lang in SHIPPED for e in ("pass", "reject")}
-        assert len({c["id"] for c in corpus}) == len(corpus)
+        assert_covers(corpus, SHIPPED)
+    assert len({c["id"] for c in CASES}) == len(CASES)
 
 
 def test_the_choices_corpora_ask_between_orders() -> None:
