@@ -103,7 +103,7 @@ class CustomerOrders:
     def named(self) -> tuple[Order, ...]:
         """The orders whose products a text may name: the talked-about ones, the choices, and
         those whose product the customer's message names by its digits ("the Charge 6?")."""
-        folded = self.message.casefold()
+        folded = reading.normalise(self.message).casefold()  # as the draft's texts are read
         told = (o for o in self.own if o.order_id in self.choices or _names(folded, o))
         return (*self.talked_about, *told)
 

@@ -54,5 +54,7 @@ def test_an_order_the_message_names_by_its_digits_is_named_and_another_is_not() 
     books = CustomerOrders(matched=venu, orders=own, message="And was the Charge 6 refunded?")
     assert [o.order_id for o in books.named] == ["G-8002", "G-8001"]
     assert "versa 4" not in books.name_phrases  # the message does not name it
+    wide = CustomerOrders(matched=venu, orders=own, message="Und der Ｃｈａｒｇｅ ６?")
+    assert [o.order_id for o in wide.named] == ["G-8002", "G-8001"]  # read as the reply is
     charged = CustomerOrders(matched=venu, orders=own, message="I was charged 6 times!")
     assert [o.order_id for o in charged.named] == ["G-8002"]  # "charged 6" is not "charge 6"
