@@ -76,8 +76,13 @@ def answer_offer(
     the audit a model's reply passes: money only as typed lines within every limit of the
     policy and the session's ledger (the approval threshold is the person's to lift), no link
     to a host the policy does not allow, no request for card data, codes or passwords, no id
-    that is not the customer's. Raises :class:`AnswerRefused` with every finding."""
+    that is not the customer's, no line for another customer's order. Raises
+    :class:`AnswerRefused` with every finding."""
     lines = promised(decision, baton)
+    if order is not None and order.customer_id != baton.customer_id:
+        # A session belongs to its customer: a person's line for someone else's order is
+        # refused before anything is read against that order.
+        raise AnswerRefused([f"offer: order {order.order_id} is not one of this customer's orders"])
     demand = baton.pending.demand if baton.pending is not None else (baton.demand or "other")
     already = already_offered(baton, order, history)
     ctx = OfferContext(order, demand, today, already)

@@ -21,7 +21,7 @@ from baton_kafka.schemas.decision import Decision, Override
 from baton_kafka.schemas.records import OfferLine, utcnow
 from baton_kafka.streams.runtime.records.dead_letters import Source
 from baton_kafka.streams.runtime.records.placement import session_partition
-from tests.fixtures.data import C1_ORDERS, ticket
+from tests.fixtures.data import C1_ORDERS, order, ticket
 from tests.fixtures.paths import ROOT
 from tests.fixtures.stores import sqlite_store
 from tests.unit.streams.runtime.people.test_decisions import (
@@ -360,3 +360,22 @@ async def test_a_persons_answer_commits_to_nothing_its_lines_do_not_hold(
     d = decision("w1", "answer", item=None, text=text)
     with pytest.raises(AnswerRefused, match="commitment"):
         answer_offer(d, baton, order=order, policy=p.policy, today=utcnow().date())
+
+
+async def test_an_answer_may_not_commit_the_shop_for_another_customers_order(
+    tmp_path: Path,
+) -> None:
+    """A session belongs to its customer: a person's line for an order of someone else is
+    refused, whatever the text says, and nothing is sent."""
+    theirs = order("O-C2", customer="C2", status="paid", amount=80.0, currency="EUR")
+    async with sqlite_store(tmp_path / "shop.sqlite3", [*C1_ORDERS, JACKET, theirs]) as store:
+        p = pipeline_on(store)
+        before = await parked(p)
+        line = {"kind": "refund", "order_id": "O-C2", "amount": 80.0, "currency": "EUR"}
+        line |= {"channel": "original_payment"}
+        text = "We refund the 80 EUR of order O-C2 to your original payment method."
+        await feed(p, decision("d1", "answer", item=None, text=text, offer=[line]), 0)
+        [dl] = p.dead_letters
+        assert dl.reason == "decision_invalid"
+        assert "O-C2 is not one of this customer's orders" in dl.error
+        assert len(replies(p)) == 1 and p.baton("S1") == before
