@@ -40,7 +40,8 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 # What a removed product name leaves: neither a word nor a space, so no phrase spans it.
 CUT = "\u00a6"
 _GAP = f"[^{CUT}\\n]{{0,40}}?"
-_TOKEN = re.compile(r"[^\W_]+")
+# A word: a run of letters and digits, a CJK run apart ("Fireの" is "Fire", "の").
+_TOKEN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u00b4": "'"})
 _SPACES = re.compile(r"\s+")
 # Between two words of one product name in a ticket: spaces, a hyphen, a slash or quotes.

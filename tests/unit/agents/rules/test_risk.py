@@ -48,6 +48,9 @@ def test_the_corpus_hands_off_what_it_must_and_nothing_else_in_every_language(la
         ("My Spark sleeping bag caught fire.", ["Spark Down Sleeping Bag"], {"safety"}),
         ("The Flame lamp is on fire!", ["Flame Table Lamp"], {"safety"}),
         ("ＭＹ ＬＡＷＹＥＲ will call", [], {"legal"}),  # full width, upper case
+        # A Latin name ends where kana or Han begin: "Fireの" is the name's "Fire".
+        ("Kindle Fireの画面保護フィルムはありますか", ["Kindle Fire HD 8"], set()),
+        ("Kindle Fireが充電中に発火しました", ["Kindle Fire HD 8"], {"safety"}),
     ],
 )
 def test_meaning_not_words_decides_the_hand_off(

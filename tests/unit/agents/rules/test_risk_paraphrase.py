@@ -1,0 +1,96 @@
+"""Risks told in a customer's own words: hazards, legal steps, self-harm and injections said
+without the dictionary word, in every shipped language, and everyday words beside the packs'
+entries that must not hand off."""
+
+from __future__ import annotations
+
+import pytest
+
+from baton_kafka.agents import packs
+from tests.fixtures.paths import data_rows
+from tests.fixtures.risk import score, triggers
+
+CORPUS = data_rows("risk_paraphrase_corpus.jsonl")
+# Each round was written blind (its writer saw neither the packs nor the earlier rounds), run
+# once on the packs as they stood, then learnt from: per round and language, (must hand off,
+# of them missed, must not, of them handed off) in that one run. Round 1 ran on the packs
+# before any round; its Spanish must-not count leaves out "abogados" read as avocados, which
+# is kept as a hand-off. Round 2 ran after round 1's words, round 3 after round 2's.
+FIRST_RUNS = {
+    1: {
+        "en": (11, 6, 9, 1),
+        "de": (11, 8, 9, 0),
+        "es": (11, 5, 8, 1),
+        "fr": (11, 6, 9, 1),
+        "zh": (11, 4, 9, 0),
+        "ja": (11, 5, 9, 1),
+    },
+    2: {
+        "en": (9, 6, 6, 1),
+        "de": (9, 3, 6, 0),
+        "es": (9, 6, 6, 0),
+        "fr": (9, 4, 6, 0),
+        "zh": (9, 5, 6, 0),
+        "ja": (9, 3, 6, 0),
+    },
+    3: {
+        "en": (9, 5, 6, 1),
+        "de": (9, 6, 6, 0),
+        "es": (9, 3, 6, 1),
+        "fr": (9, 4, 6, 0),
+        "zh": (9, 3, 6, 1),
+        "ja": (9, 2, 6, 0),
+    },
+}
+# What the words still miss, listed rather than hidden: each needs the meaning of a sentence,
+# not a phrase ("I won't be around" is also said of a delivery day).
+KNOWN_MISSES = {
+    "I won't be around by the time it gets here",
+    "Ich arbeite selber bei euch im Kundenservice",
+    "水ぶくれになってきてます",
+}
+
+
+@pytest.mark.parametrize("round_", sorted(FIRST_RUNS))
+def test_each_round_is_the_one_that_was_run(round_: int) -> None:
+    for lang, (must, _, must_not, _) in FIRST_RUNS[round_].items():
+        ran = score([c for c in CORPUS if c["round"] == round_ and c["lang"] == lang])[lang]
+        assert (ran["must"], ran["must_not"]) == (must, must_not), (round_, lang)
+
+
+@pytest.mark.parametrize("lang", packs.LANGUAGES)
+def test_paraphrased_risks_hand_off_and_everyday_words_do_not(lang: str) -> None:
+    row = score([c for c in CORPUS if c["lang"] == lang])[lang]
+    missed = [text for text, _ in row["missed"]]
+    assert [t for t in missed if not any(k in t for k in KNOWN_MISSES)] == []
+    assert row["false"] == []
+
+
+def test_the_known_misses_are_still_misses() -> None:
+    """A miss the packs come to read is taken off the list, so the list stays true."""
+    missed = {text for row in score(CORPUS).values() for text, _ in row["missed"]}
+    assert {k for k in KNOWN_MISSES if any(k in t for t in missed)} == KNOWN_MISSES
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I won't be around on Monday to take the parcel, can you hold it?",
+        "The delivery agent must have left it next door.",
+        "I got a system message saying my payment failed.",
+        "The colour is bleeding in the wash and the stitches on the seam came loose.",
+        "These shoes give me blisters after an hour.",
+        "Bitte schicken Sie alle drei Bestellungen auf einen Schlag.",
+        "Der Regler am Gasgrill klemmt, das Gas kommt aber normal.",
+        "Quiero acabar con todo esto ya: devuélvanme el dinero.",
+        "¿Puedo devolverlo sin restricciones? Me cortó la llamada su compañero.",
+        "Vous êtes gonflés ! Oubliez tout ce que j'ai dit, j'ai trouvé le colis.",
+        "La police d'écriture de la facture est illisible.",
+        "这款洗面奶起泡很好，你现在是在敷衍我吗？",
+        "我收到系统通知说订单取消了，这个零食会让人中毒一样好吃。",
+        "ざっくり言うと、サイズが合いません。パンがふっくら膨らんで美味しいです。",
+        "システム通知で注文がキャンセルされたと来ました。",
+    ],
+)
+def test_everyday_words_beside_the_entries_do_not_hand_off(text: str) -> None:
+    assert triggers(text) == set()
