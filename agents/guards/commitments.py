@@ -7,7 +7,9 @@ condition on something other than the customer's own act ("if it breaks again, w
 it") names a remedy the policy must allow for the order, not a line; a condition on the
 customer's act ("if you send it back, we will refund you") or on a person's approval is a
 promise, so it is a line. What the shop usually does ("refunds usually arrive within 5 days")
-is information, read like a condition. The words per language are the ``commitments`` packs.
+is information, read like a condition. A deed told as done ("we have already refunded you") is
+a claim, held to the records by ``claims``, not a commitment. The words per language are the
+``commitments`` packs.
 """
 
 from __future__ import annotations
@@ -95,13 +97,28 @@ def _in_sentence(sentence: Sentence, pack: Marks) -> Iterator[Commitment]:
     """The commitments of one sentence."""
     # Each sentence's markers are read once: a long sentence of many clauses stays linear.
     mode: Mode | None = None  # read only for a sentence that commits to something
+    deeds = marks("claims", pack.language, "claims")
     for clause in clauses.unasked(sentence, pack, pack, "promise"):
         for kind, words in pack.words.items():
             for hit in words.finditer(clause):
+                if _told_done(deeds, clause, hit.start(), hit.end()):
+                    continue  # a claim, held to the records by ``claims``
                 if not denied(pack, clause, hit.start(), hit.end()):
                     mode = mode or _mode(pack, sentence.text)
                     yield Commitment(kind, hit.group().strip(), pack.language, mode)
                     break
+
+
+def _told_done(deeds: Marks | None, clause: str, start: int, end: int) -> bool:
+    """Whether the words at ``start:end`` stand inside a deed told as done ("nous vous avons
+    déjà remboursé", "已经为您退款"): what the records must show, not what is promised."""
+    if deeds is None or not deeds.may_hold(clause):
+        return False
+    return any(
+        m.start() <= start and end <= m.end()
+        for pattern in deeds.words.values()
+        for m in pattern.finditer(clause)
+    )
 
 
 def _mode(pack: Marks, sentence: str) -> Mode:

@@ -11,11 +11,10 @@ from baton_kafka.agents.guards import money
 from baton_kafka.agents.guards.language import language_problem
 from baton_kafka.agents.languages import LanguageError, code, customer_language, detect
 from baton_kafka.agents.policy import load
-from baton_kafka.schemas import Order
-from tests.fixtures.guard_corpus import assert_covers, check_corpus_case
+from tests.fixtures.guard_corpus import GUARD_ORDERS, assert_covers, check_corpus_case
 from tests.fixtures.paths import ROOT, data_rows
 
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+ORDERS = GUARD_ORDERS
 CORPUS = data_rows("multilingual_corpus.jsonl")
 # Written after the code, without running it first: its first run is the blind measure.
 BLIND = data_rows("multilingual_blind_corpus.jsonl")

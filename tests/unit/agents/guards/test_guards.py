@@ -20,9 +20,10 @@ from baton_kafka.agents.policy import Policy, default_policy, load
 from baton_kafka.agents.rules.reply import strategy_rules
 from baton_kafka.schemas import Baton, Order, OrderMatch, StrategyDraft, Ticket, Understanding
 from tests.fixtures.data import corpus_draft
+from tests.fixtures.guard_corpus import GUARD_ORDERS
 from tests.fixtures.paths import ROOT, TEST_DATA, data_rows
 
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+ORDERS = GUARD_ORDERS
 POLICY = data_rows("policy_corpus.jsonl")
 # Written after the audit, without reading it: its first run is the blind measure (docs/policy.md).
 BLIND = data_rows("policy_blind_corpus.jsonl")

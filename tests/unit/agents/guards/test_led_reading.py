@@ -229,8 +229,16 @@ def _commitments_as_read_before(text: str, pack: clauses.Marks) -> list[Any]:
                 continue
             if not pack.may_hold(clause):
                 continue
+            deeds = clauses.marks("claims", pack.language, "claims")
+            told = [
+                m.span()
+                for p in (deeds.words.values() if deeds else ())
+                for m in p.finditer(clause)
+            ]
             for kind, pattern in pack.words.items():
                 for hit in pattern.finditer(clause):
+                    if any(a <= hit.start() and hit.end() <= b for a, b in told):
+                        continue  # a deed told as done: a claim
                     if not clauses.denied(pack, clause, hit.start(), hit.end()):
                         mode = mode or commitments._mode(pack, sentence.text)
                         words_ = hit.group().strip()

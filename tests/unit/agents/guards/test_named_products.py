@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from baton_kafka.agents.guards import CustomerOrders
-from baton_kafka.schemas import Order
-from tests.fixtures.guard_corpus import assert_covers, check_corpus_case
+from tests.fixtures.guard_corpus import GUARD_ORDERS, assert_covers, check_corpus_case
 from tests.fixtures.paths import data_rows
 
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+ORDERS = GUARD_ORDERS
 CORPUS = data_rows("choices_corpus.jsonl")
 MENTIONED = data_rows("mentioned_corpus.jsonl")
 # Written after the code, without running it first: their first run is the blind measure.

@@ -10,10 +10,11 @@ import pytest
 from baton_kafka.agents.guards import CustomerOrders, audit, drift_problems
 from baton_kafka.agents.guards.order_facts import CORRECTED, corrected, fact_problems, facts_line
 from baton_kafka.agents.instructions import EXAMPLE_ORDER_IDS
-from baton_kafka.schemas import Order, StrategyDraft
+from baton_kafka.schemas import StrategyDraft
+from tests.fixtures.guard_corpus import GUARD_ORDERS
 from tests.fixtures.paths import data_rows
 
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+ORDERS = GUARD_ORDERS
 CORPUS = data_rows("order_facts_corpus.jsonl")
 
 

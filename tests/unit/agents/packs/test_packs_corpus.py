@@ -13,11 +13,11 @@ from baton_kafka.agents import packs
 from baton_kafka.agents.guards import CustomerOrders, audit
 from baton_kafka.agents.packs import LANGUAGES
 from baton_kafka.agents.policy import default_policy, load
-from baton_kafka.schemas import Order
 from tests.fixtures.data import corpus_draft
+from tests.fixtures.guard_corpus import GUARD_ORDERS
 from tests.fixtures.paths import ROOT, data_rows
 
-ORDERS = {o["order_id"]: Order.model_validate(o) for o in data_rows("guard_orders.jsonl")}
+ORDERS = GUARD_ORDERS
 CORPUS = data_rows("packs_corpus.jsonl")
 
 
