@@ -76,8 +76,9 @@ def problems(
     spans = sentences(text)
     promise = PROMISE.now()
     for m in found:
-        around = next((text[a:b] for a, b in spans if a <= m.at <= b), text)
-        yield from _one(m, around, amounts, paid, prices, matched, _clause(text, m.at))
+        a, b = next(((a, b) for a, b in spans if a <= m.at <= b), (0, len(text)))
+        beside = [cents(x.value) for x in found if a <= x.at <= b and x is not m]
+        yield from _one(m, text[a:b], amounts, paid, prices, matched, _clause(text, m.at), beside)
     # A draft's solution repeats sentences of its reply: each is read once per ticket.
     said: dict[tuple[str, bool], tuple[str, ...]] = shelf("offered.sentences", w, promise)
     for start, end in spans:
@@ -209,6 +210,7 @@ def _one(
     prices: Sequence[float],
     matched: Order | None,
     clause: str = "",
+    beside: Sequence[float] = (),
 ) -> Iterator[str]:
     w = _w()
     if m.kind == "percent":
@@ -243,6 +245,24 @@ def _one(
         or w.PAID_BEFORE.search(before)
     )
     promised = m.promise and not (a_price and fact)
+    done = (w.DONE.search(sentence) and not w.WILL.search(sentence)) or (
+        w.DONE.search(clause) and not w.WILL.search(clause)
+    )
+    # The order named or what was paid ("of the 59.00 EUR you paid") is not what was refunded.
+    which = w.ORDER_NEXT.match(after) or w.PAID_BEFORE.search(before)
+    if (
+        matched is not None
+        and m.promise
+        and done
+        and not which
+        and _whole_told_refunded(value, matched, beside)
+    ):
+        yield (
+            f"says {m.written} was refunded, but the records of order {matched.order_id} "
+            f"show {matched.refunded:.2f} of its {matched.amount:.2f} {matched.currency} "
+            "refunded: state what the records show"
+        )
+        return
     if matched is None:
         if promised or not a_price:
             yield (
@@ -259,6 +279,17 @@ def _one(
             f"amount {m.written} is not in the currency of order {matched.order_id} "
             f"({matched.currency})"
         )
+
+
+def _whole_told_refunded(value: float, order: Order, beside: Sequence[float]) -> bool:
+    """Whether ``value`` is the whole price of ``order``, which the records show refunded in
+    part only, with the part refunded not stated beside it."""
+    refunded = cents(order.refunded)
+    if not 0 < refunded < cents(order.amount) - CENT:
+        return False
+    if abs(value - cents(order.amount)) >= CENT:
+        return False
+    return not any(abs(x - refunded) < CENT for x in beside)
 
 
 _w()  # compiled at import, as module patterns are; again only when a shop adds words

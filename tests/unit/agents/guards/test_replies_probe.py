@@ -19,14 +19,11 @@ KNOWN = {
     # The customer names "mein Devolo-Set" without the digit: the reply's "Devolo Magic 2"
     # is read as promising 2 EUR beside "Erstattung".
     "ap-de-08": "false reject",
-    # "vollständig erstattet, die 59,00 €": the order shows 40 of 59 refunded; a claim is
-    # checked for the deed, not for the amount it states as refunded.
-    "ap-de-15": "false accept",
-    "rb-en-10": "false accept",  # the same: "we have already refunded €59.00", 40 refunded
 }
 # The blind part's one run, after the fixes, per language (false accepts of 6, false rejects
 # of 6): en 1/0, de 2/1, es 0/0, fr 1/0, zh 1/0, ja 0/1. The packs learnt from it since, except
-# rb-en-10 (above).
+# rb-en-10 and ap-de-15 ("we have already refunded €59.00" of an order refunded 40 of 59),
+# read since as the whole price told as refunded.
 
 
 def _wrong(case: dict[str, Any]) -> str | None:
@@ -44,3 +41,36 @@ def test_every_check_of_a_draft_reads_the_probe_as_expected(case: dict[str, Any]
 def test_the_corpora_cover_every_shipped_language_both_ways() -> None:
     assert_covers(PROBE, packs.LANGUAGES)
     assert_covers(BLIND, packs.LANGUAGES)
+
+
+# Order G-7001 cost 59.00 EUR and the shop refunded 40.00 EUR of it.
+PART_REFUNDED = [
+    ("en", "We have already refunded 40.00 EUR of the 59.00 EUR you paid.", True),
+    ("en", "You paid 59.00 EUR for it. We have already refunded 40.00 EUR.", True),
+    ("en", "We have already refunded the full 59.00 EUR to your card.", False),
+    ("de", "Von den 59,00 € haben wir Ihnen bereits 40,00 € erstattet.", True),
+    ("de", "Wir haben Ihnen die 59,00 € bereits vollständig erstattet.", False),
+    ("es", "Ya le hemos reembolsado 40,00 € de los 59,00 € que pagó.", True),
+    ("es", "Ya le hemos reembolsado los 59,00 € completos.", False),
+    ("fr", "Nous vous avons déjà remboursé 40,00 € sur les 59,00 € payés.", True),
+    ("fr", "Nous vous avons déjà remboursé l'intégralité des 59,00 €.", False),
+    ("zh", "您支付的 59.00 欧元中，我们已经为您退款 40.00 欧元。", True),
+    ("zh", "我们已经为您全额退款 59.00 欧元。", False),
+    ("ja", "お支払いいただいた59.00ユーロのうち、40.00ユーロを既に返金いたしました。", True),
+    ("ja", "59.00ユーロを既に全額返金いたしました。", False),
+]
+
+
+@pytest.mark.parametrize(("language", "reply", "natural"), PART_REFUNDED)
+def test_an_amount_told_as_refunded_is_what_the_records_show(
+    language: str, reply: str, natural: bool
+) -> None:
+    """A refund in part told with its amount passes; the whole price told as refunded does not."""
+    case = {**PROBE[0], "language": language, "customer": "G-UMA", "matched": "G-7001"}
+    case |= {"reply": reply, "solution": reply, "offer": [], "demand": "information"}
+    case |= {"languages": [language, "en", "de"], "message": "?"}
+    found = every_problem(case, GUARD_ORDERS)
+    if natural:
+        assert found == []
+    else:
+        assert any("was refunded, but the records of order G-7001" in p for p in found), found
