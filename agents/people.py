@@ -159,6 +159,7 @@ def apply(
     policy: Policy,
     today: date,
     history: Sequence[OrderMemory] = (),
+    own: Sequence[Order] = (),
     source: str = "",
     keep_for: timedelta = timedelta(days=1),
 ) -> Applied:
@@ -188,7 +189,13 @@ def apply(
     elif decision.action == "answer":
         try:
             offer = answer_offer(
-                decision, baton, order=order, policy=policy, today=today, history=history
+                decision,
+                baton,
+                order=order,
+                policy=policy,
+                today=today,
+                history=history,
+                own=own,
             )
         except AnswerRefused as exc:
             raise Refused("decision_invalid", f"the answer breaks the rules: {exc}") from exc

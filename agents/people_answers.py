@@ -71,12 +71,15 @@ def answer_offer(
     policy: Policy,
     today: date,
     history: Sequence[OrderMemory] = (),
+    own: Sequence[Order] = (),
 ) -> Offer | None:
     """The offer a person's answer commits the shop to (None: it promises nothing new), after
     the audit a model's reply passes: money only as typed lines within every limit of the
     policy and the session's ledger (the approval threshold is the person's to lift), no link
     to a host the policy does not allow, no request for card data, codes or passwords, no id
-    that is not the customer's, no line for another customer's order. Raises
+    that is not the customer's, no line for another customer's order. ``own`` are the
+    customer's orders as the store holds them: the answer may name any of them, by id or by
+    name, and a deed it tells of one it names by id is held to that order's records. Raises
     :class:`AnswerRefused` with every finding."""
     lines = promised(decision, baton)
     if order is not None and order.customer_id != baton.customer_id:
@@ -88,9 +91,15 @@ def answer_offer(
     ctx = OfferContext(order, demand, today, already)
     found = [f"offer: {p}" for p in offer_problems(decision, lines, policy, ctx)]
     before = [line for line in confirmed(baton, order) if line not in lines]
+    # Only the customer's own: a store's answer for another customer is not trusted.
+    theirs = {o.order_id: o for o in own if o.customer_id == baton.customer_id}
+    if order is not None:
+        theirs[order.order_id] = order
     books = CustomerOrders(
         matched=order,
-        orders=(order,) if order is not None else (),
+        orders=tuple(theirs.values()),
+        # A person may name any of the customer's orders (their names' digits are names).
+        choices=frozenset(theirs),
         discussed=frozenset(
             d
             for d in (baton.order_id, *baton.order_history, *(t.order_id for t in baton.tickets))

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TypeVar
 
 from aiokafka.errors import KafkaError
 
@@ -36,6 +37,7 @@ log = logging.getLogger("baton.decisions")
 
 STAGE: StageName = "decide"
 STORE_ATTEMPTS = 3
+T = TypeVar("T")
 # What a broker or the network throws: the record is read again, never dead-lettered for it.
 TRANSIENT = (ConnectionError, OSError, TimeoutError, KafkaError)
 
@@ -178,6 +180,7 @@ class Decisions:
                 policy=self.policy,
                 today=utcnow().date(),
                 history=recallable(baton, self.batons.index(customer) if customer else None),
+                own=await self._own(decision, baton),
                 source=place(source),
                 keep_for=self.oldest,
             )
@@ -210,14 +213,27 @@ class Decisions:
             order_id = None
         if not order_id:
             return None
-        for attempt in range(STORE_ATTEMPTS):
+        return await self._read(lambda: self.store.get(order_id))
+
+    async def _own(self, decision: Decision, baton: Baton) -> list[Order]:
+        """The customer's orders as the store holds them, for an answer (it may name any)."""
+        if decision.action != "answer" or not baton.customer_id:
+            return []
+        customer = baton.customer_id
+        return await self._read(lambda: self.store.for_customer(customer))
+
+    async def _read(self, read: Callable[[], Awaitable[T]]) -> T:
+        """``read()`` from the order store, tried again with backoff; a store that stays away
+        refuses the decision (``order_store_unavailable``), which a copy may retry."""
+        for attempt in range(STORE_ATTEMPTS - 1):
             try:
-                return await self.store.get(order_id)
-            except StoreUnavailable as exc:
-                if attempt == STORE_ATTEMPTS - 1:
-                    raise people.Refused("order_store_unavailable", str(exc)) from exc
+                return await read()
+            except StoreUnavailable:
                 await asyncio.sleep(0.2 * 2**attempt)
-        return None
+        try:
+            return await read()
+        except StoreUnavailable as exc:
+            raise people.Refused("order_store_unavailable", str(exc)) from exc
 
     async def _deliver(self, decision: Decision, baton: Baton, reply: str, resumed: bool) -> None:
         """Send the decision's reply unless the topic has it, then mark it sent."""

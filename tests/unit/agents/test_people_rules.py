@@ -379,3 +379,41 @@ async def test_an_answer_may_not_commit_the_shop_for_another_customers_order(
         assert dl.reason == "decision_invalid"
         assert "O-C2 is not one of this customer's orders" in dl.error
         assert len(replies(p)) == 1 and p.baton("S1") == before
+
+
+@pytest.mark.parametrize(
+    ("text", "finding"),
+    [
+        (
+            "Your order 400918290, the Fitbit Charge 6 Fitness Tracker, was refunded on 2 Nov.",
+            None,
+        ),
+        (
+            "Ihre Bestellung 400918290 (Fitbit Charge 6 Fitness Tracker) wurde bereits erstattet.",
+            None,
+        ),
+        ("Your order O-1 was refunded on 2 November.", "it was already refunded"),
+        (
+            "Your order 400918299 was refunded on 2 November.",
+            "400918299 is not one of this customer's",
+        ),
+    ],
+)
+async def test_an_answer_may_name_any_of_the_customers_orders_and_tell_their_records(
+    tmp_path: Path, text: str, finding: str | None
+) -> None:
+    """A person may answer on another of the customer's orders, its name's digits and all, as
+    the store holds it; a deed it tells is held to that order's records, and another
+    customer's order is still not named."""
+    tracker = order("400918290", product_name="Fitbit Charge 6 Fitness Tracker", status="refunded")
+    theirs = order("400918299", customer="C2", status="refunded")
+    shop = [*C1_ORDERS, JACKET, tracker.model_copy(update={"refunded": tracker.amount}), theirs]
+    async with sqlite_store(tmp_path / "shop.sqlite3", shop) as store:
+        p = pipeline_on(store)
+        await parked(p)
+        await feed(p, decision("d1", "answer", item=None, text=text), 0)
+        if finding is None:
+            assert p.dead_letters == [] and replies(p)[-1].reply == text
+        else:
+            [dl] = p.dead_letters
+            assert dl.reason == "decision_invalid" and finding in dl.error, dl.error
