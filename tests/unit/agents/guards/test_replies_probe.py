@@ -43,34 +43,19 @@ def test_the_corpora_cover_every_shipped_language_both_ways() -> None:
     assert_covers(BLIND, packs.LANGUAGES)
 
 
-# Order G-7001 cost 59.00 EUR and the shop refunded 40.00 EUR of it.
-PART_REFUNDED = [
-    ("en", "We have already refunded 40.00 EUR of the 59.00 EUR you paid.", True),
-    ("en", "You paid 59.00 EUR for it. We have already refunded 40.00 EUR.", True),
-    ("en", "We have already refunded the full 59.00 EUR to your card.", False),
-    ("de", "Von den 59,00 € haben wir Ihnen bereits 40,00 € erstattet.", True),
-    ("de", "Wir haben Ihnen die 59,00 € bereits vollständig erstattet.", False),
-    ("es", "Ya le hemos reembolsado 40,00 € de los 59,00 € que pagó.", True),
-    ("es", "Ya le hemos reembolsado los 59,00 € completos.", False),
-    ("fr", "Nous vous avons déjà remboursé 40,00 € sur les 59,00 € payés.", True),
-    ("fr", "Nous vous avons déjà remboursé l'intégralité des 59,00 €.", False),
-    ("zh", "您支付的 59.00 欧元中，我们已经为您退款 40.00 欧元。", True),
-    ("zh", "我们已经为您全额退款 59.00 欧元。", False),
-    ("ja", "お支払いいただいた59.00ユーロのうち、40.00ユーロを既に返金いたしました。", True),
-    ("ja", "59.00ユーロを既に全額返金いたしました。", False),
-]
+# Replies on order G-7001, which cost 59.00 EUR and of which the shop refunded 40.00 EUR.
+PART_REFUNDED = data_rows("part_refunded_corpus.jsonl")
 
 
-@pytest.mark.parametrize(("language", "reply", "natural"), PART_REFUNDED)
-def test_an_amount_told_as_refunded_is_what_the_records_show(
-    language: str, reply: str, natural: bool
-) -> None:
+@pytest.mark.parametrize("row", PART_REFUNDED, ids=lambda r: f"{r['language']}-{r['natural']}")
+def test_an_amount_told_as_refunded_is_what_the_records_show(row: dict[str, Any]) -> None:
     """A refund in part told with its amount passes; the whole price told as refunded does not."""
+    language, reply = row["language"], row["reply"]
     case = {**PROBE[0], "language": language, "customer": "G-UMA", "matched": "G-7001"}
     case |= {"reply": reply, "solution": reply, "offer": [], "demand": "information"}
     case |= {"languages": [language, "en", "de"], "message": "?"}
     found = every_problem(case, GUARD_ORDERS)
-    if natural:
+    if row["natural"]:
         assert found == []
     else:
         assert any("was refunded, but the records of order G-7001" in p for p in found), found

@@ -12,36 +12,12 @@ from tests.fixtures.risk import score, triggers
 
 CORPUS = data_rows("risk_paraphrase_corpus.jsonl")
 # Each round was written blind (its writer saw neither the packs nor the earlier rounds), run
-# once on the packs as they stood, then learnt from: per round and language, (must hand off,
-# of them missed, must not, of them handed off) in that one run. Round 1 ran on the packs
-# before any round; its Spanish must-not count leaves out "abogados" read as avocados, which
-# is kept as a hand-off. Round 2 ran after round 1's words, round 3 after round 2's.
-FIRST_RUNS = {
-    1: {
-        "en": (11, 6, 9, 1),
-        "de": (11, 8, 9, 0),
-        "es": (11, 5, 8, 1),
-        "fr": (11, 6, 9, 1),
-        "zh": (11, 4, 9, 0),
-        "ja": (11, 5, 9, 1),
-    },
-    2: {
-        "en": (9, 6, 6, 1),
-        "de": (9, 3, 6, 0),
-        "es": (9, 6, 6, 0),
-        "fr": (9, 4, 6, 0),
-        "zh": (9, 5, 6, 0),
-        "ja": (9, 3, 6, 0),
-    },
-    3: {
-        "en": (9, 5, 6, 1),
-        "de": (9, 6, 6, 0),
-        "es": (9, 3, 6, 1),
-        "fr": (9, 4, 6, 0),
-        "zh": (9, 3, 6, 1),
-        "ja": (9, 2, 6, 0),
-    },
-}
+# once on the packs as they stood, then learnt from: per round, the cases that must hand off
+# and must not. Missed and handed off in that one run, in en, de, es, fr, zh, ja: round 1 (on
+# the packs before any round) 6/1, 8/0, 5/1, 6/1, 4/0, 5/1; round 2 (after round 1's words)
+# 6/1, 3/0, 6/0, 4/0, 5/0, 3/0; round 3 (after round 2's) 5/1, 6/0, 3/1, 4/0, 3/1, 2/0. Round
+# 1's Spanish must-not cases leave out "abogados" read as avocados, kept as a hand-off.
+FIRST_RUNS = {1: (66, 53), 2: (54, 36), 3: (54, 36)}
 # What the words still miss, listed rather than hidden: each needs the meaning of a sentence,
 # not a phrase ("I won't be around" is also said of a delivery day).
 KNOWN_MISSES = {
@@ -53,9 +29,11 @@ KNOWN_MISSES = {
 
 @pytest.mark.parametrize("round_", sorted(FIRST_RUNS))
 def test_each_round_is_the_one_that_was_run(round_: int) -> None:
-    for lang, (must, _, must_not, _) in FIRST_RUNS[round_].items():
-        ran = score([c for c in CORPUS if c["round"] == round_ and c["lang"] == lang])[lang]
-        assert (ran["must"], ran["must_not"]) == (must, must_not), (round_, lang)
+    must, must_not = FIRST_RUNS[round_]
+    rows = score([c for c in CORPUS if c["round"] == round_])
+    assert set(rows) == set(packs.LANGUAGES)
+    assert sum(r["must"] for r in rows.values()) == must
+    assert sum(r["must_not"] for r in rows.values()) == must_not
 
 
 @pytest.mark.parametrize("lang", packs.LANGUAGES)
