@@ -72,3 +72,26 @@ def test_the_known_misses_are_still_misses() -> None:
 )
 def test_everyday_words_beside_the_entries_do_not_hand_off(text: str) -> None:
     assert triggers(text) == set()
+
+
+BLIND = data_rows("risk_paraphrase_blind_corpus.jsonl")
+# A fourth round, written blind after the packs learnt the third and run once on them, not
+# learnt from yet: per language, (missed of 9 that must hand off, handed off of 6 that must
+# not). What it missed is mostly indirect self-harm ("I've sorted out who's having my dog") and
+# staff or role-play injections; its one false hand-off is "your courier was on fire today".
+BLIND_RUN = {
+    "en": (3, 1),
+    "de": (5, 0),
+    "es": (3, 0),
+    "fr": (2, 0),
+    "zh": (2, 0),
+    "ja": (4, 0),
+}
+
+
+@pytest.mark.parametrize("lang", packs.LANGUAGES)
+def test_the_blind_round_does_no_worse_than_its_one_run(lang: str) -> None:
+    row = score([c for c in BLIND if c["lang"] == lang])[lang]
+    assert (row["must"], row["must_not"]) == (9, 6)
+    missed, handed = BLIND_RUN[lang]
+    assert len(row["missed"]) <= missed and len(row["false"]) <= handed, row
